@@ -1,0 +1,232 @@
+# pmpd -- GNU make build.  `make help` lists the targets.
+#
+# Honoured: CC AR CFLAGS LDFLAGS CROSS_COMPILE PREFIX DESTDIR, plus
+#   BUILD       object tree (default build/, build/<triple> when cross-compiling)
+#   ARCH_FLAGS  target selection (default -march=native on the host, none when cross)
+#   RUN         prefix for running test binaries (e.g. "qemu-aarch64 -cpu max")
+#   SAN=1       build with AddressSanitizer + UndefinedBehaviorSanitizer
+
+.DEFAULT_GOAL := all
+SHELL := /bin/sh
+
+ifneq ($(CROSS_COMPILE),)
+  ifeq ($(origin CC),default)
+    CC := $(CROSS_COMPILE)gcc
+  endif
+  ifeq ($(origin AR),default)
+    AR := $(CROSS_COMPILE)ar
+  endif
+  NM ?= $(CROSS_COMPILE)nm
+  SIZE_TOOL ?= $(CROSS_COMPILE)size
+  TRIPLE := $(shell $(CC) -dumpmachine 2>/dev/null)
+  BUILD ?= build/$(TRIPLE)
+  ARCH_FLAGS ?=
+else
+  NM ?= nm
+  SIZE_TOOL ?= size
+  BUILD ?= build
+  ARCH_FLAGS ?= -march=native
+endif
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+CFLAGS ?= -O2 -g
+LDFLAGS ?=
+RUN ?=
+TEST_TIMEOUT ?= 900
+
+WARN := -std=c99 -pedantic -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
+ifeq ($(SAN),1)
+  SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+else
+  SAN_FLAGS :=
+endif
+ALL_CFLAGS := $(WARN) $(ARCH_FLAGS) $(CFLAGS) $(SAN_FLAGS) -I. -MMD -MP
+OFFLINE_CFLAGS := $(ALL_CFLAGS) -DPMPD_OFFLINE=1
+LIBS := -lm -pthread
+
+# Sources: everything under pmpd_impl/ and platform/ is the runtime, except
+# pmpd_impl/offline/ (heap-using tools: importers, quantizers, calibration).
+RUNTIME_SRC := $(sort $(shell find pmpd_impl platform -name '*.c' -not -path 'pmpd_impl/offline/*'))
+OFFLINE_SRC := $(sort $(shell find pmpd_impl/offline -name '*.c' 2>/dev/null))
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+TEST_SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
+EXAMPLE_SRC := $(sort $(wildcard examples/pmpd-*.c))
+EXAMPLE_COMMON_SRC := $(sort $(wildcard examples/common/*.c))
+
+RUNTIME_OBJ := $(RUNTIME_SRC:%.c=$(BUILD)/obj/%.o)
+OFFLINE_OBJ := $(OFFLINE_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_SUPPORT_OBJ := $(TEST_SUPPORT_SRC:%.c=$(BUILD)/obj/%.o)
+EXAMPLE_COMMON_OBJ := $(EXAMPLE_COMMON_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/%)
+
+LIB := $(BUILD)/libpmpd.a
+OFFLINE_LIB := $(BUILD)/libpmpd_offline.a
+
+.PHONY: all lib examples tests test check amalgamation amalgamation-test heap-check \
+        check-native check-asan check-aarch64 deps size install bench demo fuzz fuzz-replay \
+        clean help
+
+all: lib examples
+
+lib: $(LIB) $(OFFLINE_LIB)
+
+examples: $(EXAMPLE_BIN)
+
+$(LIB): $(RUNTIME_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(OFFLINE_LIB): $(OFFLINE_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+# Offline library, test support and example helpers see the offline API.
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(OFFLINE_CFLAGS) -c -o $@ $<
+
+# Runtime objects are compiled without PMPD_OFFLINE.
+$(RUNTIME_OBJ): # Offline library, test support and example helpers see the offline API.
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT_OBJ) $(OFFLINE_LIB) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(OFFLINE_CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_SUPPORT_OBJ) $(OFFLINE_LIB) $(LIB) -lcmocka $(LIBS)
+
+$(BUILD)/pmpd-%: examples/pmpd-%.c $(EXAMPLE_COMMON_OBJ) $(OFFLINE_LIB) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(OFFLINE_CFLAGS) $(LDFLAGS) -o $@ $< $(EXAMPLE_COMMON_OBJ) $(OFFLINE_LIB) $(LIB) $(LIBS)
+
+tests: $(TEST_BIN)
+
+# Runs every cmocka test binary (from the repository root, so tests find
+# ../shared); stops at the first failing one.
+test: tests
+	@set -e; for t in $(TEST_BIN); do \
+	  echo "== $(RUN) $$t"; timeout $(TEST_TIMEOUT) $(RUN) $$t; \
+	done
+
+# ---- the README's test command -------------------------------------------
+check: deps
+	$(MAKE) check-native
+	$(MAKE) check-asan
+	$(MAKE) amalgamation-test
+	$(MAKE) heap-check
+	$(MAKE) fuzz-replay
+	$(MAKE) check-aarch64
+	@echo "make check: all passed"
+
+check-native:
+	$(MAKE) test
+
+check-asan:
+	$(MAKE) BUILD=build/asan SAN=1 CFLAGS="-O1 -g" test
+
+# The arm64 binaries run with Debian's multiarch arm64 libc and cmocka
+# (libcmocka-dev:arm64), whose loader qemu finds at /lib/ld-linux-aarch64.so.1.
+AARCH64 := aarch64-linux-gnu-
+check-aarch64:
+	$(MAKE) CROSS_COMPILE=$(AARCH64) BUILD=build/aarch64-max \
+	  ARCH_FLAGS="-march=armv8.6-a+dotprod+i8mm" RUN="qemu-aarch64 -cpu max" test
+	$(MAKE) CROSS_COMPILE=$(AARCH64) BUILD=build/aarch64-v8 \
+	  ARCH_FLAGS="-march=armv8-a" RUN="qemu-aarch64 -cpu cortex-a53" test
+
+deps:
+	@sh pmpd_impl/build/need-tools.sh
+
+# ---- single-header amalgamation ------------------------------------------
+amalgamation: build/pmpd.h
+
+build/pmpd.h: pmpd.h $(RUNTIME_SRC) $(OFFLINE_SRC) $(shell find pmpd_impl platform -name '*.h') pmpd_impl/build/amalgamate.sh
+	@mkdir -p build
+	sh pmpd_impl/build/amalgamate.sh > $@.tmp && mv $@.tmp $@
+
+AMALG_FLAGS := -std=c99 -pedantic -Wall -Wextra -Werror -Ibuild
+amalgamation-test: build/pmpd.h
+	@for cc in gcc clang; do \
+	  echo "== amalgamated header alone with $$cc"; \
+	  $$cc $(AMALG_FLAGS) -O1 -o build/amalgamation-$$cc tests/amalgamation/main.c -lm -pthread && \
+	  ./build/amalgamation-$$cc || exit 1; \
+	  $$cc $(AMALG_FLAGS) -DPMPD_OFFLINE=1 -O1 -c -o build/amalgamation-offline-$$cc.o tests/amalgamation/main.c || exit 1; \
+	done
+
+# ---- the runtime must never reach for the heap ---------------------------
+heap-check: $(LIB)
+	@if $(NM) -u $(RUNTIME_OBJ) | grep -E '^ *U (malloc|calloc|realloc|free|aligned_alloc|posix_memalign|strdup)$$'; then \
+	  echo "heap-check: runtime objects reference the heap (see above)"; exit 1; \
+	else echo "heap-check: runtime objects reference no heap function"; fi
+
+size:
+	@$(MAKE) --no-print-directory $(LIB)
+	@$(MAKE) --no-print-directory CROSS_COMPILE=$(AARCH64) BUILD=build/aarch64-size ARCH_FLAGS="-march=armv8.2-a+dotprod" CFLAGS="-Os" build/aarch64-size/libpmpd.a
+	@echo "runtime (host, $(CFLAGS)):"; $(SIZE_TOOL) -t $(LIB) | tail -1
+	@echo "runtime (aarch64, -Os):"; $(AARCH64)size -t build/aarch64-size/libpmpd.a | tail -1
+
+# ---- fuzzing ---------------------------------------------------------------
+FUZZ_SECONDS ?= 60
+FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
+FUZZ_NAMES := $(FUZZ_SRC:fuzz/fuzz_%.c=%)
+FUZZ_CC ?= clang
+FUZZ_FLAGS := -std=c99 -Wall -Wextra -Werror -g -O1 -I. -DPMPD_OFFLINE=1 \
+  -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_LIB_SRC := $(RUNTIME_SRC) $(OFFLINE_SRC)
+
+build/fuzz/replay-%: fuzz/fuzz_%.c fuzz/replay_main.c $(FUZZ_LIB_SRC)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< fuzz/replay_main.c $(FUZZ_LIB_SRC) -lm -pthread
+
+build/fuzz/libfuzzer-%: fuzz/fuzz_%.c $(FUZZ_LIB_SRC)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_SRC) -lm -pthread
+
+# Replays every seed and every past crasher, then fuzzes each harness briefly.
+FUZZ_SMOKE_SECONDS ?= 5
+fuzz-replay: $(FUZZ_NAMES:%=build/fuzz/replay-%) $(FUZZ_NAMES:%=build/fuzz/libfuzzer-%)
+	@set -e; for n in $(FUZZ_NAMES); do \
+	  echo "== replay $$n"; ./build/fuzz/replay-$$n fuzz/corpus/$$n fuzz/regressions/$$n; \
+	  mkdir -p build/fuzz/work/$$n; \
+	  ./build/fuzz/libfuzzer-$$n -max_total_time=$(FUZZ_SMOKE_SECONDS) -print_final_stats=0 \
+	    $$( [ -f fuzz/$$n.dict ] && echo -dict=fuzz/$$n.dict ) -artifact_prefix=build/fuzz/ \
+	    build/fuzz/work/$$n fuzz/corpus/$$n 2>build/fuzz/$$n.log || { tail -40 build/fuzz/$$n.log; exit 1; }; \
+	done
+
+fuzz: $(FUZZ_NAMES:%=build/fuzz/libfuzzer-%)
+	@set -e; for n in $(FUZZ_NAMES); do \
+	  mkdir -p build/fuzz/work/$$n; echo "== fuzz $$n for $(FUZZ_SECONDS)s"; \
+	  ./build/fuzz/libfuzzer-$$n -max_total_time=$(FUZZ_SECONDS) \
+	    $$( [ -f fuzz/$$n.dict ] && echo -dict=fuzz/$$n.dict ) -artifact_prefix=fuzz/regressions/$$n/ \
+	    build/fuzz/work/$$n fuzz/corpus/$$n 2>&1 | tail -3; \
+	done
+
+# ---- running things --------------------------------------------------------
+bench: $(BUILD)/pmpd-bench
+	$(BUILD)/pmpd-bench
+
+install: lib
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 $(LIB) $(OFFLINE_LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 pmpd.h $(DESTDIR)$(PREFIX)/include/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/^#define PMPD_VERSION_STRING "\(.*\)"/\1/p' pmpd.h)|g' \
+	  pmpd_impl/build/pmpd.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/pmpd.pc
+
+clean:
+	rm -rf build
+
+help:
+	@echo "make              library (build/libpmpd.a, build/libpmpd_offline.a) and examples"
+	@echo "make check        every test: native, ASan+UBSan, amalgamation (gcc, clang), heap check,"
+	@echo "                  fuzz corpora replay, aarch64 under qemu (-cpu max and cortex-a53)"
+	@echo "make demo         convert stories260K and generate a story"
+	@echo "make bench        benchmarks (memory bandwidth, kernels, end to end)"
+	@echo "make amalgamation build/pmpd.h, the single-header library"
+	@echo "make fuzz FUZZ_SECONDS=N   run every libFuzzer harness for N seconds"
+	@echo "make size         text/data/bss of the runtime, host and aarch64"
+	@echo "make install PREFIX=... DESTDIR=..."
+
+-include $(shell find $(BUILD)/obj $(BUILD)/tests -name '*.d' 2>/dev/null)

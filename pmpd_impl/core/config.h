@@ -1,0 +1,118 @@
+/*
+ * Every compile-time option of pmpd, with its default.  Set an option with
+ * -DNAME=VALUE on the compiler command line (or before including the
+ * amalgamated header).  Impossible combinations stop the build here.
+ *
+ * Kernel selection follows the compiler's target macros; each optimized
+ * path can be forced off with PMPD_USE_<X>=0.  The scalar reference kernels
+ * are always compiled: they are the oracle the tests compare against.
+ *
+ *   PMPD_USE_NEON     Arm Advanced SIMD kernels.      default: __ARM_NEON
+ *   PMPD_USE_DOTPROD  Arm SDOT kernels.               default: __ARM_FEATURE_DOTPROD
+ *   PMPD_USE_I8MM     Arm SMMLA (int8 matmul) GEMM.   default: __ARM_FEATURE_MATMUL_INT8
+ *   PMPD_USE_AVX2     x86 AVX2+FMA kernels.           default: __AVX2__ && __FMA__
+ *   PMPD_PLATFORM_POSIX  files via mmap, pthreads.     default: 1 on Unix-like systems
+ *   PMPD_PLATFORM_NONE   no filesystem, no threads.    default: 1 elsewhere
+ *   PMPD_MAX_THREADS  upper bound on worker threads.   default: 8
+ *   PMPD_OFFLINE      compile the offline tools (importers, quantizers,
+ *                     calibration); they use the heap.  default: 0
+ */
+#ifndef PMPD_CORE_CONFIG_H
+#define PMPD_CORE_CONFIG_H
+
+#if defined(__ARM_NEON) || defined(__ARM_NEON__)
+#define PMPD_HAVE_NEON_TARGET 1
+#else
+#define PMPD_HAVE_NEON_TARGET 0
+#endif
+#if defined(__ARM_FEATURE_DOTPROD)
+#define PMPD_HAVE_DOTPROD_TARGET 1
+#else
+#define PMPD_HAVE_DOTPROD_TARGET 0
+#endif
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+#define PMPD_HAVE_I8MM_TARGET 1
+#else
+#define PMPD_HAVE_I8MM_TARGET 0
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+#define PMPD_HAVE_AVX2_TARGET 1
+#else
+#define PMPD_HAVE_AVX2_TARGET 0
+#endif
+
+#ifndef PMPD_USE_NEON
+#define PMPD_USE_NEON PMPD_HAVE_NEON_TARGET
+#endif
+#ifndef PMPD_USE_DOTPROD
+#define PMPD_USE_DOTPROD (PMPD_HAVE_DOTPROD_TARGET && PMPD_USE_NEON)
+#endif
+#ifndef PMPD_USE_I8MM
+#define PMPD_USE_I8MM (PMPD_HAVE_I8MM_TARGET && PMPD_USE_NEON)
+#endif
+#ifndef PMPD_USE_AVX2
+#define PMPD_USE_AVX2 PMPD_HAVE_AVX2_TARGET
+#endif
+
+#if PMPD_USE_NEON && !PMPD_HAVE_NEON_TARGET
+#error "PMPD_USE_NEON=1 but the compiler is not targeting Arm NEON (add e.g. -march=armv8-a)"
+#endif
+#if PMPD_USE_DOTPROD && !PMPD_HAVE_DOTPROD_TARGET
+#error "PMPD_USE_DOTPROD=1 but the target lacks the dot-product extension (add +dotprod to -march)"
+#endif
+#if PMPD_USE_I8MM && !PMPD_HAVE_I8MM_TARGET
+#error "PMPD_USE_I8MM=1 but the target lacks the int8 matrix-multiply extension (add +i8mm to -march)"
+#endif
+#if (PMPD_USE_DOTPROD || PMPD_USE_I8MM) && !PMPD_USE_NEON
+#error "PMPD_USE_DOTPROD and PMPD_USE_I8MM need PMPD_USE_NEON"
+#endif
+#if PMPD_USE_AVX2 && !PMPD_HAVE_AVX2_TARGET
+#error "PMPD_USE_AVX2=1 but the compiler is not targeting AVX2 and FMA (add -mavx2 -mfma or -march=native)"
+#endif
+#if PMPD_USE_AVX2 && PMPD_USE_NEON
+#error "PMPD_USE_AVX2 and PMPD_USE_NEON cannot both be on"
+#endif
+
+#if !defined(PMPD_PLATFORM_POSIX) && !defined(PMPD_PLATFORM_NONE)
+#if defined(__unix__) || defined(__unix) || (defined(__APPLE__) && defined(__MACH__))
+#define PMPD_PLATFORM_POSIX 1
+#define PMPD_PLATFORM_NONE 0
+#else
+#define PMPD_PLATFORM_POSIX 0
+#define PMPD_PLATFORM_NONE 1
+#endif
+#endif
+#ifndef PMPD_PLATFORM_POSIX
+#define PMPD_PLATFORM_POSIX 0
+#endif
+#ifndef PMPD_PLATFORM_NONE
+#define PMPD_PLATFORM_NONE 0
+#endif
+#if PMPD_PLATFORM_POSIX + PMPD_PLATFORM_NONE != 1
+#error "choose exactly one of PMPD_PLATFORM_POSIX and PMPD_PLATFORM_NONE"
+#endif
+
+#ifndef PMPD_MAX_THREADS
+#define PMPD_MAX_THREADS 8
+#endif
+#if PMPD_MAX_THREADS < 1 || PMPD_MAX_THREADS > 256
+#error "PMPD_MAX_THREADS must be between 1 and 256"
+#endif
+#if PMPD_PLATFORM_NONE && PMPD_MAX_THREADS != 1
+#undef PMPD_MAX_THREADS
+#define PMPD_MAX_THREADS 1
+#endif
+
+#ifndef PMPD_OFFLINE
+#define PMPD_OFFLINE 0
+#endif
+
+/* Functions shared between implementation files but not part of the API.
+ * In the amalgamation they become static so only the API is exported. */
+#if defined(PMPD_AMALGAMATION)
+#define PMPD_INTERNAL static
+#else
+#define PMPD_INTERNAL
+#endif
+
+#endif

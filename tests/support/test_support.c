@@ -1,0 +1,69 @@
+#include "tests/support/test_support.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+const char *test_shared_dir(void)
+{
+    const char *env = getenv("PMPD_SHARED");
+    return env && env[0] ? env : "../shared";
+}
+
+char *test_shared_path(char *out, size_t out_size, const char *relative)
+{
+    snprintf(out, out_size, "%s/%s", test_shared_dir(), relative);
+    return out;
+}
+
+unsigned char *test_read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned char *data;
+    long length;
+    *size = 0;
+    if (!f)
+        return NULL;
+    if (fseek(f, 0, SEEK_END) != 0 || (length = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return NULL;
+    }
+    data = (unsigned char *)malloc(length ? (size_t)length : 1);
+    if (data && fread(data, 1, (size_t)length, f) != (size_t)length) {
+        free(data);
+        data = NULL;
+    }
+    fclose(f);
+    if (data)
+        *size = (size_t)length;
+    return data;
+}
+
+void test_rng_seed(test_rng *rng, uint64_t seed)
+{
+    rng->state = seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
+    if (rng->state == 0)
+        rng->state = 1;
+}
+
+uint32_t test_rng_u32(test_rng *rng)
+{
+    uint64_t x = rng->state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    rng->state = x;
+    return (uint32_t)((x * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+float test_rng_uniform(test_rng *rng)
+{
+    return (float)((double)test_rng_u32(rng) / 2147483648.0 - 1.0);
+}
+
+float test_rng_normal(test_rng *rng)
+{
+    double u1 = ((double)test_rng_u32(rng) + 1.0) / 4294967297.0;
+    double u2 = (double)test_rng_u32(rng) / 4294967296.0;
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}

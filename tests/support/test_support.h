@@ -1,0 +1,31 @@
+/* Helpers shared by the cmocka tests. */
+#ifndef PMPD_TEST_SUPPORT_H
+#define PMPD_TEST_SUPPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Directory holding models/ and vectors/ (default ../shared, relative to the
+ * repository root where `make` runs the tests; override with PMPD_SHARED). */
+const char *test_shared_dir(void);
+
+/* Writes "<shared>/<relative>" into out; returns out. */
+char *test_shared_path(char *out, size_t out_size, const char *relative);
+
+/* Reads a whole file into a malloc'ed buffer (tests may use the heap).
+ * Returns NULL if it cannot; *size receives the length. */
+unsigned char *test_read_file(const char *path, size_t *size);
+
+/* Deterministic pseudo-random numbers for test data (xorshift64*). */
+typedef struct test_rng {
+    uint64_t state;
+} test_rng;
+
+void test_rng_seed(test_rng *rng, uint64_t seed);
+uint32_t test_rng_u32(test_rng *rng);
+/* Uniform in [-1, 1). */
+float test_rng_uniform(test_rng *rng);
+/* Standard normal (Box-Muller). */
+float test_rng_normal(test_rng *rng);
+
+#endif
