@@ -160,6 +160,44 @@ void pmpd_arena_restore(pmpd_arena *arena, pmpd_arena_mark mark);
 /* Bytes still available for an allocation with PMPD_ARENA_ALIGNMENT. */
 size_t pmpd_arena_remaining(const pmpd_arena *arena);
 
+/* ======================================================================
+ * Models
+ * ====================================================================== */
+
+/* Element types of tensors in a .pmpd container.  The numeric values are
+ * part of the file format and never change. */
+typedef enum pmpd_tensor_type {
+    PMPD_TENSOR_F32 = 0,
+    PMPD_TENSOR_F16 = 1,
+    PMPD_TENSOR_Q8 = 2,      /* int8 groups of 32 + scale */
+    PMPD_TENSOR_Q4 = 3,      /* 4-bit groups of 32, rows interleaved for SIMD */
+    PMPD_TENSOR_Q2CB = 4,    /* 2-bit groups with shared int8 codebooks */
+    PMPD_TENSOR_ANYPREC = 5  /* nested any-precision bit-planes */
+} pmpd_tensor_type;
+
+/* Hyperparameters of a loaded model (llama2.c naming). */
+typedef struct pmpd_model_info {
+    uint32_t dim;            /* embedding width */
+    uint32_t hidden_dim;     /* feed-forward width */
+    uint32_t n_layers;
+    uint32_t n_heads;
+    uint32_t n_kv_heads;     /* grouped-query attention: n_heads % n_kv_heads == 0 */
+    uint32_t head_dim;       /* dim / n_heads, even */
+    uint32_t vocab_size;
+    uint32_t seq_len;        /* longest context the model was trained for */
+    float rope_theta;        /* 10000 for llama2.c models */
+    float norm_eps;          /* RMSNorm epsilon, 1e-5 for llama2.c models */
+    uint32_t shared_classifier; /* 1: the classifier is the token embedding */
+    uint32_t bos_id;
+    uint32_t eos_id;
+} pmpd_model_info;
+
+/* A model opened from a .pmpd container.  Its storage is in the arena given
+ * to the open call; tensor data is used in place (zero-copy). */
+typedef struct pmpd_model pmpd_model;
+
+/* Section-by-section additions follow (format, inference, kernels, ...). */
+
 #ifdef __cplusplus
 }
 #endif
