@@ -12,6 +12,8 @@ have aarch64-linux-gnu-gcc || missing="$missing gcc-aarch64-linux-gnu"
 have qemu-aarch64 || missing="$missing qemu-user"
 have_header /usr/include/cmocka.h || missing="$missing libcmocka-dev"
 [ -f /usr/lib/aarch64-linux-gnu/libcmocka.so ] || missing="$missing libcmocka-dev:arm64"
+have arm-linux-gnueabihf-gcc || missing="$missing gcc-arm-linux-gnueabihf"
+[ -f /usr/lib/arm-linux-gnueabihf/libcmocka.so ] || missing="$missing libcmocka-dev:armhf"
 ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
     [ "$(uname -m)" != x86_64 ] || missing="$missing libclang-rt-14-dev"
 
@@ -19,9 +21,11 @@ ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 
 
 echo "make check needs:$missing"
 if have apt-get && [ "$(id -u)" = 0 ]; then
-    case "$missing" in
-    *:arm64*) dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64 ;;
-    esac
+    for arch in arm64 armhf; do
+        case "$missing" in
+        *:$arch*) dpkg --print-foreign-architectures | grep -qx $arch || dpkg --add-architecture $arch ;;
+        esac
+    done
     echo "installing them with apt-get"
     apt-get update -q >/dev/null &&
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q $missing >/dev/null && exit 0
@@ -29,5 +33,5 @@ if have apt-get && [ "$(id -u)" = 0 ]; then
     exit 1
 fi
 echo "install them (Debian/Ubuntu: apt-get install$missing, after" >&2
-echo "'dpkg --add-architecture arm64' for the :arm64 package), then run make check again" >&2
+echo "'dpkg --add-architecture arm64' and 'armhf' for the :arm64/:armhf packages), then run make check again" >&2
 exit 1
