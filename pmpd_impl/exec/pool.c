@@ -1,0 +1,232 @@
+#include "pmpd_impl/exec/pool.h"
+
+#include "platform/platform.h"
+
+typedef struct pmpd_pool_worker {
+    pmpd_pool *pool;
+    unsigned index;
+    pmpd_thread thread;
+} pmpd_pool_worker;
+
+struct pmpd_pool {
+    unsigned n_threads;
+    unsigned n_started;
+    pmpd_pool_worker *workers;
+    pmpd_mutex mutex;
+    pmpd_cond start;
+    pmpd_cond done;
+    /* The job: workers notice a new one by the generation changing. */
+    unsigned long generation;
+    unsigned pending;
+    int stop;
+    pmpd_pool_task task;
+    void *ctx;
+    size_t n_items;
+    size_t granule;
+};
+
+static pmpd_status pmpd_pool_allocate(pmpd_arena *arena, unsigned n_threads, pmpd_pool **pool,
+                                      pmpd_pool_worker **workers)
+{
+    pmpd_status st;
+    void *p;
+    if (n_threads == 0 || n_threads > PMPD_MAX_THREADS)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    st = pmpd_arena_alloc(arena, sizeof(pmpd_pool), PMPD_ARENA_ALIGNMENT, &p);
+    if (st != PMPD_OK)
+        return st;
+    *pool = (pmpd_pool *)p;
+    *workers = NULL;
+    if (n_threads == 1)
+        return PMPD_OK;
+    st = pmpd_arena_alloc_array(arena, n_threads - 1, sizeof(pmpd_pool_worker), PMPD_ARENA_ALIGNMENT, &p);
+    *workers = (pmpd_pool_worker *)p;
+    return st;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_pool_plan(unsigned n_threads, size_t *bytes)
+{
+    pmpd_arena measure;
+    pmpd_pool *pool;
+    pmpd_pool_worker *workers;
+    pmpd_status st;
+    if (!bytes)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    pmpd_arena_init(&measure, NULL, SIZE_MAX);
+    st = pmpd_pool_allocate(&measure, n_threads, &pool, &workers);
+    *bytes = measure.high_water;
+    return st;
+}
+
+/* The contiguous range of thread t: whole granules, spread as evenly as
+ * possible (the first n_groups % n threads get one more). */
+static void pmpd_pool_range(const pmpd_pool *pool, unsigned t, size_t *begin, size_t *end)
+{
+    size_t granule = pool->granule;
+    size_t n_groups = pool->n_items / granule + (pool->n_items % granule != 0);
+    size_t base = n_groups / pool->n_threads, extra = n_groups % pool->n_threads;
+    size_t first = base * t + (t < extra ? t : extra);
+    size_t count = base + (t < extra);
+    size_t b = first * granule, e = (first + count) * granule;
+    /* first * granule cannot exceed n_items + granule - 1; clamp the tail. */
+    *begin = b < pool->n_items ? b : pool->n_items;
+    *end = e < pool->n_items ? e : pool->n_items;
+}
+
+static void pmpd_pool_do_share(pmpd_pool *pool, unsigned t)
+{
+    size_t begin, end;
+    pmpd_pool_range(pool, t, &begin, &end);
+    if (begin < end)
+        pool->task(pool->ctx, begin, end, t);
+}
+
+static void pmpd_pool_worker_main(void *arg)
+{
+    pmpd_pool_worker *worker = (pmpd_pool_worker *)arg;
+    pmpd_pool *pool = worker->pool;
+    unsigned long seen = 0;
+    for (;;) {
+        pmpd_mutex_lock(&pool->mutex);
+        while (pool->generation == seen && !pool->stop)
+            pmpd_cond_wait(&pool->start, &pool->mutex);
+        if (pool->stop) {
+            pmpd_mutex_unlock(&pool->mutex);
+            return;
+        }
+        seen = pool->generation;
+        pmpd_mutex_unlock(&pool->mutex);
+
+        pmpd_pool_do_share(pool, worker->index);
+
+        pmpd_mutex_lock(&pool->mutex);
+        if (--pool->pending == 0)
+            pmpd_cond_broadcast(&pool->done);
+        pmpd_mutex_unlock(&pool->mutex);
+    }
+}
+
+static void pmpd_pool_stop_workers(pmpd_pool *pool)
+{
+    unsigned i;
+    pmpd_mutex_lock(&pool->mutex);
+    pool->stop = 1;
+    pmpd_cond_broadcast(&pool->start);
+    pmpd_mutex_unlock(&pool->mutex);
+    for (i = 0; i < pool->n_started; i++)
+        pmpd_thread_join(&pool->workers[i].thread);
+    pool->n_started = 0;
+}
+
+static pmpd_status pmpd_pool_init_sync(pmpd_pool *pool)
+{
+    if (pmpd_mutex_init(&pool->mutex) != PMPD_OK)
+        return PMPD_ERR_THREAD;
+    if (pmpd_cond_init(&pool->start) != PMPD_OK) {
+        pmpd_mutex_destroy(&pool->mutex);
+        return PMPD_ERR_THREAD;
+    }
+    if (pmpd_cond_init(&pool->done) != PMPD_OK) {
+        pmpd_cond_destroy(&pool->start);
+        pmpd_mutex_destroy(&pool->mutex);
+        return PMPD_ERR_THREAD;
+    }
+    return PMPD_OK;
+}
+
+static void pmpd_pool_destroy_sync(pmpd_pool *pool)
+{
+    pmpd_cond_destroy(&pool->done);
+    pmpd_cond_destroy(&pool->start);
+    pmpd_mutex_destroy(&pool->mutex);
+}
+
+PMPD_INTERNAL pmpd_status pmpd_pool_create(pmpd_arena *arena, unsigned n_threads, pmpd_pool **out)
+{
+    pmpd_arena_mark mark;
+    pmpd_pool *pool;
+    pmpd_pool_worker *workers;
+    pmpd_status st;
+    unsigned i;
+    if (!arena || !out)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    mark = pmpd_arena_save(arena);
+    st = pmpd_pool_allocate(arena, n_threads, &pool, &workers);
+    if (st != PMPD_OK) {
+        pmpd_arena_restore(arena, mark);
+        return st;
+    }
+    pool->n_threads = n_threads;
+    pool->n_started = 0;
+    pool->workers = workers;
+    pool->generation = 0;
+    pool->pending = 0;
+    pool->stop = 0;
+    pool->task = NULL;
+    pool->ctx = NULL;
+    pool->n_items = 0;
+    pool->granule = 1;
+    if (n_threads > 1) {
+        if (pmpd_pool_init_sync(pool) != PMPD_OK) {
+            pmpd_arena_restore(arena, mark);
+            return PMPD_ERR_THREAD;
+        }
+        for (i = 0; i + 1 < n_threads; i++) {
+            workers[i].pool = pool;
+            workers[i].index = i + 1;
+            if (pmpd_thread_start(&workers[i].thread, pmpd_pool_worker_main, &workers[i]) != PMPD_OK) {
+                pmpd_pool_stop_workers(pool);
+                pmpd_pool_destroy_sync(pool);
+                pmpd_arena_restore(arena, mark);
+                return PMPD_ERR_THREAD;
+            }
+            pool->n_started++;
+        }
+    }
+    *out = pool;
+    return PMPD_OK;
+}
+
+PMPD_INTERNAL void pmpd_pool_run(pmpd_pool *pool, pmpd_pool_task task, void *ctx,
+                                 size_t n_items, size_t granule)
+{
+    if (n_items == 0)
+        return;
+    if (granule == 0)
+        granule = 1;
+    if (pool->n_threads == 1 || n_items <= granule) {
+        task(ctx, 0, n_items, 0);
+        return;
+    }
+    pmpd_mutex_lock(&pool->mutex);
+    pool->task = task;
+    pool->ctx = ctx;
+    pool->n_items = n_items;
+    pool->granule = granule;
+    pool->pending = pool->n_threads - 1;
+    pool->generation++;
+    pmpd_cond_broadcast(&pool->start);
+    pmpd_mutex_unlock(&pool->mutex);
+
+    pmpd_pool_do_share(pool, 0);
+
+    pmpd_mutex_lock(&pool->mutex);
+    while (pool->pending > 0)
+        pmpd_cond_wait(&pool->done, &pool->mutex);
+    pmpd_mutex_unlock(&pool->mutex);
+}
+
+PMPD_INTERNAL unsigned pmpd_pool_threads(const pmpd_pool *pool)
+{
+    return pool->n_threads;
+}
+
+PMPD_INTERNAL void pmpd_pool_destroy(pmpd_pool *pool)
+{
+    if (!pool || pool->n_threads == 1)
+        return;
+    pmpd_pool_stop_workers(pool);
+    pmpd_pool_destroy_sync(pool);
+    pool->n_threads = 1;
+}

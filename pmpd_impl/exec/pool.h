@@ -1,0 +1,49 @@
+/*
+ * A fixed pool of worker threads that splits one range of work items
+ * (usually the output rows of a matrix product) over the calling thread and
+ * its workers.  The workers are started once, when a session is created,
+ * and wait between jobs; a job costs one broadcast and one wait, never a
+ * thread start.  All storage comes from the arena.  With one thread, or on
+ * a platform without threads, pmpd_pool_run calls the task inline.
+ *
+ * Results never depend on the thread count as long as each work item is
+ * computed the same way whichever thread gets it: the pool only decides who
+ * computes which contiguous range.
+ */
+#ifndef PMPD_EXEC_POOL_H
+#define PMPD_EXEC_POOL_H
+
+#include "pmpd.h"
+#include "pmpd_impl/core/config.h"
+
+typedef struct pmpd_pool pmpd_pool;
+
+/* Computes work items [begin, end).  worker is 0 for the calling thread and
+ * 1..n_threads-1 for the pool's workers, so a task can index per-thread
+ * scratch. */
+typedef void (*pmpd_pool_task)(void *ctx, size_t begin, size_t end, unsigned worker);
+
+/* Arena bytes pmpd_pool_create takes for n_threads threads (exact when the
+ * arena's fill level is a multiple of PMPD_ARENA_ALIGNMENT). */
+PMPD_INTERNAL pmpd_status pmpd_pool_plan(unsigned n_threads, size_t *bytes);
+
+/* Allocates the pool in the arena and starts n_threads - 1 workers.
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (n_threads 0 or above PMPD_MAX_THREADS),
+ * PMPD_ERR_OUT_OF_MEMORY, PMPD_ERR_THREAD (the workers already started
+ * are stopped again). */
+PMPD_INTERNAL pmpd_status pmpd_pool_create(pmpd_arena *arena, unsigned n_threads, pmpd_pool **out);
+
+/* Runs task over [0, n_items) and returns when every item is done.  Each
+ * thread gets one contiguous range whose bounds are multiples of granule
+ * (except the end of the last one), so kernels that process rows in
+ * interleaved groups get whole groups.  granule 0 is treated as 1.  Not
+ * reentrant: one job at a time per pool. */
+PMPD_INTERNAL void pmpd_pool_run(pmpd_pool *pool, pmpd_pool_task task, void *ctx,
+                                 size_t n_items, size_t granule);
+
+PMPD_INTERNAL unsigned pmpd_pool_threads(const pmpd_pool *pool);
+
+/* Stops and joins the workers.  The arena storage stays with the caller. */
+PMPD_INTERNAL void pmpd_pool_destroy(pmpd_pool *pool);
+
+#endif
