@@ -198,6 +198,40 @@ typedef struct pmpd_model pmpd_model;
 
 /* Section-by-section additions follow (format, inference, kernels, ...). */
 
+/* ======================================================================
+ * Nested any-precision weights, PMPD (precision engineer)
+ * ====================================================================== */
+
+/* Widest code a PMPD_TENSOR_ANYPREC tensor may hold. */
+#define PMPD_ANYPREC_MAX_BITS 8
+
+/* Bytes of a PMPD_TENSOR_ANYPREC tensor of rows x cols whose tree starts
+ * with a seed_bits-bit k-means and is split down to parent_bits bits
+ * (1 <= seed_bits <= parent_bits <= PMPD_ANYPREC_MAX_BITS); layout in
+ * README.md, "ANYPREC tensors".  Such a tensor can be used at any width
+ * from seed_bits to parent_bits.
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL bytes, widths out of range, zero
+ * or over 2^31 rows or cols), PMPD_ERR_OVERFLOW. */
+pmpd_status pmpd_anyprec_size(uint64_t rows, uint64_t cols, unsigned seed_bits, unsigned parent_bits,
+                              uint64_t *bytes);
+
+#if defined(PMPD_OFFLINE) && PMPD_OFFLINE
+/* Quantizes rows [row_begin, row_end) of the row-major float matrix
+ * w[rows][cols] into out (out_size bytes, at least pmpd_anyprec_size, and
+ * zero-filled by the caller before the first call), also writing the
+ * header.  Per row: a weighted 1-D k-means with 2^seed_bits clusters, then
+ * every cluster split by the optimal weighted 2-means, level by level, up to
+ * parent_bits.  importance[cols] weighs the columns (e.g. mean squared
+ * input activation); NULL weighs them equally.  Deterministic.  Call it on
+ * row ranges to show progress.  Uses the heap.
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL, bad widths, bad range, out_size
+ * too small, negative or non-finite importance), PMPD_ERR_FORMAT_NONFINITE
+ * (a weight is NaN or infinite), PMPD_ERR_OUT_OF_MEMORY. */
+pmpd_status pmpd_anyprec_quantize(const float *w, uint64_t rows, uint64_t cols, const float *importance,
+                                  unsigned seed_bits, unsigned parent_bits, uint64_t row_begin,
+                                  uint64_t row_end, void *out, size_t out_size);
+#endif
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,234 @@
+/* Offline any-precision quantizer.  Each row's weights are sorted once; in
+ * one dimension every k-means cluster is a contiguous run of the sorted
+ * values, so a cluster is a pair of boundaries and a tree level is a list of
+ * boundaries.  The seed level comes from a weighted Lloyd iteration; every
+ * later level splits each run at the point that minimises the weighted
+ * squared error of the two halves (the exact optimal 2-means in 1-D, found
+ * by one scan over prefix sums).  A child's code is its parent's code with
+ * one more bit (0 = lower half), so k-bit codes are prefixes of parent codes. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmpd.h"
+#include "pmpd_impl/precision/anyprec.h"
+
+#define ANYPREC_QUANTIZE_LLOYD_ROUNDS 100
+
+typedef struct anyprec_quantize_item {
+    float value;
+    float weight;
+    uint32_t col;
+} anyprec_quantize_item;
+
+typedef struct anyprec_quantize_work {
+    anyprec_quantize_item *items;
+    double *sum_w, *sum_wv, *sum_wvv; /* prefix sums over the sorted items */
+    size_t *bounds[PMPD_ANYPREC_MAX_BITS + 1]; /* level k: 2^k + 1 boundaries */
+    double *centroids[PMPD_ANYPREC_MAX_BITS + 1];
+} anyprec_quantize_work;
+
+static int anyprec_quantize_compare(const void *a, const void *b)
+{
+    const anyprec_quantize_item *x = (const anyprec_quantize_item *)a, *y = (const anyprec_quantize_item *)b;
+    if (x->value != y->value)
+        return x->value < y->value ? -1 : 1;
+    return x->col < y->col ? -1 : x->col > y->col;
+}
+
+static double anyprec_quantize_cost(const anyprec_quantize_work *q, size_t a, size_t b)
+{
+    double w = q->sum_w[b] - q->sum_w[a], wv = q->sum_wv[b] - q->sum_wv[a];
+    return w > 0.0 ? (q->sum_wvv[b] - q->sum_wvv[a]) - wv * wv / w : 0.0;
+}
+
+/* Weighted mean of run [a, b), or fallback when the run is empty. */
+static double anyprec_quantize_mean(const anyprec_quantize_work *q, size_t a, size_t b, double fallback)
+{
+    double w = q->sum_w[b] - q->sum_w[a];
+    return w > 0.0 ? (q->sum_wv[b] - q->sum_wv[a]) / w : fallback;
+}
+
+static void anyprec_quantize_seed(anyprec_quantize_work *q, size_t n, unsigned seed_bits)
+{
+    size_t clusters = (size_t)1 << seed_bits, i, j, round;
+    size_t *b = q->bounds[seed_bits];
+    double *c = q->centroids[seed_bits], total = q->sum_w[n];
+    /* Start from weighted quantiles. */
+    b[0] = 0;
+    for (i = 1, j = 0; i < clusters; i++) {
+        while (j < n && q->sum_w[j] < total * (double)i / (double)clusters)
+            j++;
+        b[i] = j;
+    }
+    b[clusters] = n;
+    for (round = 0; round < ANYPREC_QUANTIZE_LLOYD_ROUNDS; round++) {
+        int changed = 0;
+        for (i = 0; i < clusters; i++)
+            c[i] = anyprec_quantize_mean(q, b[i], b[i + 1], q->items[b[i] < n ? b[i] : n - 1].value);
+        /* Nearest centroid: the boundary is the first value above the midpoint. */
+        for (i = 1, j = 0; i < clusters; i++) {
+            double mid = 0.5 * (c[i - 1] + c[i]);
+            while (j < n && q->items[j].value <= mid)
+                j++;
+            changed |= b[i] != j;
+            b[i] = j;
+        }
+        if (!changed)
+            break;
+    }
+    for (i = 0; i < clusters; i++)
+        c[i] = anyprec_quantize_mean(q, b[i], b[i + 1], q->items[b[i] < n ? b[i] : n - 1].value);
+}
+
+static void anyprec_quantize_split_level(anyprec_quantize_work *q, unsigned level)
+{
+    size_t clusters = (size_t)1 << level, i, s;
+    const size_t *b = q->bounds[level];
+    size_t *child = q->bounds[level + 1];
+    const double *c = q->centroids[level];
+    double *cc = q->centroids[level + 1];
+    for (i = 0; i < clusters; i++) {
+        size_t lo = b[i], hi = b[i + 1], best = hi;
+        double best_cost = 0.0;
+        for (s = lo + 1; s < hi; s++) {
+            double cost = anyprec_quantize_cost(q, lo, s) + anyprec_quantize_cost(q, s, hi);
+            if (best == hi || cost < best_cost) {
+                best = s;
+                best_cost = cost;
+            }
+        }
+        child[2 * i] = lo;
+        child[2 * i + 1] = best;
+        child[2 * i + 2] = hi;
+        cc[2 * i] = anyprec_quantize_mean(q, lo, best, c[i]);
+        cc[2 * i + 1] = anyprec_quantize_mean(q, best, hi, c[i]);
+    }
+}
+
+static void anyprec_quantize_store_table(const double *centroids, unsigned bits, float *scale, int8_t *table)
+{
+    size_t i, entries = (size_t)1 << bits;
+    double amax = 0.0;
+    for (i = 0; i < entries; i++)
+        amax = fabs(centroids[i]) > amax ? fabs(centroids[i]) : amax;
+    *scale = (float)(amax / 127.0);
+    for (i = 0; i < entries; i++) {
+        double v = amax > 0.0 ? centroids[i] * 127.0 / amax : 0.0;
+        table[i] = (int8_t)(v > 127.0 ? 127 : v < -127.0 ? -127 : lrint(v));
+    }
+}
+
+static void anyprec_quantize_row(anyprec_quantize_work *q, const float *row, const float *importance, size_t n,
+                                 unsigned seed_bits, unsigned parent_bits, const pmpd_anyprec_layout *layout,
+                                 unsigned char *out, size_t r)
+{
+    unsigned char *planes = out + PMPD_ANYPREC_HEADER_BYTES;
+    size_t i, j, clusters = (size_t)1 << parent_bits;
+    unsigned k, p;
+    for (i = 0; i < n; i++) {
+        q->items[i].value = row[i];
+        q->items[i].weight = importance ? importance[i] : 1.0f;
+        q->items[i].col = (uint32_t)i;
+    }
+    qsort(q->items, n, sizeof *q->items, anyprec_quantize_compare);
+    q->sum_w[0] = q->sum_wv[0] = q->sum_wvv[0] = 0.0;
+    for (i = 0; i < n; i++) {
+        double w = q->items[i].weight, v = q->items[i].value;
+        q->sum_w[i + 1] = q->sum_w[i] + w;
+        q->sum_wv[i + 1] = q->sum_wv[i] + w * v;
+        q->sum_wvv[i + 1] = q->sum_wvv[i] + w * v * v;
+    }
+    anyprec_quantize_seed(q, n, seed_bits);
+    for (k = seed_bits; k < parent_bits; k++)
+        anyprec_quantize_split_level(q, k);
+    for (k = seed_bits; k <= parent_bits; k++)
+        anyprec_quantize_store_table(q->centroids[k], k, (float *)(void *)(out + layout->width_offset[k]) + r,
+                                     (int8_t *)(out + layout->table_offset[k]) + (r << k));
+    for (p = 0; p < parent_bits; p++)
+        memset(planes + p * layout->plane_stride + r * layout->row_bytes, 0, layout->row_bytes);
+    for (i = 0; i < clusters; i++)
+        for (j = q->bounds[parent_bits][i]; j < q->bounds[parent_bits][i + 1]; j++) {
+            uint32_t col = q->items[j].col;
+            for (p = 0; p < parent_bits; p++)
+                if ((i >> (parent_bits - 1 - p)) & 1u)
+                    planes[p * layout->plane_stride + r * layout->row_bytes + col / 8] |=
+                        (unsigned char)(1u << (col % 8));
+        }
+}
+
+static void anyprec_quantize_free(anyprec_quantize_work *q)
+{
+    unsigned k;
+    free(q->items);
+    free(q->sum_w);
+    free(q->sum_wv);
+    free(q->sum_wvv);
+    for (k = 0; k <= PMPD_ANYPREC_MAX_BITS; k++) {
+        free(q->bounds[k]);
+        free(q->centroids[k]);
+    }
+}
+
+static void anyprec_quantize_header(unsigned char *out, uint64_t rows, uint64_t cols, unsigned seed_bits,
+                                    unsigned parent_bits)
+{
+    unsigned i;
+    memset(out, 0, PMPD_ANYPREC_HEADER_BYTES);
+    memcpy(out, "ANYP", 4);
+    out[4] = (unsigned char)seed_bits;
+    out[5] = (unsigned char)parent_bits;
+    for (i = 0; i < 4; i++) {
+        out[8 + i] = (unsigned char)(rows >> (8 * i));
+        out[12 + i] = (unsigned char)(cols >> (8 * i));
+    }
+}
+
+pmpd_status pmpd_anyprec_quantize(const float *w, uint64_t rows, uint64_t cols, const float *importance,
+                                  unsigned seed_bits, unsigned parent_bits, uint64_t row_begin,
+                                  uint64_t row_end, void *out, size_t out_size)
+{
+    anyprec_quantize_work q;
+    pmpd_anyprec_layout layout;
+    pmpd_status status;
+    size_t n, r, i;
+    unsigned k;
+    if (!w || !out)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    status = pmpd_anyprec_compute_layout(rows, cols, seed_bits, parent_bits, &layout);
+    if (status != PMPD_OK)
+        return status;
+    if (out_size < layout.total || row_begin > row_end || row_end > rows)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    n = (size_t)cols;
+    if (importance)
+        for (i = 0; i < n; i++)
+            if (!(importance[i] > 0.0f) || !isfinite(importance[i]))
+                return PMPD_ERR_INVALID_ARGUMENT;
+    for (r = (size_t)row_begin; r < (size_t)row_end; r++)
+        for (i = 0; i < n; i++)
+            if (!isfinite(w[r * n + i]))
+                return PMPD_ERR_FORMAT_NONFINITE;
+    memset(&q, 0, sizeof q);
+    q.items = (anyprec_quantize_item *)malloc(n * sizeof *q.items);
+    q.sum_w = (double *)malloc((n + 1) * sizeof(double));
+    q.sum_wv = (double *)malloc((n + 1) * sizeof(double));
+    q.sum_wvv = (double *)malloc((n + 1) * sizeof(double));
+    status = q.items && q.sum_w && q.sum_wv && q.sum_wvv ? PMPD_OK : PMPD_ERR_OUT_OF_MEMORY;
+    for (k = seed_bits; k <= parent_bits && status == PMPD_OK; k++) {
+        q.bounds[k] = (size_t *)malloc((((size_t)1 << k) + 1) * sizeof(size_t));
+        q.centroids[k] = (double *)malloc(((size_t)1 << k) * sizeof(double));
+        if (!q.bounds[k] || !q.centroids[k])
+            status = PMPD_ERR_OUT_OF_MEMORY;
+    }
+    if (status == PMPD_OK) {
+        anyprec_quantize_header((unsigned char *)out, rows, cols, seed_bits, parent_bits);
+        for (r = (size_t)row_begin; r < (size_t)row_end; r++)
+            anyprec_quantize_row(&q, w + r * n, importance, n, seed_bits, parent_bits, &layout,
+                                 (unsigned char *)out, r);
+    }
+    anyprec_quantize_free(&q);
+    return status;
+}
+
+#undef ANYPREC_QUANTIZE_LLOYD_ROUNDS

@@ -1,0 +1,43 @@
+/* Compile-time choice of the any-precision kernels.  SIMD kernels cover the
+ * widths PMPD runs at (tables of at most 16 entries, one register lookup);
+ * wider codes take the reference path. */
+#include "pmpd_impl/precision/anyprec.h"
+
+#define ANYPREC_DISPATCH_SIMD_MAX_BITS 4
+
+PMPD_INTERNAL void pmpd_anyprec_gemv(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
+                                     const float *xscale, float *y, uint32_t row_begin, uint32_t row_end)
+{
+#if PMPD_USE_AVX2
+    if (bits <= ANYPREC_DISPATCH_SIMD_MAX_BITS) {
+        pmpd_anyprec_gemv_avx2(m, bits, xq, xscale, y, row_begin, row_end);
+        return;
+    }
+#elif PMPD_ANYPREC_USE_NEON
+    if (bits <= ANYPREC_DISPATCH_SIMD_MAX_BITS) {
+        pmpd_anyprec_gemv_neon(m, bits, xq, xscale, y, row_begin, row_end);
+        return;
+    }
+#endif
+    pmpd_anyprec_gemv_scalar(m, bits, xq, xscale, y, row_begin, row_end);
+}
+
+PMPD_INTERNAL void pmpd_anyprec_gemm(const pmpd_anyprec_matrix *m, unsigned bits, const float *x, size_t n,
+                                     size_t x_stride, float *y, size_t y_stride, uint32_t row_begin,
+                                     uint32_t row_end)
+{
+#if PMPD_USE_AVX2
+    if (bits <= ANYPREC_DISPATCH_SIMD_MAX_BITS) {
+        pmpd_anyprec_gemm_avx2(m, bits, x, n, x_stride, y, y_stride, row_begin, row_end);
+        return;
+    }
+#elif PMPD_ANYPREC_USE_NEON
+    if (bits <= ANYPREC_DISPATCH_SIMD_MAX_BITS) {
+        pmpd_anyprec_gemm_neon(m, bits, x, n, x_stride, y, y_stride, row_begin, row_end);
+        return;
+    }
+#endif
+    pmpd_anyprec_gemm_scalar(m, bits, x, n, x_stride, y, y_stride, row_begin, row_end);
+}
+
+#undef ANYPREC_DISPATCH_SIMD_MAX_BITS

@@ -1,0 +1,129 @@
+/* Byte layout of ANYPREC tensors: sizes, offsets and validation of
+ * untrusted tensor bytes.  The layout itself is described in anyprec.h. */
+#include <math.h>
+#include <string.h>
+
+#include "pmpd.h"
+#include "pmpd_impl/core/checked.h"
+#include "pmpd_impl/core/error.h"
+#include "pmpd_impl/precision/anyprec.h"
+
+#define ANYPREC_LAYOUT_ALIGN 64
+#define ANYPREC_LAYOUT_MAX_DIM (UINT64_C(1) << 31)
+
+static int anyprec_layout_add_block(size_t *cursor, size_t a, size_t b)
+{
+    size_t bytes;
+    return pmpd_checked_mul(a, b, &bytes) && pmpd_checked_align_up(bytes, ANYPREC_LAYOUT_ALIGN, &bytes) &&
+           pmpd_checked_add(*cursor, bytes, cursor);
+}
+
+PMPD_INTERNAL pmpd_status pmpd_anyprec_compute_layout(uint64_t rows, uint64_t cols, unsigned seed_bits,
+                                                      unsigned parent_bits, pmpd_anyprec_layout *out)
+{
+    size_t cursor = PMPD_ANYPREC_HEADER_BYTES, n_rows, n_cols, plane_bytes;
+    unsigned k;
+    if (!out || seed_bits < 1 || seed_bits > parent_bits || parent_bits > PMPD_ANYPREC_MAX_BITS || rows == 0 ||
+        cols == 0 || rows > ANYPREC_LAYOUT_MAX_DIM || cols > ANYPREC_LAYOUT_MAX_DIM)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    if (!pmpd_checked_u64_to_size(rows, &n_rows) || !pmpd_checked_u64_to_size(cols, &n_cols))
+        return PMPD_ERR_OVERFLOW;
+    /* One 32-bit word per group of 32 columns, so SIMD kernels read whole words. */
+    out->row_bytes = (n_cols + PMPD_ANYPREC_GROUP - 1) / PMPD_ANYPREC_GROUP * (PMPD_ANYPREC_GROUP / 8);
+    if (!pmpd_checked_mul(n_rows, out->row_bytes, &plane_bytes) ||
+        !pmpd_checked_align_up(plane_bytes, ANYPREC_LAYOUT_ALIGN, &out->plane_stride) ||
+        !anyprec_layout_add_block(&cursor, out->plane_stride, parent_bits))
+        return PMPD_ERR_OVERFLOW;
+    for (k = seed_bits; k <= parent_bits; k++) {
+        out->width_offset[k] = cursor;
+        if (!anyprec_layout_add_block(&cursor, n_rows, sizeof(float)))
+            return PMPD_ERR_OVERFLOW;
+        out->table_offset[k] = cursor;
+        if (!anyprec_layout_add_block(&cursor, n_rows, (size_t)1 << k))
+            return PMPD_ERR_OVERFLOW;
+    }
+    out->total = cursor;
+    return PMPD_OK;
+}
+
+pmpd_status pmpd_anyprec_size(uint64_t rows, uint64_t cols, unsigned seed_bits, unsigned parent_bits,
+                              uint64_t *bytes)
+{
+    pmpd_anyprec_layout layout;
+    pmpd_status status;
+    if (!bytes)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    status = pmpd_anyprec_compute_layout(rows, cols, seed_bits, parent_bits, &layout);
+    if (status == PMPD_OK)
+        *bytes = layout.total;
+    return status;
+}
+
+static uint32_t anyprec_layout_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_anyprec_view(const void *data, uint64_t size, uint64_t rows, uint64_t cols,
+                                            pmpd_anyprec_matrix *m, pmpd_error *err)
+{
+    const unsigned char *bytes = (const unsigned char *)data;
+    pmpd_anyprec_layout layout;
+    unsigned seed, parent, k, i;
+    uint32_t r;
+    if (!data || !m)
+        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "anyprec: NULL argument");
+    if ((uintptr_t)data % sizeof(float) != 0)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_ALIGNMENT, 0, "anyprec: tensor data not 4-byte aligned");
+    if (size < PMPD_ANYPREC_HEADER_BYTES)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_TRUNCATED, 0, "anyprec: tensor of %llu bytes has no header",
+                              (unsigned long long)size);
+    if (memcmp(bytes, "ANYP", 4) != 0)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_MAGIC, 0, "anyprec: header magic is not ANYP");
+    seed = bytes[4];
+    parent = bytes[5];
+    if (seed < 1 || seed > parent || parent > PMPD_ANYPREC_MAX_BITS)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, 4, "anyprec: seed_bits %u / parent_bits %u invalid",
+                              seed, parent);
+    for (i = 6; i < PMPD_ANYPREC_HEADER_BYTES; i++)
+        if ((i < 8 || i >= 16) && bytes[i] != 0)
+            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, i, "anyprec: reserved header byte %u not zero", i);
+    if (anyprec_layout_u32(bytes + 8) != rows || anyprec_layout_u32(bytes + 12) != cols)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, 8,
+                              "anyprec: header shape %lux%lu disagrees with tensor shape %llux%llu",
+                              (unsigned long)anyprec_layout_u32(bytes + 8),
+                              (unsigned long)anyprec_layout_u32(bytes + 12), (unsigned long long)rows,
+                              (unsigned long long)cols);
+    if (pmpd_anyprec_compute_layout(rows, cols, seed, parent, &layout) != PMPD_OK)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, 8, "anyprec: shape %llux%llu unsupported",
+                              (unsigned long long)rows, (unsigned long long)cols);
+    if (size != layout.total)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, PMPD_NO_OFFSET,
+                              "anyprec: tensor has %llu bytes, layout needs %llu", (unsigned long long)size,
+                              (unsigned long long)layout.total);
+    memset(m, 0, sizeof *m);
+    m->rows = (uint32_t)rows;
+    m->cols = (uint32_t)cols;
+    m->seed_bits = seed;
+    m->parent_bits = parent;
+    m->row_bytes = layout.row_bytes;
+    m->plane_stride = layout.plane_stride;
+    m->planes = bytes + PMPD_ANYPREC_HEADER_BYTES;
+    for (k = seed; k <= parent; k++) {
+        /* Offsets are multiples of 64 from a 64-aligned tensor start. */
+        m->scales[k] = (const float *)(const void *)(bytes + layout.width_offset[k]);
+        m->tables[k] = (const int8_t *)(bytes + layout.table_offset[k]);
+        for (r = 0; r < m->rows; r++)
+            if (!isfinite(m->scales[k][r]) || m->scales[k][r] < 0.0f)
+                return pmpd_error_set(err, PMPD_ERR_FORMAT_NONFINITE,
+                                      layout.width_offset[k] + (uint64_t)r * sizeof(float),
+                                      "anyprec: scale of row %lu at width %u is not a finite non-negative number",
+                                      (unsigned long)r, k);
+    }
+    pmpd_error_clear(err);
+    return PMPD_OK;
+}
+
+#undef ANYPREC_LAYOUT_ALIGN
+#undef ANYPREC_LAYOUT_MAX_DIM

@@ -1,0 +1,342 @@
+/* Nested any-precision weights: layout, quantizer and kernels.  The oracle
+ * decodes weights straight from the documented byte layout (bit c%8 of byte
+ * c/8 of each plane row, top k planes, scale * int8 table) and multiplies in
+ * double; it shares no code with the kernels. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pmpd.h"
+#include "pmpd_impl/precision/anyprec.h"
+#include "tests/support/test_support.h"
+
+typedef struct apt_tensor {
+    unsigned char *raw; /* what malloc returned */
+    unsigned char *bytes;
+    size_t size;
+    uint32_t rows, cols;
+    unsigned seed, parent;
+} apt_tensor;
+
+static void apt_quantize(apt_tensor *t, const float *w, uint32_t rows, uint32_t cols, unsigned seed,
+                         unsigned parent)
+{
+    uint64_t size = 0;
+    unsigned char *mem;
+    assert_int_equal(pmpd_anyprec_size(rows, cols, seed, parent, &size), PMPD_OK);
+    /* 64-aligned like tensor data inside a container. */
+    t->raw = (unsigned char *)malloc((size_t)size + 64);
+    assert_non_null(t->raw);
+    mem = t->raw + (64 - (uintptr_t)t->raw % 64);
+    memset(mem, 0, (size_t)size);
+    /* Two calls on row ranges must give the same as one. */
+    assert_int_equal(pmpd_anyprec_quantize(w, rows, cols, NULL, seed, parent, 0, rows / 2, mem, (size_t)size),
+                     PMPD_OK);
+    assert_int_equal(pmpd_anyprec_quantize(w, rows, cols, NULL, seed, parent, rows / 2, rows, mem, (size_t)size),
+                     PMPD_OK);
+    t->bytes = mem;
+    t->size = (size_t)size;
+    t->rows = rows;
+    t->cols = cols;
+    t->seed = seed;
+    t->parent = parent;
+}
+
+static size_t apt_align64(size_t v)
+{
+    return (v + 63) / 64 * 64;
+}
+
+/* The weight at (r, c) decoded at width k, straight from the README layout. */
+static double apt_weight(const apt_tensor *t, uint32_t r, uint32_t c, unsigned k)
+{
+    size_t row_bytes = (t->cols + 31) / 32 * 4, plane = apt_align64(t->rows * row_bytes);
+    size_t off = 64 + (size_t)t->parent * plane, code = 0;
+    unsigned p, width;
+    float scale;
+    for (p = 0; p < k; p++)
+        code = code << 1 | ((t->bytes[64 + p * plane + r * row_bytes + c / 8] >> (c % 8)) & 1u);
+    for (width = t->seed; width < k; width++)
+        off += apt_align64(t->rows * 4) + apt_align64(t->rows << width);
+    memcpy(&scale, t->bytes + off + r * 4, 4);
+    return (double)scale * (int8_t)t->bytes[off + apt_align64(t->rows * 4) + (r << k) + code];
+}
+
+static void apt_view(const apt_tensor *t, pmpd_anyprec_matrix *m)
+{
+    pmpd_error err;
+    assert_int_equal(pmpd_anyprec_view(t->bytes, t->size, t->rows, t->cols, m, &err), PMPD_OK);
+}
+
+static float *apt_random_matrix(uint32_t rows, uint32_t cols, uint64_t seed)
+{
+    test_rng rng;
+    float *w = (float *)malloc((size_t)rows * cols * sizeof(float));
+    size_t i;
+    test_rng_seed(&rng, seed);
+    for (i = 0; i < (size_t)rows * cols; i++)
+        w[i] = 0.05f * test_rng_normal(&rng);
+    return w;
+}
+
+static void test_size_and_arguments(void **state)
+{
+    uint64_t size = 0;
+    (void)state;
+    /* 3 rows x 40 cols, seed 2, parent 3: header 64, 3 planes of 3*8 -> 64 each,
+     * widths 2 and 3: scales 12 -> 64, tables 12 and 24 -> 64 each. */
+    assert_int_equal(pmpd_anyprec_size(3, 40, 2, 3, &size), PMPD_OK);
+    assert_int_equal(size, 64 + 3 * 64 + 2 * (64 + 64));
+    assert_int_equal(pmpd_anyprec_size(3, 40, 3, 2, &size), PMPD_ERR_INVALID_ARGUMENT);
+    assert_int_equal(pmpd_anyprec_size(3, 40, 0, 2, &size), PMPD_ERR_INVALID_ARGUMENT);
+    assert_int_equal(pmpd_anyprec_size(3, 40, 2, 9, &size), PMPD_ERR_INVALID_ARGUMENT);
+    assert_int_equal(pmpd_anyprec_size(0, 40, 2, 4, &size), PMPD_ERR_INVALID_ARGUMENT);
+    assert_int_equal(pmpd_anyprec_size(UINT64_C(1) << 32, 40, 2, 4, &size), PMPD_ERR_INVALID_ARGUMENT);
+    if (sizeof(size_t) == 4)
+        assert_int_equal(pmpd_anyprec_size(UINT64_C(1) << 31, UINT64_C(1) << 31, 2, 8, &size),
+                         PMPD_ERR_OVERFLOW);
+    else
+        assert_int_equal(pmpd_anyprec_size(UINT64_C(1) << 31, UINT64_C(1) << 31, 2, 8, &size), PMPD_OK);
+    assert_int_equal(pmpd_anyprec_size(3, 40, 2, 4, NULL), PMPD_ERR_INVALID_ARGUMENT);
+}
+
+/* Oracle int8 activations: per group of 32, scale = max|x| / 127, round half away. */
+static void apt_quantize_input(const float *x, uint32_t cols, int8_t *xq, float *xs)
+{
+    uint32_t g, c, padded = (cols + 31) / 32 * 32;
+    for (g = 0; g < padded / 32; g++) {
+        float amax = 0.0f;
+        for (c = g * 32; c < g * 32 + 32 && c < cols; c++)
+            if (fabsf(x[c]) > amax)
+                amax = fabsf(x[c]);
+        xs[g] = amax / 127.0f;
+        for (c = g * 32; c < g * 32 + 32; c++)
+            xq[c] = (int8_t)(c < cols && amax > 0.0f ? lrint((double)x[c] * 127.0 / amax) : 0);
+    }
+}
+
+static void apt_check_kernels(const apt_tensor *t, uint64_t seed)
+{
+    pmpd_anyprec_matrix m;
+    uint32_t padded = (t->cols + 31) / 32 * 32, r, c;
+    const size_t n = 3;
+    float *x = apt_random_matrix((uint32_t)n, t->cols, seed), *xs = (float *)malloc(padded / 32 * sizeof(float));
+    float *xs_lib = (float *)malloc(padded / 32 * sizeof(float));
+    int8_t *xq = (int8_t *)malloc(padded), *xq_lib = (int8_t *)malloc(padded);
+    float *y = (float *)malloc(n * t->rows * sizeof(float)), *y_ref = (float *)malloc(n * t->rows * sizeof(float));
+    unsigned k;
+    size_t i;
+    apt_view(t, &m);
+    assert_int_equal(m.seed_bits, t->seed);
+    assert_int_equal(m.parent_bits, t->parent);
+    apt_quantize_input(x, t->cols, xq, xs);
+    pmpd_anyprec_quantize_input(x, t->cols, xq_lib, xs_lib);
+    for (c = 0; c < padded; c++)
+        assert_true(abs(xq[c] - xq_lib[c]) <= 1);
+    for (k = t->seed; k <= t->parent; k++) {
+        for (r = 0; r < t->rows; r++)
+            for (i = 0; i < n; i++) {
+                double dot = 0.0;
+                for (c = 0; c < t->cols; c++)
+                    dot += apt_weight(t, r, c, k) * x[i * t->cols + c];
+                y_ref[i * t->rows + r] = (float)dot;
+            }
+        /* GEMM, float activations: two row ranges, as a worker pool splits them. */
+        memset(y, 0xff, n * t->rows * sizeof(float));
+        pmpd_anyprec_gemm(&m, k, x, n, t->cols, y, t->rows, 0, t->rows / 3);
+        pmpd_anyprec_gemm(&m, k, x, n, t->cols, y, t->rows, t->rows / 3, t->rows);
+        for (i = 0; i < n * t->rows; i++)
+            assert_float_equal(y[i], y_ref[i], 1e-5 + 1e-4 * fabs(y_ref[i]));
+        memset(y, 0xff, n * t->rows * sizeof(float));
+        pmpd_anyprec_gemm_scalar(&m, k, x, n, t->cols, y, t->rows, 0, t->rows);
+        for (i = 0; i < n * t->rows; i++)
+            assert_float_equal(y[i], y_ref[i], 1e-5 + 1e-4 * fabs(y_ref[i]));
+        /* GEMV, int8 activations: exact integer products, float rounding only. */
+        for (r = 0; r < t->rows; r++) {
+            double dot = 0.0;
+            for (c = 0; c < t->cols; c++)
+                dot += apt_weight(t, r, c, k) * xq[c] * xs[c / 32];
+            y_ref[r] = (float)dot;
+        }
+        memset(y, 0xff, t->rows * sizeof(float));
+        pmpd_anyprec_gemv(&m, k, xq, xs, y, 0, t->rows / 2);
+        pmpd_anyprec_gemv(&m, k, xq, xs, y, t->rows / 2, t->rows);
+        for (r = 0; r < t->rows; r++)
+            assert_float_equal(y[r], y_ref[r], 1e-5 + 1e-4 * fabs(y_ref[r]));
+        memset(y, 0xff, t->rows * sizeof(float));
+        pmpd_anyprec_gemv_scalar(&m, k, xq, xs, y, 0, t->rows);
+        for (r = 0; r < t->rows; r++)
+            assert_float_equal(y[r], y_ref[r], 1e-5 + 1e-4 * fabs(y_ref[r]));
+    }
+    free(x);
+    free(xs);
+    free(xs_lib);
+    free(xq);
+    free(xq_lib);
+    free(y);
+    free(y_ref);
+}
+
+static void test_kernels_every_width(void **state)
+{
+    static const uint32_t shapes[][2] = {{37, 172}, {16, 64}, {5, 7}, {70, 288}};
+    static const unsigned widths[][2] = {{2, 4}, {1, 3}, {3, 8}, {2, 2}};
+    size_t s;
+    (void)state;
+    for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        apt_tensor t;
+        float *w = apt_random_matrix(shapes[s][0], shapes[s][1], 100 + s);
+        apt_quantize(&t, w, shapes[s][0], shapes[s][1], widths[s][0], widths[s][1]);
+        apt_check_kernels(&t, 200 + s);
+        free(t.raw);
+        free(w);
+    }
+}
+
+/* Reading the parent at width k gives exactly the model quantized at k. */
+static void test_nested_equals_direct(void **state)
+{
+    const uint32_t rows = 23, cols = 150;
+    float *w = apt_random_matrix(rows, cols, 7);
+    apt_tensor parent, direct;
+    unsigned k;
+    uint32_t r, c;
+    (void)state;
+    apt_quantize(&parent, w, rows, cols, 2, 6);
+    for (k = 2; k < 6; k++) {
+        apt_quantize(&direct, w, rows, cols, 2, k);
+        for (r = 0; r < rows; r++)
+            for (c = 0; c < cols; c++)
+                assert_true(apt_weight(&parent, r, c, k) == apt_weight(&direct, r, c, k));
+        free(direct.raw);
+    }
+    free(parent.raw);
+    free(w);
+}
+
+/* A k-bit product must not depend on planes below the top k. */
+static void test_reads_only_top_planes(void **state)
+{
+    const uint32_t rows = 9, cols = 100;
+    float *w = apt_random_matrix(rows, cols, 11), x[100], xs[4], y1[9], y2[9];
+    int8_t xq[128];
+    apt_tensor t;
+    pmpd_anyprec_matrix m;
+    size_t plane = apt_align64(rows * 16), i;
+    (void)state;
+    for (i = 0; i < cols; i++)
+        x[i] = (float)i / 50.0f - 1.0f;
+    pmpd_anyprec_quantize_input(x, cols, xq, xs);
+    apt_quantize(&t, w, rows, cols, 2, 4);
+    apt_view(&t, &m);
+    pmpd_anyprec_gemv(&m, 3, xq, xs, y1, 0, rows);
+    for (i = 0; i < plane; i++)
+        t.bytes[64 + 3 * plane + i] ^= 0xA5;
+    pmpd_anyprec_gemv(&m, 3, xq, xs, y2, 0, rows);
+    assert_memory_equal(y1, y2, sizeof y1);
+    pmpd_anyprec_gemv(&m, 4, xq, xs, y2, 0, rows);
+    assert_memory_not_equal(y1, y2, sizeof y1);
+    free(t.raw);
+    free(w);
+}
+
+/* More bits, less error; k-means on Gaussian rows beats uniform grids. */
+static void test_error_falls_with_width(void **state)
+{
+    const uint32_t rows = 8, cols = 1024;
+    float *w = apt_random_matrix(rows, cols, 3);
+    static const double limit[] = {0, 0, 0.13, 0.04, 0.012};
+    double prev = 1e30;
+    apt_tensor t;
+    unsigned k;
+    uint32_t r, c;
+    (void)state;
+    apt_quantize(&t, w, rows, cols, 2, 4);
+    for (k = 2; k <= 4; k++) {
+        double err = 0.0, energy = 0.0;
+        for (r = 0; r < rows; r++)
+            for (c = 0; c < cols; c++) {
+                double d = apt_weight(&t, r, c, k) - w[r * cols + c];
+                err += d * d;
+                energy += (double)w[r * cols + c] * w[r * cols + c];
+            }
+        assert_true(err / energy < limit[k]);
+        assert_true(err < prev);
+        prev = err;
+    }
+    free(t.raw);
+    free(w);
+}
+
+static void test_view_rejects_bad_bytes(void **state)
+{
+    const uint32_t rows = 4, cols = 40;
+    float *w = apt_random_matrix(rows, cols, 5), nan_value = NAN;
+    apt_tensor t;
+    pmpd_anyprec_matrix m;
+    pmpd_error err;
+    (void)state;
+    apt_quantize(&t, w, rows, cols, 2, 3);
+    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size - 1, rows, cols, &m, &err), PMPD_ERR_FORMAT_SHAPE);
+    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows + 1, cols, &m, &err), PMPD_ERR_FORMAT_SHAPE);
+    assert_int_equal(pmpd_anyprec_view(t.bytes, 10, rows, cols, &m, &err), PMPD_ERR_FORMAT_TRUNCATED);
+    t.bytes[5] = 9;
+    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, &m, &err), PMPD_ERR_FORMAT_VALUE);
+    t.bytes[5] = 3;
+    t.bytes[20] = 1;
+    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, &m, &err), PMPD_ERR_FORMAT_VALUE);
+    t.bytes[20] = 0;
+    t.bytes[0] = 'X';
+    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, &m, &err), PMPD_ERR_FORMAT_MAGIC);
+    t.bytes[0] = 'A';
+    memcpy(t.bytes + 64 + 3 * 64 + 4, &nan_value, 4);
+    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, &m, &err), PMPD_ERR_FORMAT_NONFINITE);
+    assert_true(err.offset == 64 + 3 * 64 + 4);
+    free(t.raw);
+    free(w);
+}
+
+static void test_quantize_rejects(void **state)
+{
+    float w[8] = {0, 1, 2, 3, 4, 5, 6, INFINITY}, imp[8] = {1, 1, 1, 1, 1, 1, 1, 0};
+    unsigned char out[1024];
+    (void)state;
+    assert_int_equal(pmpd_anyprec_quantize(w, 1, 8, NULL, 2, 3, 0, 1, out, sizeof out), PMPD_ERR_FORMAT_NONFINITE);
+    w[7] = 7;
+    assert_int_equal(pmpd_anyprec_quantize(w, 1, 8, imp, 2, 3, 0, 1, out, sizeof out), PMPD_ERR_INVALID_ARGUMENT);
+    assert_int_equal(pmpd_anyprec_quantize(w, 1, 8, NULL, 2, 3, 0, 2, out, sizeof out), PMPD_ERR_INVALID_ARGUMENT);
+    assert_int_equal(pmpd_anyprec_quantize(w, 1, 8, NULL, 2, 3, 0, 1, out, 10), PMPD_ERR_INVALID_ARGUMENT);
+    /* Eight distinct values at 3 bits are reproduced exactly. */
+    assert_int_equal(pmpd_anyprec_quantize(w, 1, 8, NULL, 2, 3, 0, 1, out, sizeof out), PMPD_OK);
+    {
+        apt_tensor t;
+        uint32_t c;
+        t.bytes = out;
+        t.rows = 1;
+        t.cols = 8;
+        t.seed = 2;
+        t.parent = 3;
+        for (c = 0; c < 8; c++)
+            assert_float_equal(apt_weight(&t, 0, c, 3), w[c], 7.0 / 254);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_size_and_arguments),
+        cmocka_unit_test(test_kernels_every_width),
+        cmocka_unit_test(test_nested_equals_direct),
+        cmocka_unit_test(test_reads_only_top_planes),
+        cmocka_unit_test(test_error_falls_with_width),
+        cmocka_unit_test(test_view_rejects_bad_bytes),
+        cmocka_unit_test(test_quantize_rejects),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
