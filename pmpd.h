@@ -1,3 +1,5 @@
+/* ENGINEERS WORKING IN PARALLEL: the binding rules for this session (build dirs, commits,
+ * amalgamation naming, no heap, deadlines) are in /work/PARALLEL_WORK_RULES.md -- read it first. */
 /*
  * pmpd.h -- the public API of pmpd, a small-footprint runtime for
  * Llama-family language models on embedded Linux boards.
@@ -199,6 +201,116 @@ typedef struct pmpd_model pmpd_model;
 /* Section-by-section additions follow (format, inference, kernels, ...). */
 
 /* ======================================================================
+ * Model containers and tokenizer (format engineer)
+ * ====================================================================== */
+
+/* Kinds of the typed sections a .pmpd container may carry (README, "File
+ * format").  The numeric values are part of the file format.  A reader skips
+ * a section of a kind it does not know unless the section is flagged
+ * required, in which case the open fails with PMPD_ERR_FORMAT_REQUIRED_SECTION. */
+typedef enum pmpd_section_kind {
+    PMPD_SECTION_TOKENIZER = 1,           /* BPE vocabulary, scores, sorted index */
+    PMPD_SECTION_PRECISION_SCHEDULE = 2,  /* static PMPD precision schedule */
+    PMPD_SECTION_LEARNED_SCHEDULER = 3,   /* learned precision-switch classifier */
+    PMPD_SECTION_KV_CODEBOOKS = 4,        /* product-quantized KV-cache codebooks */
+    PMPD_SECTION_OUTLIER_CALIBRATION = 5, /* activation scales and outlier channels */
+    PMPD_SECTION_QUANTIZER = 6            /* per-layer quantizer metadata */
+} pmpd_section_kind;
+
+/* Section flag bit: a reader that does not know the kind must refuse the file. */
+#define PMPD_SECTION_FLAG_REQUIRED 1u
+
+/* Opens a container that lies in memory (for example a const array linked
+ * into flash).  Nothing is copied: tensors and sections point into data,
+ * which must stay valid and unchanged until pmpd_model_close, and must be
+ * aligned to PMPD_ARENA_ALIGNMENT (64) bytes.  size is the exact container
+ * size.  Every field, offset, checksum and cross-field rule is validated
+ * before use; afterwards the runtime trusts the model.  The model's
+ * bookkeeping (tensor table, layer pointers, tokenizer index) comes from
+ * arena; on failure the arena is restored to its level at the call.
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL arguments, data not aligned),
+ * PMPD_ERR_UNSUPPORTED (big-endian host), PMPD_ERR_OUT_OF_MEMORY, and the
+ * PMPD_ERR_FORMAT_* codes, with err naming the field and byte offset. */
+pmpd_status pmpd_model_open_memory(const void *data, size_t size, pmpd_arena *arena,
+                                   pmpd_model **out, pmpd_error *err);
+
+/* Opens a container file: mapped read-only through the platform layer where
+ * possible, otherwise read into the arena (which then needs room for the
+ * whole file).  Same validation and errors as pmpd_model_open_memory, plus
+ * PMPD_ERR_NOT_FOUND and PMPD_ERR_IO. */
+pmpd_status pmpd_model_open_file(const char *path, pmpd_arena *arena, pmpd_model **out,
+                                 pmpd_error *err);
+
+/* Releases the file mapping, if any.  Arena memory stays the caller's (restore
+ * a mark to reuse it).  NULL is accepted. */
+void pmpd_model_close(pmpd_model *model);
+
+/* The model's hyperparameters; valid until the model is closed. */
+const pmpd_model_info *pmpd_model_get_info(const pmpd_model *model);
+
+/* Encodes NUL-terminated UTF-8 text with the model's tokenizer exactly as
+ * llama2.c's run.c does: optional BOS, a leading space token when the text is
+ * not empty (if the tokenizer asks for it), one token per UTF-8 character or
+ * its <0xNN> byte tokens, then the highest-scoring merges, then optional EOS.
+ * The ids go to tokens[0 .. *n_tokens).  scratch (may be NULL) provides the
+ * working buffer; without it the work happens in tokens, which then needs
+ * room for strlen(text) + 3 ids.  Nothing is allocated from the heap; the
+ * scratch arena is restored before returning.
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL arguments, or max_tokens too small:
+ * *n_tokens then holds the count needed), PMPD_ERR_FORMAT_MISSING (the
+ * container has no tokenizer), PMPD_ERR_OUT_OF_MEMORY (scratch too small). */
+pmpd_status pmpd_tokenize(const pmpd_model *model, const char *text, int add_bos, int add_eos,
+                          int32_t *tokens, size_t max_tokens, size_t *n_tokens,
+                          pmpd_arena *scratch);
+
+/* The text of token when it follows prev_token, by run.c's rule: after BOS
+ * a leading space is dropped, and a <0xNN> piece stands for the single raw
+ * byte NN.  *piece points into the model (or a static table) and is not
+ * NUL-terminated; *length is its byte count.  Pass prev_token = -1 when
+ * there is none.  Errors: PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_FORMAT_MISSING
+ * (no tokenizer), PMPD_ERR_TOKEN_RANGE (token outside the vocabulary). */
+pmpd_status pmpd_token_to_piece(const pmpd_model *model, int32_t prev_token, int32_t token,
+                                const char **piece, size_t *length);
+
+#if defined(PMPD_OFFLINE) && PMPD_OFFLINE
+/* ---- Offline tools: conversion to .pmpd (heap-using, libpmpd_offline.a) ---- */
+
+/* Which input a conversion failure refers to. */
+typedef enum pmpd_convert_input {
+    PMPD_CONVERT_INPUT_MODEL = 0,
+    PMPD_CONVERT_INPUT_TOKENIZER = 1,
+    PMPD_CONVERT_INPUT_OUTPUT = 2
+} pmpd_convert_input;
+
+typedef struct pmpd_convert_options {
+    const char *tokenizer_path;   /* llama2.c tokenizer.bin, or NULL */
+    pmpd_tensor_type type;        /* PMPD_TENSOR_F32 or PMPD_TENSOR_F16 for the matrices */
+    /* Called now and then with bytes done and total while writing; may be NULL. */
+    void (*progress)(void *context, uint64_t done, uint64_t total);
+    void *progress_context;
+} pmpd_convert_options;
+
+typedef struct pmpd_convert_summary {
+    uint32_t n_tensors;
+    uint64_t bytes;               /* size of the written container */
+    uint64_t parameters;          /* elements over all tensors */
+    pmpd_convert_input failed_input; /* on failure: which file err refers to */
+} pmpd_convert_summary;
+
+/* Converts a llama2.c checkpoint (legacy or version 1) or a GGUF v3 Llama
+ * file at in_path into a container at out_path.  The input kind is detected
+ * from its first bytes.  The container is written to "<out_path>.tmp" and
+ * renamed, so no partial output is left on failure.  options may be NULL
+ * (f32, no tokenizer unless the input carries one); summary may be NULL.
+ * Errors: PMPD_ERR_NOT_FOUND / PMPD_ERR_IO for files, PMPD_ERR_FORMAT_* for
+ * malformed input (err names the field and byte offset, summary->failed_input
+ * the file), PMPD_ERR_INVALID_ARGUMENT. */
+pmpd_status pmpd_convert_file(const char *in_path, const char *out_path,
+                              const pmpd_convert_options *options,
+                              pmpd_convert_summary *summary, pmpd_error *err);
+#endif
+
+/* ======================================================================
  * Nested any-precision weights, PMPD (precision engineer)
  * ====================================================================== */
 
@@ -231,6 +343,141 @@ pmpd_status pmpd_anyprec_quantize(const float *w, uint64_t rows, uint64_t cols, 
                                   unsigned seed_bits, unsigned parent_bits, uint64_t row_begin,
                                   uint64_t row_end, void *out, size_t out_size);
 #endif
+
+/* ======================================================================
+ * Inference: sessions, forward pass, sampler (reference-inference engineer)
+ * ====================================================================== */
+
+/* How a session stores its KV cache.  f16 halves the cache at a small cost
+ * in accuracy (keys and values rounded to binary16). */
+typedef enum pmpd_kv_type {
+    PMPD_KV_F32 = 0,
+    PMPD_KV_F16 = 1
+} pmpd_kv_type;
+
+/* What a session is built for.  Fill with pmpd_session_config_init, then
+ * change fields.  The arena a session needs depends on every field. */
+typedef struct pmpd_session_config {
+    uint32_t context_length; /* positions the session holds (prompt + output);
+                                0 = the model's seq_len; at most seq_len */
+    uint32_t kv_type;        /* pmpd_kv_type */
+    uint32_t prefill_batch;  /* prompt tokens per prefill step, processed as one
+                                matrix x matrix product; 0 = 32; capped at
+                                context_length */
+    uint32_t n_threads;      /* threads including the caller's, at most
+                                PMPD_MAX_THREADS; 0 = 1 (no worker threads) */
+} pmpd_session_config;
+
+/* Sets the defaults: whole context, f32 KV cache, batch 32, one thread. */
+void pmpd_session_config_init(pmpd_session_config *config);
+
+/* A conversation with a model: KV cache, activations and worker threads,
+ * all in the caller's arena.  Several sessions may share one model, each
+ * used by one thread at a time. */
+typedef struct pmpd_session pmpd_session;
+
+/* Writes to *arena_bytes the exact number of arena bytes pmpd_session_create
+ * takes for this model and configuration, computed without allocating or
+ * running anything.  The figure assumes the arena's fill level is a
+ * multiple of PMPD_ARENA_ALIGNMENT (true for a fresh arena over an aligned
+ * buffer); otherwise add up to PMPD_ARENA_ALIGNMENT - 1 bytes.
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL model or output, bad config
+ * field: context longer than seq_len, unknown KV type, too many threads),
+ * PMPD_ERR_UNSUPPORTED (a weight type this build has no kernel for),
+ * PMPD_ERR_OVERFLOW. */
+pmpd_status pmpd_session_plan(const pmpd_model *model, const pmpd_session_config *config,
+                              size_t *arena_bytes);
+
+/* Creates a session in arena and starts its worker threads (n_threads - 1).
+ * config may be NULL for the defaults.  The model must outlive the session;
+ * the session keeps pointers into the arena and the model only.  On failure
+ * *out is NULL and the arena is restored to its level at the call.
+ * Errors: as pmpd_session_plan, plus PMPD_ERR_OUT_OF_MEMORY (the arena has
+ * fewer bytes than planned) and PMPD_ERR_THREAD. */
+pmpd_status pmpd_session_create(const pmpd_model *model, const pmpd_session_config *config,
+                                pmpd_arena *arena, pmpd_session **out);
+
+/* Appends n_tokens prompt tokens at the current position, prefill_batch at
+ * a time, and computes the logits that predict the token after the last
+ * one.  A prompt normally starts with the model's BOS id.  If logits is not
+ * NULL, *logits points to vocab_size floats owned by the session, valid
+ * until the next call on it.  All tokens are checked before anything runs:
+ * on error the session is unchanged.
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL session or tokens, n_tokens 0),
+ * PMPD_ERR_TOKEN_RANGE (an id < 0 or >= vocab_size), PMPD_ERR_CONTEXT_FULL
+ * (the tokens do not fit in the positions left, including a prompt longer
+ * than the whole context), PMPD_ERR_STATE (destroyed session). */
+pmpd_status pmpd_session_prefill(pmpd_session *session, const int32_t *tokens, size_t n_tokens,
+                                 const float **logits);
+
+/* Appends one token (usually the one just sampled) and computes the logits
+ * for the next.  Same ownership and errors as pmpd_session_prefill. */
+pmpd_status pmpd_session_decode(pmpd_session *session, int32_t token, const float **logits);
+
+/* The logits of the last prefill or decode call.
+ * Errors: PMPD_ERR_STATE when there are none (fresh or reset session, or a
+ * destroyed one), PMPD_ERR_INVALID_ARGUMENT. */
+pmpd_status pmpd_session_logits(const pmpd_session *session, const float **logits);
+
+/* Positions in use (tokens processed since creation or the last reset). */
+size_t pmpd_session_position(const pmpd_session *session);
+
+/* Empties the context: the next call starts a new conversation at position
+ * 0.  The threads and the arena memory are kept.  Logits pointers obtained
+ * before are no longer valid.  Errors: PMPD_ERR_INVALID_ARGUMENT,
+ * PMPD_ERR_STATE (destroyed session). */
+pmpd_status pmpd_session_reset(pmpd_session *session);
+
+/* Stops and joins the worker threads.  The arena memory stays the caller's.
+ * Afterwards every call on the session returns PMPD_ERR_STATE (as long as
+ * its arena memory has not been reused).  NULL and repeated calls are
+ * accepted. */
+void pmpd_session_destroy(pmpd_session *session);
+
+/* ---- Sampling ---- */
+
+/* A deterministic pseudo-random generator owned by the caller: the same
+ * seed gives the same numbers on every platform. */
+typedef struct pmpd_rng {
+    uint64_t state;
+} pmpd_rng;
+
+void pmpd_rng_seed(pmpd_rng *rng, uint64_t seed);
+/* Uniform 32-bit value. */
+uint32_t pmpd_rng_u32(pmpd_rng *rng);
+/* Uniform in [0, 1). */
+float pmpd_rng_float(pmpd_rng *rng);
+
+typedef struct pmpd_sampler_config {
+    float temperature; /* 0 = greedy (argmax, lowest id on ties); > 0 scales logits */
+    uint32_t top_k;    /* keep the k most probable tokens; 0 = all */
+    float top_p;       /* keep the smallest most-probable set whose probability
+                          reaches top_p; 0 or 1 = all */
+} pmpd_sampler_config;
+
+/* Picks tokens from logits.  The fields are public so it can live on the
+ * stack; treat them as read-only.  scratch holds vocab_size candidates. */
+typedef struct pmpd_sampler {
+    pmpd_sampler_config config;
+    uint32_t vocab_size;
+    void *scratch;
+} pmpd_sampler;
+
+/* Arena bytes pmpd_sampler_init takes for a vocabulary (exact, as for
+ * sessions).  Errors: PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_OVERFLOW. */
+pmpd_status pmpd_sampler_plan(uint32_t vocab_size, size_t *arena_bytes);
+
+/* Prepares a sampler with its scratch from arena.
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL, vocab_size 0, temperature
+ * negative or not finite, top_p outside [0, 1]), PMPD_ERR_OUT_OF_MEMORY. */
+pmpd_status pmpd_sampler_init(pmpd_sampler *sampler, const pmpd_sampler_config *config,
+                              uint32_t vocab_size, pmpd_arena *arena);
+
+/* Draws the next token from vocab_size logits (for greedy sampling rng may
+ * be NULL; otherwise it advances by one draw).  Same logits, config and rng
+ * state give the same token.  Errors: PMPD_ERR_INVALID_ARGUMENT. */
+pmpd_status pmpd_sampler_sample(pmpd_sampler *sampler, const float *logits, pmpd_rng *rng,
+                                int32_t *token);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,94 @@
+/* The Llama forward pass over a batch of consecutive tokens: every matrix
+ * product sees the whole batch (matrix x matrix in prefill, matrix x vector
+ * in decode); attention runs per (token, head) with the causal limit given
+ * by each token's position. */
+#include "pmpd_impl/model/linear.h"
+#include "pmpd_impl/model/ops.h"
+#include "pmpd_impl/model/session.h"
+
+typedef struct pmpd_forward_attention {
+    pmpd_session *session;
+    uint32_t layer;
+    size_t first_position;
+} pmpd_forward_attention;
+
+static void pmpd_forward_attention_items(void *ctx, size_t begin, size_t end, unsigned worker)
+{
+    const pmpd_forward_attention *job = (const pmpd_forward_attention *)ctx;
+    pmpd_session *s = job->session;
+    const pmpd_model_info *info = &s->model->info;
+    size_t head_dim = info->head_dim, q_dim = (size_t)info->n_heads * head_dim;
+    uint32_t heads_per_kv = info->n_heads / info->n_kv_heads;
+    void *scratch = s->attend_scratch + (size_t)worker * s->attend_stride;
+    size_t item;
+    for (item = begin; item < end; item++) {
+        size_t t = item / info->n_heads;
+        uint32_t head = (uint32_t)(item % info->n_heads);
+        size_t offset = t * q_dim + head * head_dim;
+        pmpd_kv_cache_attend(&s->kv, job->layer, head / heads_per_kv, s->q + offset,
+                             job->first_position + t + 1, scratch, s->att + offset);
+    }
+}
+
+static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n)
+{
+    const pmpd_model_info *info = &s->model->info;
+    const pmpd_layer_weights *w = &s->model->layers[layer];
+    size_t dim = info->dim, hidden = info->hidden_dim, head_dim = info->head_dim;
+    size_t q_dim = (size_t)info->n_heads * head_dim, kv_dim = (size_t)info->n_kv_heads * head_dim;
+    size_t half = head_dim / 2, t;
+    pmpd_forward_attention attention;
+
+    for (t = 0; t < n; t++)
+        pmpd_ops_rmsnorm(s->xb + t * dim, s->x + t * dim, (const float *)w->attn_norm->data, dim,
+                         info->norm_eps);
+    pmpd_linear(w->wq, s->xb, n, s->q, s->linear_scratch, s->pool);
+    pmpd_linear(w->wk, s->xb, n, s->k, s->linear_scratch, s->pool);
+    pmpd_linear(w->wv, s->xb, n, s->v, s->linear_scratch, s->pool);
+    for (t = 0; t < n; t++) {
+        pmpd_ops_rope_apply(s->q + t * q_dim, info->n_heads, head_dim, s->rope_cos + t * half,
+                            s->rope_sin + t * half);
+        pmpd_ops_rope_apply(s->k + t * kv_dim, info->n_kv_heads, head_dim, s->rope_cos + t * half,
+                            s->rope_sin + t * half);
+    }
+    pmpd_kv_cache_write(&s->kv, layer, s->position, n, s->k, s->v);
+
+    attention.session = s;
+    attention.layer = layer;
+    attention.first_position = s->position;
+    pmpd_pool_run(s->pool, pmpd_forward_attention_items, &attention, n * info->n_heads, 1);
+
+    pmpd_linear(w->wo, s->att, n, s->xb, s->linear_scratch, s->pool);
+    pmpd_ops_add(s->x, s->xb, n * dim);
+
+    for (t = 0; t < n; t++)
+        pmpd_ops_rmsnorm(s->xb + t * dim, s->x + t * dim, (const float *)w->ffn_norm->data, dim,
+                         info->norm_eps);
+    pmpd_linear(w->w_gate, s->xb, n, s->hb, s->linear_scratch, s->pool);
+    pmpd_linear(w->w_up, s->xb, n, s->hb2, s->linear_scratch, s->pool);
+    pmpd_ops_swiglu(s->hb, s->hb2, n * hidden);
+    pmpd_linear(w->w_down, s->hb, n, s->xb, s->linear_scratch, s->pool);
+    pmpd_ops_add(s->x, s->xb, n * dim);
+}
+
+PMPD_INTERNAL void pmpd_forward(pmpd_session *s, const int32_t *tokens, size_t n, int want_logits)
+{
+    const pmpd_model_info *info = &s->model->info;
+    size_t dim = info->dim, half = info->head_dim / 2, t;
+    uint32_t layer;
+
+    for (t = 0; t < n; t++) {
+        pmpd_linear_row(s->model->tok_embedding, (size_t)tokens[t], s->x + t * dim);
+        pmpd_ops_rope_angles(s->rope_cos + t * half, s->rope_sin + t * half, s->position + t,
+                             info->head_dim, info->rope_theta);
+    }
+    for (layer = 0; layer < info->n_layers; layer++)
+        pmpd_forward_layer(s, layer, n);
+    s->position += n;
+
+    if (want_logits) {
+        const float *last = s->x + (n - 1) * dim;
+        pmpd_ops_rmsnorm(s->xb, last, (const float *)s->model->final_norm->data, dim, info->norm_eps);
+        pmpd_linear(s->model->classifier, s->xb, 1, s->logits, s->linear_scratch, s->pool);
+    }
+}

@@ -1,0 +1,113 @@
+#include "pmpd_impl/model/kv_cache.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "pmpd_impl/core/checked.h"
+#include "pmpd_impl/model/f16.h"
+
+PMPD_INTERNAL pmpd_status pmpd_kv_cache_init(pmpd_kv_cache *cache, pmpd_arena *arena, uint32_t type,
+                                             uint32_t n_layers, uint32_t n_kv_heads,
+                                             uint32_t head_dim, size_t capacity)
+{
+    size_t kv_dim, bytes;
+    pmpd_status st;
+    switch (type) {
+    case PMPD_KV_F32: cache->element_size = sizeof(float); break;
+    case PMPD_KV_F16: cache->element_size = sizeof(uint16_t); break;
+    default: return PMPD_ERR_INVALID_ARGUMENT;
+    }
+    if (!pmpd_checked_mul(n_kv_heads, head_dim, &kv_dim) ||
+        !pmpd_checked_mul3(n_layers, capacity, kv_dim, &bytes) ||
+        !pmpd_checked_mul(bytes, cache->element_size, &bytes))
+        return PMPD_ERR_OVERFLOW;
+    cache->type = type;
+    cache->n_layers = n_layers;
+    cache->n_kv_heads = n_kv_heads;
+    cache->head_dim = head_dim;
+    cache->kv_dim = kv_dim;
+    cache->capacity = capacity;
+    st = pmpd_arena_alloc(arena, bytes, PMPD_ARENA_ALIGNMENT, &cache->k);
+    if (st == PMPD_OK)
+        st = pmpd_arena_alloc(arena, bytes, PMPD_ARENA_ALIGNMENT, &cache->v);
+    return st;
+}
+
+PMPD_INTERNAL void pmpd_kv_cache_clear(pmpd_kv_cache *cache)
+{
+    /* Stored positions are only read once rewritten, so nothing to do for
+     * the float modes. */
+    (void)cache;
+}
+
+/* Element offset of (layer, pos, 0). */
+static size_t pmpd_kv_cache_index(const pmpd_kv_cache *cache, uint32_t layer, size_t pos)
+{
+    return ((size_t)layer * cache->capacity + pos) * cache->kv_dim;
+}
+
+PMPD_INTERNAL void pmpd_kv_cache_write(pmpd_kv_cache *cache, uint32_t layer, size_t pos, size_t n,
+                                       const float *k, const float *v)
+{
+    size_t base = pmpd_kv_cache_index(cache, layer, pos), count = n * cache->kv_dim, i;
+    switch (cache->type) {
+    case PMPD_KV_F32:
+        memcpy((float *)cache->k + base, k, count * sizeof(float));
+        memcpy((float *)cache->v + base, v, count * sizeof(float));
+        break;
+    case PMPD_KV_F16:
+        for (i = 0; i < count; i++) {
+            ((uint16_t *)cache->k)[base + i] = pmpd_f32_to_f16(k[i]);
+            ((uint16_t *)cache->v)[base + i] = pmpd_f32_to_f16(v[i]);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+PMPD_INTERNAL pmpd_status pmpd_kv_cache_attend_scratch_bytes(const pmpd_kv_cache *cache, size_t *bytes)
+{
+    /* One score per visible position. */
+    return pmpd_checked_mul(cache->capacity, sizeof(float), bytes) ? PMPD_OK : PMPD_ERR_OVERFLOW;
+}
+
+/* Element i of the stored row at element offset base, as a float. */
+static float pmpd_kv_cache_load(const pmpd_kv_cache *cache, const void *data, size_t index)
+{
+    if (cache->type == PMPD_KV_F16)
+        return pmpd_f16_to_f32(((const uint16_t *)data)[index]);
+    return ((const float *)data)[index];
+}
+
+PMPD_INTERNAL void pmpd_kv_cache_attend(const pmpd_kv_cache *cache, uint32_t layer, uint32_t kv_head,
+                                        const float *q, size_t n_visible, void *scratch, float *out)
+{
+    float *scores = (float *)scratch;
+    size_t d = cache->head_dim, head_offset = (size_t)kv_head * d, t, i;
+    size_t base = pmpd_kv_cache_index(cache, layer, 0) + head_offset;
+    float scale = sqrtf((float)d), max_score, sum = 0.0f;
+    for (t = 0; t < n_visible; t++) {
+        size_t row = base + t * cache->kv_dim;
+        float dot = 0.0f;
+        for (i = 0; i < d; i++)
+            dot += q[i] * pmpd_kv_cache_load(cache, cache->k, row + i);
+        scores[t] = dot / scale;
+    }
+    max_score = scores[0];
+    for (t = 1; t < n_visible; t++)
+        if (scores[t] > max_score)
+            max_score = scores[t];
+    for (t = 0; t < n_visible; t++) {
+        scores[t] = expf(scores[t] - max_score);
+        sum += scores[t];
+    }
+    for (i = 0; i < d; i++)
+        out[i] = 0.0f;
+    for (t = 0; t < n_visible; t++) {
+        size_t row = base + t * cache->kv_dim;
+        float weight = scores[t] / sum;
+        for (i = 0; i < d; i++)
+            out[i] += weight * pmpd_kv_cache_load(cache, cache->v, row + i);
+    }
+}

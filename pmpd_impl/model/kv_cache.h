@@ -1,0 +1,53 @@
+/*
+ * The KV cache: keys (after rotary embedding) and values of every layer for
+ * every position of the context, and attention of one query head over them.
+ * The forward pass sees only this interface, so a storage mode is a case in
+ * kv_cache.c: f32, f16 (converted on the fly), and room for more (product-
+ * quantized codes with a full-precision recent window).
+ *
+ * Positions are written in order, possibly many at once (prefill), and a
+ * position is visible to attention once written.
+ */
+#ifndef PMPD_MODEL_KV_CACHE_H
+#define PMPD_MODEL_KV_CACHE_H
+
+#include "pmpd.h"
+#include "pmpd_impl/core/config.h"
+
+typedef struct pmpd_kv_cache {
+    uint32_t type;        /* pmpd_kv_type */
+    uint32_t n_layers;
+    uint32_t n_kv_heads;
+    uint32_t head_dim;
+    size_t kv_dim;        /* n_kv_heads * head_dim */
+    size_t capacity;      /* positions */
+    size_t element_size;  /* bytes per stored number */
+    void *k;              /* [layer][position][kv_dim] */
+    void *v;
+} pmpd_kv_cache;
+
+/* Allocates the cache in the arena (the same call plans with a measuring
+ * arena).  Errors: PMPD_ERR_INVALID_ARGUMENT (unknown type),
+ * PMPD_ERR_OVERFLOW, PMPD_ERR_OUT_OF_MEMORY. */
+PMPD_INTERNAL pmpd_status pmpd_kv_cache_init(pmpd_kv_cache *cache, pmpd_arena *arena, uint32_t type,
+                                             uint32_t n_layers, uint32_t n_kv_heads,
+                                             uint32_t head_dim, size_t capacity);
+
+/* Forgets every position (a new conversation). */
+PMPD_INTERNAL void pmpd_kv_cache_clear(pmpd_kv_cache *cache);
+
+/* Stores n positions starting at pos for layer: k and v are n rows of
+ * kv_dim floats.  pos + n <= capacity (checked by the caller). */
+PMPD_INTERNAL void pmpd_kv_cache_write(pmpd_kv_cache *cache, uint32_t layer, size_t pos, size_t n,
+                                       const float *k, const float *v);
+
+/* Per-thread scratch bytes pmpd_kv_cache_attend needs (64-byte aligned). */
+PMPD_INTERNAL pmpd_status pmpd_kv_cache_attend_scratch_bytes(const pmpd_kv_cache *cache, size_t *bytes);
+
+/* Causal attention of query q (head_dim floats, already rotated) over
+ * positions [0, n_visible) of kv_head in layer: out = softmax(q·K / sqrt(d)) V.
+ * scratch: pmpd_kv_cache_attend_scratch_bytes bytes. */
+PMPD_INTERNAL void pmpd_kv_cache_attend(const pmpd_kv_cache *cache, uint32_t layer, uint32_t kv_head,
+                                        const float *q, size_t n_visible, void *scratch, float *out);
+
+#endif

@@ -1,0 +1,46 @@
+/*
+ * Linear layers: the one place where a weight tensor's type decides which
+ * kernel runs.  Every projection of the forward pass (q, k, v, o, gate, up,
+ * down, classifier) and the embedding lookup go through here, so a new
+ * weight format adds one case to each switch in linear.c and nothing else
+ * in the model changes.
+ *
+ * Shapes: W is [rows][cols] (model.h); X is n_tokens rows of cols floats,
+ * contiguous; Y is n_tokens rows of `rows` floats, contiguous:
+ *     Y[t][r] = sum_c W[r][c] * X[t][c].
+ * n_tokens == 1 is the decode GEMV, n_tokens > 1 the prefill GEMM.
+ *
+ * Scratch contract: a format that needs working memory (e.g. activations
+ * quantized to int8 once, before the rows are split over threads) reports
+ * the bytes it needs for a given tensor and token count through
+ * pmpd_linear_scratch_bytes; the session plans the maximum over its
+ * tensors at its largest batch and passes that buffer (64-byte aligned) to
+ * every call.  Formats that need none report 0.  Per-thread working memory
+ * must be counted in the same figure (the pool has at most n_threads
+ * workers; pass the thread count to the planning call).
+ */
+#ifndef PMPD_MODEL_LINEAR_H
+#define PMPD_MODEL_LINEAR_H
+
+#include "pmpd.h"
+#include "pmpd_impl/core/config.h"
+#include "pmpd_impl/exec/pool.h"
+#include "pmpd_impl/model/model.h"
+
+/* Scratch bytes pmpd_linear needs for w at up to n_tokens tokens with up
+ * to n_threads threads.  Errors: PMPD_ERR_UNSUPPORTED (a tensor type this
+ * build has no kernel for), PMPD_ERR_OVERFLOW. */
+PMPD_INTERNAL pmpd_status pmpd_linear_scratch_bytes(const pmpd_tensor *w, size_t n_tokens,
+                                                    unsigned n_threads, size_t *bytes);
+
+/* Y = X Wᵀ over n_tokens tokens, split over the pool's threads by output
+ * rows.  scratch holds at least pmpd_linear_scratch_bytes(w, n_tokens, ...)
+ * bytes (NULL when that is 0).  The type was accepted by the planning call,
+ * so this cannot fail. */
+PMPD_INTERNAL void pmpd_linear(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y,
+                               void *scratch, pmpd_pool *pool);
+
+/* Row r of W as cols floats (the embedding lookup). */
+PMPD_INTERNAL void pmpd_linear_row(const pmpd_tensor *w, size_t r, float *out);
+
+#endif

@@ -1,0 +1,44 @@
+/* The session object behind the public pmpd_session API: every buffer of
+ * the forward pass, sized once for the largest prefill batch. */
+#ifndef PMPD_MODEL_SESSION_H
+#define PMPD_MODEL_SESSION_H
+
+#include "pmpd.h"
+#include "pmpd_impl/core/config.h"
+#include "pmpd_impl/exec/pool.h"
+#include "pmpd_impl/model/kv_cache.h"
+#include "pmpd_impl/model/model.h"
+
+struct pmpd_session {
+    uint32_t live;                /* PMPD_SESSION_LIVE until destroyed */
+    const pmpd_model *model;
+    pmpd_session_config config;   /* resolved: no zero "default" fields */
+    size_t position;              /* positions filled in the KV cache */
+    int has_logits;
+    pmpd_pool *pool;
+    pmpd_kv_cache kv;
+    /* Activations, one row per token of a batch (config.prefill_batch rows). */
+    float *x;                     /* residual stream [batch][dim] */
+    float *xb;                    /* normed input / block output [batch][dim] */
+    float *q;                     /* [batch][n_heads * head_dim] */
+    float *k;                     /* [batch][n_kv_heads * head_dim] */
+    float *v;                     /* [batch][n_kv_heads * head_dim] */
+    float *att;                   /* attention output [batch][n_heads * head_dim] */
+    float *hb;                    /* gate, then SwiGLU output [batch][hidden] */
+    float *hb2;                   /* up [batch][hidden] */
+    float *rope_cos;              /* [batch][head_dim / 2] */
+    float *rope_sin;
+    float *logits;                /* [vocab] */
+    unsigned char *attend_scratch; /* n_threads blocks of attend_stride bytes */
+    size_t attend_stride;
+    void *linear_scratch;         /* see pmpd_impl/model/linear.h */
+};
+
+#define PMPD_SESSION_LIVE 0x706d7064u
+
+/* Runs tokens[0..n) (n <= prefill_batch, all valid, room in the context)
+ * through the model at the session's position, stores their K/V, advances
+ * the position, and computes the logits after the last token if asked. */
+PMPD_INTERNAL void pmpd_forward(pmpd_session *session, const int32_t *tokens, size_t n, int want_logits);
+
+#endif
