@@ -1,0 +1,69 @@
+/*
+ * The inner loops of KV-cache attention, one set per instruction set.  The
+ * scalar set is always compiled (it is the oracle of the SIMD tests); the
+ * AVX2 and NEON sets exist when config.h enables them, and
+ * PMPD_KV_KERNEL(name) names the set chosen at compile time.
+ *
+ * Every kernel works on the token-major, lane-padded layout described in
+ * attention_partial.h: lanes is a multiple of PMPD_KV_LANES, queries and
+ * accumulators are [dim][lanes], scores and weights [token][lanes].
+ */
+#ifndef PMPD_KVCACHE_ATTENTION_KERNELS_H
+#define PMPD_KVCACHE_ATTENTION_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pmpd_impl/core/config.h"
+#include "pmpd_impl/kvcache/pq_codebook.h"
+
+#define PMPD_KV_DECLARE_KERNELS(isa)                                                                \
+    /* scores[t][l] = sum_d qt[d][l] * rows[t*stride + d]; max[l] = max(max[l], scores[t][l]) */   \
+    PMPD_INTERNAL void pmpd_kv_row_scores_##isa(const float *qt, uint32_t lanes, uint32_t dim,      \
+                                                const float *rows, size_t stride, size_t n,         \
+                                                float *scores, float *max);                         \
+    /* acc[d][l] += sum_t weights[t][l] * rows[t*stride + d] */                                     \
+    PMPD_INTERNAL void pmpd_kv_row_accumulate_##isa(const float *weights, uint32_t lanes,           \
+                                                    uint32_t dim, const float *rows, size_t stride, \
+                                                    size_t n, float *acc);                          \
+    /* x[t][l] = exp(x[t][l] - max[l]); sum[l] += x[t][l]  (x <= max: no overflow) */              \
+    PMPD_INTERNAL void pmpd_kv_exp_##isa(float *x, uint32_t lanes, size_t n, const float *max,      \
+                                         float *sum);                                               \
+    /* IEEE half (binary16) to float */                                                             \
+    PMPD_INTERNAL void pmpd_kv_f16_to_f32_##isa(const uint16_t *src, size_t n, float *dst);         \
+    /* lut[s][c][l] = sum_j qt[s*sub_dim + j][l] * centroids[s][c][j] */                            \
+    PMPD_INTERNAL void pmpd_pq_lut_##isa(const pmpd_pq_codebook *book, const float *qt,             \
+                                         uint32_t lanes, float *lut);                               \
+    /* scores[t][l] = sum_s lut[s][codes[t*n_sub + s]][l]; max as in row_scores */                  \
+    PMPD_INTERNAL void pmpd_pq_scores_##isa(const float *lut, const pmpd_pq_layout *layout,         \
+                                            uint32_t lanes, const uint8_t *codes, size_t n,         \
+                                            float *scores, float *max);                             \
+    /* bins[s][codes[t*n_sub + s]][l] += weights[t][l] */                                           \
+    PMPD_INTERNAL void pmpd_pq_bins_##isa(const float *weights, uint32_t lanes,                     \
+                                          const pmpd_pq_layout *layout, const uint8_t *codes,       \
+                                          size_t n, float *bins);                                   \
+    /* acc[s*sub_dim + j][l] += sum_c bins[s][c][l] * centroids[s][c][j] */                         \
+    PMPD_INTERNAL void pmpd_pq_bins_times_codebook_##isa(const float *bins,                         \
+                                                         const pmpd_pq_codebook *book,              \
+                                                         uint32_t lanes, float *acc);
+
+/* The NEON set uses AArch64-only instructions (round to nearest, FMA on
+ * every core); 32-bit Arm runs the scalar set. */
+#if PMPD_USE_NEON && defined(__aarch64__)
+#define PMPD_KV_USE_NEON 1
+#else
+#define PMPD_KV_USE_NEON 0
+#endif
+
+PMPD_KV_DECLARE_KERNELS(scalar)
+#if PMPD_USE_AVX2
+PMPD_KV_DECLARE_KERNELS(avx2)
+#define PMPD_KV_KERNEL(name) name##_avx2
+#elif PMPD_KV_USE_NEON
+PMPD_KV_DECLARE_KERNELS(neon)
+#define PMPD_KV_KERNEL(name) name##_neon
+#else
+#define PMPD_KV_KERNEL(name) name##_scalar
+#endif
+
+#endif

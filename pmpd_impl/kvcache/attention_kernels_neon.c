@@ -1,0 +1,184 @@
+/* AArch64 NEON versions of the attention kernels (attention_kernels.h).
+ * Lanes come in multiples of four, so each group of four query heads is
+ * one float32x4_t. */
+#include "pmpd_impl/kvcache/attention_kernels.h"
+
+#if PMPD_KV_USE_NEON
+#include <arm_neon.h>
+
+void pmpd_kv_row_scores_neon(const float *qt, uint32_t lanes, uint32_t dim, const float *rows, size_t stride,
+                             size_t n, float *scores, float *max)
+{
+    size_t t;
+    uint32_t d, l;
+    for (t = 0; t < n; t++) {
+        const float *row = rows + t * stride;
+        for (l = 0; l < lanes; l += 4) {
+            float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), s;
+            for (d = 0; d + 1 < dim; d += 2) {
+                a0 = vfmaq_n_f32(a0, vld1q_f32(qt + d * lanes + l), row[d]);
+                a1 = vfmaq_n_f32(a1, vld1q_f32(qt + (d + 1) * lanes + l), row[d + 1]);
+            }
+            if (d < dim)
+                a0 = vfmaq_n_f32(a0, vld1q_f32(qt + d * lanes + l), row[d]);
+            s = vaddq_f32(a0, a1);
+            vst1q_f32(scores + t * lanes + l, s);
+            vst1q_f32(max + l, vmaxq_f32(vld1q_f32(max + l), s));
+        }
+    }
+}
+
+/* Eight rows per pass over the accumulator (see the AVX2 version). */
+#define PQ_NEON_ROW_BLOCK 8
+
+void pmpd_kv_row_accumulate_neon(const float *weights, uint32_t lanes, uint32_t dim, const float *rows,
+                                 size_t stride, size_t n, float *acc)
+{
+    size_t first, t;
+    uint32_t d, l;
+    for (first = 0; first < n; first += PQ_NEON_ROW_BLOCK) {
+        size_t count = n - first < PQ_NEON_ROW_BLOCK ? n - first : PQ_NEON_ROW_BLOCK;
+        const float *block = rows + first * stride;
+        for (l = 0; l < lanes; l += 4) {
+            float32x4_t w[PQ_NEON_ROW_BLOCK];
+            for (t = 0; t < count; t++)
+                w[t] = vld1q_f32(weights + (first + t) * lanes + l);
+            for (d = 0; d < dim; d++) {
+                float32x4_t a = vld1q_f32(acc + d * lanes + l);
+                for (t = 0; t < count; t++)
+                    a = vfmaq_n_f32(a, w[t], block[t * stride + d]);
+                vst1q_f32(acc + d * lanes + l, a);
+            }
+        }
+    }
+}
+
+#undef PQ_NEON_ROW_BLOCK
+
+/* exp(x) for x <= 0, as in the AVX2 version: x = k ln2 + r, a degree-6
+ * polynomial for e^r, 2^k in the exponent field, inputs clamped at -87. */
+static float32x4_t pq_neon_exp(float32x4_t x)
+{
+    float32x4_t k, r, p;
+    int32x4_t pow2;
+    x = vmaxq_f32(x, vdupq_n_f32(-87.0f));
+    k = vrndnq_f32(vmulq_n_f32(x, 1.44269504088896341f));
+    r = vfmsq_f32(x, k, vdupq_n_f32(0.693359375f));
+    r = vfmsq_f32(r, k, vdupq_n_f32(-2.12194440e-4f));
+    p = vdupq_n_f32(1.9875691500e-4f);
+    p = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
+    p = vfmaq_f32(vaddq_f32(r, vdupq_n_f32(1.0f)), p, vmulq_f32(r, r));
+    pow2 = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(k), vdupq_n_s32(127)), 23);
+    return vmulq_f32(p, vreinterpretq_f32_s32(pow2));
+}
+
+void pmpd_kv_exp_neon(float *x, uint32_t lanes, size_t n, const float *max, float *sum)
+{
+    size_t t;
+    uint32_t l;
+    for (l = 0; l < lanes; l += 4) {
+        float32x4_t m = vld1q_f32(max + l), s = vld1q_f32(sum + l);
+        for (t = 0; t < n; t++) {
+            float32x4_t e = pq_neon_exp(vsubq_f32(vld1q_f32(x + t * lanes + l), m));
+            vst1q_f32(x + t * lanes + l, e);
+            s = vaddq_f32(s, e);
+        }
+        vst1q_f32(sum + l, s);
+    }
+}
+
+void pmpd_kv_f16_to_f32_neon(const uint16_t *src, size_t n, float *dst)
+{
+    size_t i;
+    for (i = 0; i + 4 <= n; i += 4)
+        vst1q_f32(dst + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(src + i))));
+    pmpd_kv_f16_to_f32_scalar(src + i, n - i, dst + i);
+}
+
+void pmpd_pq_lut_neon(const pmpd_pq_codebook *book, const float *qt, uint32_t lanes, float *lut)
+{
+    const pmpd_pq_layout *lay = &book->layout;
+    uint32_t s, c, j, l;
+    for (s = 0; s < lay->n_sub; s++) {
+        const float *q_sub = qt + (size_t)s * lay->sub_dim * lanes;
+        for (c = 0; c < lay->n_centroids; c++) {
+            const float *centroid = book->centroids + ((size_t)s * lay->n_centroids + c) * lay->sub_dim;
+            float *out = lut + ((size_t)s * lay->n_centroids + c) * lanes;
+            for (l = 0; l < lanes; l += 4) {
+                float32x4_t a = vmulq_n_f32(vld1q_f32(q_sub + l), centroid[0]);
+                for (j = 1; j < lay->sub_dim; j++)
+                    a = vfmaq_n_f32(a, vld1q_f32(q_sub + j * lanes + l), centroid[j]);
+                vst1q_f32(out + l, a);
+            }
+        }
+    }
+}
+
+void pmpd_pq_scores_neon(const float *lut, const pmpd_pq_layout *layout, uint32_t lanes, const uint8_t *codes,
+                         size_t n, float *scores, float *max)
+{
+    size_t t, row = (size_t)layout->n_centroids * lanes;
+    uint32_t s, l, n_sub = layout->n_sub;
+    for (t = 0; t < n; t++) {
+        const uint8_t *code = codes + t * n_sub;
+        for (l = 0; l < lanes; l += 4) {
+            const float *table = lut + l;
+            float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), sum;
+            for (s = 0; s + 1 < n_sub; s += 2) {
+                a0 = vaddq_f32(a0, vld1q_f32(table + s * row + (size_t)code[s] * lanes));
+                a1 = vaddq_f32(a1, vld1q_f32(table + (s + 1) * row + (size_t)code[s + 1] * lanes));
+            }
+            if (s < n_sub)
+                a0 = vaddq_f32(a0, vld1q_f32(table + s * row + (size_t)code[s] * lanes));
+            sum = vaddq_f32(a0, a1);
+            vst1q_f32(scores + t * lanes + l, sum);
+            vst1q_f32(max + l, vmaxq_f32(vld1q_f32(max + l), sum));
+        }
+    }
+}
+
+void pmpd_pq_bins_neon(const float *weights, uint32_t lanes, const pmpd_pq_layout *layout, const uint8_t *codes,
+                       size_t n, float *bins)
+{
+    size_t t, row = (size_t)layout->n_centroids * lanes;
+    uint32_t s, l, n_sub = layout->n_sub;
+    for (t = 0; t < n; t++) {
+        const uint8_t *code = codes + t * n_sub;
+        for (l = 0; l < lanes; l += 4) {
+            float32x4_t w = vld1q_f32(weights + t * lanes + l);
+            for (s = 0; s < n_sub; s++) {
+                float *bin = bins + s * row + (size_t)code[s] * lanes + l;
+                vst1q_f32(bin, vaddq_f32(vld1q_f32(bin), w));
+            }
+        }
+    }
+}
+
+void pmpd_pq_bins_times_codebook_neon(const float *bins, const pmpd_pq_codebook *book, uint32_t lanes, float *acc)
+{
+    const pmpd_pq_layout *lay = &book->layout;
+    uint32_t s, c, j, l;
+    for (s = 0; s < lay->n_sub; s++)
+        for (l = 0; l < lanes; l += 4) {
+            float *out = acc + (size_t)s * lay->sub_dim * lanes + l;
+            float32x4_t a[4];
+            for (j = 0; j < lay->sub_dim; j++)
+                a[j] = vld1q_f32(out + j * lanes);
+            for (c = 0; c < lay->n_centroids; c++) {
+                const float *centroid = book->centroids + ((size_t)s * lay->n_centroids + c) * lay->sub_dim;
+                float32x4_t bin = vld1q_f32(bins + ((size_t)s * lay->n_centroids + c) * lanes + l);
+                for (j = 0; j < lay->sub_dim; j++)
+                    a[j] = vfmaq_n_f32(a[j], bin, centroid[j]);
+            }
+            for (j = 0; j < lay->sub_dim; j++)
+                vst1q_f32(out + j * lanes, a[j]);
+        }
+}
+
+#else
+typedef int pq_attention_kernels_neon_not_compiled;
+#endif

@@ -1,0 +1,117 @@
+/*
+ * Attention over the PQ cache (seed 001).  Per KV head, for its group of
+ * query heads at once:
+ *   history: LUT[s][c] = q_s . centroid_c (scaled), score_t = sum_s
+ *     LUT[s][code_t,s]; softmax weights summed into per-subspace centroid
+ *     bins for V; then one bins x codebook product gives the output;
+ *   window: exact attention over the full-precision recent tokens;
+ * and the two parts merged by log-sum-exp.
+ */
+#include <math.h>
+
+#include "pmpd_impl/kvcache/pq_cache.h"
+
+#include "pmpd_impl/core/checked.h"
+#include "pmpd_impl/kvcache/attention_kernels.h"
+#include "pmpd_impl/kvcache/attention_partial.h"
+#include "pmpd_impl/kvcache/exact_attention.h"
+
+/* Scratch, in floats, one after another: the transposed query group, the
+ * key LUT, the value bins, two partial results, then the token scores
+ * (shared by the history and the window, which run one after the other). */
+typedef struct pq_attention_scratch {
+    float *qt, *lut, *bins, *scores;
+    pmpd_attn_partial history, recent;
+} pq_attention_scratch;
+
+static int pq_attention_layout(const pmpd_pq_cache *cache, uint32_t lanes, float *base,
+                               pq_attention_scratch *out, size_t *total)
+{
+    size_t qt, lut, bins, partial, history_scores, recent_scores, scores, offset = 0;
+    size_t dim = cache->head_dim;
+    if (!pmpd_checked_mul(dim, lanes, &qt) ||
+        !pmpd_checked_mul(pmpd_pq_codebook_floats(&cache->keys.layout) / cache->keys.layout.sub_dim, lanes, &lut) ||
+        !pmpd_checked_mul(pmpd_pq_codebook_floats(&cache->values.layout) / cache->values.layout.sub_dim, lanes,
+                          &bins) ||
+        !pmpd_checked_mul(dim + 2, lanes, &partial) ||
+        !pmpd_checked_mul(cache->capacity, lanes, &history_scores) ||
+        !pmpd_attn_exact_scratch_floats(cache->window, lanes, cache->head_dim, &recent_scores))
+        return 0;
+    scores = history_scores > recent_scores ? history_scores : recent_scores;
+    if (base) {
+        out->qt = base;
+        out->lut = base + qt;
+        out->bins = out->lut + lut;
+        out->history.max = out->bins + bins;
+        out->history.sum = out->history.max + lanes;
+        out->history.acc = out->history.sum + lanes;
+        out->recent.max = out->history.max + partial;
+        out->recent.sum = out->recent.max + lanes;
+        out->recent.acc = out->recent.sum + lanes;
+        out->scores = out->recent.max + partial;
+    }
+    return pmpd_checked_add(offset, qt, &offset) && pmpd_checked_add(offset, lut, &offset) &&
+           pmpd_checked_add(offset, bins, &offset) && pmpd_checked_add(offset, partial, &offset) &&
+           pmpd_checked_add(offset, partial, &offset) && pmpd_checked_add(offset, scores, total);
+}
+
+pmpd_status pmpd_pq_attention_scratch_floats(const pmpd_pq_cache *cache, uint32_t n_heads, size_t *out)
+{
+    if (!cache || !out || n_heads == 0 || n_heads % cache->n_kv_heads != 0)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    return pq_attention_layout(cache, pmpd_kv_lanes(n_heads / cache->n_kv_heads), NULL, NULL, out)
+               ? PMPD_OK
+               : PMPD_ERR_OVERFLOW;
+}
+
+/* The history part of one KV head: codes of tokens [0, n). */
+static void pq_attention_history(const pmpd_pq_cache *cache, uint32_t kv_head, size_t n, uint32_t lanes,
+                                 pq_attention_scratch *s)
+{
+    const pmpd_pq_layout *kl = &cache->keys.layout, *vl = &cache->values.layout;
+    const uint8_t *key_codes = cache->key_codes + (size_t)kv_head * cache->capacity * kl->n_sub;
+    const uint8_t *value_codes = cache->value_codes + (size_t)kv_head * cache->capacity * vl->n_sub;
+    size_t i, bins = (size_t)vl->n_sub * vl->n_centroids * lanes;
+    pmpd_attn_partial_clear(&s->history, lanes, cache->head_dim);
+    if (n == 0)
+        return;
+    PMPD_KV_KERNEL(pmpd_pq_lut)(&cache->keys, s->qt, lanes, s->lut);
+    PMPD_KV_KERNEL(pmpd_pq_scores)(s->lut, kl, lanes, key_codes, n, s->scores, s->history.max);
+    PMPD_KV_KERNEL(pmpd_kv_exp)(s->scores, lanes, n, s->history.max, s->history.sum);
+    for (i = 0; i < bins; i++)
+        s->bins[i] = 0.0f;
+    PMPD_KV_KERNEL(pmpd_pq_bins)(s->scores, lanes, vl, value_codes, n, s->bins);
+    PMPD_KV_KERNEL(pmpd_pq_bins_times_codebook)(s->bins, &cache->values, lanes, s->history.acc);
+}
+
+pmpd_status pmpd_pq_cache_attend(const pmpd_pq_cache *cache, const float *q, uint32_t n_heads, size_t length,
+                                 float *out, float *scratch)
+{
+    size_t dim, total, history, recent;
+    uint32_t group, lanes, kv_head;
+    pq_attention_scratch s;
+    if (!cache || !q || !out || !scratch || n_heads == 0 || n_heads % cache->n_kv_heads != 0 ||
+        length > (size_t)cache->n_coded + cache->n_recent)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    dim = cache->head_dim;
+    group = n_heads / cache->n_kv_heads;
+    lanes = pmpd_kv_lanes(group);
+    if (!pq_attention_layout(cache, lanes, scratch, &s, &total))
+        return PMPD_ERR_OVERFLOW;
+    history = length < cache->n_coded ? length : cache->n_coded;
+    recent = length - history;
+    for (kv_head = 0; kv_head < cache->n_kv_heads; kv_head++) {
+        pmpd_kv_rows keys, values;
+        size_t first_head = (size_t)kv_head * group;
+        keys.format = values.format = PMPD_KV_ROW_F32;
+        keys.row_bytes = values.row_bytes = dim * sizeof(float);
+        keys.data = (const unsigned char *)(cache->key_recent + (size_t)kv_head * cache->window * dim);
+        values.data = (const unsigned char *)(cache->value_recent + (size_t)kv_head * cache->window * dim);
+        pmpd_attn_transpose_query(q + first_head * dim, dim, group, cache->head_dim, 1.0f / sqrtf((float)dim), s.qt);
+        pq_attention_history(cache, kv_head, history, lanes, &s);
+        pmpd_attn_exact_partial(s.qt, lanes, cache->head_dim, &keys, &values, recent, s.scores, &s.recent);
+        pmpd_attn_partial_merge(&s.history, &s.recent, lanes, cache->head_dim);
+        pmpd_attn_partial_finish(&s.history, group, cache->head_dim, out + first_head * dim, dim);
+    }
+    return PMPD_OK;
+}

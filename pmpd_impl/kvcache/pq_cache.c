@@ -1,0 +1,90 @@
+/* PQ KV cache storage: codes for the history, a full-precision recent
+ * window, batch encoding when the window fills. */
+#include <string.h>
+
+#include "pmpd_impl/kvcache/pq_cache.h"
+
+#include "pmpd_impl/core/checked.h"
+
+static pmpd_status pq_cache_alloc(pmpd_arena *arena, size_t a, size_t b, size_t c, void **out)
+{
+    size_t bytes;
+    if (!pmpd_checked_mul3(a, b, c, &bytes))
+        return PMPD_ERR_OVERFLOW;
+    return pmpd_arena_alloc(arena, bytes, PMPD_ARENA_ALIGNMENT, out);
+}
+
+pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq_codebook *keys, const pmpd_pq_codebook *values,
+                               uint32_t n_kv_heads, uint32_t capacity, uint32_t window, pmpd_arena *arena)
+{
+    size_t heads_tokens;
+    void *key_codes, *value_codes, *key_recent, *value_recent;
+    pmpd_status status;
+    if (!cache || !keys || !values || !arena || n_kv_heads == 0 || capacity == 0 || window == 0 ||
+        window > capacity || keys->layout.dim == 0 || keys->layout.dim != values->layout.dim)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    if (!pmpd_checked_mul(n_kv_heads, capacity, &heads_tokens))
+        return PMPD_ERR_OVERFLOW;
+    if ((status = pq_cache_alloc(arena, heads_tokens, keys->layout.n_sub, 1, &key_codes)) != PMPD_OK ||
+        (status = pq_cache_alloc(arena, heads_tokens, values->layout.n_sub, 1, &value_codes)) != PMPD_OK ||
+        (status = pq_cache_alloc(arena, (size_t)n_kv_heads * window, keys->layout.dim, sizeof(float),
+                                 &key_recent)) != PMPD_OK ||
+        (status = pq_cache_alloc(arena, (size_t)n_kv_heads * window, keys->layout.dim, sizeof(float),
+                                 &value_recent)) != PMPD_OK)
+        return status;
+    memset(cache, 0, sizeof *cache);
+    cache->keys = *keys;
+    cache->values = *values;
+    cache->n_kv_heads = n_kv_heads;
+    cache->head_dim = keys->layout.dim;
+    cache->capacity = capacity;
+    cache->window = window;
+    cache->key_codes = (uint8_t *)key_codes;
+    cache->value_codes = (uint8_t *)value_codes;
+    cache->key_recent = (float *)key_recent;
+    cache->value_recent = (float *)value_recent;
+    return PMPD_OK;
+}
+
+void pmpd_pq_cache_reset(pmpd_pq_cache *cache)
+{
+    cache->n_coded = 0;
+    cache->n_recent = 0;
+}
+
+size_t pmpd_pq_cache_bytes_per_token(const pmpd_pq_layout *keys, const pmpd_pq_layout *values, uint32_t n_kv_heads)
+{
+    return (size_t)n_kv_heads * ((size_t)keys->n_sub + values->n_sub);
+}
+
+void pmpd_pq_cache_flush(pmpd_pq_cache *cache)
+{
+    size_t dim = cache->head_dim;
+    uint32_t h;
+    for (h = 0; h < cache->n_kv_heads; h++) {
+        size_t token = (size_t)h * cache->capacity + cache->n_coded, recent = (size_t)h * cache->window * dim;
+        pmpd_pq_encode(&cache->keys, cache->key_recent + recent, dim, cache->n_recent,
+                       cache->key_codes + token * cache->keys.layout.n_sub);
+        pmpd_pq_encode(&cache->values, cache->value_recent + recent, dim, cache->n_recent,
+                       cache->value_codes + token * cache->values.layout.n_sub);
+    }
+    cache->n_coded += cache->n_recent;
+    cache->n_recent = 0;
+}
+
+pmpd_status pmpd_pq_cache_append(pmpd_pq_cache *cache, const float *key, const float *value)
+{
+    size_t dim = cache->head_dim;
+    uint32_t h;
+    if (cache->n_coded + cache->n_recent >= cache->capacity)
+        return PMPD_ERR_CONTEXT_FULL;
+    if (cache->n_recent == cache->window)
+        pmpd_pq_cache_flush(cache);
+    for (h = 0; h < cache->n_kv_heads; h++) {
+        size_t slot = ((size_t)h * cache->window + cache->n_recent) * dim;
+        memcpy(cache->key_recent + slot, key + h * dim, dim * sizeof(float));
+        memcpy(cache->value_recent + slot, value + h * dim, dim * sizeof(float));
+    }
+    cache->n_recent++;
+    return PMPD_OK;
+}

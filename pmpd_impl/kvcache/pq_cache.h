@@ -1,0 +1,80 @@
+/*
+ * The product-quantized KV cache of one layer, all of its KV heads.
+ *
+ * Per KV head the cache holds the history as PQ codes (one byte per
+ * subspace of K and of V) and the newest tokens in full precision, in a
+ * recent window of `window` tokens (default: the head dimension).  A token
+ * always enters the window; when the window is full at the next append it
+ * is encoded as one batch and appended to the codes, so the decode path
+ * never encodes a single token and the window always holds the 1..window
+ * newest tokens.
+ *
+ * Attention (pq_attention.c) reads the codes through per-query lookup
+ * tables and never dequantizes a K or V vector, attends exactly to the
+ * window, and merges the two by log-sum-exp.
+ */
+#ifndef PMPD_KVCACHE_PQ_CACHE_H
+#define PMPD_KVCACHE_PQ_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pmpd.h"
+#include "pmpd_impl/core/config.h"
+#include "pmpd_impl/kvcache/pq_codebook.h"
+
+typedef struct pmpd_pq_cache {
+    pmpd_pq_codebook keys;    /* codebook views; the caller keeps the data alive */
+    pmpd_pq_codebook values;
+    uint32_t n_kv_heads;
+    uint32_t head_dim;
+    uint32_t capacity;        /* tokens the cache can hold */
+    uint32_t window;          /* recent-window length in tokens */
+    uint32_t n_coded;         /* tokens stored as codes (the oldest ones) */
+    uint32_t n_recent;        /* tokens in the window (the newest ones) */
+    uint8_t *key_codes;       /* [n_kv_heads][capacity][keys.n_sub] */
+    uint8_t *value_codes;     /* [n_kv_heads][capacity][values.n_sub] */
+    float *key_recent;        /* [n_kv_heads][window][head_dim] */
+    float *value_recent;
+} pmpd_pq_cache;
+
+/* Allocates the cache in the arena (a measuring arena gives the size) and
+ * leaves it empty.  Both codebooks must be for vectors of head_dim floats.
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL, zero sizes, window > capacity,
+ * codebook dimension mismatch), PMPD_ERR_OVERFLOW, PMPD_ERR_OUT_OF_MEMORY. */
+PMPD_INTERNAL pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq_codebook *keys,
+                                             const pmpd_pq_codebook *values, uint32_t n_kv_heads,
+                                             uint32_t capacity, uint32_t window, pmpd_arena *arena);
+
+/* Forgets every token (a new sequence). */
+PMPD_INTERNAL void pmpd_pq_cache_reset(pmpd_pq_cache *cache);
+
+/* Code bytes one token takes in one layer (K and V, all KV heads); the
+ * window is a fixed cost on top. */
+PMPD_INTERNAL size_t pmpd_pq_cache_bytes_per_token(const pmpd_pq_layout *keys, const pmpd_pq_layout *values,
+                                                   uint32_t n_kv_heads);
+
+/* Appends one token: key and value are [n_kv_heads][head_dim].  Encodes
+ * the window first if it is full.  PMPD_ERR_CONTEXT_FULL when the cache
+ * already holds capacity tokens. */
+PMPD_INTERNAL pmpd_status pmpd_pq_cache_append(pmpd_pq_cache *cache, const float *key, const float *value);
+
+/* Encodes the whole window into codes now (the end of a prefill may use it
+ * so that decoding starts with an empty window; append does it lazily). */
+PMPD_INTERNAL void pmpd_pq_cache_flush(pmpd_pq_cache *cache);
+
+/* Floats of scratch pmpd_pq_cache_attend needs for n_heads query heads.
+ * PMPD_ERR_INVALID_ARGUMENT if n_heads is not a multiple of n_kv_heads. */
+PMPD_INTERNAL pmpd_status pmpd_pq_attention_scratch_floats(const pmpd_pq_cache *cache, uint32_t n_heads,
+                                                          size_t *out);
+
+/* out[h][d] = softmax attention of query head h (q is [n_heads][head_dim],
+ * post-rotary, unscaled) over the first `length` cached tokens; query head h
+ * reads KV head h / (n_heads / n_kv_heads).  A length below the number of
+ * cached tokens serves causal attention inside a prefill chunk.
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (length above the tokens held, heads
+ * not a multiple of the KV heads). */
+PMPD_INTERNAL pmpd_status pmpd_pq_cache_attend(const pmpd_pq_cache *cache, const float *q, uint32_t n_heads,
+                                               size_t length, float *out, float *scratch);
+
+#endif

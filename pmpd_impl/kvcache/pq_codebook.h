@@ -1,0 +1,49 @@
+/*
+ * Product quantization of head vectors (seed 001, MILLION).  A vector of
+ * dim floats is cut into n_sub = dim / sub_dim consecutive subspaces of
+ * sub_dim (2 or 4) floats; each subspace has its own codebook of
+ * n_centroids (2^bits, bits <= 8) centroids, and a vector is stored as one
+ * byte per subspace: the index of the nearest centroid.
+ *
+ * Codebook data is centroids[sub][c][j] (sub < n_sub, c < n_centroids,
+ * j < sub_dim), f32.  Keys are quantized after the rotary embedding, so
+ * queries meet the codebook as they are.
+ */
+#ifndef PMPD_KVCACHE_PQ_CODEBOOK_H
+#define PMPD_KVCACHE_PQ_CODEBOOK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pmpd.h"
+#include "pmpd_impl/core/config.h"
+
+typedef struct pmpd_pq_layout {
+    uint32_t dim;          /* vector length (the head dimension) */
+    uint32_t sub_dim;      /* floats per subspace: 2 or 4 */
+    uint32_t n_sub;        /* dim / sub_dim = code bytes per vector */
+    uint32_t n_centroids;  /* 2^bits */
+} pmpd_pq_layout;
+
+typedef struct pmpd_pq_codebook {
+    pmpd_pq_layout layout;
+    const float *centroids; /* [n_sub][n_centroids][sub_dim] */
+} pmpd_pq_codebook;
+
+/* Fills *out for vectors of dim floats, sub_dim floats per subspace and
+ * bits per code.  PMPD_ERR_INVALID_ARGUMENT unless sub_dim is 2 or 4,
+ * dim a positive multiple of sub_dim and 1 <= bits <= 8. */
+PMPD_INTERNAL pmpd_status pmpd_pq_layout_init(pmpd_pq_layout *out, uint32_t dim, uint32_t sub_dim,
+                                              uint32_t bits);
+
+/* Floats in one codebook of this layout. */
+PMPD_INTERNAL size_t pmpd_pq_codebook_floats(const pmpd_pq_layout *layout);
+
+/* codes[i*n_sub + s] = index of the centroid nearest (squared Euclidean
+ * distance, lowest index on ties) to subspace s of vectors[i*stride ..].
+ * The decode path never calls this per token: the cache encodes its
+ * recent window as one batch. */
+PMPD_INTERNAL void pmpd_pq_encode(const pmpd_pq_codebook *book, const float *vectors, size_t stride,
+                                  size_t count, uint8_t *codes);
+
+#endif

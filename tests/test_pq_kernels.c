@@ -1,0 +1,199 @@
+/* The SIMD attention kernels compiled into this build (AVX2 or NEON) give
+ * the scalar reference's results within float rounding, for one and two
+ * vectors of lanes, odd token counts and both subspace sizes.  Skipped when
+ * the build has no SIMD set. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmpd_impl/kvcache/attention_kernels.h"
+#include "tests/support/test_support.h"
+
+#if PMPD_USE_AVX2 || PMPD_KV_USE_NEON
+#define KERNELS_SIMD 1
+#define SIMD_KERNEL(name) PMPD_KV_KERNEL(name)
+#else
+#define KERNELS_SIMD 0
+#endif
+
+#define DIM 24
+#define TOKENS 37
+
+static float *random_floats(test_rng *rng, size_t n, float scale)
+{
+    float *x = malloc(n * sizeof(float));
+    size_t i;
+    assert_non_null(x);
+    for (i = 0; i < n; i++)
+        x[i] = scale * test_rng_normal(rng);
+    return x;
+}
+
+static void assert_close(const float *a, const float *b, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        assert_true(fabsf(a[i] - b[i]) <= 1e-5f * (1.0f + fabsf(b[i])));
+}
+
+#if KERNELS_SIMD
+static void check_row_kernels(uint32_t lanes)
+{
+    test_rng rng;
+    float *qt, *rows, *scores_ref, *scores, max_ref[8], max[8], sum_ref[8], sum[8], *acc_ref, *acc;
+    uint32_t l;
+    test_rng_seed(&rng, lanes);
+    qt = random_floats(&rng, (size_t)DIM * lanes, 0.5f);
+    rows = random_floats(&rng, (size_t)TOKENS * (DIM + 3), 1.0f);
+    scores_ref = malloc(TOKENS * lanes * sizeof(float));
+    scores = malloc(TOKENS * lanes * sizeof(float));
+    acc_ref = random_floats(&rng, (size_t)DIM * lanes, 1.0f);
+    acc = malloc((size_t)DIM * lanes * sizeof(float));
+    assert_true(scores_ref && scores && acc);
+    memcpy(acc, acc_ref, (size_t)DIM * lanes * sizeof(float));
+    for (l = 0; l < lanes; l++) {
+        max_ref[l] = max[l] = -INFINITY;
+        sum_ref[l] = sum[l] = 0.5f;
+    }
+    /* Rows with a stride wider than dim, as f32 rows inside a larger record. */
+    pmpd_kv_row_scores_scalar(qt, lanes, DIM, rows, DIM + 3, TOKENS, scores_ref, max_ref);
+    SIMD_KERNEL(pmpd_kv_row_scores)(qt, lanes, DIM, rows, DIM + 3, TOKENS, scores, max);
+    assert_close(scores, scores_ref, TOKENS * lanes);
+    assert_close(max, max_ref, lanes);
+    pmpd_kv_exp_scalar(scores_ref, lanes, TOKENS, max_ref, sum_ref);
+    SIMD_KERNEL(pmpd_kv_exp)(scores, lanes, TOKENS, max_ref, sum);
+    assert_close(scores, scores_ref, TOKENS * lanes);
+    assert_close(sum, sum_ref, lanes);
+    pmpd_kv_row_accumulate_scalar(scores_ref, lanes, DIM, rows, DIM + 3, TOKENS, acc_ref);
+    SIMD_KERNEL(pmpd_kv_row_accumulate)(scores_ref, lanes, DIM, rows, DIM + 3, TOKENS, acc);
+    assert_close(acc, acc_ref, (size_t)DIM * lanes);
+    free(qt);
+    free(rows);
+    free(scores_ref);
+    free(scores);
+    free(acc_ref);
+    free(acc);
+}
+
+static void check_pq_kernels(uint32_t lanes, uint32_t sub_dim, uint32_t bits)
+{
+    test_rng rng;
+    pmpd_pq_codebook book;
+    size_t lut_floats, i;
+    float *centroids, *qt, *lut_ref, *lut, *scores_ref, *scores, *bins_ref, *bins, *acc_ref, *acc;
+    float max_ref[8], max[8];
+    uint8_t *codes;
+    uint32_t l;
+    test_rng_seed(&rng, 100 + lanes * sub_dim + bits);
+    assert_int_equal(pmpd_pq_layout_init(&book.layout, DIM, sub_dim, bits), PMPD_OK);
+    centroids = random_floats(&rng, pmpd_pq_codebook_floats(&book.layout), 1.0f);
+    book.centroids = centroids;
+    lut_floats = (size_t)book.layout.n_sub * book.layout.n_centroids * lanes;
+    qt = random_floats(&rng, (size_t)DIM * lanes, 0.5f);
+    lut_ref = malloc(lut_floats * sizeof(float));
+    lut = malloc(lut_floats * sizeof(float));
+    scores_ref = malloc(TOKENS * lanes * sizeof(float));
+    scores = malloc(TOKENS * lanes * sizeof(float));
+    bins_ref = calloc(lut_floats, sizeof(float));
+    bins = calloc(lut_floats, sizeof(float));
+    acc_ref = random_floats(&rng, (size_t)DIM * lanes, 1.0f);
+    acc = malloc((size_t)DIM * lanes * sizeof(float));
+    codes = malloc((size_t)TOKENS * book.layout.n_sub);
+    assert_true(lut_ref && lut && scores_ref && scores && bins_ref && bins && acc && codes);
+    memcpy(acc, acc_ref, (size_t)DIM * lanes * sizeof(float));
+    for (i = 0; i < (size_t)TOKENS * book.layout.n_sub; i++)
+        codes[i] = (uint8_t)(test_rng_u32(&rng) % book.layout.n_centroids);
+    for (l = 0; l < lanes; l++)
+        max_ref[l] = max[l] = -INFINITY;
+
+    pmpd_pq_lut_scalar(&book, qt, lanes, lut_ref);
+    SIMD_KERNEL(pmpd_pq_lut)(&book, qt, lanes, lut);
+    assert_close(lut, lut_ref, lut_floats);
+    pmpd_pq_scores_scalar(lut_ref, &book.layout, lanes, codes, TOKENS, scores_ref, max_ref);
+    SIMD_KERNEL(pmpd_pq_scores)(lut_ref, &book.layout, lanes, codes, TOKENS, scores, max);
+    assert_close(scores, scores_ref, TOKENS * lanes);
+    assert_close(max, max_ref, lanes);
+    pmpd_pq_bins_scalar(scores_ref, lanes, &book.layout, codes, TOKENS, bins_ref);
+    SIMD_KERNEL(pmpd_pq_bins)(scores_ref, lanes, &book.layout, codes, TOKENS, bins);
+    assert_close(bins, bins_ref, lut_floats);
+    pmpd_pq_bins_times_codebook_scalar(bins_ref, &book, lanes, acc_ref);
+    SIMD_KERNEL(pmpd_pq_bins_times_codebook)(bins_ref, &book, lanes, acc);
+    assert_close(acc, acc_ref, (size_t)DIM * lanes);
+    free(centroids);
+    free(qt);
+    free(lut_ref);
+    free(lut);
+    free(scores_ref);
+    free(scores);
+    free(bins_ref);
+    free(bins);
+    free(acc_ref);
+    free(acc);
+    free(codes);
+}
+#endif
+
+static void test_row_kernels(void **state)
+{
+    (void)state;
+#if KERNELS_SIMD
+    check_row_kernels(4);
+    check_row_kernels(8);
+#else
+    skip();
+#endif
+}
+
+static void test_pq_kernels(void **state)
+{
+    (void)state;
+#if KERNELS_SIMD
+    check_pq_kernels(4, 2, 8);
+    check_pq_kernels(8, 4, 8);
+    check_pq_kernels(4, 4, 5);
+#else
+    skip();
+#endif
+}
+
+/* Half-precision widening: every finite pattern class against values the
+ * test computes from the definition. */
+static void test_f16_to_f32(void **state)
+{
+    uint16_t src[11] = {0x0000, 0x8000, 0x3c00, 0xbc00, 0x7bff, 0x0001, 0x03ff, 0x0400, 0x3555, 0xc248, 0x7c00};
+    float expect[11], out[11];
+    size_t i;
+    (void)state;
+    for (i = 0; i < 11; i++) {
+        int exponent = (src[i] >> 10) & 31, mantissa = src[i] & 1023;
+        double v = exponent == 31 ? INFINITY
+                   : exponent ? ldexp(1.0 + mantissa / 1024.0, exponent - 15)
+                              : ldexp(mantissa / 1024.0, -14);
+        expect[i] = (float)((src[i] & 0x8000) ? -v : v);
+    }
+    pmpd_kv_f16_to_f32_scalar(src, 11, out);
+    for (i = 0; i < 11; i++)
+        assert_true(out[i] == expect[i]);
+#if KERNELS_SIMD
+    SIMD_KERNEL(pmpd_kv_f16_to_f32)(src, 11, out);
+    for (i = 0; i < 11; i++)
+        assert_true(out[i] == expect[i]);
+#endif
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_row_kernels),
+        cmocka_unit_test(test_pq_kernels),
+        cmocka_unit_test(test_f16_to_f32),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
