@@ -1,0 +1,212 @@
+/*
+ * AVX2 GEMV and GEMM for q8 / q4 / q2cb (qformat.h) with int8 activations.
+ *
+ * One 32-byte vector holds 8 consecutive weights of each of a block's 4
+ * rows, so after vpmaddubsw + vpmaddwd every int32 lane belongs to one row
+ * (two lanes per row): no horizontal sums until a row block is finished.
+ * vpmaddubsw multiplies unsigned by signed bytes, so
+ *   q4    nibbles are biased back to q+8 (one XOR 0x88 undoes the storage
+ *         form) and 8 * sum(x), kept with the activations, is subtracted;
+ *         four products of <= 15*127 fit int16, so one vpmaddwd per block;
+ *   q2cb  one vpshufb looks up (codebook of the row, 2-bit index) in a
+ *         16-byte table of the block's 4 codebooks, biased by +64 into
+ *         [0, 128], and 64 * sum(x) is subtracted;
+ *   q8    the classic sign trick: |w| times x with w's sign.
+ * GEMM walks 4 tokens at a time so each unpacked block serves 4 tokens
+ * (GEMV is the same walk with one token); the weights of a row block stay
+ * in L1 across the token tiles.
+ */
+#include "pmpd_impl/kernels/qmatmul.h"
+
+#if PMPD_USE_AVX2
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "pmpd_impl/model/f16.h"
+
+#define PMPD_AVX2_TOKENS 4
+
+/* The walk is instantiated once per weight type and token count; forcing
+ * the inlining lets those constants remove every branch on them and keep
+ * the per-token accumulators in registers. */
+#if defined(__GNUC__)
+#define PMPD_AVX2_INLINE static inline __attribute__((always_inline))
+#else
+#define PMPD_AVX2_INLINE static inline
+#endif
+
+/* One unpacked block: w[c] holds weights 8c..8c+7 of rows 0..3 as the
+ * unsigned operand of vpmaddubsw; q8 keeps the signed weights in sign[c]. */
+typedef struct pmpd_avx2_block {
+    __m256i w[4];
+    __m256i sign[4];
+    __m256 scale; /* the rows' scales, each twice: s0 s0 s1 s1 s2 s2 s3 s3 */
+} pmpd_avx2_block;
+
+static inline __m256 pmpd_avx2_scales(const unsigned char *block)
+{
+#if defined(__F16C__)
+    __m128 s = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)block));
+#else
+    uint16_t h[4];
+    __m128 s;
+    memcpy(h, block, sizeof h);
+    s = _mm_setr_ps(pmpd_f16_to_f32(h[0]), pmpd_f16_to_f32(h[1]), pmpd_f16_to_f32(h[2]),
+                    pmpd_f16_to_f32(h[3]));
+#endif
+    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(s), _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+}
+
+static inline __m256i pmpd_avx2_load(const unsigned char *p)
+{
+    return _mm256_loadu_si256((const __m256i *)(const void *)p);
+}
+
+PMPD_AVX2_INLINE void pmpd_avx2_unpack(uint32_t type, const unsigned char *block, const uint32_t *codebooks,
+                                    pmpd_avx2_block *b)
+{
+    const unsigned char *body = block + 2 * PMPD_QROWS;
+    int c;
+    b->scale = pmpd_avx2_scales(block);
+    if (type == PMPD_TENSOR_Q8) {
+        for (c = 0; c < 4; c++) {
+            b->sign[c] = pmpd_avx2_load(body + 32 * c);
+            b->w[c] = _mm256_abs_epi8(b->sign[c]);
+        }
+    } else if (type == PMPD_TENSOR_Q4) {
+        const __m256i low = _mm256_set1_epi8(0x0F), bias = _mm256_set1_epi8((char)0x88);
+        __m256i u0 = _mm256_xor_si256(pmpd_avx2_load(body), bias);
+        __m256i u1 = _mm256_xor_si256(pmpd_avx2_load(body + 32), bias);
+        b->w[0] = _mm256_and_si256(u0, low);
+        b->w[1] = _mm256_and_si256(u1, low);
+        b->w[2] = _mm256_and_si256(_mm256_srli_epi16(u0, 4), low);
+        b->w[3] = _mm256_and_si256(_mm256_srli_epi16(u1, 4), low);
+    } else {
+        /* Lane 0 holds rows 0, 1 and lane 1 rows 2, 3; row i's levels sit
+         * at table bytes 4i..4i+3. */
+        const __m256i three = _mm256_set1_epi8(3);
+        const __m256i row_base = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 8, 8, 8, 8, 8, 8,
+                                                  8, 8, 12, 12, 12, 12, 12, 12, 12, 12);
+        unsigned ids = (unsigned)body[0] | (unsigned)body[1] << 8;
+        __m256i table = _mm256_broadcastsi128_si256(
+            _mm_setr_epi32((int)codebooks[ids & 15u], (int)codebooks[(ids >> 4) & 15u],
+                           (int)codebooks[(ids >> 8) & 15u], (int)codebooks[ids >> 12]));
+        __m256i raw = pmpd_avx2_load(body + 2);
+        b->w[0] = _mm256_shuffle_epi8(table, _mm256_or_si256(_mm256_and_si256(raw, three), row_base));
+        b->w[1] = _mm256_shuffle_epi8(
+            table, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 2), three), row_base));
+        b->w[2] = _mm256_shuffle_epi8(
+            table, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), three), row_base));
+        b->w[3] = _mm256_shuffle_epi8(
+            table, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 6), three), row_base));
+    }
+}
+
+static inline __m256i pmpd_avx2_chunk(const int8_t *p)
+{
+    int64_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm256_set1_epi64x(v);
+}
+
+/* Integer dot products of one block with one token's group (x: its 4
+ * chunks, 16 bytes apart; sum: their sum): two int32 lanes per row. */
+PMPD_AVX2_INLINE __m256i pmpd_avx2_dot(uint32_t type, const pmpd_avx2_block *b, const int8_t *x, int32_t sum)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i acc;
+    int c;
+    if (type == PMPD_TENSOR_Q4) {
+        __m256i p = _mm256_maddubs_epi16(b->w[0], pmpd_avx2_chunk(x));
+        for (c = 1; c < 4; c++)
+            p = _mm256_add_epi16(p, _mm256_maddubs_epi16(b->w[c], pmpd_avx2_chunk(x + 16 * c)));
+        return _mm256_sub_epi32(_mm256_madd_epi16(p, ones), _mm256_set1_epi32(4 * sum));
+    }
+    acc = _mm256_setzero_si256();
+    for (c = 0; c < 4; c++) {
+        __m256i xc = pmpd_avx2_chunk(x + 16 * c);
+        if (type == PMPD_TENSOR_Q8)
+            xc = _mm256_sign_epi8(xc, b->sign[c]);
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(b->w[c], xc), ones));
+    }
+    if (type == PMPD_TENSOR_Q2CB)
+        acc = _mm256_sub_epi32(acc, _mm256_set1_epi32(PMPD_Q2CB_LEVEL_LIMIT / 2 * sum));
+    return acc;
+}
+
+/* Row block rb for tokens t0..t0+n_tokens-1 (n_tokens 1 or PMPD_AVX2_TOKENS). */
+PMPD_AVX2_INLINE void pmpd_avx2_tile(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, const uint32_t *codebooks,
+                                  size_t rb, size_t t0, size_t n_tokens, size_t row_end, float *y, size_t ldy)
+{
+    __m256 acc[PMPD_AVX2_TOKENS];
+    pmpd_avx2_block b;
+    size_t g, j, n_groups = act->n_groups;
+    for (j = 0; j < n_tokens; j++)
+        acc[j] = _mm256_setzero_ps();
+    for (g = 0; g < n_groups; g++) {
+        pmpd_avx2_unpack(type, pmpd_qformat_block(w, rb, g), codebooks, &b);
+        for (j = 0; j < n_tokens; j++) {
+            size_t t = t0 + j;
+            __m256i dot = pmpd_avx2_dot(type, &b, pmpd_qact_chunk(act, t, 4 * g), act->sum[t * n_groups + g]);
+            __m256 scale = _mm256_mul_ps(b.scale, _mm256_set1_ps(act->scale[t * n_groups + g]));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[j]);
+        }
+    }
+    for (j = 0; j < n_tokens; j++) {
+        float lanes[8], result[4];
+        int i;
+        _mm256_storeu_ps(lanes, acc[j]);
+        for (i = 0; i < 4; i++)
+            result[i] = lanes[2 * i] + lanes[2 * i + 1];
+        pmpd_qmatmul_store(y, ldy, t0 + j, rb * PMPD_QROWS, row_end, result);
+    }
+}
+
+/* q2cb levels of the 16 codebooks biased into [0, 128], 4 per word. */
+static void pmpd_avx2_biased_codebooks(const pmpd_qmatrix *w, uint32_t codebooks[PMPD_Q2CB_CODEBOOKS])
+{
+    size_t c, j;
+    for (c = 0; c < PMPD_Q2CB_CODEBOOKS; c++) {
+        unsigned char levels[PMPD_Q2CB_LEVELS];
+        for (j = 0; j < PMPD_Q2CB_LEVELS; j++)
+            levels[j] = (unsigned char)((signed char)w->data[c * PMPD_Q2CB_LEVELS + j] + PMPD_Q2CB_LEVEL_LIMIT);
+        memcpy(&codebooks[c], levels, sizeof codebooks[c]);
+    }
+}
+
+PMPD_AVX2_INLINE void pmpd_avx2_walk(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
+                                     const uint32_t *codebooks, size_t row_begin, size_t row_end, float *y,
+                                     size_t ldy)
+{
+    size_t rb, t0;
+    for (rb = row_begin / PMPD_QROWS; rb * PMPD_QROWS < row_end; rb++) {
+        for (t0 = 0; t0 + PMPD_AVX2_TOKENS <= act->n_tokens; t0 += PMPD_AVX2_TOKENS)
+            pmpd_avx2_tile(type, w, act, codebooks, rb, t0, PMPD_AVX2_TOKENS, row_end, y, ldy);
+        for (; t0 < act->n_tokens; t0++)
+            pmpd_avx2_tile(type, w, act, codebooks, rb, t0, 1, row_end, y, ldy);
+    }
+}
+
+PMPD_INTERNAL void pmpd_qmatmul_avx2(const pmpd_qmatrix *w, const pmpd_qact *act, size_t row_begin,
+                                     size_t row_end, float *y, size_t ldy)
+{
+    uint32_t codebooks[PMPD_Q2CB_CODEBOOKS] = {0};
+    switch (w->type) {
+    case PMPD_TENSOR_Q8:
+        pmpd_avx2_walk(PMPD_TENSOR_Q8, w, act, codebooks, row_begin, row_end, y, ldy);
+        break;
+    case PMPD_TENSOR_Q4:
+        pmpd_avx2_walk(PMPD_TENSOR_Q4, w, act, codebooks, row_begin, row_end, y, ldy);
+        break;
+    default:
+        pmpd_avx2_biased_codebooks(w, codebooks);
+        pmpd_avx2_walk(PMPD_TENSOR_Q2CB, w, act, codebooks, row_begin, row_end, y, ldy);
+        break;
+    }
+}
+
+#undef PMPD_AVX2_TOKENS
+#undef PMPD_AVX2_INLINE
+
+#endif
