@@ -352,7 +352,11 @@ pmpd_status pmpd_anyprec_quantize(const float *w, uint64_t rows, uint64_t cols, 
  * in accuracy (keys and values rounded to binary16). */
 typedef enum pmpd_kv_type {
     PMPD_KV_F32 = 0,
-    PMPD_KV_F16 = 1
+    PMPD_KV_F16 = 1,
+    PMPD_KV_PQ = 2,   /* product-quantized codes + full-precision recent window
+                         (needs the model's KV codebook section) */
+    PMPD_KV_INT8 = 3, /* baseline: each head vector uniformly quantized, 8 bits */
+    PMPD_KV_INT4 = 4  /* baseline: the same at 4 bits */
 } pmpd_kv_type;
 
 /* What a session is built for.  Fill with pmpd_session_config_init, then
@@ -478,6 +482,46 @@ pmpd_status pmpd_sampler_init(pmpd_sampler *sampler, const pmpd_sampler_config *
  * state give the same token.  Errors: PMPD_ERR_INVALID_ARGUMENT. */
 pmpd_status pmpd_sampler_sample(pmpd_sampler *sampler, const float *logits, pmpd_rng *rng,
                                 int32_t *token);
+
+/* ======================================================================
+ * Product-quantized KV cache (KV-cache engineer)
+ * ====================================================================== */
+
+/* Bytes one token's keys and values occupy in ONE layer's KV cache when
+ * stored as kv_type (a pmpd_kv_type value): f32 and f16 store every number;
+ * the PQ mode one byte per subspace of pq_key_sub_dim / pq_value_sub_dim
+ * numbers (2 or 4; ignored by the other modes) for its coded history, plus
+ * a fixed full-precision recent window not counted here; the uniform int8
+ * and int4 baselines one or half a byte per number plus two f32 (scale,
+ * minimum) per head vector.  Errors: PMPD_ERR_INVALID_ARGUMENT (unknown
+ * type, zero sizes, bad sub dims), PMPD_ERR_OVERFLOW. */
+pmpd_status pmpd_kv_bytes_per_token(uint32_t kv_type, uint32_t n_kv_heads, uint32_t head_dim,
+                                    uint32_t pq_key_sub_dim, uint32_t pq_value_sub_dim, size_t *bytes);
+
+#if defined(PMPD_OFFLINE) && PMPD_OFFLINE
+/* ---- Offline tools: PQ codebook training (heap-using) ---- */
+
+/* Trains the codebook of one PQ layout from count calibration vectors of
+ * dim floats (post-rotary keys, or values): k-means with k = 2^bits per
+ * subspace of sub_dim (2 or 4) consecutive numbers, seeded by k-means++
+ * from seed, at most iterations Lloyd steps.  Same input and seed give the
+ * same codebook everywhere.  centroids receives dim * 2^bits floats laid
+ * out [dim / sub_dim][2^bits][sub_dim].
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL, count 0, bad layout, a
+ * non-finite input), PMPD_ERR_OVERFLOW, PMPD_ERR_OUT_OF_MEMORY. */
+pmpd_status pmpd_pq_train_codebook(const float *vectors, size_t count, uint32_t dim, uint32_t sub_dim,
+                                   uint32_t bits, uint32_t iterations, uint64_t seed, float *centroids);
+
+/* Writes a PMPD_SECTION_KV_CODEBOOKS section body (version 1; layout in
+ * pmpd_impl/kvcache/pq_codebook_set.h): n_books (1 = shared by all layers,
+ * or one per layer) pairs of key and value codebooks, centroids holding the
+ * pairs one after another.  *written receives the section size; with out
+ * NULL only the size is computed.  Errors: PMPD_ERR_INVALID_ARGUMENT (bad
+ * layout, out_size too small), PMPD_ERR_OVERFLOW. */
+pmpd_status pmpd_pq_section_write(uint32_t head_dim, uint32_t key_sub_dim, uint32_t value_sub_dim,
+                                  uint32_t bits, uint32_t n_books, const float *centroids, void *out,
+                                  size_t out_size, size_t *written);
+#endif
 
 #ifdef __cplusplus
 }

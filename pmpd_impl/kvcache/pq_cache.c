@@ -54,7 +54,8 @@ void pmpd_pq_cache_reset(pmpd_pq_cache *cache)
 
 size_t pmpd_pq_cache_bytes_per_token(const pmpd_pq_layout *keys, const pmpd_pq_layout *values, uint32_t n_kv_heads)
 {
-    return (size_t)n_kv_heads * ((size_t)keys->n_sub + values->n_sub);
+    size_t bytes;
+    return pmpd_checked_mul(n_kv_heads, (size_t)keys->n_sub + values->n_sub, &bytes) ? bytes : 0;
 }
 
 void pmpd_pq_cache_flush(pmpd_pq_cache *cache)

@@ -50,7 +50,7 @@ PMPD_INTERNAL pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq
 PMPD_INTERNAL void pmpd_pq_cache_reset(pmpd_pq_cache *cache);
 
 /* Code bytes one token takes in one layer (K and V, all KV heads); the
- * window is a fixed cost on top. */
+ * window is a fixed cost on top.  0 if the count overflows size_t. */
 PMPD_INTERNAL size_t pmpd_pq_cache_bytes_per_token(const pmpd_pq_layout *keys, const pmpd_pq_layout *values,
                                                    uint32_t n_kv_heads);
 
