@@ -52,6 +52,8 @@ int main(int argc, char **argv)
            llc >> 20, ctx.stream_bytes >> 20);
     if (bench_memory_bandwidth(&ctx) != 0)
         return 1;
+    if (bench_anyprec(&ctx) != 0)
+        return 1;
     if (ctx.csv)
         fclose(ctx.csv);
     return 0;

@@ -53,7 +53,8 @@ static size_t apt_align64(size_t v)
     return (v + 63) / 64 * 64;
 }
 
-/* The weight at (r, c) decoded at width k, straight from the README layout. */
+/* The weight at (r, c) decoded at width k, straight from the README layout:
+ * column g*32+j is bit j/4 of byte g*4 + j%4 of each plane row. */
 static double apt_weight(const apt_tensor *t, uint32_t r, uint32_t c, unsigned k)
 {
     size_t row_bytes = (t->cols + 31) / 32 * 4, plane = apt_align64(t->rows * row_bytes);
@@ -61,7 +62,7 @@ static double apt_weight(const apt_tensor *t, uint32_t r, uint32_t c, unsigned k
     unsigned p, width;
     float scale;
     for (p = 0; p < k; p++)
-        code = code << 1 | ((t->bytes[64 + p * plane + r * row_bytes + c / 8] >> (c % 8)) & 1u);
+        code = code << 1 | ((t->bytes[64 + p * plane + r * row_bytes + c / 32 * 4 + c % 4] >> (c % 32 / 4)) & 1u);
     for (width = t->seed; width < k; width++)
         off += apt_align64(t->rows * 4) + apt_align64(t->rows << width);
     memcpy(&scale, t->bytes + off + r * 4, 4);

@@ -25,6 +25,10 @@ size_t bench_last_level_cache_bytes(void);
  * threads and fills bw_one_gbs / bw_all_gbs. Prints its own table rows. */
 int bench_memory_bandwidth(bench_context *ctx);
 
+/* Any-precision GEMV at real shapes, each width vs bandwidth and vs the
+ * parent width, int8 vs float dequantization (bench_anyprec.c). */
+int bench_anyprec(bench_context *ctx);
+
 /* Table output: a section header, then rows of name, value, unit and a
  * free-form comparison column; mirrored to CSV when ctx->csv is set. */
 void bench_section(const bench_context *ctx, const char *title);

@@ -5,8 +5,11 @@
  *
  *   64-byte header: "ANYP", seed_bits, parent_bits, 0, 0, rows (u32), cols (u32)
  *   parent_bits bit-planes, most significant plane first; each plane holds
- *     every row, row_bytes = 4*ceil(cols/32) per row, column c at byte c/8,
- *     bit c%8; plane stride rounded up to 64 bytes
+ *     every row, row_bytes = 4*ceil(cols/32) per row: one 4-byte word per
+ *     group of 32 columns, column g*32+j at byte g*4 + j%4, bit j/4 (a 4x8
+ *     transpose: a word broadcast to 32 byte lanes puts column j's bit in
+ *     lane j, so SIMD kernels need no shuffle to spread bits); plane stride
+ *     rounded up to 64 bytes
  *   for every width k = seed..parent: rows f32 scales (block rounded up to
  *     64 bytes), then rows tables of 2^k int8 centroids (rounded up to 64)
  *

@@ -1,6 +1,7 @@
 /* AArch64 NEON any-precision kernels for widths up to 4, the same scheme
- * as the AVX2 ones: each plane's word of a 32-column group is spread to one
- * byte per column (table lookup + bit test), the top k planes fold into
+ * as the AVX2 ones: each plane's word of a 32-column group, broadcast, is
+ * spread to one byte per column by one bit test (the layout puts column j's
+ * bit at a fixed place in lane j), the top k planes fold into
  * codes, and TBL looks the codes up in the row's 16-entry int8 table.  The
  * GEMV multiplies int8 weights with int8 activations (SDOT when the target
  * has it, widening multiplies otherwise); the GEMM widens the weights to
@@ -20,10 +21,10 @@ typedef struct anyprec_neon_weights {
 static anyprec_neon_weights anyprec_neon_group_weights(const unsigned char *group, size_t plane_stride,
                                                        unsigned bits, int8x16_t table)
 {
-    static const uint8_t spread_lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
-    static const uint8_t spread_hi[16] = {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
-    static const uint8_t bit_of_byte[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
-    const uint8x16_t idx_lo = vld1q_u8(spread_lo), idx_hi = vld1q_u8(spread_hi), bit = vld1q_u8(bit_of_byte);
+    /* Lane j of a broadcast word holds column j at bit j/4 of byte j%4. */
+    static const uint8_t lane_bit_lo[16] = {1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8};
+    static const uint8_t lane_bit_hi[16] = {16, 16, 16, 16, 32, 32, 32, 32, 64, 64, 64, 64, 128, 128, 128, 128};
+    const uint8x16_t bit_lo = vld1q_u8(lane_bit_lo), bit_hi = vld1q_u8(lane_bit_hi);
     uint8x16_t codes_lo = vdupq_n_u8(0), codes_hi = vdupq_n_u8(0);
     anyprec_neon_weights out;
     unsigned p;
@@ -33,8 +34,8 @@ static anyprec_neon_weights anyprec_neon_group_weights(const unsigned char *grou
         memcpy(&word, group + p * plane_stride, sizeof word);
         bytes = vreinterpretq_u8_u32(vdupq_n_u32(word));
         /* codes = 2*codes + (bit set ? 1 : 0); vtst gives 0xFF (= -1) where set. */
-        codes_lo = vsubq_u8(vaddq_u8(codes_lo, codes_lo), vtstq_u8(vqtbl1q_u8(bytes, idx_lo), bit));
-        codes_hi = vsubq_u8(vaddq_u8(codes_hi, codes_hi), vtstq_u8(vqtbl1q_u8(bytes, idx_hi), bit));
+        codes_lo = vsubq_u8(vaddq_u8(codes_lo, codes_lo), vtstq_u8(bytes, bit_lo));
+        codes_hi = vsubq_u8(vaddq_u8(codes_hi, codes_hi), vtstq_u8(bytes, bit_hi));
     }
     out.lo = vqtbl1q_s8(table, codes_lo);
     out.hi = vqtbl1q_s8(table, codes_hi);

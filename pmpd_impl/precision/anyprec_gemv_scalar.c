@@ -12,7 +12,7 @@ static void anyprec_scalar_group_codes(const unsigned char *group, size_t plane_
     for (p = 0; p < bits; p++) {
         const unsigned char *plane = group + p * plane_stride;
         for (j = 0; j < PMPD_ANYPREC_GROUP; j++)
-            codes[j] = (unsigned char)(codes[j] << 1 | ((plane[j >> 3] >> (j & 7)) & 1u));
+            codes[j] = (unsigned char)(codes[j] << 1 | ((plane[j % 4] >> (j / 4)) & 1u));
     }
 }
 

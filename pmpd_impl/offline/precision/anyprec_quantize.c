@@ -149,11 +149,11 @@ static void anyprec_quantize_row(anyprec_quantize_work *q, const float *row, con
         memset(planes + p * layout->plane_stride + r * layout->row_bytes, 0, layout->row_bytes);
     for (i = 0; i < clusters; i++)
         for (j = q->bounds[parent_bits][i]; j < q->bounds[parent_bits][i + 1]; j++) {
-            uint32_t col = q->items[j].col;
+            uint32_t col = q->items[j].col, in_group = col % PMPD_ANYPREC_GROUP;
+            size_t byte = r * layout->row_bytes + (col - in_group) / 8 + in_group % 4;
             for (p = 0; p < parent_bits; p++)
                 if ((i >> (parent_bits - 1 - p)) & 1u)
-                    planes[p * layout->plane_stride + r * layout->row_bytes + col / 8] |=
-                        (unsigned char)(1u << (col % 8));
+                    planes[p * layout->plane_stride + byte] |= (unsigned char)(1u << (in_group / 4));
         }
 }
 
