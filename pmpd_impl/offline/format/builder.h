@@ -1,0 +1,81 @@
+/* An in-memory model on its way into a .pmpd container (offline, heap).
+ * Importers fill a pmpd_build_model; the writer serializes it. */
+#ifndef PMPD_OFFLINE_FORMAT_BUILDER_H
+#define PMPD_OFFLINE_FORMAT_BUILDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pmpd.h"
+#include "pmpd_impl/core/config.h"
+#include "pmpd_impl/format/container.h"
+#include "pmpd_impl/model/model.h"
+
+#if PMPD_OFFLINE
+
+typedef struct pmpd_build_tensor {
+    char name[PMPD_TENSOR_NAME_MAX + 1];
+    uint32_t type;
+    uint32_t n_dims;
+    uint64_t dims[PMPD_TENSOR_MAX_DIMS]; /* outermost first */
+    unsigned char *data;                 /* little-endian element bytes, owned */
+    uint64_t size;
+} pmpd_build_tensor;
+
+typedef struct pmpd_build_section {
+    uint32_t kind;
+    uint32_t version;
+    uint32_t flags;
+    unsigned char *data; /* owned */
+    uint64_t size;
+} pmpd_build_section;
+
+typedef struct pmpd_build_model {
+    pmpd_model_info info;
+    pmpd_build_tensor *tensors;
+    uint32_t n_tensors, tensor_capacity;
+    pmpd_build_section *sections;
+    uint32_t n_sections, section_capacity;
+} pmpd_build_model;
+
+/* A tokenizer vocabulary: piece i is blob[offsets[i] .. offsets[i+1]). */
+typedef struct pmpd_vocab {
+    uint32_t n_tokens;
+    uint32_t max_token_length;
+    uint32_t flags;           /* PMPD_TOK_FLAG_* */
+    float *scores;            /* n_tokens */
+    uint32_t *offsets;        /* n_tokens + 1 */
+    unsigned char *blob;
+} pmpd_vocab;
+
+PMPD_INTERNAL void pmpd_build_init(pmpd_build_model *b);
+PMPD_INTERNAL void pmpd_build_free(pmpd_build_model *b);
+
+/* Adds a tensor whose size bytes of little-endian elements are copied from
+ * data.  PMPD_ERR_INVALID_ARGUMENT for a bad name, type or shape. */
+PMPD_INTERNAL pmpd_status pmpd_build_add_tensor(pmpd_build_model *b, const char *name, uint32_t type, uint32_t n_dims,
+                                  const uint64_t *dims, const void *data, uint64_t size);
+
+/* Adds an f32 tensor from host floats. */
+PMPD_INTERNAL pmpd_status pmpd_build_add_f32(pmpd_build_model *b, const char *name, uint32_t n_dims, const uint64_t *dims,
+                               const float *values);
+
+/* Adds a section; data is copied. */
+PMPD_INTERNAL pmpd_status pmpd_build_add_section(pmpd_build_model *b, uint32_t kind, uint32_t version, uint32_t flags,
+                                   const void *data, uint64_t size);
+
+PMPD_INTERNAL pmpd_build_tensor *pmpd_build_find(const pmpd_build_model *b, const char *name);
+
+/* Stores every 2-D f32 tensor as f16 (vectors such as norms stay f32). */
+PMPD_INTERNAL pmpd_status pmpd_build_convert_matrices(pmpd_build_model *b, uint32_t type);
+
+/* Adds the vocabulary as a tokenizer section (with its sorted index). */
+PMPD_INTERNAL pmpd_status pmpd_build_add_vocab(pmpd_build_model *b, const pmpd_vocab *v);
+PMPD_INTERNAL void pmpd_vocab_free(pmpd_vocab *v);
+
+/* Serializes to a new malloc'ed buffer whose first byte is 64-byte aligned:
+ * *block is what to free(), *data the container, *size its length. */
+PMPD_INTERNAL pmpd_status pmpd_build_serialize(const pmpd_build_model *b, void **block, unsigned char **data, size_t *size);
+
+#endif /* PMPD_OFFLINE */
+#endif

@@ -1,0 +1,54 @@
+/* The runtime BPE tokenizer (llama2.c semantics), read in place from a
+ * container's tokenizer section.  Layout of the section (version 1, all
+ * little-endian):
+ *     u32 n_tokens, u32 max_token_length, u32 flags, u32 blob_size,
+ *     f32 scores[n], u32 offsets[n+1], u32 sorted[n], u8 blob[blob_size]
+ * Piece i is blob[offsets[i] .. offsets[i+1]); sorted lists the ids in
+ * increasing (piece bytes, id) order, so lookups are binary searches with
+ * no index built at open. */
+#ifndef PMPD_TOKENIZER_TOKENIZER_H
+#define PMPD_TOKENIZER_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pmpd.h"
+#include "pmpd_impl/core/config.h"
+
+typedef struct pmpd_tokenizer {
+    uint32_t n_tokens;          /* 0 when the container has no tokenizer */
+    uint32_t max_token_length;
+    uint32_t flags;             /* PMPD_TOK_FLAG_* */
+    uint32_t bos_id;
+    uint32_t eos_id;
+    int32_t space_id;           /* id of " ", or -1 */
+    const unsigned char *scores;
+    const unsigned char *offsets;
+    const unsigned char *sorted;
+    const unsigned char *blob;
+    int32_t byte_ids[256];      /* id of the piece "<0xNN>", or -1 */
+} pmpd_tokenizer;
+
+/* Validates a tokenizer section of size bytes (found at file_offset in the
+ * container, for error offsets) against the model's vocabulary size and
+ * fills tok, which then points into data. */
+PMPD_INTERNAL pmpd_status pmpd_tokenizer_parse(pmpd_tokenizer *tok, const unsigned char *data, uint64_t size,
+                                               uint64_t file_offset, uint32_t vocab_size, uint32_t bos_id,
+                                               uint32_t eos_id, pmpd_error *err);
+
+/* Id of the piece whose bytes are a followed by b (either may be empty), or
+ * -1 when the vocabulary has no such piece. */
+PMPD_INTERNAL int32_t pmpd_tokenizer_lookup(const pmpd_tokenizer *tok, const unsigned char *a, size_t a_length,
+                                            const unsigned char *b, size_t b_length);
+
+/* Bytes of piece id (id < n_tokens). */
+PMPD_INTERNAL const unsigned char *pmpd_tokenizer_piece(const pmpd_tokenizer *tok, uint32_t id, size_t *length);
+
+PMPD_INTERNAL pmpd_status pmpd_tokenizer_encode(const pmpd_tokenizer *tok, const char *text, int add_bos,
+                                                int add_eos, int32_t *tokens, size_t max_tokens,
+                                                size_t *n_tokens, pmpd_arena *scratch);
+
+PMPD_INTERNAL pmpd_status pmpd_tokenizer_decode(const pmpd_tokenizer *tok, int32_t prev_token, int32_t token,
+                                                const char **piece, size_t *length);
+
+#endif

@@ -1,0 +1,57 @@
+#include "tests/support/test_models.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmpd_impl/offline/import/import.h"
+#include "tests/support/test_support.h"
+
+pmpd_status test_import_shared(const char *model, const char *tokenizer, pmpd_build_model *b)
+{
+    char path[512];
+    unsigned char *data;
+    size_t size;
+    pmpd_status status;
+    pmpd_vocab vocab;
+    pmpd_build_init(b);
+    data = test_read_file(test_shared_path(path, sizeof path, model), &size);
+    if (!data)
+        return PMPD_ERR_NOT_FOUND;
+    status = size >= 4 && memcmp(data, "GGUF", 4) == 0 ? pmpd_import_gguf(data, size, b, NULL)
+                                                       : pmpd_import_llama2c(data, size, b, NULL);
+    free(data);
+    if (status != PMPD_OK || !tokenizer)
+        return status;
+    data = test_read_file(test_shared_path(path, sizeof path, tokenizer), &size);
+    if (!data)
+        return PMPD_ERR_NOT_FOUND;
+    status = pmpd_import_llama2c_tokenizer(data, size, b->info.vocab_size, &vocab, NULL);
+    free(data);
+    if (status != PMPD_OK)
+        return status;
+    status = pmpd_build_add_vocab(b, &vocab);
+    pmpd_vocab_free(&vocab);
+    return status;
+}
+
+pmpd_status test_serialize(const pmpd_build_model *b, test_container *c)
+{
+    return pmpd_build_serialize(b, &c->block, &c->data, &c->size);
+}
+
+pmpd_status test_stories_container(test_container *c)
+{
+    pmpd_build_model b;
+    pmpd_status status = test_import_shared("models/stories260K.bin", "models/tok512.bin", &b);
+    memset(c, 0, sizeof *c);
+    if (status == PMPD_OK)
+        status = test_serialize(&b, c);
+    pmpd_build_free(&b);
+    return status;
+}
+
+void test_container_free(test_container *c)
+{
+    free(c->block);
+    memset(c, 0, sizeof *c);
+}

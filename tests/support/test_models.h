@@ -1,0 +1,30 @@
+/* Test helpers that turn the shared llama2.c files into containers in memory
+ * (through the offline importers and writer). */
+#ifndef PMPD_TEST_MODELS_H
+#define PMPD_TEST_MODELS_H
+
+#include <stddef.h>
+
+#include "pmpd.h"
+#include "pmpd_impl/offline/format/builder.h"
+
+/* A serialized container: data is 64-byte aligned inside block (free(block)). */
+typedef struct test_container {
+    void *block;
+    unsigned char *data;
+    size_t size;
+} test_container;
+
+/* Imports ../shared/models/<model> (and <tokenizer> unless NULL) into b.
+ * Returns PMPD_OK or the importer's status. */
+pmpd_status test_import_shared(const char *model, const char *tokenizer, pmpd_build_model *b);
+
+/* Serializes b into c. */
+pmpd_status test_serialize(const pmpd_build_model *b, test_container *c);
+
+/* Both steps: stories260K.bin + tok512.bin as a container. */
+pmpd_status test_stories_container(test_container *c);
+
+void test_container_free(test_container *c);
+
+#endif
