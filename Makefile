@@ -212,6 +212,25 @@ fuzz: $(FUZZ_NAMES:%=build/fuzz/libfuzzer-%)
 	done
 
 # ---- running things --------------------------------------------------------
+# The demo: convert stories260K (llama2.c checkpoint + tokenizer) once, then
+# tell a story.  MODELS names the folder holding stories260K.bin and tok512.bin.
+MODELS ?= ../shared/models
+DEMO_MODEL := $(BUILD)/stories260K.pmpd
+DEMO_ARGS ?= -p "Once upon a time" -n 256
+demo: $(BUILD)/pmpd-run $(DEMO_MODEL)
+	$(BUILD)/pmpd-run $(DEMO_MODEL) $(DEMO_ARGS)
+
+$(DEMO_MODEL): | $(BUILD)/pmpd-convert
+	@if [ ! -f "$(MODELS)/stories260K.bin" ] || [ ! -f "$(MODELS)/tok512.bin" ]; then \
+	  echo "make demo: $(MODELS)/stories260K.bin and $(MODELS)/tok512.bin are needed."; \
+	  echo "  Both are Karpathy's tinyllamas files (MIT), used by llama2.c:"; \
+	  echo "    https://huggingface.co/karpathy/tinyllamas/resolve/main/stories260K/stories260K.bin"; \
+	  echo "    https://huggingface.co/karpathy/tinyllamas/resolve/main/stories260K/tok512.bin"; \
+	  echo "  Download them into a folder and run: make demo MODELS=that/folder"; \
+	  exit 1; \
+	fi
+	$(BUILD)/pmpd-convert $(MODELS)/stories260K.bin $@ --tokenizer $(MODELS)/tok512.bin
+
 bench: $(BUILD)/pmpd-bench
 	$(BUILD)/pmpd-bench
 

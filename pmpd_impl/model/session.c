@@ -18,7 +18,8 @@ void pmpd_session_config_init(pmpd_session_config *config)
     config->n_threads = 0;
 }
 
-/* Replaces the "default" zeros and checks every field. */
+/* Replaces the "default" zeros and checks every field (the KV type is
+ * checked by the KV cache, which knows its modes). */
 static pmpd_status pmpd_session_resolve(const pmpd_model *model, const pmpd_session_config *in,
                                         pmpd_session_config *out)
 {
@@ -28,8 +29,6 @@ static pmpd_status pmpd_session_resolve(const pmpd_model *model, const pmpd_sess
     if (out->context_length == 0)
         out->context_length = model->info.seq_len;
     if (out->context_length > model->info.seq_len)
-        return PMPD_ERR_INVALID_ARGUMENT;
-    if (out->kv_type != PMPD_KV_F32 && out->kv_type != PMPD_KV_F16)
         return PMPD_ERR_INVALID_ARGUMENT;
     if (out->prefill_batch == 0)
         out->prefill_batch = PMPD_SESSION_DEFAULT_BATCH;

@@ -1,0 +1,323 @@
+/*
+ * pmpd-run: generate text with a .pmpd model.
+ *
+ *   pmpd-run MODEL [-p PROMPT] [-n TOKENS] [-t TEMP] [-k TOPK] [--top-p P]
+ *            [-s SEED] [--ctx N] [--kv f32|f16] [--batch N] [--threads N] [--ids]
+ *
+ * Streams the text as it is generated (or, with --ids, prints the whole id
+ * sequence: BOS, prompt and generated ids), stops early when the model
+ * emits BOS as llama2.c's run.c does, then prints a summary line on stderr:
+ * prompt tokens and prefill speed, generated tokens and decode speed, and
+ * the arena bytes used of those planned.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmpd.h"
+#include "platform/platform.h"
+
+/* Room for the model's bookkeeping (tensor table, tokenizer index); the
+ * weights themselves are mapped, not copied. */
+#define RUN_MODEL_ARENA_BYTES ((size_t)64 << 20)
+
+typedef struct run_options {
+    const char *model_path;
+    const char *prompt;
+    long n_generate;
+    float temperature;
+    long top_k;
+    float top_p;
+    unsigned long long seed;
+    long context;
+    long batch;
+    long threads;
+    uint32_t kv_type;
+    int print_ids;
+} run_options;
+
+static void run_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: pmpd-run MODEL [options]\n"
+            "  -p PROMPT      text to continue (default: none, start from BOS)\n"
+            "  -n TOKENS      tokens to generate (default 256)\n"
+            "  -t TEMP        temperature, 0 = greedy (default 1.0)\n"
+            "  -k TOPK        keep the K most probable tokens (default 0 = all)\n"
+            "  --top-p P      nucleus sampling threshold (default 0.9; 1 = off)\n"
+            "  -s SEED        random seed (default 0)\n"
+            "  --ctx N        context length (default: the model's)\n"
+            "  --kv f32|f16   KV-cache storage (default f32)\n"
+            "  --batch N      prompt tokens per prefill step (default 32)\n"
+            "  --threads N    threads (default 1)\n"
+            "  --ids          print the token ids instead of text\n");
+}
+
+static int run_parse_long(const char *text, long min, long *out)
+{
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < min)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static int run_parse_float(const char *text, float *out)
+{
+    char *end;
+    double v;
+    errno = 0;
+    v = strtod(text, &end);
+    if (errno || end == text || *end)
+        return 0;
+    *out = (float)v;
+    return 1;
+}
+
+static int run_parse(int argc, char **argv, run_options *o)
+{
+    int i;
+    memset(o, 0, sizeof *o);
+    o->n_generate = 256;
+    o->temperature = 1.0f;
+    o->top_p = 0.9f;
+    o->kv_type = PMPD_KV_F32;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long seed;
+        int ok = 1;
+        if (!strcmp(a, "--ids")) {
+            o->print_ids = 1;
+            continue;
+        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            run_usage(stdout);
+            exit(0);
+        }
+        if (a[0] != '-') {
+            if (o->model_path) {
+                fprintf(stderr, "pmpd-run: more than one model given (%s)\n", a);
+                return 0;
+            }
+            o->model_path = a;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "pmpd-run: %s needs a value\n", a);
+            return 0;
+        }
+        i++;
+        if (!strcmp(a, "-p")) o->prompt = v;
+        else if (!strcmp(a, "-n")) ok = run_parse_long(v, 0, &o->n_generate);
+        else if (!strcmp(a, "-t")) ok = run_parse_float(v, &o->temperature) && o->temperature >= 0.0f;
+        else if (!strcmp(a, "-k")) ok = run_parse_long(v, 0, &o->top_k);
+        else if (!strcmp(a, "--top-p")) ok = run_parse_float(v, &o->top_p) && o->top_p >= 0.0f && o->top_p <= 1.0f;
+        else if (!strcmp(a, "-s")) { ok = run_parse_long(v, 0, &seed); o->seed = (unsigned long long)seed; }
+        else if (!strcmp(a, "--ctx")) ok = run_parse_long(v, 1, &o->context);
+        else if (!strcmp(a, "--batch")) ok = run_parse_long(v, 1, &o->batch);
+        else if (!strcmp(a, "--threads")) ok = run_parse_long(v, 1, &o->threads);
+        else if (!strcmp(a, "--kv")) {
+            ok = !strcmp(v, "f32") || !strcmp(v, "f16");
+            o->kv_type = !strcmp(v, "f16") ? PMPD_KV_F16 : PMPD_KV_F32;
+        } else {
+            fprintf(stderr, "pmpd-run: unknown option %s\n", a);
+            return 0;
+        }
+        if (!ok) {
+            fprintf(stderr, "pmpd-run: bad value for %s: %s\n", a, v);
+            return 0;
+        }
+    }
+    if (!o->model_path) {
+        run_usage(stderr);
+        return 0;
+    }
+    return 1;
+}
+
+/* Prints a piece as run.c does: raw bytes that are neither printable nor
+ * whitespace are skipped. */
+static void run_print_piece(const char *piece, size_t length)
+{
+    if (length == 1 && !isprint((unsigned char)piece[0]) && !isspace((unsigned char)piece[0]))
+        return;
+    fwrite(piece, 1, length, stdout);
+    fflush(stdout);
+}
+
+static void *run_aligned(void *block)
+{
+    uintptr_t a = (uintptr_t)block;
+    return (unsigned char *)block + (PMPD_ARENA_ALIGNMENT - a % PMPD_ARENA_ALIGNMENT) % PMPD_ARENA_ALIGNMENT;
+}
+
+static int run_fail(const char *what, pmpd_status st)
+{
+    fprintf(stderr, "pmpd-run: %s: %s\n", what, pmpd_strerror(st));
+    return 1;
+}
+
+static int run_generate(const run_options *o, const pmpd_model *model, int32_t *ids, size_t n_prompt)
+{
+    const pmpd_model_info *info = pmpd_model_get_info(model);
+    pmpd_session_config config;
+    pmpd_sampler_config sampling;
+    pmpd_sampler sampler;
+    pmpd_session *session = NULL;
+    pmpd_arena arena;
+    pmpd_rng rng;
+    size_t session_bytes, sampler_bytes, planned, n = n_prompt, i;
+    const float *logits = NULL;
+    uint64_t t0, t1, t2;
+    void *block;
+    pmpd_status st;
+
+    pmpd_session_config_init(&config);
+    config.context_length = (uint32_t)o->context;
+    config.prefill_batch = (uint32_t)o->batch;
+    config.n_threads = (uint32_t)o->threads;
+    config.kv_type = o->kv_type;
+    sampling.temperature = o->temperature;
+    sampling.top_k = (uint32_t)o->top_k;
+    sampling.top_p = o->top_p;
+    if ((st = pmpd_session_plan(model, &config, &session_bytes)) != PMPD_OK)
+        return run_fail("session configuration", st);
+    if ((st = pmpd_sampler_plan(info->vocab_size, &sampler_bytes)) != PMPD_OK)
+        return run_fail("sampler", st);
+    planned = session_bytes + sampler_bytes;
+    block = malloc(planned + PMPD_ARENA_ALIGNMENT);
+    if (!block)
+        return run_fail("arena", PMPD_ERR_OUT_OF_MEMORY);
+    pmpd_arena_init(&arena, run_aligned(block), planned);
+    if ((st = pmpd_session_create(model, &config, &arena, &session)) != PMPD_OK ||
+        (st = pmpd_sampler_init(&sampler, &sampling, info->vocab_size, &arena)) != PMPD_OK) {
+        free(block);
+        return run_fail("session", st);
+    }
+    pmpd_rng_seed(&rng, o->seed);
+
+    t0 = pmpd_platform_now_ns();
+    st = pmpd_session_prefill(session, ids, n_prompt, &logits);
+    t1 = pmpd_platform_now_ns();
+    if (st != PMPD_OK) {
+        pmpd_session_destroy(session);
+        free(block);
+        return run_fail("prompt", st);
+    }
+    if (!o->print_ids) {
+        for (i = 1; i < n_prompt; i++) {
+            const char *piece;
+            size_t length;
+            if (pmpd_token_to_piece(model, ids[i - 1], ids[i], &piece, &length) == PMPD_OK)
+                run_print_piece(piece, length);
+        }
+    }
+    while (n < n_prompt + (size_t)o->n_generate) {
+        int32_t next;
+        pmpd_sampler_sample(&sampler, logits, &rng, &next);
+        if (next == (int32_t)info->bos_id)
+            break;
+        ids[n++] = next;
+        if (!o->print_ids) {
+            const char *piece;
+            size_t length;
+            if (pmpd_token_to_piece(model, ids[n - 2], next, &piece, &length) == PMPD_OK)
+                run_print_piece(piece, length);
+        }
+        if (n == n_prompt + (size_t)o->n_generate)
+            break;
+        st = pmpd_session_decode(session, next, &logits);
+        if (st == PMPD_ERR_CONTEXT_FULL)
+            break;
+        if (st != PMPD_OK) {
+            pmpd_session_destroy(session);
+            free(block);
+            return run_fail("decode", st);
+        }
+    }
+    t2 = pmpd_platform_now_ns();
+    if (o->print_ids)
+        for (i = 0; i < n; i++)
+            printf("%s%d", i ? " " : "", (int)ids[i]);
+    printf("\n");
+    fflush(stdout);
+    {
+        /* The decode clock covers the steps after the prompt; the first
+         * generated token comes from the prefill logits. */
+        double prefill_s = (double)(t1 - t0) * 1e-9, decode_s = (double)(t2 - t1) * 1e-9;
+        size_t generated = n - n_prompt, decoded = pmpd_session_position(session) - n_prompt;
+        fprintf(stderr,
+                "prompt %zu tokens, prefill %.1f tokens/s; generated %zu tokens, decode %.1f tokens/s; "
+                "arena %zu of %zu bytes planned\n",
+                n_prompt, prefill_s > 0 ? (double)n_prompt / prefill_s : 0.0, generated,
+                decode_s > 0 ? (double)decoded / decode_s : 0.0, arena.high_water, planned);
+    }
+    pmpd_session_destroy(session);
+    free(block);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    run_options o;
+    pmpd_arena model_arena;
+    pmpd_model *model = NULL;
+    pmpd_error err;
+    pmpd_status st;
+    const pmpd_model_info *info;
+    int32_t *ids;
+    size_t n_prompt = 0, capacity;
+    void *model_block;
+    int rc;
+
+    if (!run_parse(argc, argv, &o))
+        return 2;
+    model_block = malloc(RUN_MODEL_ARENA_BYTES);
+    if (!model_block)
+        return run_fail("model arena", PMPD_ERR_OUT_OF_MEMORY);
+    pmpd_arena_init(&model_arena, model_block, RUN_MODEL_ARENA_BYTES);
+    st = pmpd_model_open_file(o.model_path, &model_arena, &model, &err);
+    if (st != PMPD_OK) {
+        if (st == PMPD_ERR_NOT_FOUND)
+            fprintf(stderr, "pmpd-run: %s: no such file (make one with pmpd-convert)\n", o.model_path);
+        else if (err.offset != PMPD_NO_OFFSET)
+            fprintf(stderr, "pmpd-run: %s: not a usable .pmpd model: %s (%s, byte %llu)\n", o.model_path,
+                    err.message, pmpd_strerror(st), (unsigned long long)err.offset);
+        else
+            fprintf(stderr, "pmpd-run: %s: not a usable .pmpd model: %s (%s)\n", o.model_path,
+                    err.message[0] ? err.message : "cannot open", pmpd_strerror(st));
+        free(model_block);
+        return 1;
+    }
+    info = pmpd_model_get_info(model);
+
+    capacity = (o.prompt ? strlen(o.prompt) : 0) + 3 + (size_t)o.n_generate;
+    ids = (int32_t *)malloc(capacity * sizeof *ids);
+    if (!ids) {
+        pmpd_model_close(model);
+        free(model_block);
+        return run_fail("token buffer", PMPD_ERR_OUT_OF_MEMORY);
+    }
+    if (o.prompt && o.prompt[0]) {
+        st = pmpd_tokenize(model, o.prompt, 1, 0, ids, capacity, &n_prompt, &model_arena);
+        if (st != PMPD_OK) {
+            free(ids);
+            pmpd_model_close(model);
+            free(model_block);
+            return run_fail("prompt", st);
+        }
+    } else {
+        ids[0] = (int32_t)info->bos_id;
+        n_prompt = 1;
+    }
+    rc = run_generate(&o, model, ids, n_prompt);
+    free(ids);
+    pmpd_model_close(model);
+    free(model_block);
+    return rc;
+}
