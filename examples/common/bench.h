@@ -29,6 +29,10 @@ int bench_memory_bandwidth(bench_context *ctx);
  * parent width, int8 vs float dequantization (bench_anyprec.c). */
 int bench_anyprec(bench_context *ctx);
 
+/* One decode step of attention over an f32, f16 and PQ KV cache at 1K-32K
+ * context, and the KV bytes per token of every mode (bench_attention.c). */
+int bench_attention(bench_context *ctx);
+
 /* Table output: a section header, then rows of name, value, unit and a
  * free-form comparison column; mirrored to CSV when ctx->csv is set. */
 void bench_section(const bench_context *ctx, const char *title);

@@ -1,0 +1,236 @@
+/* One decode step of attention (every query head of one layer over the
+ * whole context, single-threaded) with the KV cache in f32, f16 and
+ * product-quantized codes (2- and 4-dim subspaces, 8-bit codes, a recent
+ * window of head_dim tokens), on synthetic K/V of a real head shape:
+ * 32 query heads x 64 dims sharing 8 KV heads.  Also the KV bytes per
+ * token of every mode. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "examples/common/bench.h"
+#include "pmpd_impl/kvcache/attention_partial.h"
+#include "pmpd_impl/kvcache/exact_attention.h"
+#include "pmpd_impl/kvcache/pq_cache.h"
+#include "pmpd_impl/model/f16.h"
+
+#define BENCH_ATTN_HEADS 32
+#define BENCH_ATTN_KV_HEADS 8
+#define BENCH_ATTN_DIM 64
+#define BENCH_ATTN_GROUP (BENCH_ATTN_HEADS / BENCH_ATTN_KV_HEADS)
+#define BENCH_ATTN_MAX_CONTEXT 32768
+
+static float bench_attn_random(uint64_t *state)
+{
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(*state >> 40) / 16777216.0 * 2.0 - 1.0);
+}
+
+/* Exact attention of every head over rows stored as f32 or f16, head-major
+ * ([kv_head][position][dim]): each KV head's rows are one sequential stream,
+ * the layout most favourable to the full-precision modes. */
+typedef struct bench_attn_exact {
+    pmpd_kv_row_format format;
+    const unsigned char *keys, *values;
+    size_t element_bytes, n;
+    float *scratch, *qt, *out;
+    const float *q;
+    pmpd_attn_partial part;
+} bench_attn_exact;
+
+static void bench_attn_exact_step(bench_attn_exact *e)
+{
+    uint32_t kv, lanes = pmpd_kv_lanes(BENCH_ATTN_GROUP);
+    size_t row_bytes = (size_t)BENCH_ATTN_DIM * e->element_bytes;
+    for (kv = 0; kv < BENCH_ATTN_KV_HEADS; kv++) {
+        pmpd_kv_rows k, v;
+        size_t head_offset = (size_t)kv * BENCH_ATTN_MAX_CONTEXT * row_bytes;
+        const float *q = e->q + (size_t)kv * BENCH_ATTN_GROUP * BENCH_ATTN_DIM;
+        k.format = v.format = e->format;
+        k.row_bytes = v.row_bytes = row_bytes;
+        k.data = e->keys + head_offset;
+        v.data = e->values + head_offset;
+        pmpd_attn_transpose_query(q, BENCH_ATTN_DIM, BENCH_ATTN_GROUP, BENCH_ATTN_DIM,
+                                  1.0f / sqrtf((float)BENCH_ATTN_DIM), e->qt);
+        pmpd_attn_exact_partial(e->qt, lanes, BENCH_ATTN_DIM, &k, &v, e->n, e->scratch, &e->part);
+        pmpd_attn_partial_finish(&e->part, BENCH_ATTN_GROUP, BENCH_ATTN_DIM,
+                                 e->out + (size_t)kv * BENCH_ATTN_GROUP * BENCH_ATTN_DIM, BENCH_ATTN_DIM);
+    }
+}
+
+typedef struct bench_attn_pq {
+    pmpd_pq_cache cache;
+    void *arena_buffer;
+    float *centroids, *scratch;
+} bench_attn_pq;
+
+/* A PQ cache of the bench shape, every code and window slot filled
+ * (random codes: attention cost does not depend on their values). */
+static int bench_attn_pq_init(bench_attn_pq *p, uint32_t sub_dim, uint64_t *rng)
+{
+    pmpd_pq_codebook book;
+    pmpd_arena arena;
+    size_t i, floats, scratch_floats, codes;
+    memset(p, 0, sizeof *p);
+    if (pmpd_pq_layout_init(&book.layout, BENCH_ATTN_DIM, sub_dim, 8) != PMPD_OK)
+        return -1;
+    floats = pmpd_pq_codebook_floats(&book.layout);
+    p->centroids = (float *)malloc(floats * sizeof(float));
+    if (!p->centroids)
+        return -1;
+    for (i = 0; i < floats; i++)
+        p->centroids[i] = bench_attn_random(rng);
+    book.centroids = p->centroids;
+    pmpd_arena_init(&arena, NULL, SIZE_MAX);
+    if (pmpd_pq_cache_init(&p->cache, &book, &book, BENCH_ATTN_KV_HEADS, BENCH_ATTN_MAX_CONTEXT, BENCH_ATTN_DIM,
+                           &arena) != PMPD_OK)
+        return -1;
+    i = arena.used + PMPD_ARENA_ALIGNMENT;
+    p->arena_buffer = malloc(i);
+    if (!p->arena_buffer)
+        return -1;
+    pmpd_arena_init(&arena, p->arena_buffer, i);
+    if (pmpd_pq_cache_init(&p->cache, &book, &book, BENCH_ATTN_KV_HEADS, BENCH_ATTN_MAX_CONTEXT, BENCH_ATTN_DIM,
+                           &arena) != PMPD_OK ||
+        pmpd_pq_attention_scratch_floats(&p->cache, BENCH_ATTN_HEADS, &scratch_floats) != PMPD_OK)
+        return -1;
+    p->scratch = (float *)malloc(scratch_floats * sizeof(float));
+    if (!p->scratch)
+        return -1;
+    codes = (size_t)BENCH_ATTN_KV_HEADS * BENCH_ATTN_MAX_CONTEXT * book.layout.n_sub;
+    for (i = 0; i < codes; i++) {
+        p->cache.key_codes[i] = (uint8_t)(bench_attn_random(rng) * 127.0f + 128.0f);
+        p->cache.value_codes[i] = (uint8_t)(bench_attn_random(rng) * 127.0f + 128.0f);
+    }
+    for (i = 0; i < (size_t)BENCH_ATTN_KV_HEADS * BENCH_ATTN_DIM * BENCH_ATTN_DIM; i++) {
+        p->cache.key_recent[i] = bench_attn_random(rng);
+        p->cache.value_recent[i] = bench_attn_random(rng);
+    }
+    return 0;
+}
+
+static void bench_attn_pq_free(bench_attn_pq *p)
+{
+    free(p->arena_buffer);
+    free(p->centroids);
+    free(p->scratch);
+}
+
+/* Shortest of repeated runs: the figure least disturbed by other load. */
+static double bench_attn_time(const bench_context *ctx, bench_attn_exact *exact, bench_attn_pq *pq, const float *q,
+                              float *out)
+{
+    double best = 1e30, start = bench_now_seconds(), budget = ctx->quick ? 0.05 : 0.5;
+    int runs = 0;
+    do {
+        double t0 = bench_now_seconds(), t;
+        if (exact)
+            bench_attn_exact_step(exact);
+        else
+            pmpd_pq_cache_attend(&pq->cache, q, BENCH_ATTN_HEADS, (size_t)pq->cache.n_coded + pq->cache.n_recent,
+                                 out, pq->scratch);
+        t = bench_now_seconds() - t0;
+        best = t < best ? t : best;
+        runs++;
+    } while (runs < 3 || bench_now_seconds() - start < budget);
+    return best;
+}
+
+static void bench_attn_bytes(const bench_context *ctx)
+{
+    static const struct {
+        const char *name;
+        uint32_t type, sub_dim;
+    } modes[] = {{"f32", PMPD_KV_F32, 0}, {"f16", PMPD_KV_F16, 0},   {"int8 (uniform)", PMPD_KV_INT8, 0},
+                 {"int4 (uniform)", PMPD_KV_INT4, 0}, {"pq 2-dim 8-bit", PMPD_KV_PQ, 2}, {"pq 4-dim 8-bit", PMPD_KV_PQ, 4}};
+    size_t f16 = 0, bytes = 0, i;
+    char name[64], note[64];
+    pmpd_kv_bytes_per_token(PMPD_KV_F16, BENCH_ATTN_KV_HEADS, BENCH_ATTN_DIM, 0, 0, &f16);
+    for (i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        if (pmpd_kv_bytes_per_token(modes[i].type, BENCH_ATTN_KV_HEADS, BENCH_ATTN_DIM, modes[i].sub_dim,
+                                    modes[i].sub_dim, &bytes) != PMPD_OK)
+            continue;
+        snprintf(name, sizeof name, "KV bytes/token/layer %s", modes[i].name);
+        snprintf(note, sizeof note, "%.2fx smaller than f16", (double)f16 / (double)bytes);
+        bench_row(ctx, "kv bytes", name, (double)bytes, "B", note);
+    }
+}
+
+int bench_attention(bench_context *ctx)
+{
+    static const size_t contexts[] = {1024, 4096, 16384, 32768};
+    size_t n_contexts = ctx->quick ? 2 : 4, i, c;
+    size_t elements = (size_t)BENCH_ATTN_MAX_CONTEXT * BENCH_ATTN_KV_HEADS * BENCH_ATTN_DIM, scratch_floats;
+    uint64_t rng = 7;
+    float *k32 = (float *)malloc(elements * sizeof(float)), *v32 = (float *)malloc(elements * sizeof(float));
+    uint16_t *k16 = (uint16_t *)malloc(elements * sizeof(uint16_t)), *v16 = (uint16_t *)malloc(elements * sizeof(uint16_t));
+    float q[BENCH_ATTN_HEADS * BENCH_ATTN_DIM], out[BENCH_ATTN_HEADS * BENCH_ATTN_DIM];
+    float qt[BENCH_ATTN_DIM * PMPD_KV_LANES], part_max[PMPD_KV_LANES], part_sum[PMPD_KV_LANES];
+    float part_acc[BENCH_ATTN_DIM * PMPD_KV_LANES];
+    bench_attn_pq pq2, pq4;
+    bench_attn_exact exact;
+    int status = 0;
+    bench_section(ctx, "KV-cache attention: one decode step, 32 heads x 64 dims, 8 KV heads, 1 thread");
+    bench_attn_bytes(ctx);
+    if (!k32 || !v32 || !k16 || !v16 || bench_attn_pq_init(&pq2, 2, &rng) != 0 || bench_attn_pq_init(&pq4, 4, &rng) != 0 ||
+        !pmpd_attn_exact_scratch_floats(BENCH_ATTN_MAX_CONTEXT, PMPD_KV_LANES, BENCH_ATTN_DIM, &scratch_floats) ||
+        !(exact.scratch = (float *)malloc(scratch_floats * sizeof(float)))) {
+        fprintf(stderr, "pmpd-bench: attention buffers do not fit\n");
+        return 1;
+    }
+    for (i = 0; i < elements; i++) {
+        k32[i] = bench_attn_random(&rng);
+        v32[i] = bench_attn_random(&rng);
+        k16[i] = pmpd_f32_to_f16(k32[i]);
+        v16[i] = pmpd_f32_to_f16(v32[i]);
+    }
+    for (i = 0; i < BENCH_ATTN_HEADS * BENCH_ATTN_DIM; i++)
+        q[i] = 2.0f * bench_attn_random(&rng);
+    exact.q = q;
+    exact.qt = qt;
+    exact.out = out;
+    exact.part.max = part_max;
+    exact.part.sum = part_sum;
+    exact.part.acc = part_acc;
+    for (c = 0; c < n_contexts; c++) {
+        size_t n = contexts[c];
+        double t32, t16, tpq2, tpq4;
+        char name[64], note[96];
+        exact.n = n;
+        exact.format = PMPD_KV_ROW_F32;
+        exact.element_bytes = sizeof(float);
+        exact.keys = (const unsigned char *)k32;
+        exact.values = (const unsigned char *)v32;
+        t32 = bench_attn_time(ctx, &exact, NULL, q, out);
+        exact.format = PMPD_KV_ROW_F16;
+        exact.element_bytes = sizeof(uint16_t);
+        exact.keys = (const unsigned char *)k16;
+        exact.values = (const unsigned char *)v16;
+        t16 = bench_attn_time(ctx, &exact, NULL, q, out);
+        pq2.cache.n_coded = pq4.cache.n_coded = (uint32_t)(n - BENCH_ATTN_DIM);
+        pq2.cache.n_recent = pq4.cache.n_recent = BENCH_ATTN_DIM;
+        tpq2 = bench_attn_time(ctx, NULL, &pq2, q, out);
+        tpq4 = bench_attn_time(ctx, NULL, &pq4, q, out);
+        snprintf(name, sizeof name, "f32 cache, context %zuK", n / 1024);
+        snprintf(note, sizeof note, "%.1f GB/s of K+V", (double)elements / BENCH_ATTN_MAX_CONTEXT * n * 8.0 / t32 * 1e-9);
+        bench_row(ctx, "attention", name, t32 * 1e3, "ms", note);
+        snprintf(name, sizeof name, "f16 cache, context %zuK", n / 1024);
+        snprintf(note, sizeof note, "%.2fx f32", t32 / t16);
+        bench_row(ctx, "attention", name, t16 * 1e3, "ms", note);
+        snprintf(name, sizeof name, "pq 2-dim cache, context %zuK", n / 1024);
+        snprintf(note, sizeof note, "%.2fx f32, %.2fx f16", t32 / tpq2, t16 / tpq2);
+        bench_row(ctx, "attention", name, tpq2 * 1e3, "ms", note);
+        snprintf(name, sizeof name, "pq 4-dim cache, context %zuK", n / 1024);
+        snprintf(note, sizeof note, "%.2fx f32, %.2fx f16", t32 / tpq4, t16 / tpq4);
+        bench_row(ctx, "attention", name, tpq4 * 1e3, "ms", note);
+    }
+    free(k32);
+    free(v32);
+    free(k16);
+    free(v16);
+    free(exact.scratch);
+    bench_attn_pq_free(&pq2);
+    bench_attn_pq_free(&pq4);
+    return status;
+}
