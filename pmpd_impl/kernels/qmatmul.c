@@ -5,19 +5,12 @@ PMPD_INTERNAL void pmpd_qmatmul(const pmpd_qmatrix *w, const pmpd_qact *act, siz
 {
 #if PMPD_USE_AVX2
     pmpd_qmatmul_avx2(w, act, row_begin, row_end, y, ldy);
-#elif PMPD_USE_I8MM && PMPD_USE_DOTPROD
-    if (act->n_tokens >= 2)
-        pmpd_qgemm_smmla(w, act, row_begin, row_end, y, ldy);
-    else
-        pmpd_qmatmul_sdot(w, act, row_begin, row_end, y, ldy);
-#elif PMPD_USE_I8MM
+#elif PMPD_QMATMUL_SMMLA
     if (act->n_tokens >= 2)
         pmpd_qgemm_smmla(w, act, row_begin, row_end, y, ldy);
     else
         pmpd_qmatmul_neon(w, act, row_begin, row_end, y, ldy);
-#elif PMPD_USE_DOTPROD
-    pmpd_qmatmul_sdot(w, act, row_begin, row_end, y, ldy);
-#elif PMPD_USE_NEON
+#elif PMPD_QMATMUL_NEON
     pmpd_qmatmul_neon(w, act, row_begin, row_end, y, ldy);
 #else
     pmpd_qmatmul_scalar(w, act, row_begin, row_end, y, ldy);

@@ -12,11 +12,12 @@
  * dropped).
  *
  * pmpd_qmatmul runs the best kernel compiled in, chosen at compile time:
- *   x86-64 AVX2            x86_avx2/qmatmul.c (GEMV and GEMM)
- *   Arm NEON + i8mm        arm_neon/qgemm_smmla.c for 2+ tokens, SDOT GEMV
- *   Arm NEON + dotprod     arm_neon/qmatmul_sdot.c (GEMV and GEMM)
- *   Arm NEON (Armv8.0)     arm_neon/qmatmul_neon.c (GEMV and GEMM)
- *   otherwise              scalar/qmatmul.c, always compiled: the oracle.
+ *   x86-64 AVX2              x86_avx2/qmatmul.c (GEMV and GEMM)
+ *   AArch64 NEON + i8mm      arm_neon/qgemm_smmla.c for 2+ tokens (SMMLA)
+ *   AArch64 NEON + dotprod   arm_neon/qmatmul.c, SDOT step (GEMV, GEMM)
+ *   AArch64 NEON (Armv8.0)   arm_neon/qmatmul.c, SMULL step (GEMV, GEMM)
+ *   otherwise                scalar/qmatmul.c, always compiled: the oracle
+ *                            (also on 32-bit Arm).
  * The SIMD kernels differ from the scalar one only in the order in which
  * the per-group float terms are added; every integer dot product is exact.
  */
@@ -25,6 +26,14 @@
 
 #include "pmpd_impl/kernels/qact.h"
 #include "pmpd_impl/kernels/qformat.h"
+
+/* The NEON kernels need AArch64 (TBL over 4 registers, pairwise adds). */
+#if PMPD_USE_NEON && defined(__aarch64__)
+#define PMPD_QMATMUL_NEON 1
+#else
+#define PMPD_QMATMUL_NEON 0
+#endif
+#define PMPD_QMATMUL_SMMLA (PMPD_QMATMUL_NEON && PMPD_USE_I8MM)
 
 PMPD_INTERNAL void pmpd_qmatmul(const pmpd_qmatrix *w, const pmpd_qact *act, size_t row_begin,
                                 size_t row_end, float *y, size_t ldy);
@@ -36,15 +45,11 @@ PMPD_INTERNAL void pmpd_qmatmul_scalar(const pmpd_qmatrix *w, const pmpd_qact *a
 PMPD_INTERNAL void pmpd_qmatmul_avx2(const pmpd_qmatrix *w, const pmpd_qact *act, size_t row_begin,
                                      size_t row_end, float *y, size_t ldy);
 #endif
-#if PMPD_USE_NEON && !PMPD_USE_DOTPROD
+#if PMPD_QMATMUL_NEON
 PMPD_INTERNAL void pmpd_qmatmul_neon(const pmpd_qmatrix *w, const pmpd_qact *act, size_t row_begin,
                                      size_t row_end, float *y, size_t ldy);
 #endif
-#if PMPD_USE_DOTPROD
-PMPD_INTERNAL void pmpd_qmatmul_sdot(const pmpd_qmatrix *w, const pmpd_qact *act, size_t row_begin,
-                                     size_t row_end, float *y, size_t ldy);
-#endif
-#if PMPD_USE_I8MM
+#if PMPD_QMATMUL_SMMLA
 PMPD_INTERNAL void pmpd_qgemm_smmla(const pmpd_qmatrix *w, const pmpd_qact *act, size_t row_begin,
                                     size_t row_end, float *y, size_t ldy);
 #endif

@@ -70,6 +70,7 @@ PMPD_AVX2_INLINE void pmpd_avx2_unpack(uint32_t type, const unsigned char *block
     int c;
     b->scale = pmpd_avx2_scales(block);
     if (type == PMPD_TENSOR_Q8) {
+#pragma GCC unroll 8
         for (c = 0; c < 4; c++) {
             b->sign[c] = pmpd_avx2_load(body + 32 * c);
             b->w[c] = _mm256_abs_epi8(b->sign[c]);
@@ -119,11 +120,13 @@ PMPD_AVX2_INLINE __m256i pmpd_avx2_dot(uint32_t type, const pmpd_avx2_block *b, 
     int c;
     if (type == PMPD_TENSOR_Q4) {
         __m256i p = _mm256_maddubs_epi16(b->w[0], pmpd_avx2_chunk(x));
+#pragma GCC unroll 8
         for (c = 1; c < 4; c++)
             p = _mm256_add_epi16(p, _mm256_maddubs_epi16(b->w[c], pmpd_avx2_chunk(x + 16 * c)));
         return _mm256_sub_epi32(_mm256_madd_epi16(p, ones), _mm256_set1_epi32(4 * sum));
     }
     acc = _mm256_setzero_si256();
+#pragma GCC unroll 8
     for (c = 0; c < 4; c++) {
         __m256i xc = pmpd_avx2_chunk(x + 16 * c);
         if (type == PMPD_TENSOR_Q8)
@@ -142,10 +145,12 @@ PMPD_AVX2_INLINE void pmpd_avx2_tile(uint32_t type, const pmpd_qmatrix *w, const
     __m256 acc[PMPD_AVX2_TOKENS];
     pmpd_avx2_block b;
     size_t g, j, n_groups = act->n_groups;
+#pragma GCC unroll 8
     for (j = 0; j < n_tokens; j++)
         acc[j] = _mm256_setzero_ps();
     for (g = 0; g < n_groups; g++) {
         pmpd_avx2_unpack(type, pmpd_qformat_block(w, rb, g), codebooks, &b);
+#pragma GCC unroll 8
         for (j = 0; j < n_tokens; j++) {
             size_t t = t0 + j;
             __m256i dot = pmpd_avx2_dot(type, &b, pmpd_qact_chunk(act, t, 4 * g), act->sum[t * n_groups + g]);
@@ -153,10 +158,12 @@ PMPD_AVX2_INLINE void pmpd_avx2_tile(uint32_t type, const pmpd_qmatrix *w, const
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[j]);
         }
     }
+#pragma GCC unroll 8
     for (j = 0; j < n_tokens; j++) {
         float lanes[8], result[4];
         int i;
         _mm256_storeu_ps(lanes, acc[j]);
+#pragma GCC unroll 8
         for (i = 0; i < 4; i++)
             result[i] = lanes[2 * i] + lanes[2 * i + 1];
         pmpd_qmatmul_store(y, ldy, t0 + j, rb * PMPD_QROWS, row_end, result);
