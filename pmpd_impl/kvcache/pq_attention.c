@@ -84,34 +84,41 @@ static void pq_attention_history(const pmpd_pq_cache *cache, uint32_t kv_head, s
     PMPD_KV_KERNEL(pmpd_pq_bins_times_codebook)(s->bins, &cache->values, lanes, s->history.acc);
 }
 
+void pmpd_pq_cache_attend_group(const pmpd_pq_cache *cache, uint32_t kv_head, const float *q, uint32_t group,
+                                size_t length, float *out, float *scratch)
+{
+    size_t dim = cache->head_dim, total, history, recent;
+    uint32_t lanes = pmpd_kv_lanes(group);
+    pmpd_kv_rows keys, values;
+    pq_attention_scratch s;
+    pq_attention_layout(cache, lanes, scratch, &s, &total);
+    history = length < cache->n_coded ? length : cache->n_coded;
+    recent = length - history;
+    keys.format = values.format = PMPD_KV_ROW_F32;
+    keys.row_bytes = values.row_bytes = dim * sizeof(float);
+    keys.data = (const unsigned char *)(cache->key_recent + (size_t)kv_head * cache->window * dim);
+    values.data = (const unsigned char *)(cache->value_recent + (size_t)kv_head * cache->window * dim);
+    pmpd_attn_transpose_query(q, dim, group, cache->head_dim, 1.0f / sqrtf((float)dim), s.qt);
+    pq_attention_history(cache, kv_head, history, lanes, &s);
+    pmpd_attn_exact_partial(s.qt, lanes, cache->head_dim, &keys, &values, recent, s.scores, &s.recent);
+    pmpd_attn_partial_merge(&s.history, &s.recent, lanes, cache->head_dim);
+    pmpd_attn_partial_finish(&s.history, group, cache->head_dim, out, dim);
+}
+
 pmpd_status pmpd_pq_cache_attend(const pmpd_pq_cache *cache, const float *q, uint32_t n_heads, size_t length,
                                  float *out, float *scratch)
 {
-    size_t dim, total, history, recent;
-    uint32_t group, lanes, kv_head;
-    pq_attention_scratch s;
+    size_t total;
+    uint32_t group, kv_head;
     if (!cache || !q || !out || !scratch || n_heads == 0 || n_heads % cache->n_kv_heads != 0 ||
         length > (size_t)cache->n_coded + cache->n_recent)
         return PMPD_ERR_INVALID_ARGUMENT;
-    dim = cache->head_dim;
     group = n_heads / cache->n_kv_heads;
-    lanes = pmpd_kv_lanes(group);
-    if (!pq_attention_layout(cache, lanes, scratch, &s, &total))
+    if (!pq_attention_layout(cache, pmpd_kv_lanes(group), NULL, NULL, &total))
         return PMPD_ERR_OVERFLOW;
-    history = length < cache->n_coded ? length : cache->n_coded;
-    recent = length - history;
     for (kv_head = 0; kv_head < cache->n_kv_heads; kv_head++) {
-        pmpd_kv_rows keys, values;
-        size_t first_head = (size_t)kv_head * group;
-        keys.format = values.format = PMPD_KV_ROW_F32;
-        keys.row_bytes = values.row_bytes = dim * sizeof(float);
-        keys.data = (const unsigned char *)(cache->key_recent + (size_t)kv_head * cache->window * dim);
-        values.data = (const unsigned char *)(cache->value_recent + (size_t)kv_head * cache->window * dim);
-        pmpd_attn_transpose_query(q + first_head * dim, dim, group, cache->head_dim, 1.0f / sqrtf((float)dim), s.qt);
-        pq_attention_history(cache, kv_head, history, lanes, &s);
-        pmpd_attn_exact_partial(s.qt, lanes, cache->head_dim, &keys, &values, recent, s.scores, &s.recent);
-        pmpd_attn_partial_merge(&s.history, &s.recent, lanes, cache->head_dim);
-        pmpd_attn_partial_finish(&s.history, group, cache->head_dim, out + first_head * dim, dim);
+        size_t first = (size_t)kv_head * group * cache->head_dim;
+        pmpd_pq_cache_attend_group(cache, kv_head, q + first, group, length, out + first, scratch);
     }
     return PMPD_OK;
 }

@@ -68,6 +68,12 @@ PMPD_INTERNAL void pmpd_pq_cache_flush(pmpd_pq_cache *cache);
 PMPD_INTERNAL pmpd_status pmpd_pq_attention_scratch_floats(const pmpd_pq_cache *cache, uint32_t n_heads,
                                                           size_t *out);
 
+/* Attention of one KV head's group of query heads: q and out are
+ * [group][head_dim]; otherwise as pmpd_pq_cache_attend, whose scratch size
+ * (for n_heads = group * n_kv_heads) it needs.  Arguments are not checked. */
+PMPD_INTERNAL void pmpd_pq_cache_attend_group(const pmpd_pq_cache *cache, uint32_t kv_head, const float *q,
+                                              uint32_t group, size_t length, float *out, float *scratch);
+
 /* out[h][d] = softmax attention of query head h (q is [n_heads][head_dim],
  * post-rotary, unscaled) over the first `length` cached tokens; query head h
  * reads KV head h / (n_heads / n_kv_heads).  A length below the number of

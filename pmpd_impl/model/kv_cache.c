@@ -8,10 +8,21 @@
 
 PMPD_INTERNAL pmpd_status pmpd_kv_cache_init(pmpd_kv_cache *cache, pmpd_arena *arena, uint32_t type,
                                              uint32_t n_layers, uint32_t n_kv_heads,
-                                             uint32_t head_dim, size_t capacity)
+                                             uint32_t head_dim, size_t capacity, const pmpd_model *model)
 {
     size_t kv_dim, bytes;
     pmpd_status st;
+    if (pmpd_kv_quantized_handles(type)) {
+        cache->type = type;
+        cache->n_layers = n_layers;
+        cache->n_kv_heads = n_kv_heads;
+        cache->head_dim = head_dim;
+        cache->kv_dim = (size_t)n_kv_heads * head_dim;
+        cache->capacity = capacity;
+        cache->element_size = 0;
+        cache->k = cache->v = NULL;
+        return pmpd_kv_quantized_init(&cache->quantized, arena, type, model, capacity, 0);
+    }
     switch (type) {
     case PMPD_KV_F32: cache->element_size = sizeof(float); break;
     case PMPD_KV_F16: cache->element_size = sizeof(uint16_t); break;
@@ -37,7 +48,15 @@ PMPD_INTERNAL void pmpd_kv_cache_clear(pmpd_kv_cache *cache)
 {
     /* Stored positions are only read once rewritten, so nothing to do for
      * the float modes. */
-    (void)cache;
+    if (pmpd_kv_quantized_handles(cache->type))
+        pmpd_kv_quantized_clear(&cache->quantized);
+}
+
+PMPD_INTERNAL size_t pmpd_kv_cache_bytes_in_use(const pmpd_kv_cache *cache, size_t positions)
+{
+    if (pmpd_kv_quantized_handles(cache->type))
+        return pmpd_kv_quantized_bytes_in_use(&cache->quantized, positions);
+    return positions * cache->n_layers * cache->kv_dim * 2 * cache->element_size;
 }
 
 /* Element offset of (layer, pos, 0). */
@@ -62,6 +81,7 @@ PMPD_INTERNAL void pmpd_kv_cache_write(pmpd_kv_cache *cache, uint32_t layer, siz
         }
         break;
     default:
+        pmpd_kv_quantized_write(&cache->quantized, layer, pos, n, k, v);
         break;
     }
 }
@@ -69,6 +89,8 @@ PMPD_INTERNAL void pmpd_kv_cache_write(pmpd_kv_cache *cache, uint32_t layer, siz
 PMPD_INTERNAL pmpd_status pmpd_kv_cache_attend_scratch_bytes(const pmpd_kv_cache *cache, size_t *bytes)
 {
     /* One score per visible position. */
+    if (pmpd_kv_quantized_handles(cache->type))
+        return pmpd_kv_quantized_scratch_bytes(&cache->quantized, bytes);
     return pmpd_checked_mul(cache->capacity, sizeof(float), bytes) ? PMPD_OK : PMPD_ERR_OVERFLOW;
 }
 
@@ -87,6 +109,10 @@ PMPD_INTERNAL void pmpd_kv_cache_attend(const pmpd_kv_cache *cache, uint32_t lay
     size_t d = cache->head_dim, head_offset = (size_t)kv_head * d, t, i;
     size_t base = pmpd_kv_cache_index(cache, layer, 0) + head_offset;
     float scale = sqrtf((float)d), max_score, sum = 0.0f;
+    if (pmpd_kv_quantized_handles(cache->type)) {
+        pmpd_kv_quantized_attend(&cache->quantized, layer, kv_head, q, n_visible, scratch, out);
+        return;
+    }
     for (t = 0; t < n_visible; t++) {
         size_t row = base + t * cache->kv_dim;
         float dot = 0.0f;

@@ -13,6 +13,8 @@
 
 #include "pmpd.h"
 #include "pmpd_impl/core/config.h"
+#include "pmpd_impl/kvcache/kv_quantized.h"
+#include "pmpd_impl/model/model.h"
 
 typedef struct pmpd_kv_cache {
     uint32_t type;        /* pmpd_kv_type */
@@ -24,14 +26,21 @@ typedef struct pmpd_kv_cache {
     size_t element_size;  /* bytes per stored number */
     void *k;              /* [layer][position][kv_dim] */
     void *v;
+    pmpd_kv_quantized quantized; /* PQ and integer modes (pmpd_impl/kvcache/) */
 } pmpd_kv_cache;
 
 /* Allocates the cache in the arena (the same call plans with a measuring
- * arena).  Errors: PMPD_ERR_INVALID_ARGUMENT (unknown type),
- * PMPD_ERR_OVERFLOW, PMPD_ERR_OUT_OF_MEMORY. */
+ * arena).  model supplies the PQ codebooks (its KV codebook section).
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (unknown type), PMPD_ERR_OVERFLOW,
+ * PMPD_ERR_OUT_OF_MEMORY, PMPD_ERR_FORMAT_* (PQ: codebook section missing
+ * or malformed). */
 PMPD_INTERNAL pmpd_status pmpd_kv_cache_init(pmpd_kv_cache *cache, pmpd_arena *arena, uint32_t type,
                                              uint32_t n_layers, uint32_t n_kv_heads,
-                                             uint32_t head_dim, size_t capacity);
+                                             uint32_t head_dim, size_t capacity, const pmpd_model *model);
+
+/* Bytes the first positions occupy (all layers, K and V; the PQ recent
+ * window counted in full). */
+PMPD_INTERNAL size_t pmpd_kv_cache_bytes_in_use(const pmpd_kv_cache *cache, size_t positions);
 
 /* Forgets every position (a new conversation). */
 PMPD_INTERNAL void pmpd_kv_cache_clear(pmpd_kv_cache *cache);

@@ -110,7 +110,7 @@ static pmpd_status pmpd_session_layout(const pmpd_model *model, const pmpd_sessi
     s->pool = NULL;
 
     st = pmpd_kv_cache_init(&s->kv, arena, config->kv_type, info->n_layers, info->n_kv_heads,
-                            info->head_dim, config->context_length);
+                            info->head_dim, config->context_length, model);
     if (st == PMPD_OK) st = pmpd_session_floats(arena, batch, info->dim, &s->x);
     if (st == PMPD_OK) st = pmpd_session_floats(arena, batch, info->dim, &s->xb);
     if (st == PMPD_OK) st = pmpd_session_floats(arena, batch, q_dim, &s->q);
