@@ -1,13 +1,645 @@
-/* GGUF v3 importer. */
+/* GGUF (versions 2 and 3) importer for Llama models.
+ *
+ * Layout: "GGUF", u32 version, u64 tensor count, u64 metadata count; the
+ * metadata as (string key, u32 type, value) triples; the tensor infos as
+ * (string name, u32 n_dims, u64 ne[n_dims] innermost first, u32 ggml type,
+ * u64 offset from the data start); padding to general.alignment (default
+ * 32); the data.  Strings are a u64 length and bytes.
+ *
+ * Llama tensors in GGUF already have Meta's rotary layout (adjacent pairs),
+ * the layout llama2.c uses: llama.cpp's converters permute Hugging Face's
+ * half-split Q/K rows into it.  So Q and K rows are taken as they are; the
+ * tests check that stories260K.gguf and stories260K.bin give identical
+ * tensors.  An output.weight equal to token_embd.weight becomes a shared
+ * classifier, as in the llama2.c checkpoint. */
 #include "pmpd_impl/offline/import/import.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/core/error.h"
+#include "pmpd_impl/format/le.h"
+#include "pmpd_impl/offline/format/half.h"
+
+enum {
+    GGUF_UINT8 = 0, GGUF_INT8 = 1, GGUF_UINT16 = 2, GGUF_INT16 = 3, GGUF_UINT32 = 4, GGUF_INT32 = 5,
+    GGUF_FLOAT32 = 6, GGUF_BOOL = 7, GGUF_STRING = 8, GGUF_ARRAY = 9, GGUF_UINT64 = 10, GGUF_INT64 = 11,
+    GGUF_FLOAT64 = 12, GGUF_N_TYPES = 13
+};
+
+enum { GGUF_GGML_F32 = 0, GGUF_GGML_F16 = 1, GGUF_GGML_Q4_0 = 2, GGUF_GGML_Q8_0 = 8 };
+
+#define GGUF_MAX_DEPTH 3
+#define GGUF_MAX_DIMS 4
+
+typedef struct gguf_reader {
+    const unsigned char *data;
+    size_t size;
+    size_t at;
+    pmpd_error *err;
+} gguf_reader;
+
+/* A metadata value of interest: where it is and what type it has. */
+typedef struct gguf_value {
+    int present;
+    uint32_t type;
+    size_t at;            /* offset of the value (for arrays: of the first element) */
+    uint32_t element_type;
+    uint64_t count;       /* arrays */
+    uint64_t key_at;
+} gguf_value;
+
+typedef struct gguf_tensor_info {
+    const unsigned char *name;
+    uint64_t name_length;
+    uint32_t n_dims;
+    uint64_t ne[GGUF_MAX_DIMS];
+    uint32_t type;
+    uint64_t offset;
+    size_t info_at;
+} gguf_tensor_info;
+
+static const struct gguf_known_key {
+    const char *key;
+} gguf_keys[] = {
+    {"general.architecture"}, {"general.alignment"}, {"llama.embedding_length"}, {"llama.feed_forward_length"},
+    {"llama.block_count"}, {"llama.attention.head_count"}, {"llama.attention.head_count_kv"},
+    {"llama.context_length"}, {"llama.rope.dimension_count"}, {"llama.attention.layer_norm_rms_epsilon"},
+    {"llama.rope.freq_base"}, {"tokenizer.ggml.model"}, {"tokenizer.ggml.tokens"}, {"tokenizer.ggml.scores"},
+    {"tokenizer.ggml.bos_token_id"}, {"tokenizer.ggml.eos_token_id"}, {"tokenizer.ggml.add_space_prefix"},
+};
+
+enum {
+    GGUF_KEY_ARCH, GGUF_KEY_ALIGNMENT, GGUF_KEY_DIM, GGUF_KEY_HIDDEN, GGUF_KEY_LAYERS, GGUF_KEY_HEADS, GGUF_KEY_KV_HEADS, GGUF_KEY_CONTEXT, GGUF_KEY_ROPE_DIM,
+    GGUF_KEY_EPS, GGUF_KEY_ROPE_BASE, GGUF_KEY_TOK_MODEL, GGUF_KEY_TOKENS, GGUF_KEY_SCORES, GGUF_KEY_BOS, GGUF_KEY_EOS, GGUF_KEY_SPACE_PREFIX, GGUF_KEY_COUNT
+};
+
+static pmpd_status gguf_need(gguf_reader *r, uint64_t bytes, const char *what)
+{
+    if (bytes > r->size - r->at)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_TRUNCATED, r->at, "GGUF %s needs %llu bytes, %zu remain", what,
+                              (unsigned long long)bytes, r->size - r->at);
+    return PMPD_OK;
+}
+
+static pmpd_status gguf_u32(gguf_reader *r, uint32_t *v, const char *what)
+{
+    pmpd_status status = gguf_need(r, 4, what);
+    if (status == PMPD_OK) {
+        *v = pmpd_le_u32(r->data + r->at);
+        r->at += 4;
+    }
+    return status;
+}
+
+static pmpd_status gguf_u64(gguf_reader *r, uint64_t *v, const char *what)
+{
+    pmpd_status status = gguf_need(r, 8, what);
+    if (status == PMPD_OK) {
+        *v = pmpd_le_u64(r->data + r->at);
+        r->at += 8;
+    }
+    return status;
+}
+
+static pmpd_status gguf_string(gguf_reader *r, const unsigned char **s, uint64_t *length, const char *what)
+{
+    pmpd_status status = gguf_u64(r, length, what);
+    if (status != PMPD_OK)
+        return status;
+    if (*length > r->size - r->at)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_BOUNDS, r->at - 8,
+                              "GGUF %s string length %llu runs past the end (%zu bytes remain)", what,
+                              (unsigned long long)*length, r->size - r->at);
+    *s = r->data + r->at;
+    r->at += (size_t)*length;
+    return PMPD_OK;
+}
+
+static uint64_t gguf_scalar_size(uint32_t type)
+{
+    static const unsigned char sizes[GGUF_N_TYPES] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+    return type < GGUF_N_TYPES ? sizes[type] : 0;
+}
+
+/* Skips one value of the given type, checking bounds and nesting. */
+static pmpd_status gguf_skip_value(gguf_reader *r, uint32_t type, int depth, uint64_t type_at)
+{
+    pmpd_status status;
+    if (type >= GGUF_N_TYPES)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, type_at, "GGUF metadata type %u is unknown",
+                              (unsigned)type);
+    if (type == GGUF_STRING) {
+        const unsigned char *s;
+        uint64_t length;
+        return gguf_string(r, &s, &length, "metadata string");
+    }
+    if (type == GGUF_ARRAY) {
+        uint32_t element;
+        uint64_t count, i, element_size;
+        size_t element_type_at = r->at;
+        if (depth >= GGUF_MAX_DEPTH)
+            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, type_at, "GGUF arrays nest deeper than %d",
+                                  GGUF_MAX_DEPTH);
+        if ((status = gguf_u32(r, &element, "array type")) != PMPD_OK ||
+            (status = gguf_u64(r, &count, "array count")) != PMPD_OK)
+            return status;
+        element_size = gguf_scalar_size(element);
+        if (element >= GGUF_N_TYPES)
+            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, element_type_at, "GGUF array element type %u is unknown",
+                                  (unsigned)element);
+        /* Every element takes at least one byte (strings 8, arrays 12). */
+        if (count > (r->size - r->at) / (element_size ? element_size : (element == GGUF_STRING ? 8 : 12)))
+            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_BOUNDS, r->at - 8,
+                                  "GGUF array count %llu is larger than the bytes that remain", (unsigned long long)count);
+        if (element_size) {
+            r->at += (size_t)(count * element_size);
+            return PMPD_OK;
+        }
+        for (i = 0; i < count; i++)
+            if ((status = gguf_skip_value(r, element, depth + 1, element_type_at)) != PMPD_OK)
+                return status;
+        return PMPD_OK;
+    }
+    status = gguf_need(r, gguf_scalar_size(type), "metadata value");
+    if (status == PMPD_OK)
+        r->at += (size_t)gguf_scalar_size(type);
+    return status;
+}
+
+static int gguf_key_index(const unsigned char *key, uint64_t length)
+{
+    int i;
+    for (i = 0; i < GGUF_KEY_COUNT; i++)
+        if (strlen(gguf_keys[i].key) == length && memcmp(gguf_keys[i].key, key, (size_t)length) == 0)
+            return i;
+    return -1;
+}
+
+static pmpd_status gguf_read_metadata(gguf_reader *r, uint64_t n_kv, gguf_value *values)
+{
+    uint64_t i;
+    pmpd_status status;
+    for (i = 0; i < n_kv; i++) {
+        const unsigned char *key;
+        uint64_t key_length, key_at = r->at;
+        uint32_t type;
+        size_t type_at;
+        int index;
+        if ((status = gguf_string(r, &key, &key_length, "metadata key")) != PMPD_OK)
+            return status;
+        type_at = r->at;
+        if ((status = gguf_u32(r, &type, "metadata type")) != PMPD_OK)
+            return status;
+        index = gguf_key_index(key, key_length);
+        if (index >= 0) {
+            gguf_value *v = &values[index];
+            if (v->present)
+                return pmpd_error_set(r->err, PMPD_ERR_FORMAT_DUPLICATE, key_at, "GGUF key %s appears twice",
+                                      gguf_keys[index].key);
+            v->present = 1;
+            v->type = type;
+            v->at = r->at;
+            v->key_at = key_at;
+            if (type == GGUF_ARRAY && r->size - r->at >= 12) {
+                v->element_type = pmpd_le_u32(r->data + r->at);
+                v->count = pmpd_le_u64(r->data + r->at + 4);
+                v->at = r->at + 12;
+            }
+        }
+        if ((status = gguf_skip_value(r, type, 0, type_at)) != PMPD_OK)
+            return status;
+    }
+    return PMPD_OK;
+}
+
+/* An integer metadata value, whatever integer type the writer chose. */
+static pmpd_status gguf_get_uint(gguf_reader *r, const gguf_value *values, int key, uint64_t fallback,
+                                 int required, uint64_t *out)
+{
+    const gguf_value *v = &values[key];
+    const unsigned char *p = r->data + v->at;
+    int64_t s;
+    if (!v->present) {
+        if (required)
+            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_MISSING, PMPD_NO_OFFSET, "GGUF key %s is missing",
+                                  gguf_keys[key].key);
+        *out = fallback;
+        return PMPD_OK;
+    }
+    switch (v->type) {
+    case GGUF_UINT8: *out = p[0]; return PMPD_OK;
+    case GGUF_UINT16: *out = pmpd_le_u16(p); return PMPD_OK;
+    case GGUF_UINT32: *out = pmpd_le_u32(p); return PMPD_OK;
+    case GGUF_UINT64: *out = pmpd_le_u64(p); return PMPD_OK;
+    case GGUF_INT8: s = (int8_t)p[0]; break;
+    case GGUF_INT16: s = (int16_t)pmpd_le_u16(p); break;
+    case GGUF_INT32: s = (int32_t)pmpd_le_u32(p); break;
+    case GGUF_INT64: s = (int64_t)pmpd_le_u64(p); break;
+    default:
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, v->key_at, "GGUF key %s is not an integer (type %u)",
+                              gguf_keys[key].key, (unsigned)v->type);
+    }
+    if (s < 0)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, v->at, "GGUF key %s is negative", gguf_keys[key].key);
+    *out = (uint64_t)s;
+    return PMPD_OK;
+}
+
+static pmpd_status gguf_get_float(gguf_reader *r, const gguf_value *values, int key, float fallback, float *out)
+{
+    const gguf_value *v = &values[key];
+    if (!v->present) {
+        *out = fallback;
+        return PMPD_OK;
+    }
+    if (v->type != GGUF_FLOAT32)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, v->key_at, "GGUF key %s is not a float32",
+                              gguf_keys[key].key);
+    *out = pmpd_le_f32(r->data + v->at);
+    return PMPD_OK;
+}
+
+static int gguf_string_is(const gguf_reader *r, const gguf_value *v, const char *expected)
+{
+    uint64_t length;
+    if (!v->present || v->type != GGUF_STRING)
+        return 0;
+    length = pmpd_le_u64(r->data + v->at);
+    return length == strlen(expected) && memcmp(r->data + v->at + 8, expected, (size_t)length) == 0;
+}
+
+/* A hyperparameter: present, integral, 1..2^24. */
+static pmpd_status gguf_hparam(gguf_reader *r, const gguf_value *values, int key, uint64_t fallback, int required,
+                               uint32_t *out)
+{
+    uint64_t v;
+    pmpd_status status = gguf_get_uint(r, values, key, fallback, required, &v);
+    if (status != PMPD_OK)
+        return status;
+    if (v == 0 || v > PMPD_MAX_HPARAM)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_HPARAMS, values[key].present ? values[key].at : PMPD_NO_OFFSET,
+                              "GGUF %s is %llu, outside 1..%u", gguf_keys[key].key, (unsigned long long)v,
+                              PMPD_MAX_HPARAM);
+    *out = (uint32_t)v;
+    return PMPD_OK;
+}
+
+static pmpd_status gguf_read_hparams(gguf_reader *r, const gguf_value *values, pmpd_model_info *h)
+{
+    uint64_t rope_dim, id;
+    pmpd_status status;
+    if (!gguf_string_is(r, &values[GGUF_KEY_ARCH], "llama"))
+        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED,
+                              values[GGUF_KEY_ARCH].present ? values[GGUF_KEY_ARCH].at : PMPD_NO_OFFSET,
+                              "GGUF general.architecture is missing or not \"llama\"");
+    if ((status = gguf_hparam(r, values, GGUF_KEY_DIM, 0, 1, &h->dim)) != PMPD_OK ||
+        (status = gguf_hparam(r, values, GGUF_KEY_HIDDEN, 0, 1, &h->hidden_dim)) != PMPD_OK ||
+        (status = gguf_hparam(r, values, GGUF_KEY_LAYERS, 0, 1, &h->n_layers)) != PMPD_OK ||
+        (status = gguf_hparam(r, values, GGUF_KEY_HEADS, 0, 1, &h->n_heads)) != PMPD_OK ||
+        (status = gguf_hparam(r, values, GGUF_KEY_KV_HEADS, h->n_heads, 0, &h->n_kv_heads)) != PMPD_OK ||
+        (status = gguf_hparam(r, values, GGUF_KEY_CONTEXT, 0, 1, &h->seq_len)) != PMPD_OK ||
+        (status = gguf_get_float(r, values, GGUF_KEY_EPS, 1e-5f, &h->norm_eps)) != PMPD_OK ||
+        (status = gguf_get_float(r, values, GGUF_KEY_ROPE_BASE, 10000.0f, &h->rope_theta)) != PMPD_OK)
+        return status;
+    h->vocab_size = 1; /* set from the tokenizer or the embedding later */
+    status = pmpd_import_check_hparams(h, values[GGUF_KEY_DIM].at, r->err);
+    if (status != PMPD_OK)
+        return status;
+    h->head_dim = h->dim / h->n_heads;
+    if ((status = gguf_get_uint(r, values, GGUF_KEY_ROPE_DIM, h->head_dim, 0, &rope_dim)) != PMPD_OK)
+        return status;
+    if (rope_dim != h->head_dim)
+        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, values[GGUF_KEY_ROPE_DIM].at,
+                              "GGUF rope dimension %llu differs from the head size %u (partial rotary)",
+                              (unsigned long long)rope_dim, (unsigned)h->head_dim);
+    if ((status = gguf_get_uint(r, values, GGUF_KEY_BOS, 1, 0, &id)) != PMPD_OK)
+        return status;
+    h->bos_id = id > UINT32_MAX ? UINT32_MAX : (uint32_t)id;
+    if ((status = gguf_get_uint(r, values, GGUF_KEY_EOS, 2, 0, &id)) != PMPD_OK)
+        return status;
+    h->eos_id = id > UINT32_MAX ? UINT32_MAX : (uint32_t)id;
+    return PMPD_OK;
+}
+
+/* Replaces SentencePiece's U+2581 (E2 96 81) with a space, as llama2.c's
+ * tokenizer export does.  Returns the new length (never longer). */
+static size_t gguf_unescape_piece(const unsigned char *in, size_t length, unsigned char *out)
+{
+    size_t i = 0, n = 0;
+    while (i < length) {
+        if (i + 2 < length && in[i] == 0xE2 && in[i + 1] == 0x96 && in[i + 2] == 0x81) {
+            out[n++] = ' ';
+            i += 3;
+        } else {
+            out[n++] = in[i++];
+        }
+    }
+    return n;
+}
+
+static pmpd_status gguf_read_vocab(gguf_reader *r, const gguf_value *values, pmpd_vocab *v)
+{
+    const gguf_value *tokens = &values[GGUF_KEY_TOKENS], *scores = &values[GGUF_KEY_SCORES];
+    gguf_reader walk = *r;
+    uint64_t i, n = tokens->count, blob_size = 0;
+    int space_prefix = 1;
+    pmpd_status status;
+    if (tokens->type != GGUF_ARRAY || tokens->element_type != GGUF_STRING)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, tokens->key_at, "GGUF tokenizer.ggml.tokens is not a string array");
+    if (n == 0 || n > PMPD_MAX_HPARAM)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, tokens->at - 8, "GGUF vocabulary of %llu tokens",
+                              (unsigned long long)n);
+    if (scores->present && (scores->type != GGUF_ARRAY || scores->element_type != GGUF_FLOAT32 || scores->count != n))
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, scores->key_at,
+                              "GGUF tokenizer.ggml.scores is not %llu float32 values", (unsigned long long)n);
+    if (values[GGUF_KEY_SPACE_PREFIX].present) {
+        if (values[GGUF_KEY_SPACE_PREFIX].type != GGUF_BOOL)
+            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, values[GGUF_KEY_SPACE_PREFIX].key_at,
+                                  "GGUF tokenizer.ggml.add_space_prefix is not a bool");
+        space_prefix = r->data[values[GGUF_KEY_SPACE_PREFIX].at] != 0;
+    }
+    /* The metadata pass checked every string's bounds; the array count was
+     * checked against the remaining bytes, so these allocations follow the input. */
+    v->n_tokens = (uint32_t)n;
+    v->flags = space_prefix ? PMPD_TOK_FLAG_SPACE_PREFIX : 0;
+    v->scores = (float *)malloc((size_t)n * sizeof *v->scores);
+    v->offsets = (uint32_t *)malloc(((size_t)n + 1) * sizeof *v->offsets);
+    walk.at = tokens->at;
+    for (i = 0; i < n; i++) {
+        const unsigned char *s;
+        uint64_t length;
+        if ((status = gguf_string(&walk, &s, &length, "token")) != PMPD_OK)
+            return status;
+        blob_size += length;
+    }
+    if (blob_size > UINT32_MAX)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, tokens->at, "GGUF vocabulary text is too large");
+    v->blob = (unsigned char *)malloc(blob_size ? (size_t)blob_size : 1);
+    if (!v->scores || !v->offsets || !v->blob)
+        return pmpd_error_set(r->err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory for the vocabulary");
+    walk.at = tokens->at;
+    blob_size = 0;
+    for (i = 0; i < n; i++) {
+        const unsigned char *s;
+        uint64_t length;
+        size_t piece_at = walk.at;
+        gguf_string(&walk, &s, &length, "token");
+        v->offsets[i] = (uint32_t)blob_size;
+        length = gguf_unescape_piece(s, (size_t)length, v->blob + blob_size);
+        if (length > PMPD_TOK_MAX_PIECE)
+            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, piece_at, "GGUF token %llu is %llu bytes long",
+                                  (unsigned long long)i, (unsigned long long)length);
+        if (length > v->max_token_length)
+            v->max_token_length = (uint32_t)length;
+        blob_size += length;
+        v->scores[i] = scores->present ? pmpd_le_f32(r->data + scores->at + 4 * i) : 0.0f;
+        if (!pmpd_f32_bits_finite(scores->present ? pmpd_le_u32(r->data + scores->at + 4 * i) : 0))
+            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_NONFINITE, scores->at + 4 * i,
+                                  "GGUF score of token %llu is not finite", (unsigned long long)i);
+    }
+    v->offsets[n] = (uint32_t)blob_size;
+    if (v->max_token_length == 0)
+        v->max_token_length = 1;
+    return PMPD_OK;
+}
+
+static pmpd_status gguf_read_tensor_infos(gguf_reader *r, uint64_t n, gguf_tensor_info *infos)
+{
+    uint64_t i, j;
+    pmpd_status status;
+    for (i = 0; i < n; i++) {
+        gguf_tensor_info *t = &infos[i];
+        t->info_at = r->at;
+        if ((status = gguf_string(r, &t->name, &t->name_length, "tensor name")) != PMPD_OK ||
+            (status = gguf_u32(r, &t->n_dims, "tensor n_dims")) != PMPD_OK)
+            return status;
+        if (t->name_length == 0 || t->name_length > PMPD_TENSOR_NAME_MAX)
+            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, t->info_at, "GGUF tensor %llu name length %llu",
+                                  (unsigned long long)i, (unsigned long long)t->name_length);
+        if (t->n_dims == 0 || t->n_dims > GGUF_MAX_DIMS)
+            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_SHAPE, r->at - 4, "GGUF tensor %.*s has %u dimensions",
+                                  (int)t->name_length, (const char *)t->name, (unsigned)t->n_dims);
+        for (j = 0; j < t->n_dims; j++) {
+            if ((status = gguf_u64(r, &t->ne[j], "tensor dimension")) != PMPD_OK)
+                return status;
+            if (t->ne[j] == 0 || t->ne[j] > ((uint64_t)1 << 40))
+                return pmpd_error_set(r->err, PMPD_ERR_FORMAT_SHAPE, r->at - 8, "GGUF tensor %.*s dimension %llu is %llu",
+                                      (int)t->name_length, (const char *)t->name, (unsigned long long)j,
+                                      (unsigned long long)t->ne[j]);
+        }
+        if ((status = gguf_u32(r, &t->type, "tensor type")) != PMPD_OK ||
+            (status = gguf_u64(r, &t->offset, "tensor offset")) != PMPD_OK)
+            return status;
+        for (j = 0; j < i; j++)
+            if (infos[j].name_length == t->name_length && memcmp(infos[j].name, t->name, (size_t)t->name_length) == 0)
+                return pmpd_error_set(r->err, PMPD_ERR_FORMAT_DUPLICATE, t->info_at, "GGUF tensor %.*s appears twice",
+                                      (int)t->name_length, (const char *)t->name);
+    }
+    return PMPD_OK;
+}
+
+/* Bytes of a tensor of n elements with rows of ne0, per ggml type. */
+static pmpd_status gguf_tensor_bytes(gguf_reader *r, const gguf_tensor_info *t, uint64_t elements, uint64_t *bytes)
+{
+    uint64_t block = 1, block_bytes;
+    switch (t->type) {
+    case GGUF_GGML_F32: block_bytes = 4; break;
+    case GGUF_GGML_F16: block_bytes = 2; break;
+    case GGUF_GGML_Q8_0: block = 32; block_bytes = 34; break;
+    case GGUF_GGML_Q4_0: block = 32; block_bytes = 18; break;
+    default:
+        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, t->info_at,
+                              "GGUF tensor %.*s has ggml type %u; this importer reads F32, F16, Q8_0 and Q4_0",
+                              (int)t->name_length, (const char *)t->name, (unsigned)t->type);
+    }
+    if (t->ne[0] % block != 0)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_SHAPE, t->info_at, "GGUF tensor %.*s rows of %llu are not whole blocks of %llu",
+                              (int)t->name_length, (const char *)t->name, (unsigned long long)t->ne[0],
+                              (unsigned long long)block);
+    if (!pmpd_checked_mul_u64(elements / block, block_bytes, bytes))
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_SHAPE, t->info_at, "GGUF tensor %.*s size overflows",
+                              (int)t->name_length, (const char *)t->name);
+    return PMPD_OK;
+}
+
+/* Dequantizes n elements of a tensor's data to floats. */
+static void gguf_dequantize(uint32_t type, const unsigned char *p, uint64_t n, float *out)
+{
+    uint64_t i, b;
+    int j;
+    switch (type) {
+    case GGUF_GGML_F32:
+        for (i = 0; i < n; i++)
+            out[i] = pmpd_le_f32(p + 4 * i);
+        break;
+    case GGUF_GGML_F16:
+        for (i = 0; i < n; i++)
+            out[i] = pmpd_half_to_float(pmpd_le_u16(p + 2 * i));
+        break;
+    case GGUF_GGML_Q8_0:
+        for (b = 0; b < n / 32; b++, p += 34) {
+            float d = pmpd_half_to_float(pmpd_le_u16(p));
+            for (j = 0; j < 32; j++)
+                out[32 * b + j] = d * (float)(int8_t)p[2 + j];
+        }
+        break;
+    case GGUF_GGML_Q4_0:
+        /* Byte j holds element j (low nibble) and element j + 16 (high). */
+        for (b = 0; b < n / 32; b++, p += 18) {
+            float d = pmpd_half_to_float(pmpd_le_u16(p));
+            for (j = 0; j < 16; j++) {
+                out[32 * b + j] = d * (float)((p[2 + j] & 0x0F) - 8);
+                out[32 * b + j + 16] = d * (float)((p[2 + j] >> 4) - 8);
+            }
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+static pmpd_status gguf_import_tensors(gguf_reader *r, const gguf_tensor_info *infos, uint64_t n, size_t data_start,
+                                       uint64_t alignment, pmpd_build_model *out)
+{
+    uint64_t i;
+    pmpd_status status;
+    for (i = 0; i < n; i++) {
+        const gguf_tensor_info *t = &infos[i];
+        uint64_t elements = 1, bytes = 0, start, end, dims[GGUF_MAX_DIMS];
+        char name[PMPD_TENSOR_NAME_MAX + 1];
+        float *values;
+        uint32_t d;
+        for (d = 0; d < t->n_dims; d++) {
+            if (!pmpd_checked_mul_u64(elements, t->ne[d], &elements))
+                return pmpd_error_set(r->err, PMPD_ERR_FORMAT_SHAPE, t->info_at, "GGUF tensor %.*s shape overflows",
+                                      (int)t->name_length, (const char *)t->name);
+            dims[t->n_dims - 1 - d] = t->ne[d];
+        }
+        if ((status = gguf_tensor_bytes(r, t, elements, &bytes)) != PMPD_OK)
+            return status;
+        if (t->offset % alignment != 0)
+            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_ALIGNMENT, t->info_at,
+                                  "GGUF tensor %.*s offset %llu is not a multiple of the alignment %llu",
+                                  (int)t->name_length, (const char *)t->name, (unsigned long long)t->offset,
+                                  (unsigned long long)alignment);
+        if (!pmpd_checked_add_u64(data_start, t->offset, &start) || !pmpd_checked_add_u64(start, bytes, &end) ||
+            end > r->size)
+            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_BOUNDS, t->info_at,
+                                  "GGUF tensor %.*s data (offset %llu, %llu bytes) runs past the end of the file",
+                                  (int)t->name_length, (const char *)t->name, (unsigned long long)t->offset,
+                                  (unsigned long long)bytes);
+        if (elements > SIZE_MAX / sizeof(float))
+            return pmpd_error_set(r->err, PMPD_ERR_OVERFLOW, t->info_at, "GGUF tensor too large for this machine");
+        values = (float *)malloc((size_t)elements * sizeof *values);
+        if (!values)
+            return pmpd_error_set(r->err, PMPD_ERR_OUT_OF_MEMORY, t->info_at, "out of memory");
+        gguf_dequantize(t->type, r->data + start, elements, values);
+        memcpy(name, t->name, (size_t)t->name_length);
+        name[t->name_length] = '\0';
+        status = pmpd_build_add_f32(out, name, t->n_dims, dims, values);
+        free(values);
+        if (status != PMPD_OK)
+            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, t->info_at, "GGUF tensor %s cannot be stored", name);
+    }
+    return PMPD_OK;
+}
+
+/* A classifier equal to the embedding is the shared classifier of llama2.c. */
+static void gguf_share_classifier(pmpd_build_model *b)
+{
+    pmpd_build_tensor *emb = pmpd_build_find(b, "token_embd.weight");
+    pmpd_build_tensor *cls = pmpd_build_find(b, "output.weight");
+    if (!cls) {
+        b->info.shared_classifier = 1;
+        return;
+    }
+    if (emb && emb->size == cls->size && memcmp(emb->dims, cls->dims, sizeof emb->dims) == 0 &&
+        memcmp(emb->data, cls->data, (size_t)emb->size) == 0) {
+        free(cls->data);
+        *cls = b->tensors[--b->n_tensors];
+        b->info.shared_classifier = 1;
+    }
+}
 
 PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t size, pmpd_build_model *out,
                                            pmpd_error *err)
 {
-    (void)data;
-    (void)size;
-    (void)out;
-    return pmpd_error_set(err, PMPD_ERR_UNSUPPORTED, 0, "GGUF import is not implemented yet");
+    gguf_reader r;
+    gguf_value values[GGUF_KEY_COUNT];
+    gguf_tensor_info *infos = NULL;
+    uint64_t n_tensors, n_kv, alignment;
+    uint32_t version;
+    size_t data_start;
+    pmpd_vocab vocab;
+    pmpd_build_tensor *emb;
+    pmpd_status status;
+    pmpd_error_clear(err);
+    memset(values, 0, sizeof values);
+    memset(&vocab, 0, sizeof vocab);
+    r.data = data;
+    r.size = size;
+    r.at = 0;
+    r.err = err;
+    if (size < 4 || memcmp(data, "GGUF", 4) != 0)
+        return pmpd_error_set(err, size < 4 ? PMPD_ERR_FORMAT_TRUNCATED : PMPD_ERR_FORMAT_MAGIC, 0,
+                              "GGUF magic is missing");
+    r.at = 4;
+    if ((status = gguf_u32(&r, &version, "version")) != PMPD_OK)
+        return status;
+    if (version != 2 && version != 3)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_VERSION, 4, "GGUF version %u is not supported (2 and 3 are)",
+                              (unsigned)version);
+    if ((status = gguf_u64(&r, &n_tensors, "tensor count")) != PMPD_OK ||
+        (status = gguf_u64(&r, &n_kv, "metadata count")) != PMPD_OK)
+        return status;
+    /* A metadata entry takes at least 13 bytes and a tensor info 32. */
+    if (n_kv > (size - r.at) / 13)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_BOUNDS, 16, "GGUF metadata count %llu is larger than the file allows",
+                              (unsigned long long)n_kv);
+    if (n_tensors == 0 || n_tensors > (size - r.at) / 32 || n_tensors > PMPD_MAX_TENSORS)
+        return pmpd_error_set(err, n_tensors == 0 ? PMPD_ERR_FORMAT_VALUE : PMPD_ERR_FORMAT_BOUNDS, 8,
+                              "GGUF tensor count %llu is zero or larger than the file allows",
+                              (unsigned long long)n_tensors);
+    if ((status = gguf_read_metadata(&r, n_kv, values)) != PMPD_OK)
+        return status;
+    if ((status = gguf_get_uint(&r, values, GGUF_KEY_ALIGNMENT, 32, 0, &alignment)) != PMPD_OK)
+        return status;
+    if (alignment == 0 || alignment > 65536 || (alignment & (alignment - 1)) != 0)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, values[GGUF_KEY_ALIGNMENT].at,
+                              "GGUF general.alignment %llu is not a power of two up to 65536",
+                              (unsigned long long)alignment);
+    if ((status = gguf_read_hparams(&r, values, &out->info)) != PMPD_OK)
+        return status;
+    infos = (gguf_tensor_info *)calloc((size_t)n_tensors, sizeof *infos);
+    if (!infos)
+        return pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory");
+    status = gguf_read_tensor_infos(&r, n_tensors, infos);
+    if (status == PMPD_OK) {
+        data_start = (r.at + (size_t)alignment - 1) / (size_t)alignment * (size_t)alignment;
+        status = gguf_import_tensors(&r, infos, n_tensors, data_start, alignment, out);
+    }
+    free(infos);
+    if (status != PMPD_OK)
+        return status;
+    gguf_share_classifier(out);
+    emb = pmpd_build_find(out, "token_embd.weight");
+    if (!emb || emb->n_dims != 2)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_MISSING, PMPD_NO_OFFSET, "GGUF token_embd.weight is missing or not 2-D");
+    out->info.vocab_size = (uint32_t)(emb->dims[0] > PMPD_MAX_HPARAM ? PMPD_MAX_HPARAM + 1 : emb->dims[0]);
+    if (values[GGUF_KEY_TOKENS].present && gguf_string_is(&r, &values[GGUF_KEY_TOK_MODEL], "llama")) {
+        status = gguf_read_vocab(&r, values, &vocab);
+        if (status == PMPD_OK && vocab.n_tokens != out->info.vocab_size)
+            status = pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, values[GGUF_KEY_TOKENS].at - 8,
+                                    "GGUF vocabulary has %u tokens but token_embd.weight has %u rows",
+                                    (unsigned)vocab.n_tokens, (unsigned)out->info.vocab_size);
+        if (status == PMPD_OK && pmpd_build_add_vocab(out, &vocab) != PMPD_OK)
+            status = pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory for the tokenizer");
+        pmpd_vocab_free(&vocab);
+    }
+    return status;
 }
+
+#undef GGUF_MAX_DEPTH
+#undef GGUF_MAX_DIMS
