@@ -327,6 +327,66 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path,
 pmpd_status pmpd_anyprec_size(uint64_t rows, uint64_t cols, unsigned seed_bits, unsigned parent_bits,
                               uint64_t *bytes);
 
+/* Precision in a session.  A model whose matrices are PMPD_TENSOR_ANYPREC
+ * runs each forward pass at one width (bits per weight).  Prefill runs at
+ * prefill_bits; decode step t (t = 0 for the first decode call after a
+ * prefill) runs at decode_bits[i] for the last i with from_step[i] <= t.
+ * Widths only go down: decode_bits is strictly decreasing and from_step
+ * non-decreasing with from_step[0] == 0; PMPD_SCHEDULE_NEVER marks a width
+ * never reached.  A width of 0 means each tensor's widest; a width outside
+ * what a tensor holds is clamped to its range.  Changing width between two
+ * tokens costs nothing: the kernels read fewer bit-planes and another
+ * centroid table of the same weights. */
+#define PMPD_SCHEDULE_MAX_WIDTHS 8
+#define PMPD_SCHEDULE_NEVER UINT32_MAX
+
+typedef struct pmpd_precision_schedule {
+    uint32_t prefill_bits;
+    uint32_t n_widths;                              /* 1..PMPD_SCHEDULE_MAX_WIDTHS */
+    uint32_t decode_bits[PMPD_SCHEDULE_MAX_WIDTHS];
+    uint32_t from_step[PMPD_SCHEDULE_MAX_WIDTHS];
+} pmpd_precision_schedule;
+
+/* Fills *schedule with one prefill width and one decode width. */
+void pmpd_precision_schedule_uniform(pmpd_precision_schedule *schedule, unsigned prefill_bits,
+                                     unsigned decode_bits);
+
+/* The decode width at decode step `step` (0 = widest). */
+unsigned pmpd_precision_schedule_bits_at(const pmpd_precision_schedule *schedule, uint32_t step);
+
+/* Checks the rules above.  Errors: PMPD_ERR_INVALID_ARGUMENT. */
+pmpd_status pmpd_precision_schedule_check(const pmpd_precision_schedule *schedule);
+
+/* Serialized form (the PMPD_SECTION_PRECISION_SCHEDULE section, version 1):
+ * little-endian u32 prefill_bits, n_widths, then n_widths pairs
+ * (decode_bits, from_step).  Writes at most capacity bytes to out and the
+ * size to *size.  Errors: PMPD_ERR_INVALID_ARGUMENT (bad schedule, NULL, or
+ * capacity too small: *size then holds the bytes needed). */
+pmpd_status pmpd_precision_schedule_encode(const pmpd_precision_schedule *schedule, void *out,
+                                           size_t capacity, size_t *size);
+
+/* Reads the model's static schedule section.  Errors: PMPD_ERR_NOT_FOUND
+ * (no such section), PMPD_ERR_FORMAT_VERSION, PMPD_ERR_FORMAT_SHAPE (size
+ * disagrees with n_widths), PMPD_ERR_FORMAT_VALUE (rules broken), with err
+ * naming the field. */
+pmpd_status pmpd_precision_schedule_from_model(const pmpd_model *model, pmpd_precision_schedule *schedule,
+                                               pmpd_error *err);
+
+/* Smallest seed width and largest parent width over the model's ANYPREC
+ * tensors.  Errors: PMPD_ERR_NOT_FOUND (the model has none). */
+pmpd_status pmpd_model_anyprec_widths(const pmpd_model *model, unsigned *seed_bits, unsigned *parent_bits);
+
+/* Makes the session follow schedule from now on (NULL: widest everywhere).
+ * The schedule is copied.  Errors: PMPD_ERR_INVALID_ARGUMENT (NULL session,
+ * bad schedule), PMPD_ERR_STATE (destroyed session). */
+struct pmpd_session;
+pmpd_status pmpd_session_set_precision(struct pmpd_session *session, const pmpd_precision_schedule *schedule);
+
+/* The width the next decode call will use (0 = widest) and the number of
+ * decode calls since the last prefill. */
+unsigned pmpd_session_decode_bits(const struct pmpd_session *session);
+uint32_t pmpd_session_decode_step(const struct pmpd_session *session);
+
 #if defined(PMPD_OFFLINE) && PMPD_OFFLINE
 /* Quantizes rows [row_begin, row_end) of the row-major float matrix
  * w[rows][cols] into out (out_size bytes, at least pmpd_anyprec_size, and
@@ -337,7 +397,7 @@ pmpd_status pmpd_anyprec_size(uint64_t rows, uint64_t cols, unsigned seed_bits, 
  * input activation); NULL weighs them equally.  Deterministic.  Call it on
  * row ranges to show progress.  Uses the heap.
  * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL, bad widths, bad range, out_size
- * too small, negative or non-finite importance), PMPD_ERR_FORMAT_NONFINITE
+ * too small, importance not positive and finite), PMPD_ERR_FORMAT_NONFINITE
  * (a weight is NaN or infinite), PMPD_ERR_OUT_OF_MEMORY. */
 pmpd_status pmpd_anyprec_quantize(const float *w, uint64_t rows, uint64_t cols, const float *importance,
                                   unsigned seed_bits, unsigned parent_bits, uint64_t row_begin,

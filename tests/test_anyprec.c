@@ -72,7 +72,7 @@ static double apt_weight(const apt_tensor *t, uint32_t r, uint32_t c, unsigned k
 static void apt_view(const apt_tensor *t, pmpd_anyprec_matrix *m)
 {
     pmpd_error err;
-    assert_int_equal(pmpd_anyprec_view(t->bytes, t->size, t->rows, t->cols, m, &err), PMPD_OK);
+    assert_int_equal(pmpd_anyprec_view(t->bytes, t->size, t->rows, t->cols, 0, m, &err), PMPD_OK);
 }
 
 static float *apt_random_matrix(uint32_t rows, uint32_t cols, uint64_t seed)
@@ -148,6 +148,12 @@ static void apt_check_kernels(const apt_tensor *t, uint64_t seed)
                     dot += apt_weight(t, r, c, k) * x[i * t->cols + c];
                 y_ref[i * t->rows + r] = (float)dot;
             }
+        for (r = 0; r < t->rows; r++) {
+            float row[300];
+            pmpd_anyprec_row(&m, k, r, row);
+            for (c = 0; c < t->cols; c++)
+                assert_true(row[c] == (float)apt_weight(t, r, c, k));
+        }
         /* GEMM, float activations: two row ranges, as a worker pool splits them. */
         memset(y, 0xff, n * t->rows * sizeof(float));
         pmpd_anyprec_gemm(&m, k, x, n, t->cols, y, t->rows, 0, t->rows / 3);
@@ -284,20 +290,20 @@ static void test_view_rejects_bad_bytes(void **state)
     pmpd_error err;
     (void)state;
     apt_quantize(&t, w, rows, cols, 2, 3);
-    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size - 1, rows, cols, &m, &err), PMPD_ERR_FORMAT_SHAPE);
-    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows + 1, cols, &m, &err), PMPD_ERR_FORMAT_SHAPE);
-    assert_int_equal(pmpd_anyprec_view(t.bytes, 10, rows, cols, &m, &err), PMPD_ERR_FORMAT_TRUNCATED);
+    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size - 1, rows, cols, 0, &m, &err), PMPD_ERR_FORMAT_SHAPE);
+    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows + 1, cols, 0, &m, &err), PMPD_ERR_FORMAT_SHAPE);
+    assert_int_equal(pmpd_anyprec_view(t.bytes, 10, rows, cols, 0, &m, &err), PMPD_ERR_FORMAT_TRUNCATED);
     t.bytes[5] = 9;
-    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, &m, &err), PMPD_ERR_FORMAT_VALUE);
+    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, 0, &m, &err), PMPD_ERR_FORMAT_VALUE);
     t.bytes[5] = 3;
     t.bytes[20] = 1;
-    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, &m, &err), PMPD_ERR_FORMAT_VALUE);
+    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, 0, &m, &err), PMPD_ERR_FORMAT_VALUE);
     t.bytes[20] = 0;
     t.bytes[0] = 'X';
-    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, &m, &err), PMPD_ERR_FORMAT_MAGIC);
+    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, 0, &m, &err), PMPD_ERR_FORMAT_MAGIC);
     t.bytes[0] = 'A';
     memcpy(t.bytes + 64 + 3 * 64 + 4, &nan_value, 4);
-    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, &m, &err), PMPD_ERR_FORMAT_NONFINITE);
+    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, 0, &m, &err), PMPD_ERR_FORMAT_NONFINITE);
     assert_true(err.offset == 64 + 3 * 64 + 4);
     free(t.raw);
     free(w);

@@ -107,7 +107,7 @@ static int bench_anyprec_shape(const bench_context *ctx, pmpd_pool *pool, pmpd_p
     for (i = 0; i < copies; i++) {
         if (i > 0)
             memcpy(base + i * layout.total, base, layout.total);
-        if (pmpd_anyprec_view(base + i * layout.total, layout.total, rows, cols, &views[i], NULL) != PMPD_OK)
+        if (pmpd_anyprec_view(base + i * layout.total, layout.total, rows, cols, 0, &views[i], NULL) != PMPD_OK)
             return -1;
     }
     for (i = 0; i < cols; i++)

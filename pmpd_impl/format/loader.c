@@ -14,6 +14,7 @@
 #include "pmpd_impl/format/crc32.h"
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/format/tensor_type.h"
+#include "pmpd_impl/precision/anyprec.h"
 
 #define PMPD_KNOWN_SECTION_KINDS 6u
 
@@ -225,6 +226,24 @@ static pmpd_status loader_check_region(const char *what, uint64_t entry_offset, 
     return PMPD_OK;
 }
 
+/* Nested any-precision matrices keep their widths in a header of their own,
+ * so their size is checked against that header once the bytes are known to
+ * lie inside the file. */
+static pmpd_status loader_check_anyprec(const unsigned char *p, uint64_t at, uint64_t data_start, uint64_t file_size,
+                                        const pmpd_tensor *t, pmpd_error *err)
+{
+    uint64_t offset = pmpd_le_u64(p + at + PMPD_TE_OFFSET);
+    pmpd_anyprec_matrix m;
+    pmpd_status status;
+    if (t->n_dims != 2)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, at + PMPD_TE_N_DIMS, "anyprec tensor %.*s is not a matrix",
+                              (int)t->name_length, t->name);
+    status = loader_check_region("tensor", at + PMPD_TE_OFFSET, offset, t->size, data_start, file_size, err);
+    if (status != PMPD_OK)
+        return status;
+    return pmpd_anyprec_view(p + offset, t->size, t->dims[0], t->dims[1], offset, &m, err);
+}
+
 static pmpd_status loader_read_tensor(const unsigned char *p, uint32_t index, uint64_t data_start,
                                       uint64_t file_size, pmpd_tensor *t, pmpd_error *err)
 {
@@ -263,6 +282,10 @@ static pmpd_status loader_read_tensor(const unsigned char *p, uint32_t index, ui
         if (e[PMPD_TE_RESERVED + i] != 0)
             return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, at + PMPD_TE_RESERVED + i,
                                   "tensor %.*s reserved byte is not zero", (int)t->name_length, t->name);
+    if (t->type == PMPD_TENSOR_ANYPREC) {
+        t->size = pmpd_le_u64(e + PMPD_TE_SIZE);
+        return loader_check_anyprec(p, at, data_start, file_size, t, err);
+    }
     status = pmpd_tensor_type_bytes(t->type, t->n_dims, t->dims, &bytes);
     if (status != PMPD_OK)
         return pmpd_error_set(err, status, at + PMPD_TE_DIMS, "tensor %.*s shape overflows", (int)t->name_length,

@@ -7,6 +7,7 @@ PMPD_INTERNAL const char *pmpd_tensor_type_name(uint32_t type)
     switch (type) {
     case PMPD_TENSOR_F32: return "f32";
     case PMPD_TENSOR_F16: return "f16";
+    case PMPD_TENSOR_ANYPREC: return "anyprec";
     default: return NULL;
     }
 }

@@ -18,7 +18,10 @@ PMPD_INTERNAL const char *pmpd_tensor_type_name(uint32_t type);
  * the size overflows 64 bits). */
 PMPD_INTERNAL pmpd_status pmpd_tensor_type_row_bytes(uint32_t type, uint64_t cols, uint64_t *bytes);
 
-/* Bytes of a whole tensor with n_dims dimensions, dims[0] outermost and
+/* (PMPD_TENSOR_ANYPREC tensors carry their widths in their own header, so
+ * their size comes from pmpd_anyprec_size / pmpd_anyprec_view instead.)
+ *
+ * Bytes of a whole tensor with n_dims dimensions, dims[0] outermost and
  * dims[n_dims-1] the row length (1 <= n_dims <= PMPD_TENSOR_MAX_DIMS, every
  * dimension >= 1).  Same errors as pmpd_tensor_type_row_bytes. */
 PMPD_INTERNAL pmpd_status pmpd_tensor_type_bytes(uint32_t type, uint32_t n_dims, const uint64_t *dims,

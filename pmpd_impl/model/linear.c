@@ -2,7 +2,9 @@
 
 #include <string.h>
 
+#include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/model/f16.h"
+#include "pmpd_impl/precision/anyprec.h"
 
 /* The float kernels walk a weight row in chunks (converted once per chunk
  * for f16) and apply each chunk to a block of tokens, so prefill converts
@@ -18,6 +20,10 @@ typedef struct pmpd_linear_job {
     const float *x;
     float *y;
     size_t n_tokens, rows, cols;
+    pmpd_anyprec_matrix anyprec; /* ANYPREC only */
+    unsigned bits;               /* ANYPREC only: the width in use */
+    const int8_t *xq;            /* ANYPREC decode: int8 activations */
+    const float *xscale;
 } pmpd_linear_job;
 
 /* Columns [c0, c0+n) of row r as floats: in place for f32, converted into
@@ -63,6 +69,30 @@ static void pmpd_linear_float_rows(void *ctx, size_t begin, size_t end, unsigned
     }
 }
 
+/* Nested any-precision rows: decode (one token) multiplies int8 weights
+ * from the width's table with int8 activations quantized once, before the
+ * rows are split; prefill multiplies float-dequantized weights. */
+static void pmpd_linear_anyprec_rows(void *ctx, size_t begin, size_t end, unsigned worker)
+{
+    const pmpd_linear_job *job = (const pmpd_linear_job *)ctx;
+    (void)worker;
+    if (job->n_tokens == 1)
+        pmpd_anyprec_gemv(&job->anyprec, job->bits, job->xq, job->xscale, job->y, (uint32_t)begin,
+                          (uint32_t)end);
+    else
+        pmpd_anyprec_gemm(&job->anyprec, job->bits, job->x, job->n_tokens, job->cols, job->y, job->rows,
+                          (uint32_t)begin, (uint32_t)end);
+}
+
+/* The int8 activations of one token: padded_cols bytes, then the group scales. */
+static int pmpd_linear_anyprec_scratch(size_t cols, size_t *bytes)
+{
+    size_t padded, scales;
+    return pmpd_checked_align_up(cols, PMPD_ANYPREC_GROUP, &padded) &&
+           pmpd_checked_mul(padded / PMPD_ANYPREC_GROUP, sizeof(float), &scales) &&
+           pmpd_checked_add(padded, scales, bytes);
+}
+
 PMPD_INTERNAL pmpd_status pmpd_linear_scratch_bytes(const pmpd_tensor *w, size_t n_tokens,
                                                     unsigned n_threads, size_t *bytes)
 {
@@ -73,13 +103,15 @@ PMPD_INTERNAL pmpd_status pmpd_linear_scratch_bytes(const pmpd_tensor *w, size_t
     case PMPD_TENSOR_F16:
         *bytes = 0;
         return PMPD_OK;
+    case PMPD_TENSOR_ANYPREC:
+        return pmpd_linear_anyprec_scratch((size_t)w->dims[1], bytes) ? PMPD_OK : PMPD_ERR_OVERFLOW;
     default:
         return PMPD_ERR_UNSUPPORTED;
     }
 }
 
 PMPD_INTERNAL void pmpd_linear(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y,
-                               void *scratch, pmpd_pool *pool)
+                               void *scratch, pmpd_pool *pool, unsigned bits)
 {
     pmpd_linear_job job;
     job.w = w;
@@ -93,6 +125,19 @@ PMPD_INTERNAL void pmpd_linear(const pmpd_tensor *w, const float *x, size_t n_to
     case PMPD_TENSOR_F32:
     case PMPD_TENSOR_F16:
         pmpd_pool_run(pool, pmpd_linear_float_rows, &job, job.rows, 1);
+        break;
+    case PMPD_TENSOR_ANYPREC:
+        pmpd_anyprec_bind(w->data, w->dims[0], w->dims[1], &job.anyprec);
+        job.bits = pmpd_anyprec_width(&job.anyprec, bits);
+        if (n_tokens == 1) {
+            int8_t *xq = (int8_t *)scratch;
+            float *xscale = (float *)(void *)(xq + pmpd_anyprec_padded_cols(job.anyprec.cols));
+            pmpd_anyprec_quantize_input(x, job.anyprec.cols, xq, xscale);
+            job.xq = xq;
+            job.xscale = xscale;
+        }
+        /* Granules of 4 rows keep the SIMD kernels on their 4-row path. */
+        pmpd_pool_run(pool, pmpd_linear_anyprec_rows, &job, job.rows, 4);
         break;
     default:
         break;
@@ -111,6 +156,12 @@ PMPD_INTERNAL void pmpd_linear_row(const pmpd_tensor *w, size_t r, float *out)
             memcpy(out + c0, pmpd_linear_float_chunk(w, cols, r, c0, n, tmp), n * sizeof(float));
         }
         break;
+    case PMPD_TENSOR_ANYPREC: {
+        pmpd_anyprec_matrix m;
+        pmpd_anyprec_bind(w->data, w->dims[0], cols, &m);
+        pmpd_anyprec_row(&m, m.parent_bits, (uint32_t)r, out);
+        break;
+    }
     default:
         break;
     }

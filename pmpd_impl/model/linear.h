@@ -35,10 +35,12 @@ PMPD_INTERNAL pmpd_status pmpd_linear_scratch_bytes(const pmpd_tensor *w, size_t
 
 /* Y = X Wᵀ over n_tokens tokens, split over the pool's threads by output
  * rows.  scratch holds at least pmpd_linear_scratch_bytes(w, n_tokens, ...)
- * bytes (NULL when that is 0).  The type was accepted by the planning call,
- * so this cannot fail. */
+ * bytes (NULL when that is 0).  bits is the width nested any-precision
+ * weights are read at (0 = their widest; clamped to what the tensor holds);
+ * other types ignore it.  The type was accepted by the planning call, so
+ * this cannot fail. */
 PMPD_INTERNAL void pmpd_linear(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y,
-                               void *scratch, pmpd_pool *pool);
+                               void *scratch, pmpd_pool *pool, unsigned bits);
 
 /* Row r of W as cols floats (the embedding lookup). */
 PMPD_INTERNAL void pmpd_linear_row(const pmpd_tensor *w, size_t r, float *out);

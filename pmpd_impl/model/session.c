@@ -108,6 +108,9 @@ static pmpd_status pmpd_session_layout(const pmpd_model *model, const pmpd_sessi
     s->position = 0;
     s->has_logits = 0;
     s->pool = NULL;
+    pmpd_precision_schedule_uniform(&s->precision, 0, 0);
+    s->weight_bits = 0;
+    s->decode_step = 0;
 
     st = pmpd_kv_cache_init(&s->kv, arena, config->kv_type, info->n_layers, info->n_kv_heads,
                             info->head_dim, config->context_length, model);
@@ -209,8 +212,9 @@ static pmpd_status pmpd_session_admit(const pmpd_session *s, const int32_t *toke
     return PMPD_OK;
 }
 
-pmpd_status pmpd_session_prefill(pmpd_session *session, const int32_t *tokens, size_t n_tokens,
-                                 const float **logits)
+/* Runs tokens at weight width bits (prefill_batch at a time). */
+static pmpd_status pmpd_session_run(pmpd_session *session, const int32_t *tokens, size_t n_tokens,
+                                    const float **logits, unsigned bits)
 {
     size_t done = 0;
     pmpd_status st;
@@ -223,6 +227,7 @@ pmpd_status pmpd_session_prefill(pmpd_session *session, const int32_t *tokens, s
     st = pmpd_session_admit(session, tokens, n_tokens);
     if (st != PMPD_OK)
         return st;
+    session->weight_bits = bits;
     while (done < n_tokens) {
         size_t n = n_tokens - done;
         if (n > session->config.prefill_batch)
@@ -236,9 +241,50 @@ pmpd_status pmpd_session_prefill(pmpd_session *session, const int32_t *tokens, s
     return PMPD_OK;
 }
 
+pmpd_status pmpd_session_prefill(pmpd_session *session, const int32_t *tokens, size_t n_tokens,
+                                 const float **logits)
+{
+    pmpd_status st = pmpd_session_run(session, tokens, n_tokens, logits,
+                                      session ? session->precision.prefill_bits : 0);
+    if (st == PMPD_OK)
+        session->decode_step = 0;
+    return st;
+}
+
 pmpd_status pmpd_session_decode(pmpd_session *session, int32_t token, const float **logits)
 {
-    return pmpd_session_prefill(session, &token, 1, logits);
+    pmpd_status st = pmpd_session_run(session, &token, 1, logits, pmpd_session_decode_bits(session));
+    if (st == PMPD_OK && session->decode_step < UINT32_MAX)
+        session->decode_step++;
+    return st;
+}
+
+pmpd_status pmpd_session_set_precision(pmpd_session *session, const pmpd_precision_schedule *schedule)
+{
+    if (!session)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    if (session->live != PMPD_SESSION_LIVE)
+        return PMPD_ERR_STATE;
+    if (!schedule) {
+        pmpd_precision_schedule_uniform(&session->precision, 0, 0);
+        return PMPD_OK;
+    }
+    if (pmpd_precision_schedule_check(schedule) != PMPD_OK)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    session->precision = *schedule;
+    return PMPD_OK;
+}
+
+unsigned pmpd_session_decode_bits(const pmpd_session *session)
+{
+    if (!session || session->live != PMPD_SESSION_LIVE)
+        return 0;
+    return pmpd_precision_schedule_bits_at(&session->precision, session->decode_step);
+}
+
+uint32_t pmpd_session_decode_step(const pmpd_session *session)
+{
+    return session && session->live == PMPD_SESSION_LIVE ? session->decode_step : 0;
 }
 
 pmpd_status pmpd_session_logits(const pmpd_session *session, const float **logits)
@@ -268,6 +314,7 @@ pmpd_status pmpd_session_reset(pmpd_session *session)
     pmpd_kv_cache_clear(&session->kv);
     session->position = 0;
     session->has_logits = 0;
+    session->decode_step = 0;
     return PMPD_OK;
 }
 

@@ -32,6 +32,12 @@ struct pmpd_session {
     unsigned char *attend_scratch; /* n_threads blocks of attend_stride bytes */
     size_t attend_stride;
     void *linear_scratch;         /* see pmpd_impl/model/linear.h */
+    /* Nested any-precision weights (pmpd_impl/precision/): the schedule in
+     * force, the width of the forward pass being run, and the decode calls
+     * since the last prefill. */
+    pmpd_precision_schedule precision;
+    unsigned weight_bits;
+    uint32_t decode_step;
 };
 
 #define PMPD_SESSION_LIVE 0x706d7064u

@@ -59,9 +59,26 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_compute_layout(uint64_t rows, uint64_t co
                                                       unsigned parent_bits, pmpd_anyprec_layout *out);
 
 /* Checks a tensor's bytes (header, shape, size, finite scales) and fills m
- * with pointers into data.  rows and cols come from the tensor directory. */
-PMPD_INTERNAL pmpd_status pmpd_anyprec_view(const void *data, uint64_t size, uint64_t rows,
-                                            uint64_t cols, pmpd_anyprec_matrix *m, pmpd_error *err);
+ * with pointers into data.  rows and cols come from the tensor directory;
+ * error offsets are reported as base_offset + offset inside the tensor. */
+PMPD_INTERNAL pmpd_status pmpd_anyprec_view(const void *data, uint64_t size, uint64_t rows, uint64_t cols,
+                                            uint64_t base_offset, pmpd_anyprec_matrix *m, pmpd_error *err);
+
+/* The same pointers for a tensor pmpd_anyprec_view has accepted before
+ * (the loader checks every tensor once): no checks, no scan of the scales. */
+PMPD_INTERNAL void pmpd_anyprec_bind(const void *data, uint64_t rows, uint64_t cols, pmpd_anyprec_matrix *m);
+
+/* The width a product with this matrix runs at when asked for bits: bits
+ * clamped into seed_bits..parent_bits, 0 meaning parent_bits. */
+static inline unsigned pmpd_anyprec_width(const pmpd_anyprec_matrix *m, unsigned bits)
+{
+    if (bits == 0 || bits > m->parent_bits)
+        return m->parent_bits;
+    return bits < m->seed_bits ? m->seed_bits : bits;
+}
+
+/* Row r decoded at width bits into out[cols] (the embedding lookup). */
+PMPD_INTERNAL void pmpd_anyprec_row(const pmpd_anyprec_matrix *m, unsigned bits, uint32_t r, float *out);
 
 /* Activations for the integer GEMV: int8 values in groups of
  * PMPD_ANYPREC_GROUP with one float scale each, zero-padded to a whole group.

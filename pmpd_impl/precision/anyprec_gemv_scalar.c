@@ -67,3 +67,16 @@ PMPD_INTERNAL void pmpd_anyprec_gemm_scalar(const pmpd_anyprec_matrix *m, unsign
         }
     }
 }
+
+PMPD_INTERNAL void pmpd_anyprec_row(const pmpd_anyprec_matrix *m, unsigned bits, uint32_t r, float *out)
+{
+    const int8_t *table = m->tables[bits] + ((size_t)r << bits);
+    const unsigned char *row = m->planes + (size_t)r * m->row_bytes;
+    unsigned char codes[PMPD_ANYPREC_GROUP];
+    uint32_t c0, j;
+    for (c0 = 0; c0 < m->cols; c0 += PMPD_ANYPREC_GROUP) {
+        anyprec_scalar_group_codes(row + c0 / 8, m->plane_stride, bits, codes);
+        for (j = 0; j < PMPD_ANYPREC_GROUP && c0 + j < m->cols; j++)
+            out[c0 + j] = m->scales[bits][r] * (float)table[codes[j]];
+    }
+}

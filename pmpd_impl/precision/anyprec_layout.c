@@ -65,8 +65,35 @@ static uint32_t anyprec_layout_u32(const unsigned char *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+static void anyprec_layout_point(const unsigned char *bytes, const pmpd_anyprec_layout *layout, uint32_t rows,
+                                 uint32_t cols, unsigned seed, unsigned parent, pmpd_anyprec_matrix *m)
+{
+    unsigned k;
+    memset(m, 0, sizeof *m);
+    m->rows = rows;
+    m->cols = cols;
+    m->seed_bits = seed;
+    m->parent_bits = parent;
+    m->row_bytes = layout->row_bytes;
+    m->plane_stride = layout->plane_stride;
+    m->planes = bytes + PMPD_ANYPREC_HEADER_BYTES;
+    for (k = seed; k <= parent; k++) {
+        /* Offsets are multiples of 64 from a 64-aligned tensor start. */
+        m->scales[k] = (const float *)(const void *)(bytes + layout->width_offset[k]);
+        m->tables[k] = (const int8_t *)(bytes + layout->table_offset[k]);
+    }
+}
+
+PMPD_INTERNAL void pmpd_anyprec_bind(const void *data, uint64_t rows, uint64_t cols, pmpd_anyprec_matrix *m)
+{
+    const unsigned char *bytes = (const unsigned char *)data;
+    pmpd_anyprec_layout layout;
+    pmpd_anyprec_compute_layout(rows, cols, bytes[4], bytes[5], &layout);
+    anyprec_layout_point(bytes, &layout, (uint32_t)rows, (uint32_t)cols, bytes[4], bytes[5], m);
+}
+
 PMPD_INTERNAL pmpd_status pmpd_anyprec_view(const void *data, uint64_t size, uint64_t rows, uint64_t cols,
-                                            pmpd_anyprec_matrix *m, pmpd_error *err)
+                                            uint64_t base_offset, pmpd_anyprec_matrix *m, pmpd_error *err)
 {
     const unsigned char *bytes = (const unsigned char *)data;
     pmpd_anyprec_layout layout;
@@ -75,52 +102,42 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_view(const void *data, uint64_t size, uin
     if (!data || !m)
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "anyprec: NULL argument");
     if ((uintptr_t)data % sizeof(float) != 0)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_ALIGNMENT, 0, "anyprec: tensor data not 4-byte aligned");
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_ALIGNMENT, base_offset, "anyprec: tensor data not 4-byte aligned");
     if (size < PMPD_ANYPREC_HEADER_BYTES)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_TRUNCATED, 0, "anyprec: tensor of %llu bytes has no header",
-                              (unsigned long long)size);
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_TRUNCATED, base_offset,
+                              "anyprec: tensor of %llu bytes has no header", (unsigned long long)size);
     if (memcmp(bytes, "ANYP", 4) != 0)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_MAGIC, 0, "anyprec: header magic is not ANYP");
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_MAGIC, base_offset, "anyprec: header magic is not ANYP");
     seed = bytes[4];
     parent = bytes[5];
     if (seed < 1 || seed > parent || parent > PMPD_ANYPREC_MAX_BITS)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, 4, "anyprec: seed_bits %u / parent_bits %u invalid",
-                              seed, parent);
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + 4,
+                              "anyprec: seed_bits %u / parent_bits %u invalid", seed, parent);
     for (i = 6; i < PMPD_ANYPREC_HEADER_BYTES; i++)
         if ((i < 8 || i >= 16) && bytes[i] != 0)
-            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, i, "anyprec: reserved header byte %u not zero", i);
+            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + i,
+                                  "anyprec: reserved header byte %u not zero", i);
     if (anyprec_layout_u32(bytes + 8) != rows || anyprec_layout_u32(bytes + 12) != cols)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, 8,
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 8,
                               "anyprec: header shape %lux%lu disagrees with tensor shape %llux%llu",
                               (unsigned long)anyprec_layout_u32(bytes + 8),
                               (unsigned long)anyprec_layout_u32(bytes + 12), (unsigned long long)rows,
                               (unsigned long long)cols);
     if (pmpd_anyprec_compute_layout(rows, cols, seed, parent, &layout) != PMPD_OK)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, 8, "anyprec: shape %llux%llu unsupported",
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 8, "anyprec: shape %llux%llu unsupported",
                               (unsigned long long)rows, (unsigned long long)cols);
     if (size != layout.total)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, PMPD_NO_OFFSET,
-                              "anyprec: tensor has %llu bytes, layout needs %llu", (unsigned long long)size,
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset,
+                              "anyprec: tensor has %llu bytes, its header needs %llu", (unsigned long long)size,
                               (unsigned long long)layout.total);
-    memset(m, 0, sizeof *m);
-    m->rows = (uint32_t)rows;
-    m->cols = (uint32_t)cols;
-    m->seed_bits = seed;
-    m->parent_bits = parent;
-    m->row_bytes = layout.row_bytes;
-    m->plane_stride = layout.plane_stride;
-    m->planes = bytes + PMPD_ANYPREC_HEADER_BYTES;
-    for (k = seed; k <= parent; k++) {
-        /* Offsets are multiples of 64 from a 64-aligned tensor start. */
-        m->scales[k] = (const float *)(const void *)(bytes + layout.width_offset[k]);
-        m->tables[k] = (const int8_t *)(bytes + layout.table_offset[k]);
+    anyprec_layout_point(bytes, &layout, (uint32_t)rows, (uint32_t)cols, seed, parent, m);
+    for (k = seed; k <= parent; k++)
         for (r = 0; r < m->rows; r++)
             if (!isfinite(m->scales[k][r]) || m->scales[k][r] < 0.0f)
                 return pmpd_error_set(err, PMPD_ERR_FORMAT_NONFINITE,
-                                      layout.width_offset[k] + (uint64_t)r * sizeof(float),
+                                      base_offset + layout.width_offset[k] + (uint64_t)r * sizeof(float),
                                       "anyprec: scale of row %lu at width %u is not a finite non-negative number",
                                       (unsigned long)r, k);
-    }
     pmpd_error_clear(err);
     return PMPD_OK;
 }

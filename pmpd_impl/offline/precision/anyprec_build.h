@@ -1,0 +1,21 @@
+/* Converting a model under construction to nested any-precision weights. */
+#ifndef PMPD_OFFLINE_PRECISION_ANYPREC_BUILD_H
+#define PMPD_OFFLINE_PRECISION_ANYPREC_BUILD_H
+
+#include "pmpd.h"
+#include "pmpd_impl/core/config.h"
+#include "pmpd_impl/offline/format/builder.h"
+
+#if PMPD_OFFLINE
+
+/* Replaces every 2-D f32 tensor of b except the token embedding and the
+ * classifier (kept exact, as Any-Precision LLM keeps them) by a
+ * PMPD_TENSOR_ANYPREC tensor quantized from seed_bits up to parent_bits.
+ * progress (may be NULL) is called with rows done and total rows.
+ * Errors: those of pmpd_anyprec_quantize. */
+PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsigned seed_bits, unsigned parent_bits,
+                                                     void (*progress)(void *context, uint64_t done, uint64_t total),
+                                                     void *context);
+
+#endif
+#endif

@@ -1,0 +1,265 @@
+/* Nested any-precision weights in a whole model (stories260K): a session
+ * reading the 4-bit parent at k bits computes exactly what a model quantized
+ * directly at k bits computes; decode widths follow the schedule token by
+ * token; the schedule section round-trips and bad ones are refused; the
+ * loader refuses damaged ANYPREC tensors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pmpd.h"
+#include "pmpd_impl/offline/precision/anyprec_build.h"
+#include "tests/support/test_models.h"
+
+#define APS_PROMPT_TOKENS 5
+#define APS_DECODE_TOKENS 8
+
+typedef struct aps_model {
+    test_container container;
+    void *arena_block;
+    pmpd_arena arena;
+    pmpd_model *model;
+} aps_model;
+
+/* stories260K with its layer matrices as ANYPREC (seed 2 .. parent), plus
+ * an optional schedule section. */
+static void aps_build(aps_model *m, unsigned parent, const pmpd_precision_schedule *schedule)
+{
+    pmpd_build_model b;
+    pmpd_error err;
+    size_t arena_bytes = (size_t)8 << 20;
+    assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);
+    assert_int_equal(pmpd_anyprec_build_convert(&b, 2, parent, NULL, NULL), PMPD_OK);
+    if (schedule) {
+        unsigned char bytes[128];
+        size_t size = 0;
+        assert_int_equal(pmpd_precision_schedule_encode(schedule, bytes, sizeof bytes, &size), PMPD_OK);
+        assert_int_equal(pmpd_build_add_section(&b, PMPD_SECTION_PRECISION_SCHEDULE, 1, 0, bytes, size), PMPD_OK);
+    }
+    assert_int_equal(test_serialize(&b, &m->container), PMPD_OK);
+    pmpd_build_free(&b);
+    m->arena_block = malloc(arena_bytes);
+    assert_non_null(m->arena_block);
+    assert_int_equal(pmpd_arena_init(&m->arena, m->arena_block, arena_bytes), PMPD_OK);
+    assert_int_equal(pmpd_model_open_memory(m->container.data, m->container.size, &m->arena, &m->model, &err),
+                     PMPD_OK);
+}
+
+static void aps_free(aps_model *m)
+{
+    pmpd_model_close(m->model);
+    test_container_free(&m->container);
+    free(m->arena_block);
+}
+
+/* Logits after the prompt and after each greedy decode step, in order. */
+static void aps_run(aps_model *m, const pmpd_precision_schedule *schedule, float *out, unsigned *widths)
+{
+    static const int32_t prompt[APS_PROMPT_TOKENS] = {1, 403, 407, 261, 378};
+    const uint32_t vocab = pmpd_model_get_info(m->model)->vocab_size;
+    pmpd_arena_mark mark = pmpd_arena_save(&m->arena);
+    pmpd_session *s = NULL;
+    const float *logits;
+    size_t step;
+    assert_int_equal(pmpd_session_create(m->model, NULL, &m->arena, &s), PMPD_OK);
+    assert_int_equal(pmpd_session_set_precision(s, schedule), PMPD_OK);
+    assert_int_equal(pmpd_session_prefill(s, prompt, APS_PROMPT_TOKENS, &logits), PMPD_OK);
+    memcpy(out, logits, vocab * sizeof(float));
+    for (step = 0; step < APS_DECODE_TOKENS; step++) {
+        int32_t next = 0;
+        uint32_t i;
+        for (i = 1; i < vocab; i++)
+            if (logits[i] > logits[next])
+                next = (int32_t)i;
+        assert_int_equal(pmpd_session_decode_step(s), step);
+        if (widths)
+            widths[step] = pmpd_session_decode_bits(s);
+        assert_int_equal(pmpd_session_decode(s, next, &logits), PMPD_OK);
+        memcpy(out + (step + 1) * vocab, logits, vocab * sizeof(float));
+    }
+    pmpd_session_destroy(s);
+    pmpd_arena_restore(&m->arena, mark);
+}
+
+static size_t aps_floats(const aps_model *m)
+{
+    return (size_t)(APS_DECODE_TOKENS + 1) * pmpd_model_get_info(m->model)->vocab_size;
+}
+
+static void test_parent_at_k_equals_direct_k(void **state)
+{
+    aps_model parent, direct;
+    pmpd_precision_schedule schedule;
+    unsigned k, seed = 0, top = 0;
+    float *a, *b, *top_logits;
+    size_t i, n;
+    (void)state;
+    aps_build(&parent, 4, NULL);
+    assert_int_equal(pmpd_model_anyprec_widths(parent.model, &seed, &top), PMPD_OK);
+    assert_int_equal(seed, 2);
+    assert_int_equal(top, 4);
+    n = aps_floats(&parent);
+    a = (float *)malloc(n * sizeof(float));
+    b = (float *)malloc(n * sizeof(float));
+    top_logits = (float *)malloc(n * sizeof(float));
+    aps_run(&parent, NULL, top_logits, NULL);
+    for (k = 2; k <= 4; k++) {
+        int differs = 0;
+        aps_build(&direct, k, NULL);
+        pmpd_precision_schedule_uniform(&schedule, k, k);
+        aps_run(&parent, &schedule, a, NULL);
+        aps_run(&direct, NULL, b, NULL);
+        assert_memory_equal(a, b, n * sizeof(float));
+        for (i = 0; i < n; i++)
+            differs |= a[i] != top_logits[i];
+        assert_true(k == 4 ? !differs : differs);
+        aps_free(&direct);
+    }
+    free(a);
+    free(b);
+    free(top_logits);
+    aps_free(&parent);
+}
+
+/* Prefill at 4 bits, decode at 4 then 3 from step 2 then 2 from step 5:
+ * every step equals a session told the same widths one token at a time. */
+static void test_schedule_switches_between_tokens(void **state)
+{
+    static const int32_t prompt[APS_PROMPT_TOKENS] = {1, 403, 407, 261, 378};
+    pmpd_precision_schedule schedule, manual;
+    aps_model m;
+    unsigned widths[APS_DECODE_TOKENS];
+    float *scheduled, *by_hand;
+    pmpd_session *s = NULL;
+    const float *logits;
+    uint32_t vocab;
+    size_t step;
+    (void)state;
+    memset(&schedule, 0, sizeof schedule);
+    schedule.prefill_bits = 4;
+    schedule.n_widths = 3;
+    schedule.decode_bits[0] = 4;
+    schedule.decode_bits[1] = 3;
+    schedule.decode_bits[2] = 2;
+    schedule.from_step[1] = 2;
+    schedule.from_step[2] = 5;
+    aps_build(&m, 4, NULL);
+    vocab = pmpd_model_get_info(m.model)->vocab_size;
+    scheduled = (float *)malloc(aps_floats(&m) * sizeof(float));
+    by_hand = (float *)malloc(aps_floats(&m) * sizeof(float));
+    aps_run(&m, &schedule, scheduled, widths);
+    for (step = 0; step < APS_DECODE_TOKENS; step++)
+        assert_int_equal(widths[step], step < 2 ? 4 : step < 5 ? 3 : 2);
+
+    assert_int_equal(pmpd_session_create(m.model, NULL, &m.arena, &s), PMPD_OK);
+    pmpd_precision_schedule_uniform(&manual, 4, 4);
+    assert_int_equal(pmpd_session_set_precision(s, &manual), PMPD_OK);
+    assert_int_equal(pmpd_session_prefill(s, prompt, APS_PROMPT_TOKENS, &logits), PMPD_OK);
+    memcpy(by_hand, logits, vocab * sizeof(float));
+    for (step = 0; step < APS_DECODE_TOKENS; step++) {
+        int32_t next = 0;
+        uint32_t i;
+        for (i = 1; i < vocab; i++)
+            if (logits[i] > logits[next])
+                next = (int32_t)i;
+        pmpd_precision_schedule_uniform(&manual, 4, step < 2 ? 4 : step < 5 ? 3 : 2);
+        assert_int_equal(pmpd_session_set_precision(s, &manual), PMPD_OK);
+        assert_int_equal(pmpd_session_decode(s, next, &logits), PMPD_OK);
+        memcpy(by_hand + (step + 1) * vocab, logits, vocab * sizeof(float));
+    }
+    assert_memory_equal(scheduled, by_hand, aps_floats(&m) * sizeof(float));
+    pmpd_session_destroy(s);
+    free(scheduled);
+    free(by_hand);
+    aps_free(&m);
+}
+
+static void test_schedule_rules_and_section(void **state)
+{
+    pmpd_precision_schedule good, bad, read;
+    unsigned char bytes[128];
+    size_t size = 0;
+    aps_model m;
+    pmpd_error err;
+    (void)state;
+    memset(&good, 0, sizeof good);
+    good.prefill_bits = 4;
+    good.n_widths = 3;
+    good.decode_bits[0] = 4;
+    good.decode_bits[1] = 3;
+    good.decode_bits[2] = 2;
+    good.from_step[1] = 10;
+    good.from_step[2] = PMPD_SCHEDULE_NEVER;
+    assert_int_equal(pmpd_precision_schedule_check(&good), PMPD_OK);
+    assert_int_equal(pmpd_precision_schedule_bits_at(&good, 0), 4);
+    assert_int_equal(pmpd_precision_schedule_bits_at(&good, 9), 4);
+    assert_int_equal(pmpd_precision_schedule_bits_at(&good, 10), 3);
+    assert_int_equal(pmpd_precision_schedule_bits_at(&good, UINT32_MAX - 1), 3);
+    bad = good;
+    bad.decode_bits[2] = 3; /* widths must go down */
+    assert_int_equal(pmpd_precision_schedule_check(&bad), PMPD_ERR_INVALID_ARGUMENT);
+    bad = good;
+    bad.from_step[2] = 5; /* and never come back */
+    assert_int_equal(pmpd_precision_schedule_check(&bad), PMPD_ERR_INVALID_ARGUMENT);
+    bad = good;
+    bad.from_step[0] = 1;
+    assert_int_equal(pmpd_precision_schedule_check(&bad), PMPD_ERR_INVALID_ARGUMENT);
+    bad = good;
+    bad.n_widths = 0;
+    assert_int_equal(pmpd_precision_schedule_check(&bad), PMPD_ERR_INVALID_ARGUMENT);
+    assert_int_equal(pmpd_precision_schedule_encode(&good, bytes, 10, &size), PMPD_ERR_INVALID_ARGUMENT);
+    assert_int_equal(size, 8 + 3 * 8);
+
+    aps_build(&m, 3, &good);
+    assert_int_equal(pmpd_precision_schedule_from_model(m.model, &read, &err), PMPD_OK);
+    assert_memory_equal(&read, &good, sizeof good);
+    aps_free(&m);
+    aps_build(&m, 3, NULL);
+    assert_int_equal(pmpd_precision_schedule_from_model(m.model, &read, &err), PMPD_ERR_NOT_FOUND);
+    aps_free(&m);
+}
+
+/* A damaged ANYPREC header is caught by the loader with its offset. */
+static void test_loader_checks_anyprec_tensors(void **state)
+{
+    aps_model m;
+    pmpd_model *again = NULL;
+    pmpd_error err;
+    const unsigned char *first = NULL;
+    uint32_t i;
+    size_t offset;
+    (void)state;
+    aps_build(&m, 4, NULL);
+    for (i = 0; i < m.model->n_tensors && !first; i++)
+        if (m.model->tensors[i].type == PMPD_TENSOR_ANYPREC)
+            first = (const unsigned char *)m.model->tensors[i].data;
+    assert_non_null(first);
+    offset = (size_t)(first - m.container.data);
+    m.container.data[offset + 5] = 3; /* parent 3 no longer matches the size */
+    assert_int_equal(pmpd_model_open_memory(m.container.data, m.container.size, &m.arena, &again, &err),
+                     PMPD_ERR_FORMAT_SHAPE);
+    assert_true(err.offset == offset);
+    m.container.data[offset + 5] = 4;
+    m.container.data[offset] = 'X';
+    assert_int_equal(pmpd_model_open_memory(m.container.data, m.container.size, &m.arena, &again, &err),
+                     PMPD_ERR_FORMAT_MAGIC);
+    m.container.data[offset] = 'A';
+    aps_free(&m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parent_at_k_equals_direct_k),
+        cmocka_unit_test(test_schedule_switches_between_tokens),
+        cmocka_unit_test(test_schedule_rules_and_section),
+        cmocka_unit_test(test_loader_checks_anyprec_tensors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
