@@ -284,8 +284,12 @@ typedef enum pmpd_convert_input {
 
 typedef struct pmpd_convert_options {
     const char *tokenizer_path;   /* llama2.c tokenizer.bin, or NULL */
-    pmpd_tensor_type type;        /* PMPD_TENSOR_F32 or PMPD_TENSOR_F16 for the matrices */
-    /* Called now and then with bytes done and total while writing; may be NULL. */
+    pmpd_tensor_type type;        /* PMPD_TENSOR_F32, _F16 or _ANYPREC for the matrices */
+    /* PMPD_TENSOR_ANYPREC only: the tree's seed and parent widths (0: 2 and 4);
+     * the token embedding and a separate classifier stay f32. */
+    unsigned anyprec_seed_bits, anyprec_parent_bits;
+    /* Called now and then with work done and total (rows while quantizing,
+     * then bytes while writing); may be NULL. */
     void (*progress)(void *context, uint64_t done, uint64_t total);
     void *progress_context;
 } pmpd_convert_options;

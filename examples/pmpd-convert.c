@@ -1,4 +1,4 @@
-/* pmpd-convert IN OUT [--tokenizer FILE] [--type f32|f16]
+/* pmpd-convert IN OUT [--tokenizer FILE] [--type f32|f16|anyprec] [--bits SEED:PARENT]
  *
  * Converts a llama2.c checkpoint (legacy or version 1) or a GGUF v3 Llama
  * file into a .pmpd container.  Shows a progress line when stderr is a
@@ -15,14 +15,15 @@
 static void convert_progress(void *context, uint64_t done, uint64_t total)
 {
     (void)context;
-    fprintf(stderr, "\rpmpd-convert: writing %llu / %llu bytes", (unsigned long long)done, (unsigned long long)total);
+    fprintf(stderr, "\rpmpd-convert: %llu / %llu (%3.0f%%)", (unsigned long long)done, (unsigned long long)total,
+            total ? 100.0 * (double)done / (double)total : 100.0);
     if (done == total)
         fputc('\n', stderr);
 }
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: pmpd-convert IN OUT [--tokenizer FILE] [--type f32|f16]\n");
+    fprintf(stderr, "usage: pmpd-convert IN OUT [--tokenizer FILE] [--type f32|f16|anyprec] [--bits SEED:PARENT]\n");
     return 2;
 }
 
@@ -45,7 +46,12 @@ int main(int argc, char **argv)
                 options.type = PMPD_TENSOR_F32;
             else if (strcmp(type, "f16") == 0)
                 options.type = PMPD_TENSOR_F16;
+            else if (strcmp(type, "anyprec") == 0)
+                options.type = PMPD_TENSOR_ANYPREC;
             else
+                return usage();
+        } else if (strcmp(argv[i], "--bits") == 0 && i + 1 < argc) {
+            if (sscanf(argv[++i], "%u:%u", &options.anyprec_seed_bits, &options.anyprec_parent_bits) != 2)
                 return usage();
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
             return usage();
@@ -75,6 +81,6 @@ int main(int argc, char **argv)
     }
     printf("pmpd-convert: %s -> %s: %u tensors, %llu bytes, %llu parameters (%s)\n", in, out,
            (unsigned)summary.n_tensors, (unsigned long long)summary.bytes, (unsigned long long)summary.parameters,
-           options.type == PMPD_TENSOR_F16 ? "f16" : "f32");
+           options.type == PMPD_TENSOR_F16 ? "f16" : options.type == PMPD_TENSOR_ANYPREC ? "anyprec" : "f32");
     return 0;
 }

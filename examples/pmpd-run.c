@@ -3,12 +3,16 @@
  *
  *   pmpd-run MODEL [-p PROMPT] [-n TOKENS] [-t TEMP] [-k TOPK] [--top-p P]
  *            [-s SEED] [--ctx N] [--kv f32|f16] [--batch N] [--threads N] [--ids]
+ *            [--bits PREFILL:DECODE]
  *
  * Streams the text as it is generated (or, with --ids, prints the whole id
  * sequence: BOS, prompt and generated ids), stops early when the model
  * emits BOS as llama2.c's run.c does, then prints a summary line on stderr:
  * prompt tokens and prefill speed, generated tokens and decode speed, and
- * the arena bytes used of those planned.
+ * the arena bytes used of those planned.  With nested any-precision weights
+ * it also prints the precision in use: the prefill width, the tokens decoded
+ * at each width and the average decode bits (the model's static schedule
+ * applies unless --bits fixes the widths).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -36,6 +40,7 @@ typedef struct run_options {
     long threads;
     uint32_t kv_type;
     int print_ids;
+    unsigned prefill_bits, decode_bits; /* --bits; 0 = the model's schedule */
 } run_options;
 
 static void run_usage(FILE *out)
@@ -52,7 +57,9 @@ static void run_usage(FILE *out)
             "  --kv f32|f16   KV-cache storage (default f32)\n"
             "  --batch N      prompt tokens per prefill step (default 32)\n"
             "  --threads N    threads (default 1)\n"
-            "  --ids          print the token ids instead of text\n");
+            "  --ids          print the token ids instead of text\n"
+            "  --bits P:D     any-precision models: prefill and decode widths\n"
+            "                 (default: the model's schedule, else the widest)\n");
 }
 
 static int run_parse_long(const char *text, long min, long *out)
@@ -121,6 +128,9 @@ static int run_parse(int argc, char **argv, run_options *o)
         else if (!strcmp(a, "--ctx")) ok = run_parse_long(v, 1, &o->context);
         else if (!strcmp(a, "--batch")) ok = run_parse_long(v, 1, &o->batch);
         else if (!strcmp(a, "--threads")) ok = run_parse_long(v, 1, &o->threads);
+        else if (!strcmp(a, "--bits"))
+            ok = sscanf(v, "%u:%u", &o->prefill_bits, &o->decode_bits) == 2 && o->prefill_bits <= 8 &&
+                 o->decode_bits <= 8;
         else if (!strcmp(a, "--kv")) {
             ok = !strcmp(v, "f32") || !strcmp(v, "f16");
             o->kv_type = !strcmp(v, "f16") ? PMPD_KV_F16 : PMPD_KV_F32;
@@ -162,6 +172,50 @@ static int run_fail(const char *what, pmpd_status st)
     return 1;
 }
 
+/* Tokens decoded at each width, for the precision summary. */
+typedef struct run_precision {
+    unsigned parent_bits; /* 0: the model has no nested weights */
+    unsigned prefill_bits;
+    size_t at_width[PMPD_ANYPREC_MAX_BITS + 1];
+} run_precision;
+
+static pmpd_status run_precision_start(const run_options *o, const pmpd_model *model, pmpd_session *session,
+                                       run_precision *p)
+{
+    pmpd_precision_schedule schedule;
+    unsigned seed_bits;
+    memset(p, 0, sizeof *p);
+    if (pmpd_model_anyprec_widths(model, &seed_bits, &p->parent_bits) != PMPD_OK)
+        return PMPD_OK;
+    if (o->prefill_bits || o->decode_bits || pmpd_precision_schedule_from_model(model, &schedule, NULL) != PMPD_OK)
+        pmpd_precision_schedule_uniform(&schedule, o->prefill_bits, o->decode_bits);
+    p->prefill_bits = schedule.prefill_bits ? schedule.prefill_bits : p->parent_bits;
+    return pmpd_session_set_precision(session, &schedule);
+}
+
+static void run_precision_count(run_precision *p, const pmpd_session *session)
+{
+    unsigned bits = pmpd_session_decode_bits(session);
+    if (p->parent_bits)
+        p->at_width[bits && bits < p->parent_bits ? bits : p->parent_bits]++;
+}
+
+static void run_precision_report(const run_precision *p)
+{
+    size_t total = 0, weighted = 0;
+    unsigned k;
+    if (!p->parent_bits)
+        return;
+    fprintf(stderr, "precision: prefill %u bits; decode", p->prefill_bits);
+    for (k = PMPD_ANYPREC_MAX_BITS; k >= 1; k--)
+        if (p->at_width[k]) {
+            fprintf(stderr, " %zu tokens at %u bits", p->at_width[k], k);
+            total += p->at_width[k];
+            weighted += k * p->at_width[k];
+        }
+    fprintf(stderr, "; average decode %.2f bits\n", total ? (double)weighted / (double)total : 0.0);
+}
+
 static int run_generate(const run_options *o, const pmpd_model *model, int32_t *ids, size_t n_prompt)
 {
     const pmpd_model_info *info = pmpd_model_get_info(model);
@@ -176,6 +230,7 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
     uint64_t t0, t1, t2;
     void *block;
     pmpd_status st;
+    run_precision precision;
 
     pmpd_session_config_init(&config);
     config.context_length = (uint32_t)o->context;
@@ -200,6 +255,11 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
         return run_fail("session", st);
     }
     pmpd_rng_seed(&rng, o->seed);
+    if ((st = run_precision_start(o, model, session, &precision)) != PMPD_OK) {
+        pmpd_session_destroy(session);
+        free(block);
+        return run_fail("precision schedule", st);
+    }
 
     t0 = pmpd_platform_now_ns();
     st = pmpd_session_prefill(session, ids, n_prompt, &logits);
@@ -231,6 +291,7 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
         }
         if (n == n_prompt + (size_t)o->n_generate)
             break;
+        run_precision_count(&precision, session);
         st = pmpd_session_decode(session, next, &logits);
         if (st == PMPD_ERR_CONTEXT_FULL)
             break;
@@ -256,6 +317,7 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
                 "arena %zu of %zu bytes planned\n",
                 n_prompt, prefill_s > 0 ? (double)n_prompt / prefill_s : 0.0, generated,
                 decode_s > 0 ? (double)decoded / decode_s : 0.0, arena.high_water, planned);
+        run_precision_report(&precision);
     }
     pmpd_session_destroy(session);
     free(block);
