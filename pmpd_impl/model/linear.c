@@ -4,6 +4,7 @@
 
 #include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/model/f16.h"
+#include "pmpd_impl/model/linear_float.h"
 #include "pmpd_impl/precision/anyprec.h"
 
 /* The float kernels walk a weight row in chunks (converted once per chunk
@@ -93,6 +94,27 @@ static int pmpd_linear_anyprec_scratch(size_t cols, size_t *bytes)
            pmpd_checked_add(padded, scales, bytes);
 }
 
+#if PMPD_LINEAR_FLOAT_SIMD
+static void pmpd_linear_float_simd_rows(void *ctx, size_t begin, size_t end, unsigned worker)
+{
+    const pmpd_linear_job *job = (const pmpd_linear_job *)ctx;
+    (void)worker;
+    pmpd_linear_float_simd(job->w, job->x, job->n_tokens, job->y, begin, end);
+}
+#endif
+
+PMPD_INTERNAL void pmpd_linear_reference(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y)
+{
+    pmpd_linear_job job;
+    job.w = w;
+    job.x = x;
+    job.y = y;
+    job.n_tokens = n_tokens;
+    job.rows = (size_t)w->dims[0];
+    job.cols = (size_t)w->dims[1];
+    pmpd_linear_float_rows(&job, 0, job.rows, 0);
+}
+
 PMPD_INTERNAL pmpd_status pmpd_linear_scratch_bytes(const pmpd_tensor *w, size_t n_tokens,
                                                     unsigned n_threads, size_t *bytes)
 {
@@ -124,7 +146,12 @@ PMPD_INTERNAL void pmpd_linear(const pmpd_tensor *w, const float *x, size_t n_to
     switch (w->type) {
     case PMPD_TENSOR_F32:
     case PMPD_TENSOR_F16:
+#if PMPD_LINEAR_FLOAT_SIMD
+        /* Granules of 4 rows keep the vector kernels on their 4-row path. */
+        pmpd_pool_run(pool, pmpd_linear_float_simd_rows, &job, job.rows, 4);
+#else
         pmpd_pool_run(pool, pmpd_linear_float_rows, &job, job.rows, 1);
+#endif
         break;
     case PMPD_TENSOR_ANYPREC:
         pmpd_anyprec_bind(w->data, w->dims[0], w->dims[1], &job.anyprec);

@@ -42,6 +42,10 @@ PMPD_INTERNAL pmpd_status pmpd_linear_scratch_bytes(const pmpd_tensor *w, size_t
 PMPD_INTERNAL void pmpd_linear(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y,
                                void *scratch, pmpd_pool *pool, unsigned bits);
 
+/* The scalar float product (f32 or f16 weights), single-threaded: the
+ * reference the vector kernels are tested against. */
+PMPD_INTERNAL void pmpd_linear_reference(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y);
+
 /* Row r of W as cols floats (the embedding lookup). */
 PMPD_INTERNAL void pmpd_linear_row(const pmpd_tensor *w, size_t r, float *out);
 
