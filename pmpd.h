@@ -406,6 +406,83 @@ uint32_t pmpd_session_decode_step(const struct pmpd_session *session);
 pmpd_status pmpd_anyprec_quantize(const float *w, uint64_t rows, uint64_t cols, const float *importance,
                                   unsigned seed_bits, unsigned parent_bits, uint64_t row_begin,
                                   uint64_t row_end, void *out, size_t out_size);
+
+/* ---- Calibration (offline, heap): data-free sets and quality metrics ---- */
+
+/* How a calibration set is drawn from the float model: n_prompts prompts of
+ * BOS + prompt_length tokens sampled at temperature (BOS excluded), each
+ * continued greedily for output_length tokens by the float model. */
+typedef struct pmpd_calibration_config {
+    uint32_t n_prompts;
+    uint32_t prompt_length;
+    uint32_t output_length;  /* OL */
+    uint64_t seed;
+    float temperature;
+} pmpd_calibration_config;
+
+/* 32 prompts of 8 tokens, 48 output tokens, temperature 1. */
+void pmpd_calibration_config_init(pmpd_calibration_config *config);
+
+/* Which set a sample is for; each uses its own range of seeds, so the sets
+ * never share a prompt stream. */
+#define PMPD_CALIBRATION_TRAIN 0u
+#define PMPD_CALIBRATION_VALIDATION 1u
+#define PMPD_CALIBRATION_TEST 2u
+
+typedef struct pmpd_calibration_set {
+    uint32_t n_prompts, prompt_length, output_length, vocab_size;
+    int32_t *prompts;         /* [n_prompts][prompt_length], BOS first */
+    int32_t *reference;       /* [n_prompts][output_length] float greedy tokens */
+    float *reference_logits;  /* [n_prompts][output_length][vocab] float logits */
+} pmpd_calibration_set;
+
+/* Samples set `which` (PMPD_CALIBRATION_*) from float_model.  Free with
+ * pmpd_calibration_set_free.  Errors: PMPD_ERR_INVALID_ARGUMENT (prompt +
+ * output longer than seq_len), PMPD_ERR_OUT_OF_MEMORY, session errors. */
+pmpd_status pmpd_calibration_set_sample(const pmpd_model *float_model, const pmpd_calibration_config *config,
+                                        uint32_t which, pmpd_calibration_set *set);
+void pmpd_calibration_set_free(pmpd_calibration_set *set);
+
+/* Quality against the float reference, averaged over the set: token-level
+ * Rouge-L (LCS F-measure) of the greedy output, next-token KL(float ||
+ * model) in nats and top-1 agreement under teacher forcing along the
+ * reference, and the mean width of the decode steps. */
+typedef struct pmpd_calibration_quality {
+    double rouge_l, kl, top1, average_decode_bits;
+} pmpd_calibration_quality;
+
+/* Runs every prompt of set through `model` at the schedule's widths (NULL:
+ * widest).  A model without ANYPREC tensors reports 32 decode bits. */
+pmpd_status pmpd_calibration_evaluate(const pmpd_model *model, const pmpd_calibration_set *set,
+                                      const pmpd_precision_schedule *schedule, pmpd_calibration_quality *quality);
+
+/* Every configuration a solver evaluated, for tables and plots. */
+#define PMPD_CALIBRATION_MAX_CANDIDATES 64
+typedef struct pmpd_calibration_report {
+    uint32_t n;
+    pmpd_precision_schedule schedule[PMPD_CALIBRATION_MAX_CANDIDATES];
+    pmpd_calibration_quality quality[PMPD_CALIBRATION_MAX_CANDIDATES];
+} pmpd_calibration_report;
+
+/* Phase-aware allocation: evaluates every (prefill, decode) width pair with
+ * decode <= prefill on the set and picks the one with the lowest decode
+ * width, then the lowest prefill width, whose Rouge-L is at least the
+ * widest pair's minus epsilon.  *best gets it as a uniform schedule,
+ * *reference the widest pair's quality; report (may be NULL) every pair. */
+pmpd_status pmpd_precision_phase_aware(const pmpd_model *nested, const pmpd_calibration_set *validation,
+                                       double epsilon, pmpd_precision_schedule *best,
+                                       pmpd_calibration_quality *reference, pmpd_calibration_report *report);
+
+/* Static PMPD scheduler: with prefill at prefill_bits, decode widths from
+ * the widest down to the seed width, and each width's switch step one of
+ * n_candidates points {0, OL/(N-1), ..., never} (never earlier than a wider
+ * width's), keeps the schedule with the lowest average decode width (then
+ * the best Rouge-L) whose Rouge-L is at least the widest pair's minus
+ * epsilon.  Errors: PMPD_ERR_INVALID_ARGUMENT (n_candidates outside 2..8),
+ * PMPD_ERR_NOT_FOUND (no ANYPREC tensors), evaluation errors. */
+pmpd_status pmpd_precision_static_solve(const pmpd_model *nested, const pmpd_calibration_set *validation,
+                                        double epsilon, unsigned prefill_bits, unsigned n_candidates,
+                                        pmpd_precision_schedule *best, pmpd_calibration_report *report);
 #endif
 
 /* ======================================================================
@@ -561,6 +638,12 @@ pmpd_status pmpd_sampler_sample(pmpd_sampler *sampler, const float *logits, pmpd
  * type, zero sizes, bad sub dims), PMPD_ERR_OVERFLOW. */
 pmpd_status pmpd_kv_bytes_per_token(uint32_t kv_type, uint32_t n_kv_heads, uint32_t head_dim,
                                     uint32_t pq_key_sub_dim, uint32_t pq_value_sub_dim, size_t *bytes);
+
+/* Bytes the session's KV cache holds for the positions in use, all layers,
+ * keys and values (for PQ: the codes plus the whole recent window, which is
+ * allocated up front).  Errors: PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_STATE
+ * (destroyed session). */
+pmpd_status pmpd_session_kv_bytes(const pmpd_session *session, size_t *bytes);
 
 #if defined(PMPD_OFFLINE) && PMPD_OFFLINE
 /* ---- Offline tools: PQ codebook training (heap-using) ---- */

@@ -1,0 +1,276 @@
+/* Data-free calibration: prompts sampled from the float model itself, its
+ * greedy continuations and next-token distributions as the reference, and
+ * the quality of a nested model under a precision schedule measured against
+ * them (token-level Rouge-L of the greedy output, next-token KL and top-1
+ * agreement under teacher forcing). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmpd.h"
+
+/* Splitmix64: sets drawn from different seeds share no stream. */
+static uint64_t calibrate_next(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double calibrate_uniform(uint64_t *state)
+{
+    return (double)(calibrate_next(state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* Most likely token other than BOS (BOS would end a story mid-measure). */
+static int32_t calibrate_argmax(const float *logits, uint32_t vocab, uint32_t bos)
+{
+    uint32_t i, best = bos == 0 ? 1 : 0;
+    for (i = 0; i < vocab; i++)
+        if (i != bos && logits[i] > logits[best])
+            best = i;
+    return (int32_t)best;
+}
+
+static int32_t calibrate_sample(const float *logits, uint32_t vocab, uint32_t bos, float temperature,
+                                uint64_t *rng)
+{
+    double max = -INFINITY, total = 0.0, pick;
+    uint32_t i;
+    if (temperature <= 0.0f)
+        return calibrate_argmax(logits, vocab, bos);
+    for (i = 0; i < vocab; i++)
+        if (i != bos && logits[i] > max)
+            max = logits[i];
+    for (i = 0; i < vocab; i++)
+        if (i != bos)
+            total += exp((logits[i] - max) / temperature);
+    pick = calibrate_uniform(rng) * total;
+    for (i = 0; i < vocab; i++) {
+        if (i == bos)
+            continue;
+        pick -= exp((logits[i] - max) / temperature);
+        if (pick <= 0.0)
+            return (int32_t)i;
+    }
+    return calibrate_argmax(logits, vocab, bos);
+}
+
+/* A session with its own malloc'ed arena. */
+typedef struct calibrate_session {
+    void *block;
+    pmpd_session *session;
+} calibrate_session;
+
+static pmpd_status calibrate_open(const pmpd_model *model, uint32_t context, calibrate_session *cs)
+{
+    pmpd_session_config config;
+    pmpd_arena arena;
+    size_t bytes = 0;
+    pmpd_status st;
+    pmpd_session_config_init(&config);
+    config.context_length = context;
+    cs->block = NULL;
+    cs->session = NULL;
+    st = pmpd_session_plan(model, &config, &bytes);
+    if (st != PMPD_OK)
+        return st;
+    cs->block = malloc(bytes + PMPD_ARENA_ALIGNMENT);
+    if (!cs->block)
+        return PMPD_ERR_OUT_OF_MEMORY;
+    pmpd_arena_init(&arena, cs->block, bytes + PMPD_ARENA_ALIGNMENT);
+    return pmpd_session_create(model, &config, &arena, &cs->session);
+}
+
+static void calibrate_close(calibrate_session *cs)
+{
+    pmpd_session_destroy(cs->session);
+    free(cs->block);
+}
+
+void pmpd_calibration_config_init(pmpd_calibration_config *config)
+{
+    if (!config)
+        return;
+    config->n_prompts = 32;
+    config->prompt_length = 8;
+    config->output_length = 48;
+    config->seed = 20240601;
+    config->temperature = 1.0f;
+}
+
+void pmpd_calibration_set_free(pmpd_calibration_set *set)
+{
+    if (!set)
+        return;
+    free(set->prompts);
+    free(set->reference);
+    free(set->reference_logits);
+    memset(set, 0, sizeof *set);
+}
+
+pmpd_status pmpd_calibration_set_sample(const pmpd_model *float_model, const pmpd_calibration_config *config,
+                                        uint32_t which, pmpd_calibration_set *set)
+{
+    const pmpd_model_info *info;
+    calibrate_session cs;
+    uint32_t p, t, plen, olen, vocab;
+    pmpd_status st;
+    if (!float_model || !config || !set || config->n_prompts == 0 || config->output_length == 0)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    memset(set, 0, sizeof *set);
+    info = pmpd_model_get_info(float_model);
+    vocab = info->vocab_size;
+    plen = config->prompt_length + 1;
+    olen = config->output_length;
+    if ((uint64_t)plen + olen > info->seq_len)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    set->n_prompts = config->n_prompts;
+    set->prompt_length = plen;
+    set->output_length = olen;
+    set->vocab_size = vocab;
+    set->prompts = (int32_t *)malloc((size_t)set->n_prompts * plen * sizeof(int32_t));
+    set->reference = (int32_t *)malloc((size_t)set->n_prompts * olen * sizeof(int32_t));
+    set->reference_logits = (float *)malloc((size_t)set->n_prompts * olen * vocab * sizeof(float));
+    if (!set->prompts || !set->reference || !set->reference_logits) {
+        pmpd_calibration_set_free(set);
+        return PMPD_ERR_OUT_OF_MEMORY;
+    }
+    st = calibrate_open(float_model, plen + olen, &cs);
+    for (p = 0; p < set->n_prompts && st == PMPD_OK; p++) {
+        /* Each prompt has its own seed; `which` (train, validation, test)
+         * picks a disjoint range of seeds. */
+        uint64_t rng = config->seed + ((uint64_t)which << 32) + p;
+        int32_t *prompt = set->prompts + (size_t)p * plen, *ref = set->reference + (size_t)p * olen;
+        float *ref_logits = set->reference_logits + (size_t)p * olen * vocab;
+        const float *logits = NULL;
+        st = pmpd_session_reset(cs.session);
+        prompt[0] = (int32_t)info->bos_id;
+        for (t = 0; st == PMPD_OK && t + 1 < plen; t++) {
+            st = pmpd_session_decode(cs.session, prompt[t], &logits);
+            if (st == PMPD_OK)
+                prompt[t + 1] = calibrate_sample(logits, vocab, info->bos_id, config->temperature, &rng);
+        }
+        if (st == PMPD_OK)
+            st = pmpd_session_decode(cs.session, prompt[plen - 1], &logits);
+        for (t = 0; t < olen && st == PMPD_OK; t++) {
+            memcpy(ref_logits + (size_t)t * vocab, logits, vocab * sizeof(float));
+            ref[t] = calibrate_argmax(logits, vocab, info->bos_id);
+            if (t + 1 < olen)
+                st = pmpd_session_decode(cs.session, ref[t], &logits);
+        }
+    }
+    calibrate_close(&cs);
+    if (st != PMPD_OK)
+        pmpd_calibration_set_free(set);
+    return st;
+}
+
+/* Longest common subsequence of two token strings (O(n*m), one row). */
+static size_t calibrate_lcs(const int32_t *a, const int32_t *b, size_t n, size_t *row)
+{
+    size_t i, j;
+    memset(row, 0, (n + 1) * sizeof *row);
+    for (i = 0; i < n; i++) {
+        size_t diagonal = 0;
+        for (j = 0; j < n; j++) {
+            size_t above = row[j + 1];
+            row[j + 1] = a[i] == b[j] ? diagonal + 1 : (row[j] > above ? row[j] : above);
+            diagonal = above;
+        }
+    }
+    return row[n];
+}
+
+/* KL(p_ref || p) of the two softmax distributions, in nats. */
+static double calibrate_kl(const float *ref, const float *logits, uint32_t vocab)
+{
+    double max_r = -INFINITY, max_q = -INFINITY, z_r = 0.0, z_q = 0.0, kl = 0.0;
+    uint32_t i;
+    for (i = 0; i < vocab; i++) {
+        max_r = ref[i] > max_r ? ref[i] : max_r;
+        max_q = logits[i] > max_q ? logits[i] : max_q;
+    }
+    for (i = 0; i < vocab; i++) {
+        z_r += exp(ref[i] - max_r);
+        z_q += exp(logits[i] - max_q);
+    }
+    for (i = 0; i < vocab; i++) {
+        double lr = ref[i] - max_r - log(z_r), lq = logits[i] - max_q - log(z_q);
+        kl += exp(lr) * (lr - lq);
+    }
+    return kl;
+}
+
+pmpd_status pmpd_calibration_evaluate(const pmpd_model *nested, const pmpd_calibration_set *set,
+                                      const pmpd_precision_schedule *schedule, pmpd_calibration_quality *quality)
+{
+    const pmpd_model_info *info;
+    calibrate_session cs;
+    uint32_t p, t, olen, vocab;
+    int32_t *output;
+    size_t *row;
+    double rouge = 0.0, kl = 0.0, top1 = 0.0, bits = 0.0;
+    unsigned seed_bits = 0, parent_bits = 0;
+    pmpd_status st;
+    if (!nested || !set || !quality || set->n_prompts == 0)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    info = pmpd_model_get_info(nested);
+    olen = set->output_length;
+    vocab = set->vocab_size;
+    if (vocab != info->vocab_size)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    if (pmpd_model_anyprec_widths(nested, &seed_bits, &parent_bits) != PMPD_OK)
+        parent_bits = 32; /* a float model: report its weights as 32-bit */
+    output = (int32_t *)malloc(olen * sizeof(int32_t));
+    row = (size_t *)malloc((olen + 1) * sizeof(size_t));
+    if (!output || !row) {
+        free(output);
+        free(row);
+        return PMPD_ERR_OUT_OF_MEMORY;
+    }
+    st = calibrate_open(nested, set->prompt_length + olen, &cs);
+    if (st == PMPD_OK)
+        st = pmpd_session_set_precision(cs.session, schedule);
+    for (p = 0; p < set->n_prompts && st == PMPD_OK; p++) {
+        const int32_t *prompt = set->prompts + (size_t)p * set->prompt_length;
+        const int32_t *ref = set->reference + (size_t)p * olen;
+        const float *ref_logits = set->reference_logits + (size_t)p * olen * vocab, *logits = NULL;
+        /* Greedy output at the schedule's widths. */
+        st = pmpd_session_reset(cs.session);
+        if (st == PMPD_OK)
+            st = pmpd_session_prefill(cs.session, prompt, set->prompt_length, &logits);
+        for (t = 0; t < olen && st == PMPD_OK; t++) {
+            output[t] = calibrate_argmax(logits, vocab, info->bos_id);
+            if (t + 1 < olen) {
+                unsigned w = pmpd_session_decode_bits(cs.session);
+                bits += w && w < parent_bits ? w : parent_bits;
+                st = pmpd_session_decode(cs.session, output[t], &logits);
+            }
+        }
+        if (st != PMPD_OK)
+            break;
+        rouge += (double)calibrate_lcs(output, ref, olen, row) / (double)olen;
+        /* Teacher forcing along the reference: same widths, step by step. */
+        st = pmpd_session_reset(cs.session);
+        if (st == PMPD_OK)
+            st = pmpd_session_prefill(cs.session, prompt, set->prompt_length, &logits);
+        for (t = 0; t < olen && st == PMPD_OK; t++) {
+            kl += calibrate_kl(ref_logits + (size_t)t * vocab, logits, vocab);
+            top1 += calibrate_argmax(logits, vocab, info->bos_id) == ref[t];
+            if (t + 1 < olen)
+                st = pmpd_session_decode(cs.session, ref[t], &logits);
+        }
+    }
+    calibrate_close(&cs);
+    free(output);
+    free(row);
+    if (st != PMPD_OK)
+        return st;
+    quality->rouge_l = rouge / set->n_prompts;
+    quality->kl = kl / ((double)set->n_prompts * olen);
+    quality->top1 = top1 / ((double)set->n_prompts * olen);
+    quality->average_decode_bits = olen > 1 ? bits / ((double)set->n_prompts * (olen - 1)) : parent_bits;
+    return PMPD_OK;
+}
