@@ -26,6 +26,7 @@
 #define DIM 24
 #define TOKENS 37
 
+#if KERNELS_SIMD
 static float *random_floats(test_rng *rng, size_t n, float scale)
 {
     float *x = malloc(n * sizeof(float));
@@ -43,7 +44,6 @@ static void assert_close(const float *a, const float *b, size_t n)
         assert_true(fabsf(a[i] - b[i]) <= 1e-5f * (1.0f + fabsf(b[i])));
 }
 
-#if KERNELS_SIMD
 static void check_row_kernels(uint32_t lanes)
 {
     test_rng rng;
