@@ -182,7 +182,10 @@ static void test_batched_prefill_equals_token_by_token(void **state)
         assert_int_equal(pmpd_session_reset(s1), PMPD_OK);
         for (i = 0; i < n_prompt; i++)
             assert_int_equal(pmpd_session_decode(s1, bos_ids[i], &l1), PMPD_OK);
-        assert_int_equal(pmpd_session_prefill(s2, bos_ids, n_prompt, &l2), PMPD_OK);
+        /* Two prefill calls continue one another (a prompt in parts, or a
+         * second turn of a conversation). */
+        assert_int_equal(pmpd_session_prefill(s2, bos_ids, 20, &l2), PMPD_OK);
+        assert_int_equal(pmpd_session_prefill(s2, bos_ids + 20, n_prompt - 20, &l2), PMPD_OK);
         assert_int_equal(pmpd_session_position(s2), n_prompt);
         assert_true(max_abs_diff(l1, l2, 512) <= 1e-6f);
         for (i = n_prompt; i < n_prompt + 5; i++) {
