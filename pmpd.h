@@ -645,6 +645,12 @@ pmpd_status pmpd_kv_bytes_per_token(uint32_t kv_type, uint32_t n_kv_heads, uint3
  * (destroyed session). */
 pmpd_status pmpd_session_kv_bytes(const pmpd_session *session, size_t *bytes);
 
+/* Bytes the session's KV cache holds for the positions in use, all layers,
+ * keys and values (for PQ: the codes plus the whole recent window, which is
+ * allocated up front).  Errors: PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_STATE
+ * (destroyed session). */
+pmpd_status pmpd_session_kv_bytes(const pmpd_session *session, size_t *bytes);
+
 #if defined(PMPD_OFFLINE) && PMPD_OFFLINE
 /* ---- Offline tools: PQ codebook training (heap-using) ---- */
 
@@ -668,6 +674,38 @@ pmpd_status pmpd_pq_train_codebook(const float *vectors, size_t count, uint32_t 
 pmpd_status pmpd_pq_section_write(uint32_t head_dim, uint32_t key_sub_dim, uint32_t value_sub_dim,
                                   uint32_t bits, uint32_t n_books, const float *centroids, void *out,
                                   size_t out_size, size_t *written);
+
+/* How pmpd_pq_calibrate draws its data and trains. */
+typedef struct pmpd_pq_calibration_options {
+    uint32_t key_sub_dim;     /* 2 or 4 */
+    uint32_t value_sub_dim;   /* 2 or 4 */
+    uint32_t per_layer;       /* 1: a codebook pair per layer; 0: one pair shared by all */
+    uint32_t n_sequences;     /* calibration texts sampled from BOS */
+    uint32_t sequence_length; /* tokens per text (capped at the model's seq_len) */
+    uint32_t iterations;      /* Lloyd steps per subspace */
+    uint64_t seed;            /* texts use seed, seed+1, ...; k-means seeds derive from it */
+} pmpd_pq_calibration_options;
+
+/* 2-dim subspaces for K and V, per-layer codebooks, 8 texts of 256
+ * tokens, 20 iterations, seed 1. */
+void pmpd_pq_calibration_options_init(pmpd_pq_calibration_options *options);
+
+/* Data-free calibration: the float model (f32 KV cache) samples its own
+ * texts at temperature 1; their post-rotary keys and their values train
+ * the codebooks (at most 65536 evenly spread vectors per codebook).
+ * *section receives a malloc'ed PMPD_SECTION_KV_CODEBOOKS body (free it)
+ * and *size its length.  Deterministic for a given model and options.
+ * Errors: PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_OUT_OF_MEMORY,
+ * PMPD_ERR_OVERFLOW, and session errors. */
+pmpd_status pmpd_pq_calibrate(const pmpd_model *model, const pmpd_pq_calibration_options *options,
+                              void **section, size_t *size);
+
+/* Opens the container at in_path, calibrates as above and writes a copy to
+ * out_path with the codebook section added (replacing any earlier one).
+ * Errors: those of pmpd_model_open_file (err filled) and pmpd_pq_calibrate,
+ * PMPD_ERR_IO when out_path cannot be written (nothing is left behind). */
+pmpd_status pmpd_pq_calibrate_file(const char *in_path, const char *out_path,
+                                   const pmpd_pq_calibration_options *options, pmpd_error *err);
 #endif
 
 #ifdef __cplusplus

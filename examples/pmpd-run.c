@@ -2,14 +2,14 @@
  * pmpd-run: generate text with a .pmpd model.
  *
  *   pmpd-run MODEL [-p PROMPT] [-n TOKENS] [-t TEMP] [-k TOPK] [--top-p P]
- *            [-s SEED] [--ctx N] [--kv f32|f16] [--batch N] [--threads N] [--ids]
+ *            [-s SEED] [--ctx N] [--kv f32|f16|pq|int8|int4] [--batch N] [--threads N] [--ids]
  *            [--bits PREFILL:DECODE]
  *
  * Streams the text as it is generated (or, with --ids, prints the whole id
  * sequence: BOS, prompt and generated ids), stops early when the model
  * emits BOS as llama2.c's run.c does, then prints a summary line on stderr:
  * prompt tokens and prefill speed, generated tokens and decode speed, and
- * the arena bytes used of those planned.  With nested any-precision weights
+ * the arena bytes used of those planned, and the KV-cache bytes.  With nested any-precision weights
  * it also prints the precision in use: the prefill width, the tokens decoded
  * at each width and the average decode bits (the model's static schedule
  * applies unless --bits fixes the widths).
@@ -54,7 +54,8 @@ static void run_usage(FILE *out)
             "  --top-p P      nucleus sampling threshold (default 0.9; 1 = off)\n"
             "  -s SEED        random seed (default 0)\n"
             "  --ctx N        context length (default: the model's)\n"
-            "  --kv f32|f16   KV-cache storage (default f32)\n"
+            "  --kv MODE      KV-cache storage: f32 (default), f16, pq (needs the\n"
+            "                 model's KV codebooks), int8 or int4 (uniform baselines)\n"
             "  --batch N      prompt tokens per prefill step (default 32)\n"
             "  --threads N    threads (default 1)\n"
             "  --ids          print the token ids instead of text\n"
@@ -132,8 +133,15 @@ static int run_parse(int argc, char **argv, run_options *o)
             ok = sscanf(v, "%u:%u", &o->prefill_bits, &o->decode_bits) == 2 && o->prefill_bits <= 8 &&
                  o->decode_bits <= 8;
         else if (!strcmp(a, "--kv")) {
-            ok = !strcmp(v, "f32") || !strcmp(v, "f16");
-            o->kv_type = !strcmp(v, "f16") ? PMPD_KV_F16 : PMPD_KV_F32;
+            static const char *const kv_names[] = {"f32", "f16", "pq", "int8", "int4"};
+            static const uint32_t kv_types[] = {PMPD_KV_F32, PMPD_KV_F16, PMPD_KV_PQ, PMPD_KV_INT8, PMPD_KV_INT4};
+            size_t k;
+            ok = 0;
+            for (k = 0; k < sizeof kv_types / sizeof kv_types[0]; k++)
+                if (!strcmp(v, kv_names[k])) {
+                    o->kv_type = kv_types[k];
+                    ok = 1;
+                }
         } else {
             fprintf(stderr, "pmpd-run: unknown option %s\n", a);
             return 0;
@@ -311,13 +319,15 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
         /* The decode clock covers the steps after the prompt; the first
          * generated token comes from the prefill logits. */
         double prefill_s = (double)(t1 - t0) * 1e-9, decode_s = (double)(t2 - t1) * 1e-9;
-        size_t generated = n - n_prompt, decoded = pmpd_session_position(session) - n_prompt;
+        size_t generated = n - n_prompt, decoded = pmpd_session_position(session) - n_prompt, kv_bytes;
         fprintf(stderr,
                 "prompt %zu tokens, prefill %.1f tokens/s; generated %zu tokens, decode %.1f tokens/s; "
                 "arena %zu of %zu bytes planned\n",
                 n_prompt, prefill_s > 0 ? (double)n_prompt / prefill_s : 0.0, generated,
                 decode_s > 0 ? (double)decoded / decode_s : 0.0, arena.high_water, planned);
         run_precision_report(&precision);
+        if (pmpd_session_kv_bytes(session, &kv_bytes) == PMPD_OK)
+            fprintf(stderr, "KV cache: %zu bytes for %zu positions\n", kv_bytes, pmpd_session_position(session));
     }
     pmpd_session_destroy(session);
     free(block);

@@ -1,0 +1,229 @@
+/*
+ * Calibration of the PQ KV cache (offline, heap): the float model writes
+ * its own calibration text (sampled at temperature 1 from BOS with fixed
+ * seeds), its f32 KV cache gives the post-rotary keys and the values, and
+ * k-means turns them into the codebook section; a container can then be
+ * rewritten with that section added.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmpd.h"
+#include "pmpd_impl/core/checked.h"
+#include "pmpd_impl/kvcache/pq_codebook_set.h"
+#include "pmpd_impl/model/session.h"
+#include "pmpd_impl/offline/format/builder.h"
+
+/* Enough vectors for 256 centroids per subspace, few enough for minutes. */
+#define PQ_CALIBRATE_MAX_VECTORS 65536u
+
+void pmpd_pq_calibration_options_init(pmpd_pq_calibration_options *options)
+{
+    memset(options, 0, sizeof *options);
+    options->key_sub_dim = 2;
+    options->value_sub_dim = 2;
+    options->per_layer = 1;
+    options->n_sequences = 8;
+    options->sequence_length = 256;
+    options->iterations = 20;
+    options->seed = 1;
+}
+
+/* Runs n_sequences sampled texts through an f32 session and copies their
+ * keys and values: out_* are [layer][sequence][position][kv_dim]. */
+static pmpd_status pq_calibrate_collect(const pmpd_model *model, const pmpd_pq_calibration_options *o, uint32_t length,
+                                        float *out_keys, float *out_values)
+{
+    const pmpd_model_info *info = &model->info;
+    size_t kv_dim = (size_t)info->n_kv_heads * info->head_dim, per_sequence = (size_t)length * kv_dim;
+    pmpd_session_config config;
+    pmpd_sampler_config sampling;
+    pmpd_sampler sampler;
+    pmpd_session *session = NULL;
+    pmpd_arena arena;
+    size_t session_bytes, sampler_bytes, layer;
+    void *block;
+    uint32_t seq, pos;
+    pmpd_status st;
+    pmpd_session_config_init(&config);
+    config.context_length = length;
+    config.kv_type = PMPD_KV_F32;
+    sampling.temperature = 1.0f;
+    sampling.top_k = 0;
+    sampling.top_p = 1.0f;
+    if ((st = pmpd_session_plan(model, &config, &session_bytes)) != PMPD_OK ||
+        (st = pmpd_sampler_plan(info->vocab_size, &sampler_bytes)) != PMPD_OK)
+        return st;
+    block = malloc(session_bytes + sampler_bytes + PMPD_ARENA_ALIGNMENT);
+    if (!block)
+        return PMPD_ERR_OUT_OF_MEMORY;
+    pmpd_arena_init(&arena, block, session_bytes + sampler_bytes + PMPD_ARENA_ALIGNMENT);
+    if ((st = pmpd_session_create(model, &config, &arena, &session)) == PMPD_OK)
+        st = pmpd_sampler_init(&sampler, &sampling, info->vocab_size, &arena);
+    for (seq = 0; st == PMPD_OK && seq < o->n_sequences; seq++) {
+        const float *logits;
+        int32_t token = (int32_t)info->bos_id;
+        pmpd_rng rng;
+        pmpd_rng_seed(&rng, o->seed + seq);
+        st = pmpd_session_reset(session);
+        if (st == PMPD_OK)
+            st = pmpd_session_prefill(session, &token, 1, &logits);
+        for (pos = 1; st == PMPD_OK && pos < length; pos++)
+            if ((st = pmpd_sampler_sample(&sampler, logits, &rng, &token)) == PMPD_OK)
+                st = pmpd_session_decode(session, token, &logits);
+        for (layer = 0; st == PMPD_OK && layer < info->n_layers; layer++) {
+            size_t from = layer * session->kv.capacity * kv_dim;
+            size_t to = (layer * o->n_sequences + seq) * per_sequence;
+            memcpy(out_keys + to, (const float *)session->kv.k + from, per_sequence * sizeof(float));
+            memcpy(out_values + to, (const float *)session->kv.v + from, per_sequence * sizeof(float));
+        }
+    }
+    pmpd_session_destroy(session);
+    free(block);
+    return st;
+}
+
+/* Every stride-th head vector of [first, first + count), so one codebook
+ * trains on at most PQ_CALIBRATE_MAX_VECTORS evenly spread vectors. */
+static size_t pq_calibrate_subsample(const float *vectors, size_t count, uint32_t dim, float *out)
+{
+    size_t stride = (count + PQ_CALIBRATE_MAX_VECTORS - 1) / PQ_CALIBRATE_MAX_VECTORS, i, n = 0;
+    for (i = 0; i < count; i += stride, n++)
+        memcpy(out + n * dim, vectors + i * dim, dim * sizeof(float));
+    return n;
+}
+
+pmpd_status pmpd_pq_calibrate(const pmpd_model *model, const pmpd_pq_calibration_options *options, void **section,
+                              size_t *size)
+{
+    const pmpd_model_info *info;
+    uint32_t length, books, b;
+    size_t per_layer, collected, book_floats_k, book_floats_v, samples, bytes;
+    float *keys = NULL, *values = NULL, *train = NULL, *centroids = NULL;
+    pmpd_status st = PMPD_OK;
+    if (!model || !options || !section || !size || options->n_sequences == 0 || options->sequence_length < 2)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    *section = NULL;
+    *size = 0;
+    info = &model->info;
+    length = options->sequence_length < info->seq_len ? options->sequence_length : info->seq_len;
+    books = options->per_layer ? info->n_layers : 1;
+    book_floats_k = (size_t)info->head_dim << 8;
+    book_floats_v = book_floats_k;
+    if (!pmpd_checked_mul3((size_t)options->n_sequences * length, info->n_kv_heads, info->head_dim, &per_layer) ||
+        !pmpd_checked_mul(per_layer, info->n_layers, &collected) ||
+        !pmpd_checked_mul(collected, sizeof(float), &bytes))
+        return PMPD_ERR_OVERFLOW;
+    keys = (float *)malloc(bytes);
+    values = (float *)malloc(bytes);
+    train = (float *)malloc((size_t)PQ_CALIBRATE_MAX_VECTORS * info->head_dim * sizeof(float));
+    centroids = (float *)malloc((book_floats_k + book_floats_v) * books * sizeof(float));
+    if (!keys || !values || !train || !centroids)
+        st = PMPD_ERR_OUT_OF_MEMORY;
+    if (st == PMPD_OK)
+        st = pq_calibrate_collect(model, options, length, keys, values);
+    for (b = 0; st == PMPD_OK && b < books; b++) {
+        /* A shared book trains on every layer's vectors, a layer's on its own. */
+        size_t first = options->per_layer ? (size_t)b * per_layer : 0;
+        size_t count = (options->per_layer ? per_layer : collected) / info->head_dim;
+        float *book = centroids + (size_t)b * (book_floats_k + book_floats_v);
+        samples = pq_calibrate_subsample(keys + first, count, info->head_dim, train);
+        st = pmpd_pq_train_codebook(train, samples, info->head_dim, options->key_sub_dim, 8, options->iterations,
+                                    options->seed * 2 + b, book);
+        if (st == PMPD_OK) {
+            samples = pq_calibrate_subsample(values + first, count, info->head_dim, train);
+            st = pmpd_pq_train_codebook(train, samples, info->head_dim, options->value_sub_dim, 8,
+                                        options->iterations, options->seed * 2 + 1 + b, book + book_floats_k);
+        }
+    }
+    if (st == PMPD_OK)
+        st = pmpd_pq_section_write(info->head_dim, options->key_sub_dim, options->value_sub_dim, 8, books, centroids,
+                                   NULL, 0, size);
+    if (st == PMPD_OK && !(*section = malloc(*size)))
+        st = PMPD_ERR_OUT_OF_MEMORY;
+    if (st == PMPD_OK)
+        st = pmpd_pq_section_write(info->head_dim, options->key_sub_dim, options->value_sub_dim, 8, books, centroids,
+                                   *section, *size, size);
+    if (st != PMPD_OK) {
+        free(*section);
+        *section = NULL;
+        *size = 0;
+    }
+    free(keys);
+    free(values);
+    free(train);
+    free(centroids);
+    return st;
+}
+
+/* The container again, every tensor and section copied, the codebook
+ * section replaced by the new one. */
+static pmpd_status pq_calibrate_rebuild(const pmpd_model *model, const void *section, size_t size, const char *out_path)
+{
+    pmpd_build_model b;
+    void *block = NULL;
+    unsigned char *data;
+    size_t bytes;
+    uint32_t i;
+    FILE *f;
+    pmpd_status st = PMPD_OK;
+    pmpd_build_init(&b);
+    b.info = model->info;
+    for (i = 0; st == PMPD_OK && i < model->n_tensors; i++) {
+        const pmpd_tensor *t = &model->tensors[i];
+        char name[PMPD_TENSOR_NAME_MAX + 1];
+        memcpy(name, t->name, t->name_length);
+        name[t->name_length] = '\0';
+        st = pmpd_build_add_tensor(&b, name, t->type, t->n_dims, t->dims, t->data, t->size);
+    }
+    for (i = 0; st == PMPD_OK && i < model->n_sections; i++) {
+        const pmpd_section *s = &model->sections[i];
+        if (s->kind != PMPD_SECTION_KV_CODEBOOKS)
+            st = pmpd_build_add_section(&b, s->kind, s->version, s->flags, s->data, s->size);
+    }
+    if (st == PMPD_OK)
+        st = pmpd_build_add_section(&b, PMPD_SECTION_KV_CODEBOOKS, PMPD_PQ_SECTION_VERSION, 0, section, size);
+    if (st == PMPD_OK)
+        st = pmpd_build_serialize(&b, &block, &data, &bytes);
+    if (st == PMPD_OK) {
+        f = fopen(out_path, "wb");
+        if (!f || fwrite(data, 1, bytes, f) != bytes)
+            st = PMPD_ERR_IO;
+        if (f && fclose(f) != 0)
+            st = PMPD_ERR_IO;
+        if (st != PMPD_OK)
+            remove(out_path);
+    }
+    free(block);
+    pmpd_build_free(&b);
+    return st;
+}
+
+pmpd_status pmpd_pq_calibrate_file(const char *in_path, const char *out_path,
+                                   const pmpd_pq_calibration_options *options, pmpd_error *err)
+{
+    pmpd_arena arena;
+    pmpd_model *model = NULL;
+    void *arena_block, *section = NULL;
+    size_t section_size = 0, arena_bytes = (size_t)64 << 20;
+    pmpd_status st;
+    if (!in_path || !out_path || !options)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    arena_block = malloc(arena_bytes);
+    if (!arena_block)
+        return PMPD_ERR_OUT_OF_MEMORY;
+    pmpd_arena_init(&arena, arena_block, arena_bytes);
+    st = pmpd_model_open_file(in_path, &arena, &model, err);
+    if (st == PMPD_OK)
+        st = pmpd_pq_calibrate(model, options, &section, &section_size);
+    if (st == PMPD_OK)
+        st = pq_calibrate_rebuild(model, section, section_size, out_path);
+    if (model)
+        pmpd_model_close(model);
+    free(section);
+    free(arena_block);
+    return st;
+}
+
+#undef PQ_CALIBRATE_MAX_VECTORS

@@ -1,0 +1,334 @@
+/* KV-cache modes on the real stories260K checkpoint, end to end through
+ * sessions.  Codebooks are trained (k-means, fixed seeds) on post-rotary
+ * keys and values the f32 model produces on its own sampled text; quality
+ * is then measured on prompts sampled with other seeds, against the f32
+ * cache: next-token KL and top-1 agreement along the f32 greedy
+ * continuation (teacher forced), and Rouge-L of each mode's own greedy
+ * continuation.  Prints the table the README quotes; asserts the PQ modes
+ * stay close to f32 and that the session reports the bytes it stores. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+
+#include "pmpd_impl/model/session.h"
+#include "tests/test_forward_fixture.h"
+
+#define CAL_SEQUENCES 2
+#define CAL_LENGTH 128
+#define PROMPTS 2
+#define PROMPT_LENGTH 24
+#define CONTINUATION 128
+#define CONTEXT (PROMPT_LENGTH + CONTINUATION)
+
+static fixture_model *model;
+static int32_t prompts[PROMPTS][PROMPT_LENGTH];
+static int32_t reference[PROMPTS][CONTINUATION];        /* f32 greedy continuation */
+static float *reference_logits;                          /* [PROMPTS][CONTINUATION][vocab] */
+
+static pmpd_session *open_session(uint32_t kv_type, uint32_t context, void **block)
+{
+    pmpd_session_config config;
+    pmpd_session *s = NULL;
+    pmpd_arena arena;
+    size_t bytes = 0;
+    pmpd_session_config_init(&config);
+    config.kv_type = kv_type;
+    config.context_length = context;
+    assert_int_equal(pmpd_session_plan(&model->model, &config, &bytes), PMPD_OK);
+    *block = malloc(bytes + PMPD_ARENA_ALIGNMENT);
+    assert_non_null(*block);
+    assert_int_equal(pmpd_arena_init(&arena, fixture_aligned(*block), bytes), PMPD_OK);
+    assert_int_equal(pmpd_session_create(&model->model, &config, &arena, &s), PMPD_OK);
+    return s;
+}
+
+static void close_session(pmpd_session *s, void *block)
+{
+    pmpd_session_destroy(s);
+    free(block);
+}
+
+static int32_t argmax(const float *logits)
+{
+    uint32_t i, best = 0;
+    for (i = 1; i < model->model.info.vocab_size; i++)
+        if (logits[i] > logits[best])
+            best = i;
+    return (int32_t)best;
+}
+
+static int32_t sample(const float *logits, test_rng *rng)
+{
+    uint32_t i, n = model->model.info.vocab_size;
+    float max = logits[0];
+    double sum = 0.0, r;
+    for (i = 1; i < n; i++)
+        max = logits[i] > max ? logits[i] : max;
+    for (i = 0; i < n; i++)
+        sum += exp((double)logits[i] - max);
+    r = (test_rng_uniform(rng) * 0.5 + 0.5) * sum;
+    for (i = 0; i + 1 < n; i++) {
+        r -= exp((double)logits[i] - max);
+        if (r <= 0.0)
+            break;
+    }
+    return (int32_t)i;
+}
+
+/* n tokens sampled at temperature 1 from BOS; the session ends holding
+ * every one of them. */
+static void sample_text(pmpd_session *s, uint64_t seed, int32_t *tokens, size_t n)
+{
+    test_rng rng;
+    const float *logits;
+    size_t i;
+    test_rng_seed(&rng, seed);
+    assert_int_equal(pmpd_session_reset(s), PMPD_OK);
+    tokens[0] = (int32_t)model->model.info.bos_id;
+    assert_int_equal(pmpd_session_prefill(s, tokens, 1, &logits), PMPD_OK);
+    for (i = 1; i < n; i++) {
+        tokens[i] = sample(logits, &rng);
+        assert_int_equal(pmpd_session_decode(s, tokens[i], &logits), PMPD_OK);
+    }
+}
+
+/* Post-rotary keys and values of the f32 model on its own sampled text,
+ * [layer][sequence][position][kv_head][head_dim], gathered once. */
+static float *calibration_keys, *calibration_values;
+
+static void collect_calibration(void)
+{
+    const pmpd_model_info *info = &model->model.info;
+    size_t kv_dim = (size_t)info->n_kv_heads * info->head_dim, per_sequence = CAL_LENGTH * kv_dim;
+    size_t per_layer = CAL_SEQUENCES * per_sequence, layer, seq;
+    int32_t tokens[CAL_LENGTH];
+    void *block;
+    pmpd_session *s = open_session(PMPD_KV_F32, CAL_LENGTH, &block);
+    calibration_keys = malloc(info->n_layers * per_layer * sizeof(float));
+    calibration_values = malloc(info->n_layers * per_layer * sizeof(float));
+    assert_true(calibration_keys && calibration_values);
+    for (seq = 0; seq < CAL_SEQUENCES; seq++) {
+        sample_text(s, 1 + seq, tokens, CAL_LENGTH);
+        for (layer = 0; layer < info->n_layers; layer++) {
+            size_t from = layer * s->kv.capacity * kv_dim, to = layer * per_layer + seq * per_sequence;
+            memcpy(calibration_keys + to, (const float *)s->kv.k + from, per_sequence * sizeof(float));
+            memcpy(calibration_values + to, (const float *)s->kv.v + from, per_sequence * sizeof(float));
+        }
+    }
+    close_session(s, block);
+}
+
+/* A codebook section trained on the calibration data: one key/value pair
+ * shared by every layer, or one pair per layer. */
+static unsigned char *train_section(uint32_t sub_dim, int per_layer, size_t *size)
+{
+    const pmpd_model_info *info = &model->model.info;
+    uint32_t books = per_layer ? info->n_layers : 1, b;
+    size_t vectors_per_layer = (size_t)CAL_SEQUENCES * CAL_LENGTH * info->n_kv_heads;
+    size_t count = per_layer ? vectors_per_layer : vectors_per_layer * info->n_layers;
+    size_t book_floats = (size_t)info->head_dim << 8, first;
+    float *centroids = malloc(2 * book_floats * books * sizeof(float));
+    unsigned char *section;
+    assert_non_null(centroids);
+    for (b = 0; b < books; b++) {
+        first = (size_t)b * vectors_per_layer * info->head_dim;
+        assert_int_equal(pmpd_pq_train_codebook(calibration_keys + first, count, info->head_dim, sub_dim, 8, 6,
+                                                100 + b, centroids + 2 * b * book_floats),
+                         PMPD_OK);
+        assert_int_equal(pmpd_pq_train_codebook(calibration_values + first, count, info->head_dim, sub_dim, 8, 6,
+                                                200 + b, centroids + (2 * b + 1) * book_floats),
+                         PMPD_OK);
+    }
+    assert_int_equal(pmpd_pq_section_write(info->head_dim, sub_dim, sub_dim, 8, books, NULL, NULL, 0, size), PMPD_OK);
+    section = malloc(*size);
+    assert_non_null(section);
+    assert_int_equal(pmpd_pq_section_write(info->head_dim, sub_dim, sub_dim, 8, books, centroids, section, *size, size),
+                     PMPD_OK);
+    free(centroids);
+    return section;
+}
+
+static int setup(void **state)
+{
+    const float *logits;
+    void *block;
+    pmpd_session *s;
+    size_t p, i, vocab;
+    (void)state;
+    model = fixture_load("stories260K.bin", 0, 0);
+    if (!model)
+        return -1;
+    vocab = model->model.info.vocab_size;
+    reference_logits = malloc((size_t)PROMPTS * CONTINUATION * vocab * sizeof(float));
+    if (!reference_logits)
+        return -1;
+    s = open_session(PMPD_KV_F32, CONTEXT, &block);
+    for (p = 0; p < PROMPTS; p++) {
+        /* Prompt seeds differ from every calibration seed. */
+        sample_text(s, 1000 + p, prompts[p], PROMPT_LENGTH);
+        assert_int_equal(pmpd_session_reset(s), PMPD_OK);
+        assert_int_equal(pmpd_session_prefill(s, prompts[p], PROMPT_LENGTH, &logits), PMPD_OK);
+        for (i = 0; i < CONTINUATION; i++) {
+            memcpy(reference_logits + (p * CONTINUATION + i) * vocab, logits, vocab * sizeof(float));
+            reference[p][i] = argmax(logits);
+            if (i + 1 < CONTINUATION)
+                assert_int_equal(pmpd_session_decode(s, reference[p][i], &logits), PMPD_OK);
+        }
+    }
+    close_session(s, block);
+    collect_calibration();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    free(calibration_keys);
+    free(calibration_values);
+    free(reference_logits);
+    fixture_free(model);
+    return 0;
+}
+
+typedef struct quality {
+    double kl, top1, rouge_l;
+} quality;
+
+/* KL(p_ref || p) of the softmax distributions of two logit vectors. */
+static double kl_divergence(const float *ref, const float *got, size_t n)
+{
+    double mr = ref[0], mg = got[0], zr = 0.0, zg = 0.0, kl = 0.0;
+    size_t i;
+    for (i = 1; i < n; i++) {
+        mr = ref[i] > mr ? ref[i] : mr;
+        mg = got[i] > mg ? got[i] : mg;
+    }
+    for (i = 0; i < n; i++) {
+        zr += exp(ref[i] - mr);
+        zg += exp(got[i] - mg);
+    }
+    for (i = 0; i < n; i++) {
+        double lr = ref[i] - mr - log(zr), lg = got[i] - mg - log(zg);
+        kl += exp(lr) * (lr - lg);
+    }
+    return kl;
+}
+
+/* Rouge-L F-measure of two equally long token sequences: LCS / length. */
+static double rouge_l(const int32_t *a, const int32_t *b, size_t n)
+{
+    static size_t table[CONTINUATION + 1][CONTINUATION + 1];
+    size_t i, j;
+    for (i = 0; i <= n; i++)
+        for (j = 0; j <= n; j++)
+            table[i][j] = i == 0 || j == 0 ? 0
+                          : a[i - 1] == b[j - 1] ? table[i - 1][j - 1] + 1
+                          : table[i - 1][j] > table[i][j - 1] ? table[i - 1][j] : table[i][j - 1];
+    return (double)table[n][n] / (double)n;
+}
+
+static quality evaluate(uint32_t kv_type, const char *label)
+{
+    quality q = {0.0, 0.0, 0.0};
+    size_t vocab = model->model.info.vocab_size, p, i, bytes = 0;
+    const float *logits;
+    int32_t own[CONTINUATION];
+    void *block;
+    pmpd_session *s = open_session(kv_type, CONTEXT, &block);
+    for (p = 0; p < PROMPTS; p++) {
+        assert_int_equal(pmpd_session_reset(s), PMPD_OK);
+        assert_int_equal(pmpd_session_prefill(s, prompts[p], PROMPT_LENGTH, &logits), PMPD_OK);
+        for (i = 0; i < CONTINUATION; i++) {
+            const float *ref = reference_logits + (p * CONTINUATION + i) * vocab;
+            q.kl += kl_divergence(ref, logits, vocab);
+            q.top1 += argmax(logits) == reference[p][i];
+            if (i + 1 < CONTINUATION)
+                assert_int_equal(pmpd_session_decode(s, reference[p][i], &logits), PMPD_OK);
+        }
+        assert_int_equal(pmpd_session_reset(s), PMPD_OK);
+        assert_int_equal(pmpd_session_prefill(s, prompts[p], PROMPT_LENGTH, &logits), PMPD_OK);
+        for (i = 0; i < CONTINUATION; i++) {
+            own[i] = argmax(logits);
+            if (i + 1 < CONTINUATION)
+                assert_int_equal(pmpd_session_decode(s, own[i], &logits), PMPD_OK);
+        }
+        q.rouge_l += rouge_l(own, reference[p], CONTINUATION);
+    }
+    bytes = pmpd_kv_cache_bytes_in_use(&s->kv, 1);
+    close_session(s, block);
+    q.kl /= PROMPTS * CONTINUATION;
+    q.top1 /= PROMPTS * CONTINUATION;
+    q.rouge_l /= PROMPTS;
+    printf("  %-24s KL %.5f  top-1 %.3f  Rouge-L %.3f  (%zu B for the first token)\n", label, q.kl, q.top1, q.rouge_l,
+           bytes);
+    return q;
+}
+
+static quality evaluate_pq(uint32_t sub_dim, int per_layer, const char *label)
+{
+    pmpd_section section;
+    size_t size;
+    quality q;
+    unsigned char *data = train_section(sub_dim, per_layer, &size);
+    memset(&section, 0, sizeof section);
+    section.kind = PMPD_SECTION_KV_CODEBOOKS;
+    section.version = 1;
+    section.data = data;
+    section.size = size;
+    model->model.sections = &section;
+    model->model.n_sections = 1;
+    q = evaluate(PMPD_KV_PQ, label);
+    model->model.sections = NULL;
+    model->model.n_sections = 0;
+    free(data);
+    return q;
+}
+
+static void test_quality_against_f32(void **state)
+{
+    quality f32, f16, int8, int4, pq2, pq2_layer, pq4, pq4_layer;
+    (void)state;
+    printf("  stories260K, %d unseen prompts x %d tokens, vs the f32 cache:\n", PROMPTS, CONTINUATION);
+    f32 = evaluate(PMPD_KV_F32, "f32");
+    f16 = evaluate(PMPD_KV_F16, "f16");
+    int8 = evaluate(PMPD_KV_INT8, "int8 uniform");
+    int4 = evaluate(PMPD_KV_INT4, "int4 uniform");
+    pq2 = evaluate_pq(2, 0, "pq 2-dim shared");
+    pq2_layer = evaluate_pq(2, 1, "pq 2-dim per layer");
+    pq4 = evaluate_pq(4, 0, "pq 4-dim shared");
+    pq4_layer = evaluate_pq(4, 1, "pq 4-dim per layer");
+    /* The f32 mode against itself is exact: the harness compares like with like. */
+    assert_true(f32.kl < 1e-9 && f32.top1 == 1.0 && f32.rouge_l == 1.0);
+    assert_true(f16.top1 > 0.99 && int8.top1 > 0.95 && int4.top1 > 0.6);
+    /* 2-dim PQ: 4 bits per number like int4, a third of its bytes here. */
+    assert_true(pq2.top1 > 0.75 && pq2.kl < 0.2 && pq2_layer.top1 > 0.8 && pq2_layer.kl < 0.15);
+    assert_true(pq2_layer.kl < int4.kl);
+    assert_true(pq4.top1 > 0.45 && pq4_layer.top1 > 0.55);
+}
+
+/* A PQ session needs the codebook section; without it planning says so. */
+static void test_pq_needs_codebooks(void **state)
+{
+    pmpd_session_config config;
+    size_t bytes;
+    (void)state;
+    pmpd_session_config_init(&config);
+    config.kv_type = PMPD_KV_PQ;
+    assert_int_equal(pmpd_session_plan(&model->model, &config, &bytes), PMPD_ERR_FORMAT_MISSING);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pq_needs_codebooks),
+        cmocka_unit_test(test_quality_against_f32),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
