@@ -8,9 +8,9 @@
 #include "pmpd_impl/model/model.h"
 #include "pmpd_impl/precision/anyprec.h"
 
-#define SCHEDULE_SECTION_VERSION 1u
-#define SCHEDULE_HEADER_BYTES 8u
-#define SCHEDULE_PAIR_BYTES 8u
+#define PRECISION_SCHEDULE_SECTION_VERSION 1u
+#define PRECISION_SCHEDULE_HEADER_BYTES 8u
+#define PRECISION_SCHEDULE_PAIR_BYTES 8u
 
 void pmpd_precision_schedule_uniform(pmpd_precision_schedule *schedule, unsigned prefill_bits,
                                      unsigned decode_bits)
@@ -36,7 +36,7 @@ unsigned pmpd_precision_schedule_bits_at(const pmpd_precision_schedule *schedule
 }
 
 /* Index of the first broken rule, or -1; *what names it. */
-static int schedule_first_violation(const pmpd_precision_schedule *s, const char **what)
+static int precision_schedule_first_violation(const pmpd_precision_schedule *s, const char **what)
 {
     uint32_t i;
     if (s->prefill_bits > PMPD_ANYPREC_MAX_BITS) {
@@ -73,10 +73,10 @@ pmpd_status pmpd_precision_schedule_check(const pmpd_precision_schedule *schedul
     const char *what;
     if (!schedule)
         return PMPD_ERR_INVALID_ARGUMENT;
-    return schedule_first_violation(schedule, &what) < 0 ? PMPD_OK : PMPD_ERR_INVALID_ARGUMENT;
+    return precision_schedule_first_violation(schedule, &what) < 0 ? PMPD_OK : PMPD_ERR_INVALID_ARGUMENT;
 }
 
-static void schedule_put_u32(unsigned char *p, uint32_t v)
+static void precision_schedule_put_u32(unsigned char *p, uint32_t v)
 {
     p[0] = (unsigned char)v;
     p[1] = (unsigned char)(v >> 8);
@@ -91,14 +91,14 @@ pmpd_status pmpd_precision_schedule_encode(const pmpd_precision_schedule *schedu
     uint32_t i;
     if (!schedule || !size || pmpd_precision_schedule_check(schedule) != PMPD_OK)
         return PMPD_ERR_INVALID_ARGUMENT;
-    *size = SCHEDULE_HEADER_BYTES + (size_t)schedule->n_widths * SCHEDULE_PAIR_BYTES;
+    *size = PRECISION_SCHEDULE_HEADER_BYTES + (size_t)schedule->n_widths * PRECISION_SCHEDULE_PAIR_BYTES;
     if (!out || capacity < *size)
         return PMPD_ERR_INVALID_ARGUMENT;
-    schedule_put_u32(p, schedule->prefill_bits);
-    schedule_put_u32(p + 4, schedule->n_widths);
+    precision_schedule_put_u32(p, schedule->prefill_bits);
+    precision_schedule_put_u32(p + 4, schedule->n_widths);
     for (i = 0; i < schedule->n_widths; i++) {
-        schedule_put_u32(p + SCHEDULE_HEADER_BYTES + SCHEDULE_PAIR_BYTES * i, schedule->decode_bits[i]);
-        schedule_put_u32(p + SCHEDULE_HEADER_BYTES + SCHEDULE_PAIR_BYTES * i + 4, schedule->from_step[i]);
+        precision_schedule_put_u32(p + PRECISION_SCHEDULE_HEADER_BYTES + PRECISION_SCHEDULE_PAIR_BYTES * i, schedule->decode_bits[i]);
+        precision_schedule_put_u32(p + PRECISION_SCHEDULE_HEADER_BYTES + PRECISION_SCHEDULE_PAIR_BYTES * i + 4, schedule->from_step[i]);
     }
     return PMPD_OK;
 }
@@ -118,27 +118,27 @@ pmpd_status pmpd_precision_schedule_from_model(const pmpd_model *model, pmpd_pre
             section = &model->sections[i];
     if (!section)
         return pmpd_error_set(err, PMPD_ERR_NOT_FOUND, PMPD_NO_OFFSET, "the model has no precision schedule");
-    if (section->version != SCHEDULE_SECTION_VERSION)
+    if (section->version != PRECISION_SCHEDULE_SECTION_VERSION)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_VERSION, PMPD_NO_OFFSET, "schedule section version %u, expected %u",
-                              (unsigned)section->version, SCHEDULE_SECTION_VERSION);
+                              (unsigned)section->version, PRECISION_SCHEDULE_SECTION_VERSION);
     p = (const unsigned char *)section->data;
-    if (section->size < SCHEDULE_HEADER_BYTES)
+    if (section->size < PRECISION_SCHEDULE_HEADER_BYTES)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, 0, "schedule section of %llu bytes has no header",
                               (unsigned long long)section->size);
     memset(schedule, 0, sizeof *schedule);
     schedule->prefill_bits = pmpd_le_u32(p);
     schedule->n_widths = pmpd_le_u32(p + 4);
     if (schedule->n_widths < 1 || schedule->n_widths > PMPD_SCHEDULE_MAX_WIDTHS ||
-        section->size != SCHEDULE_HEADER_BYTES + (uint64_t)schedule->n_widths * SCHEDULE_PAIR_BYTES)
+        section->size != PRECISION_SCHEDULE_HEADER_BYTES + (uint64_t)schedule->n_widths * PRECISION_SCHEDULE_PAIR_BYTES)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, 4, "schedule n_widths %lu disagrees with %llu bytes",
                               (unsigned long)schedule->n_widths, (unsigned long long)section->size);
     for (i = 0; i < schedule->n_widths; i++) {
-        schedule->decode_bits[i] = pmpd_le_u32(p + SCHEDULE_HEADER_BYTES + SCHEDULE_PAIR_BYTES * i);
-        schedule->from_step[i] = pmpd_le_u32(p + SCHEDULE_HEADER_BYTES + SCHEDULE_PAIR_BYTES * i + 4);
+        schedule->decode_bits[i] = pmpd_le_u32(p + PRECISION_SCHEDULE_HEADER_BYTES + PRECISION_SCHEDULE_PAIR_BYTES * i);
+        schedule->from_step[i] = pmpd_le_u32(p + PRECISION_SCHEDULE_HEADER_BYTES + PRECISION_SCHEDULE_PAIR_BYTES * i + 4);
     }
-    bad = schedule_first_violation(schedule, &what);
+    bad = precision_schedule_first_violation(schedule, &what);
     if (bad >= 0)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, SCHEDULE_HEADER_BYTES + SCHEDULE_PAIR_BYTES * (uint64_t)bad,
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, PRECISION_SCHEDULE_HEADER_BYTES + PRECISION_SCHEDULE_PAIR_BYTES * (uint64_t)bad,
                               "schedule: %s", what);
     pmpd_error_clear(err);
     return PMPD_OK;
@@ -168,6 +168,6 @@ pmpd_status pmpd_model_anyprec_widths(const pmpd_model *model, unsigned *seed_bi
     return PMPD_OK;
 }
 
-#undef SCHEDULE_SECTION_VERSION
-#undef SCHEDULE_HEADER_BYTES
-#undef SCHEDULE_PAIR_BYTES
+#undef PRECISION_SCHEDULE_SECTION_VERSION
+#undef PRECISION_SCHEDULE_HEADER_BYTES
+#undef PRECISION_SCHEDULE_PAIR_BYTES

@@ -10,7 +10,7 @@
 #include "pmpd.h"
 
 /* Splitmix64: sets drawn from different seeds share no stream. */
-static uint64_t calibrate_next(uint64_t *state)
+static uint64_t precision_calibrate_next(uint64_t *state)
 {
     uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -18,13 +18,13 @@ static uint64_t calibrate_next(uint64_t *state)
     return z ^ (z >> 31);
 }
 
-static double calibrate_uniform(uint64_t *state)
+static double precision_calibrate_uniform(uint64_t *state)
 {
-    return (double)(calibrate_next(state) >> 11) * (1.0 / 9007199254740992.0);
+    return (double)(precision_calibrate_next(state) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 /* Most likely token other than BOS (BOS would end a story mid-measure). */
-static int32_t calibrate_argmax(const float *logits, uint32_t vocab, uint32_t bos)
+static int32_t precision_calibrate_argmax(const float *logits, uint32_t vocab, uint32_t bos)
 {
     uint32_t i, best = bos == 0 ? 1 : 0;
     for (i = 0; i < vocab; i++)
@@ -33,20 +33,20 @@ static int32_t calibrate_argmax(const float *logits, uint32_t vocab, uint32_t bo
     return (int32_t)best;
 }
 
-static int32_t calibrate_sample(const float *logits, uint32_t vocab, uint32_t bos, float temperature,
+static int32_t precision_calibrate_sample(const float *logits, uint32_t vocab, uint32_t bos, float temperature,
                                 uint64_t *rng)
 {
     double max = -INFINITY, total = 0.0, pick;
     uint32_t i;
     if (temperature <= 0.0f)
-        return calibrate_argmax(logits, vocab, bos);
+        return precision_calibrate_argmax(logits, vocab, bos);
     for (i = 0; i < vocab; i++)
         if (i != bos && logits[i] > max)
             max = logits[i];
     for (i = 0; i < vocab; i++)
         if (i != bos)
             total += exp((logits[i] - max) / temperature);
-    pick = calibrate_uniform(rng) * total;
+    pick = precision_calibrate_uniform(rng) * total;
     for (i = 0; i < vocab; i++) {
         if (i == bos)
             continue;
@@ -54,16 +54,16 @@ static int32_t calibrate_sample(const float *logits, uint32_t vocab, uint32_t bo
         if (pick <= 0.0)
             return (int32_t)i;
     }
-    return calibrate_argmax(logits, vocab, bos);
+    return precision_calibrate_argmax(logits, vocab, bos);
 }
 
 /* A session with its own malloc'ed arena. */
-typedef struct calibrate_session {
+typedef struct precision_calibrate_session {
     void *block;
     pmpd_session *session;
-} calibrate_session;
+} precision_calibrate_session;
 
-static pmpd_status calibrate_open(const pmpd_model *model, uint32_t context, calibrate_session *cs)
+static pmpd_status precision_calibrate_open(const pmpd_model *model, uint32_t context, precision_calibrate_session *cs)
 {
     pmpd_session_config config;
     pmpd_arena arena;
@@ -83,7 +83,7 @@ static pmpd_status calibrate_open(const pmpd_model *model, uint32_t context, cal
     return pmpd_session_create(model, &config, &arena, &cs->session);
 }
 
-static void calibrate_close(calibrate_session *cs)
+static void precision_calibrate_close(precision_calibrate_session *cs)
 {
     pmpd_session_destroy(cs->session);
     free(cs->block);
@@ -114,7 +114,7 @@ pmpd_status pmpd_calibration_set_sample(const pmpd_model *float_model, const pmp
                                         uint32_t which, pmpd_calibration_set *set)
 {
     const pmpd_model_info *info;
-    calibrate_session cs;
+    precision_calibrate_session cs;
     uint32_t p, t, plen, olen, vocab;
     pmpd_status st;
     if (!float_model || !config || !set || config->n_prompts == 0 || config->output_length == 0)
@@ -137,7 +137,7 @@ pmpd_status pmpd_calibration_set_sample(const pmpd_model *float_model, const pmp
         pmpd_calibration_set_free(set);
         return PMPD_ERR_OUT_OF_MEMORY;
     }
-    st = calibrate_open(float_model, plen + olen, &cs);
+    st = precision_calibrate_open(float_model, plen + olen, &cs);
     for (p = 0; p < set->n_prompts && st == PMPD_OK; p++) {
         /* Each prompt has its own seed; `which` (train, validation, test)
          * picks a disjoint range of seeds. */
@@ -150,25 +150,25 @@ pmpd_status pmpd_calibration_set_sample(const pmpd_model *float_model, const pmp
         for (t = 0; st == PMPD_OK && t + 1 < plen; t++) {
             st = pmpd_session_decode(cs.session, prompt[t], &logits);
             if (st == PMPD_OK)
-                prompt[t + 1] = calibrate_sample(logits, vocab, info->bos_id, config->temperature, &rng);
+                prompt[t + 1] = precision_calibrate_sample(logits, vocab, info->bos_id, config->temperature, &rng);
         }
         if (st == PMPD_OK)
             st = pmpd_session_decode(cs.session, prompt[plen - 1], &logits);
         for (t = 0; t < olen && st == PMPD_OK; t++) {
             memcpy(ref_logits + (size_t)t * vocab, logits, vocab * sizeof(float));
-            ref[t] = calibrate_argmax(logits, vocab, info->bos_id);
+            ref[t] = precision_calibrate_argmax(logits, vocab, info->bos_id);
             if (t + 1 < olen)
                 st = pmpd_session_decode(cs.session, ref[t], &logits);
         }
     }
-    calibrate_close(&cs);
+    precision_calibrate_close(&cs);
     if (st != PMPD_OK)
         pmpd_calibration_set_free(set);
     return st;
 }
 
 /* Longest common subsequence of two token strings (O(n*m), one row). */
-static size_t calibrate_lcs(const int32_t *a, const int32_t *b, size_t n, size_t *row)
+static size_t precision_calibrate_lcs(const int32_t *a, const int32_t *b, size_t n, size_t *row)
 {
     size_t i, j;
     memset(row, 0, (n + 1) * sizeof *row);
@@ -184,7 +184,7 @@ static size_t calibrate_lcs(const int32_t *a, const int32_t *b, size_t n, size_t
 }
 
 /* KL(p_ref || p) of the two softmax distributions, in nats. */
-static double calibrate_kl(const float *ref, const float *logits, uint32_t vocab)
+static double precision_calibrate_kl(const float *ref, const float *logits, uint32_t vocab)
 {
     double max_r = -INFINITY, max_q = -INFINITY, z_r = 0.0, z_q = 0.0, kl = 0.0;
     uint32_t i;
@@ -207,7 +207,7 @@ pmpd_status pmpd_calibration_evaluate(const pmpd_model *nested, const pmpd_calib
                                       const pmpd_precision_schedule *schedule, pmpd_calibration_quality *quality)
 {
     const pmpd_model_info *info;
-    calibrate_session cs;
+    precision_calibrate_session cs;
     uint32_t p, t, olen, vocab;
     int32_t *output;
     size_t *row;
@@ -230,7 +230,7 @@ pmpd_status pmpd_calibration_evaluate(const pmpd_model *nested, const pmpd_calib
         free(row);
         return PMPD_ERR_OUT_OF_MEMORY;
     }
-    st = calibrate_open(nested, set->prompt_length + olen, &cs);
+    st = precision_calibrate_open(nested, set->prompt_length + olen, &cs);
     if (st == PMPD_OK)
         st = pmpd_session_set_precision(cs.session, schedule);
     for (p = 0; p < set->n_prompts && st == PMPD_OK; p++) {
@@ -242,7 +242,7 @@ pmpd_status pmpd_calibration_evaluate(const pmpd_model *nested, const pmpd_calib
         if (st == PMPD_OK)
             st = pmpd_session_prefill(cs.session, prompt, set->prompt_length, &logits);
         for (t = 0; t < olen && st == PMPD_OK; t++) {
-            output[t] = calibrate_argmax(logits, vocab, info->bos_id);
+            output[t] = precision_calibrate_argmax(logits, vocab, info->bos_id);
             if (t + 1 < olen) {
                 unsigned w = pmpd_session_decode_bits(cs.session);
                 bits += w && w < parent_bits ? w : parent_bits;
@@ -251,19 +251,19 @@ pmpd_status pmpd_calibration_evaluate(const pmpd_model *nested, const pmpd_calib
         }
         if (st != PMPD_OK)
             break;
-        rouge += (double)calibrate_lcs(output, ref, olen, row) / (double)olen;
+        rouge += (double)precision_calibrate_lcs(output, ref, olen, row) / (double)olen;
         /* Teacher forcing along the reference: same widths, step by step. */
         st = pmpd_session_reset(cs.session);
         if (st == PMPD_OK)
             st = pmpd_session_prefill(cs.session, prompt, set->prompt_length, &logits);
         for (t = 0; t < olen && st == PMPD_OK; t++) {
-            kl += calibrate_kl(ref_logits + (size_t)t * vocab, logits, vocab);
-            top1 += calibrate_argmax(logits, vocab, info->bos_id) == ref[t];
+            kl += precision_calibrate_kl(ref_logits + (size_t)t * vocab, logits, vocab);
+            top1 += precision_calibrate_argmax(logits, vocab, info->bos_id) == ref[t];
             if (t + 1 < olen)
                 st = pmpd_session_decode(cs.session, ref[t], &logits);
         }
     }
-    calibrate_close(&cs);
+    precision_calibrate_close(&cs);
     free(output);
     free(row);
     if (st != PMPD_OK)

@@ -5,7 +5,7 @@
 
 #include "pmpd.h"
 
-static void solver_record(pmpd_calibration_report *report, const pmpd_precision_schedule *schedule,
+static void precision_solver_record(pmpd_calibration_report *report, const pmpd_precision_schedule *schedule,
                           const pmpd_calibration_quality *quality)
 {
     if (!report || report->n >= PMPD_CALIBRATION_MAX_CANDIDATES)
@@ -15,13 +15,13 @@ static void solver_record(pmpd_calibration_report *report, const pmpd_precision_
     report->n++;
 }
 
-static pmpd_status solver_evaluate(const pmpd_model *nested, const pmpd_calibration_set *set,
+static pmpd_status precision_solver_evaluate(const pmpd_model *nested, const pmpd_calibration_set *set,
                                    const pmpd_precision_schedule *schedule, pmpd_calibration_report *report,
                                    pmpd_calibration_quality *quality)
 {
     pmpd_status st = pmpd_calibration_evaluate(nested, set, schedule, quality);
     if (st == PMPD_OK)
-        solver_record(report, schedule, quality);
+        precision_solver_record(report, schedule, quality);
     return st;
 }
 
@@ -41,14 +41,14 @@ pmpd_status pmpd_precision_phase_aware(const pmpd_model *nested, const pmpd_cali
     if (report)
         report->n = 0;
     pmpd_precision_schedule_uniform(&candidate, parent, parent);
-    st = solver_evaluate(nested, validation, &candidate, report, reference);
+    st = precision_solver_evaluate(nested, validation, &candidate, report, reference);
     best_prefill = best_decode = parent;
     for (decode = seed; decode <= parent && st == PMPD_OK; decode++)
         for (prefill = decode; prefill <= parent && st == PMPD_OK; prefill++) {
             if (prefill == parent && decode == parent)
                 continue;
             pmpd_precision_schedule_uniform(&candidate, prefill, decode);
-            st = solver_evaluate(nested, validation, &candidate, report, &quality);
+            st = precision_solver_evaluate(nested, validation, &candidate, report, &quality);
             if (st == PMPD_OK && quality.rouge_l >= reference->rouge_l - epsilon &&
                 (decode < best_decode || (decode == best_decode && prefill < best_prefill))) {
                 best_decode = decode;
@@ -81,7 +81,7 @@ pmpd_status pmpd_precision_static_solve(const pmpd_model *nested, const pmpd_cal
         points[i] = (uint32_t)((uint64_t)i * ol / (n_candidates - 1));
     points[n_candidates - 1] = PMPD_SCHEDULE_NEVER;
     pmpd_precision_schedule_uniform(&candidate, parent, parent);
-    st = solver_evaluate(nested, validation, &candidate, report, &reference);
+    st = precision_solver_evaluate(nested, validation, &candidate, report, &reference);
     pmpd_precision_schedule_uniform(best, prefill_bits, parent);
     best_quality = reference;
     best_quality.average_decode_bits = parent;
@@ -97,7 +97,7 @@ pmpd_status pmpd_precision_static_solve(const pmpd_model *nested, const pmpd_cal
             candidate.decode_bits[i] = parent - i;
             candidate.from_step[i] = i == 0 ? 0 : points[choice[i - 1]];
         }
-        st = solver_evaluate(nested, validation, &candidate, report, &quality);
+        st = precision_solver_evaluate(nested, validation, &candidate, report, &quality);
         if (st == PMPD_OK && quality.rouge_l >= reference.rouge_l - epsilon &&
             (quality.average_decode_bits < best_quality.average_decode_bits ||
              (quality.average_decode_bits == best_quality.average_decode_bits &&
