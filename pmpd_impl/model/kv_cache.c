@@ -88,24 +88,32 @@ PMPD_INTERNAL void pmpd_kv_cache_write(pmpd_kv_cache *cache, uint32_t layer, siz
 
 PMPD_INTERNAL pmpd_status pmpd_kv_cache_attend_scratch_bytes(const pmpd_kv_cache *cache, size_t *bytes)
 {
-    /* One score per visible position. */
+    size_t floats;
     if (pmpd_kv_quantized_handles(cache->type))
         return pmpd_kv_quantized_scratch_bytes(&cache->quantized, bytes);
-    return pmpd_checked_mul(cache->capacity, sizeof(float), bytes) ? PMPD_OK : PMPD_ERR_OVERFLOW;
+    /* One score per visible position, then one row widened from f16. */
+    return pmpd_checked_add(cache->capacity, cache->head_dim, &floats) &&
+                   pmpd_checked_mul(floats, sizeof(float), bytes)
+               ? PMPD_OK
+               : PMPD_ERR_OVERFLOW;
 }
 
-/* Element i of the stored row at element offset base, as a float. */
-static float pmpd_kv_cache_load(const pmpd_kv_cache *cache, const void *data, size_t index)
+/* The head_dim numbers stored at element offset index, as floats: in
+ * place for f32, widened into row for f16. */
+static const float *pmpd_kv_cache_row(const pmpd_kv_cache *cache, const void *data, size_t index, float *row)
 {
-    if (cache->type == PMPD_KV_F16)
-        return pmpd_f16_to_f32(((const uint16_t *)data)[index]);
-    return ((const float *)data)[index];
+    size_t i;
+    if (cache->type != PMPD_KV_F16)
+        return (const float *)data + index;
+    for (i = 0; i < cache->head_dim; i++)
+        row[i] = pmpd_f16_to_f32(((const uint16_t *)data)[index + i]);
+    return row;
 }
 
 PMPD_INTERNAL void pmpd_kv_cache_attend(const pmpd_kv_cache *cache, uint32_t layer, uint32_t kv_head,
                                         const float *q, size_t n_visible, void *scratch, float *out)
 {
-    float *scores = (float *)scratch;
+    float *scores = (float *)scratch, *widened = scores + cache->capacity;
     size_t d = cache->head_dim, head_offset = (size_t)kv_head * d, t, i;
     size_t base = pmpd_kv_cache_index(cache, layer, 0) + head_offset;
     float scale = sqrtf((float)d), max_score, sum = 0.0f;
@@ -114,10 +122,10 @@ PMPD_INTERNAL void pmpd_kv_cache_attend(const pmpd_kv_cache *cache, uint32_t lay
         return;
     }
     for (t = 0; t < n_visible; t++) {
-        size_t row = base + t * cache->kv_dim;
+        const float *k = pmpd_kv_cache_row(cache, cache->k, base + t * cache->kv_dim, widened);
         float dot = 0.0f;
         for (i = 0; i < d; i++)
-            dot += q[i] * pmpd_kv_cache_load(cache, cache->k, row + i);
+            dot += q[i] * k[i];
         scores[t] = dot / scale;
     }
     max_score = scores[0];
@@ -131,9 +139,9 @@ PMPD_INTERNAL void pmpd_kv_cache_attend(const pmpd_kv_cache *cache, uint32_t lay
     for (i = 0; i < d; i++)
         out[i] = 0.0f;
     for (t = 0; t < n_visible; t++) {
-        size_t row = base + t * cache->kv_dim;
+        const float *v = pmpd_kv_cache_row(cache, cache->v, base + t * cache->kv_dim, widened);
         float weight = scores[t] / sum;
         for (i = 0; i < d; i++)
-            out[i] += weight * pmpd_kv_cache_load(cache, cache->v, row + i);
+            out[i] += weight * v[i];
     }
 }
