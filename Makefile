@@ -183,14 +183,26 @@ FUZZ_CC ?= clang
 FUZZ_FLAGS := -std=c99 -Wall -Wextra -Werror -g -O1 -I. -DPMPD_OFFLINE=1 \
   -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_LIB_SRC := $(RUNTIME_SRC) $(OFFLINE_SRC)
+# The library is compiled once, with coverage instrumentation, into an archive
+# both kinds of driver link (each pulls in only the objects it uses).
+FUZZ_OBJ := $(FUZZ_LIB_SRC:%.c=build/fuzz/obj/%.o)
+FUZZ_ARCHIVE := build/fuzz/libpmpd_fuzz.a
 
-build/fuzz/replay-%: fuzz/fuzz_%.c fuzz/replay_main.c $(FUZZ_LIB_SRC)
+build/fuzz/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< fuzz/replay_main.c $(FUZZ_LIB_SRC) -lm -pthread
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
 
-build/fuzz/libfuzzer-%: fuzz/fuzz_%.c $(FUZZ_LIB_SRC)
+$(FUZZ_ARCHIVE): $(FUZZ_OBJ)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+build/fuzz/replay-%: fuzz/fuzz_%.c fuzz/replay_main.c $(FUZZ_ARCHIVE)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_SRC) -lm -pthread
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< fuzz/replay_main.c $(FUZZ_ARCHIVE) -lm -pthread
+
+build/fuzz/libfuzzer-%: fuzz/fuzz_%.c $(FUZZ_ARCHIVE)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_ARCHIVE) -lm -pthread
 
 # Replays every seed and every past crasher, then fuzzes each harness briefly.
 FUZZ_SMOKE_SECONDS ?= 5
@@ -205,7 +217,7 @@ fuzz-replay: $(FUZZ_NAMES:%=build/fuzz/replay-%) $(FUZZ_NAMES:%=build/fuzz/libfu
 
 fuzz: $(FUZZ_NAMES:%=build/fuzz/libfuzzer-%)
 	@set -e; for n in $(FUZZ_NAMES); do \
-	  mkdir -p build/fuzz/work/$$n; echo "== fuzz $$n for $(FUZZ_SECONDS)s"; \
+	  mkdir -p build/fuzz/work/$$n fuzz/regressions/$$n; echo "== fuzz $$n for $(FUZZ_SECONDS)s"; \
 	  ./build/fuzz/libfuzzer-$$n -max_total_time=$(FUZZ_SECONDS) \
 	    $$( [ -f fuzz/$$n.dict ] && echo -dict=fuzz/$$n.dict ) -artifact_prefix=fuzz/regressions/$$n/ \
 	    build/fuzz/work/$$n fuzz/corpus/$$n 2>&1 | tail -3; \
@@ -257,3 +269,4 @@ help:
 	@echo "make install PREFIX=... DESTDIR=..."
 
 -include $(shell find $(BUILD)/obj $(BUILD)/tests -name '*.d' 2>/dev/null)
+-include $(shell find build/fuzz/obj -name '*.d' 2>/dev/null)
