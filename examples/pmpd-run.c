@@ -248,6 +248,11 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
     sampling.temperature = o->temperature;
     sampling.top_k = (uint32_t)o->top_k;
     sampling.top_p = o->top_p;
+    if (o->context > (long)info->seq_len) {
+        fprintf(stderr, "pmpd-run: --ctx %ld is longer than the model's context of %u tokens\n", o->context,
+                (unsigned)info->seq_len);
+        return 1;
+    }
     if ((st = pmpd_session_plan(model, &config, &session_bytes)) != PMPD_OK)
         return run_fail("session configuration", st);
     if ((st = pmpd_sampler_plan(info->vocab_size, &sampler_bytes)) != PMPD_OK)
@@ -275,6 +280,11 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
     if (st != PMPD_OK) {
         pmpd_session_destroy(session);
         free(block);
+        if (st == PMPD_ERR_CONTEXT_FULL) {
+            fprintf(stderr, "pmpd-run: the prompt has %zu tokens but the context holds %ld (see --ctx)\n",
+                    n_prompt, o->context ? o->context : (long)info->seq_len);
+            return 1;
+        }
         return run_fail("prompt", st);
     }
     if (!o->print_ids) {
