@@ -16,6 +16,7 @@ void pmpd_session_config_init(pmpd_session_config *config)
     config->kv_type = PMPD_KV_F32;
     config->prefill_batch = 0;
     config->n_threads = 0;
+    config->kv_window = 0;
 }
 
 /* Replaces the "default" zeros and checks every field (the KV type is
@@ -51,6 +52,8 @@ static pmpd_status pmpd_session_linear_scratch(const pmpd_model *model, size_t b
     uint32_t layer;
     *bytes = 0;
     st = pmpd_linear_scratch_bytes(model->classifier, 1, n_threads, bytes);
+    /* The embedding is only read row by row (no scratch); asking checks
+     * that its type has a kernel. */
     if (st == PMPD_OK)
         st = pmpd_linear_scratch_bytes(model->tok_embedding, 1, n_threads, &need);
     for (layer = 0; st == PMPD_OK && layer < model->info.n_layers; layer++) {
@@ -113,7 +116,7 @@ static pmpd_status pmpd_session_layout(const pmpd_model *model, const pmpd_sessi
     s->decode_step = 0;
 
     st = pmpd_kv_cache_init(&s->kv, arena, config->kv_type, info->n_layers, info->n_kv_heads,
-                            info->head_dim, config->context_length, model);
+                            info->head_dim, config->context_length, model, config->kv_window);
     if (st == PMPD_OK) st = pmpd_session_floats(arena, batch, info->dim, &s->x);
     if (st == PMPD_OK) st = pmpd_session_floats(arena, batch, info->dim, &s->xb);
     if (st == PMPD_OK) st = pmpd_session_floats(arena, batch, q_dim, &s->q);
