@@ -511,6 +511,9 @@ typedef struct pmpd_session_config {
                                 context_length */
     uint32_t n_threads;      /* threads including the caller's, at most
                                 PMPD_MAX_THREADS; 0 = 1 (no worker threads) */
+    uint32_t kv_window;      /* PMPD_KV_PQ only: newest tokens kept in full
+                                precision, coded as one batch when full;
+                                0 = head_dim; capped at context_length */
 } pmpd_session_config;
 
 /* Sets the defaults: whole context, f32 KV cache, batch 32, one thread. */

@@ -324,10 +324,57 @@ static void test_pq_needs_codebooks(void **state)
     assert_int_equal(pmpd_session_plan(&model->model, &config, &bytes), PMPD_ERR_FORMAT_MISSING);
 }
 
+/* The window option reaches the cache, and the session reports what it
+ * holds: per token and layer n_kv_heads * (n_sub_k + n_sub_v) code bytes,
+ * plus the window of f32 keys and values. */
+static void test_pq_window_and_bytes(void **state)
+{
+    static const uint32_t windows[3] = {0, 3, 20};
+    const pmpd_model_info *info = &model->model.info;
+    pmpd_section section;
+    size_t size, bytes, w;
+    unsigned char *data = train_section(4, 0, &size);
+    int32_t prompt[20];
+    (void)state;
+    memcpy(prompt, prompts[0], sizeof prompt);
+    memset(&section, 0, sizeof section);
+    section.kind = PMPD_SECTION_KV_CODEBOOKS;
+    section.data = data;
+    section.size = size;
+    model->model.sections = &section;
+    model->model.n_sections = 1;
+    for (w = 0; w < 3; w++) {
+        pmpd_session_config config;
+        pmpd_session *s = NULL;
+        pmpd_arena arena;
+        void *block;
+        size_t window = windows[w] ? windows[w] : info->head_dim, per_token = 2 * (info->head_dim / 4);
+        pmpd_session_config_init(&config);
+        config.kv_type = PMPD_KV_PQ;
+        config.context_length = 64;
+        config.kv_window = windows[w];
+        assert_int_equal(pmpd_session_plan(&model->model, &config, &bytes), PMPD_OK);
+        block = malloc(bytes + PMPD_ARENA_ALIGNMENT);
+        assert_non_null(block);
+        assert_int_equal(pmpd_arena_init(&arena, fixture_aligned(block), bytes), PMPD_OK);
+        assert_int_equal(pmpd_session_create(&model->model, &config, &arena, &s), PMPD_OK);
+        assert_int_equal(pmpd_session_prefill(s, prompt, 20, NULL), PMPD_OK);
+        assert_int_equal(s->kv.quantized.layers[0].window, window);
+        assert_int_equal(pmpd_session_kv_bytes(s, &bytes), PMPD_OK);
+        assert_int_equal(bytes, (size_t)info->n_layers * info->n_kv_heads *
+                                    (20 * per_token + 2 * window * info->head_dim * sizeof(float)));
+        close_session(s, block);
+    }
+    model->model.sections = NULL;
+    model->model.n_sections = 0;
+    free(data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pq_needs_codebooks),
+        cmocka_unit_test(test_pq_window_and_bytes),
         cmocka_unit_test(test_quality_against_f32),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

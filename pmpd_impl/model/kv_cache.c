@@ -8,7 +8,8 @@
 
 PMPD_INTERNAL pmpd_status pmpd_kv_cache_init(pmpd_kv_cache *cache, pmpd_arena *arena, uint32_t type,
                                              uint32_t n_layers, uint32_t n_kv_heads,
-                                             uint32_t head_dim, size_t capacity, const pmpd_model *model)
+                                             uint32_t head_dim, size_t capacity, const pmpd_model *model,
+                                             uint32_t pq_window)
 {
     size_t kv_dim, bytes;
     pmpd_status st;
@@ -21,7 +22,7 @@ PMPD_INTERNAL pmpd_status pmpd_kv_cache_init(pmpd_kv_cache *cache, pmpd_arena *a
         cache->capacity = capacity;
         cache->element_size = 0;
         cache->k = cache->v = NULL;
-        return pmpd_kv_quantized_init(&cache->quantized, arena, type, model, capacity, 0);
+        return pmpd_kv_quantized_init(&cache->quantized, arena, type, model, capacity, pq_window);
     }
     switch (type) {
     case PMPD_KV_F32: cache->element_size = sizeof(float); break;

@@ -30,13 +30,15 @@ typedef struct pmpd_kv_cache {
 } pmpd_kv_cache;
 
 /* Allocates the cache in the arena (the same call plans with a measuring
- * arena).  model supplies the PQ codebooks (its KV codebook section).
+ * arena).  model supplies the PQ codebooks (its KV codebook section);
+ * pq_window is the PQ recent window in tokens (0 = head_dim).
  * Errors: PMPD_ERR_INVALID_ARGUMENT (unknown type), PMPD_ERR_OVERFLOW,
  * PMPD_ERR_OUT_OF_MEMORY, PMPD_ERR_FORMAT_* (PQ: codebook section missing
  * or malformed). */
 PMPD_INTERNAL pmpd_status pmpd_kv_cache_init(pmpd_kv_cache *cache, pmpd_arena *arena, uint32_t type,
                                              uint32_t n_layers, uint32_t n_kv_heads,
-                                             uint32_t head_dim, size_t capacity, const pmpd_model *model);
+                                             uint32_t head_dim, size_t capacity, const pmpd_model *model,
+                                             uint32_t pq_window);
 
 /* Bytes the first positions occupy (all layers, K and V; the PQ recent
  * window counted in full). */
