@@ -2,7 +2,8 @@
  * pmpd-run: generate text with a .pmpd model.
  *
  *   pmpd-run MODEL [-p PROMPT] [-n TOKENS] [-t TEMP] [-k TOPK] [--top-p P]
- *            [-s SEED] [--ctx N] [--kv f32|f16|pq|int8|int4] [--batch N] [--threads N] [--ids]
+ *            [-s SEED] [--ctx N] [--kv f32|f16|pq|int8|int4] [--kv-window N] [--batch N]
+ *            [--threads N] [--ids]
  *            [--bits PREFILL:DECODE]
  *
  * Streams the text as it is generated (or, with --ids, prints the whole id
@@ -39,6 +40,7 @@ typedef struct run_options {
     long batch;
     long threads;
     uint32_t kv_type;
+    long kv_window;
     int print_ids;
     unsigned prefill_bits, decode_bits; /* --bits; 0 = the model's schedule */
 } run_options;
@@ -56,6 +58,7 @@ static void run_usage(FILE *out)
             "  --ctx N        context length (default: the model's)\n"
             "  --kv MODE      KV-cache storage: f32 (default), f16, pq (needs the\n"
             "                 model's KV codebooks), int8 or int4 (uniform baselines)\n"
+            "  --kv-window N  pq: newest tokens kept in full precision (default head_dim)\n"
             "  --batch N      prompt tokens per prefill step (default 32)\n"
             "  --threads N    threads (default 1)\n"
             "  --ids          print the token ids instead of text\n"
@@ -128,6 +131,7 @@ static int run_parse(int argc, char **argv, run_options *o)
         else if (!strcmp(a, "-s")) { ok = run_parse_long(v, 0, &seed); o->seed = (unsigned long long)seed; }
         else if (!strcmp(a, "--ctx")) ok = run_parse_long(v, 1, &o->context);
         else if (!strcmp(a, "--batch")) ok = run_parse_long(v, 1, &o->batch);
+        else if (!strcmp(a, "--kv-window")) ok = run_parse_long(v, 1, &o->kv_window) && o->kv_window <= 1L << 20;
         else if (!strcmp(a, "--threads")) ok = run_parse_long(v, 1, &o->threads);
         else if (!strcmp(a, "--bits"))
             ok = sscanf(v, "%u:%u", &o->prefill_bits, &o->decode_bits) == 2 && o->prefill_bits <= 8 &&
@@ -245,6 +249,7 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
     config.prefill_batch = (uint32_t)o->batch;
     config.n_threads = (uint32_t)o->threads;
     config.kv_type = o->kv_type;
+    config.kv_window = (uint32_t)o->kv_window;
     sampling.temperature = o->temperature;
     sampling.top_k = (uint32_t)o->top_k;
     sampling.top_p = o->top_p;
