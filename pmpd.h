@@ -391,6 +391,22 @@ pmpd_status pmpd_session_set_precision(struct pmpd_session *session, const pmpd_
 unsigned pmpd_session_decode_bits(const struct pmpd_session *session);
 uint32_t pmpd_session_decode_step(const struct pmpd_session *session);
 
+/* Learned PMPD scheduler: call right after a prefill.  Pools the last
+ * layer's keys and values of the prompt with the learned classifiers (one
+ * per pair of adjacent widths, layout in
+ * pmpd_impl/precision/learned_scheduler.h), picks each pair's switch step,
+ * and replaces the session's decode schedule (the prefill width is kept).
+ * weights/size are the PMPD_SECTION_LEARNED_SCHEDULER bytes, or NULL to use
+ * the model's section.  Working memory, about 4*(T*(D+M) + 3*M*D + H + N)
+ * bytes plus 7*64 for T prompt positions, comes from scratch and is given
+ * back before returning.  Errors: PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_STATE
+ * (destroyed session or no prefill), PMPD_ERR_NOT_FOUND (no section),
+ * PMPD_ERR_FORMAT_* (malformed weights, feature size not 2*head_dim),
+ * PMPD_ERR_UNSUPPORTED (KV cache neither f32 nor f16),
+ * PMPD_ERR_OUT_OF_MEMORY (scratch too small). */
+pmpd_status pmpd_session_apply_learned_scheduler(struct pmpd_session *session, const void *weights, size_t size,
+                                                 pmpd_arena *scratch);
+
 #if defined(PMPD_OFFLINE) && PMPD_OFFLINE
 /* Quantizes rows [row_begin, row_end) of the row-major float matrix
  * w[rows][cols] into out (out_size bytes, at least pmpd_anyprec_size, and
@@ -483,6 +499,43 @@ pmpd_status pmpd_precision_phase_aware(const pmpd_model *nested, const pmpd_cali
 pmpd_status pmpd_precision_static_solve(const pmpd_model *nested, const pmpd_calibration_set *validation,
                                         double epsilon, unsigned prefill_bits, unsigned n_candidates,
                                         pmpd_precision_schedule *best, pmpd_calibration_report *report);
+
+/* As pmpd_calibration_evaluate, but each prompt's decode schedule comes
+ * from the learned scheduler (weights: section bytes) applied after its
+ * prefill at prefill_bits. */
+pmpd_status pmpd_calibration_evaluate_learned(const pmpd_model *nested, const pmpd_calibration_set *set,
+                                              unsigned prefill_bits, const void *weights, size_t size,
+                                              pmpd_calibration_quality *quality);
+
+/* Learned-scheduler training: N candidate switch steps, M pooling queries,
+ * H hidden units, epochs over class-balanced (oversampled) data, Adam's
+ * learning rate, and the seed of the initial weights and sampling. */
+typedef struct pmpd_learned_train_config {
+    uint32_t n_candidates, n_queries, hidden, epochs;
+    float learning_rate;
+    uint64_t seed;
+} pmpd_learned_train_config;
+
+/* N = 4, M = 4, H = 32, 150 epochs, learning rate 0.01. */
+void pmpd_learned_train_config_init(pmpd_learned_train_config *config);
+
+typedef struct pmpd_learned_train_report {
+    uint32_t n_pairs;
+    uint32_t label_counts[PMPD_SCHEDULE_MAX_WIDTHS][8]; /* [pair][candidate] */
+    double train_accuracy[PMPD_SCHEDULE_MAX_WIDTHS];
+} pmpd_learned_train_report;
+
+/* Trains one classifier per pair of adjacent widths (widest first) on the
+ * training set's prompts, prefilled at prefill_bits.  Label of a prompt for
+ * pair high -> low: the earliest candidate step whose greedy output's
+ * Rouge-L against the float reference is at least that of staying at high.
+ * *weights (malloc'ed, free() it) receives the section bytes, *size their
+ * count; config NULL = defaults; report may be NULL.  Errors:
+ * PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_NOT_FOUND (no ANYPREC tensors),
+ * PMPD_ERR_OUT_OF_MEMORY, session errors. */
+pmpd_status pmpd_learned_scheduler_train(const pmpd_model *nested, const pmpd_calibration_set *train,
+                                         unsigned prefill_bits, const pmpd_learned_train_config *config,
+                                         void **weights, size_t *size, pmpd_learned_train_report *report);
 #endif
 
 /* ======================================================================

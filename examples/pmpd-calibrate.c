@@ -4,19 +4,21 @@
  *   pmpd-calibrate CHECKPOINT OUT --tokenizer FILE [--bits SEED:PARENT]
  *                  [--epsilon E] [--prompts N] [--prompt-length N]
  *                  [--output-length N] [--candidates N] [--seed S]
- *                  [--csv FILE] [--svg FILE]
+ *                  [--epochs N] [--csv FILE] [--svg FILE]
  *
  * Imports a llama2.c checkpoint (or GGUF), quantizes its layer matrices to
  * nested any-precision weights, and, with prompts and continuations sampled
  * from the float model itself (no dataset needed; disjoint seeds for the
- * validation and test sets), runs phase-aware allocation and the static
- * PMPD schedule solver on the validation set.  It then measures on the test
- * set -- prompts neither solver saw -- the quality of uniform widths, the
- * phase-aware pair and the static schedule against the float model's greedy
- * output (token Rouge-L, next-token KL, top-1 agreement) with their average
- * decode bits, prints the table (optionally CSV and an SVG plot of Rouge-L
- * against average decode bits), and writes OUT: the nested model with the
- * static schedule as its precision-schedule section.
+ * training, validation and test sets), runs phase-aware allocation and the
+ * static PMPD schedule solver on the validation set and trains the learned
+ * scheduler on the training set.  It then measures on the test set --
+ * prompts none of them saw -- the quality of uniform widths, the
+ * phase-aware pair, the static schedule and the learned scheduler against
+ * the float model's greedy output (token Rouge-L, next-token KL, top-1
+ * agreement) with their average decode bits, prints the table (optionally
+ * CSV and an SVG plot of Rouge-L against average decode bits), and writes
+ * OUT: the nested model with the static schedule and the learned
+ * scheduler's weights as sections.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -34,6 +36,7 @@ typedef struct calibrate_options {
     unsigned seed_bits, parent_bits, candidates;
     double epsilon;
     pmpd_calibration_config sets;
+    pmpd_learned_train_config learned;
 } calibrate_options;
 
 /* An opened container and the memory behind it. */
@@ -55,7 +58,7 @@ static int calibrate_usage(void)
 {
     fprintf(stderr, "usage: pmpd-calibrate CHECKPOINT OUT --tokenizer FILE [--bits SEED:PARENT] [--epsilon E]\n"
                     "       [--prompts N] [--prompt-length N] [--output-length N] [--candidates N] [--seed S]\n"
-                    "       [--csv FILE] [--svg FILE]\n");
+                    "       [--epochs N] [--csv FILE] [--svg FILE]\n");
     return 2;
 }
 
@@ -68,6 +71,7 @@ static int calibrate_parse(int argc, char **argv, calibrate_options *o)
     o->candidates = 4;
     o->epsilon = 0.05;
     pmpd_calibration_config_init(&o->sets);
+    pmpd_learned_train_config_init(&o->learned);
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;
@@ -92,6 +96,7 @@ static int calibrate_parse(int argc, char **argv, calibrate_options *o)
         else if (!strcmp(a, "--prompt-length")) ok = sscanf(v, "%u", &o->sets.prompt_length) == 1;
         else if (!strcmp(a, "--output-length")) ok = sscanf(v, "%u", &o->sets.output_length) == 1;
         else if (!strcmp(a, "--candidates")) ok = sscanf(v, "%u", &o->candidates) == 1;
+        else if (!strcmp(a, "--epochs")) ok = sscanf(v, "%u", &o->learned.epochs) == 1;
         else if (!strcmp(a, "--seed")) ok = sscanf(v, "%llu", (unsigned long long *)&o->sets.seed) == 1;
         else ok = 0;
         if (!ok)
@@ -177,6 +182,10 @@ static void calibrate_describe(const pmpd_precision_schedule *s, char *out, size
 {
     size_t used = (size_t)snprintf(out, size, "prefill %u, decode", (unsigned)s->prefill_bits);
     uint32_t i;
+    if (s->decode_bits[0] == 0) {
+        snprintf(out + used, size - used, " chosen per prompt");
+        return;
+    }
     for (i = 0; i < s->n_widths && used < size; i++) {
         if (s->from_step[i] == PMPD_SCHEDULE_NEVER)
             continue;
@@ -262,7 +271,10 @@ int main(int argc, char **argv)
     calibrate_options o;
     pmpd_build_model b;
     calibrate_model float_model, nested;
-    pmpd_calibration_set validation, test;
+    pmpd_calibration_set train, validation, test;
+    pmpd_learned_train_report learned_report;
+    void *learned = NULL;
+    size_t learned_size = 0;
     pmpd_precision_schedule phase, fixed;
     pmpd_calibration_quality reference;
     calibrate_row rows[16];
@@ -288,9 +300,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "pmpd-calibrate: cannot prepare the models: %s\n", pmpd_strerror(st));
         return 1;
     }
-    fprintf(stderr, "pmpd-calibrate: sampling %u validation and %u test prompts from the float model\n",
-            o.sets.n_prompts, o.sets.n_prompts);
-    st = pmpd_calibration_set_sample(float_model.model, &o.sets, PMPD_CALIBRATION_VALIDATION, &validation);
+    fprintf(stderr, "pmpd-calibrate: sampling %u training, validation and test prompts each from the float model\n",
+            o.sets.n_prompts);
+    st = pmpd_calibration_set_sample(float_model.model, &o.sets, PMPD_CALIBRATION_TRAIN, &train);
+    if (st == PMPD_OK)
+        st = pmpd_calibration_set_sample(float_model.model, &o.sets, PMPD_CALIBRATION_VALIDATION, &validation);
     if (st == PMPD_OK)
         st = pmpd_calibration_set_sample(float_model.model, &o.sets, PMPD_CALIBRATION_TEST, &test);
     if (st == PMPD_OK) {
@@ -302,6 +316,13 @@ int main(int argc, char **argv)
         st = pmpd_precision_static_solve(nested.model, &validation, o.epsilon, o.parent_bits, o.candidates, &fixed,
                                          NULL);
     }
+    if (st == PMPD_OK) {
+        fprintf(stderr, "pmpd-calibrate: labelling and training the learned scheduler (%u epochs)\n",
+                o.learned.epochs);
+        o.learned.n_candidates = o.candidates;
+        st = pmpd_learned_scheduler_train(nested.model, &train, o.parent_bits, &o.learned, &learned, &learned_size,
+                                          &learned_report);
+    }
     for (k = o.parent_bits; k >= o.seed_bits && st == PMPD_OK; k--) {
         snprintf(rows[n_rows].name, sizeof rows[n_rows].name, "uniform %u-bit", k);
         pmpd_precision_schedule_uniform(&rows[n_rows++].schedule, k, k);
@@ -310,9 +331,15 @@ int main(int argc, char **argv)
     rows[n_rows++].schedule = phase;
     snprintf(rows[n_rows].name, sizeof rows[n_rows].name, "static PMPD");
     rows[n_rows++].schedule = fixed;
-    fprintf(stderr, "pmpd-calibrate: measuring %u configurations on the test set\n", (unsigned)n_rows);
+    fprintf(stderr, "pmpd-calibrate: measuring %u configurations on the test set\n", (unsigned)n_rows + 1);
     for (k = 0; k < n_rows && st == PMPD_OK; k++)
         st = pmpd_calibration_evaluate(nested.model, &test, &rows[k].schedule, &rows[k].quality);
+    if (st == PMPD_OK) {
+        snprintf(rows[n_rows].name, sizeof rows[n_rows].name, "learned PMPD");
+        pmpd_precision_schedule_uniform(&rows[n_rows].schedule, o.parent_bits, 0);
+        st = pmpd_calibration_evaluate_learned(nested.model, &test, o.parent_bits, learned, learned_size,
+                                               &rows[n_rows++].quality);
+    }
     if (st != PMPD_OK) {
         fprintf(stderr, "pmpd-calibrate: calibration failed: %s\n", pmpd_strerror(st));
         return 1;
@@ -323,6 +350,16 @@ int main(int argc, char **argv)
     if (o.csv && !(csv = fopen(o.csv, "w")))
         fprintf(stderr, "pmpd-calibrate: cannot write %s\n", o.csv);
     calibrate_print(rows, n_rows, csv);
+    printf("(learned PMPD: per-prompt widths %u..%u; training labels per candidate switch step", o.parent_bits,
+           o.seed_bits);
+    for (k = 0; k < learned_report.n_pairs; k++) {
+        unsigned c;
+        printf("%s %u->%u:", k ? ";" : "", o.parent_bits - k, o.parent_bits - k - 1);
+        for (c = 0; c < o.candidates && c < 8; c++)
+            printf(" %u", (unsigned)learned_report.label_counts[k][c]);
+        printf(" (train accuracy %.2f)", learned_report.train_accuracy[k]);
+    }
+    printf(")\n");
     if (csv)
         fclose(csv);
     if (o.svg && (svg = fopen(o.svg, "w")) != NULL) {
@@ -332,11 +369,15 @@ int main(int argc, char **argv)
     st = pmpd_precision_schedule_encode(&fixed, section, sizeof section, &section_size);
     if (st == PMPD_OK)
         st = pmpd_build_add_section(&b, PMPD_SECTION_PRECISION_SCHEDULE, 1, 0, section, section_size);
+    if (st == PMPD_OK)
+        st = pmpd_build_add_section(&b, PMPD_SECTION_LEARNED_SCHEDULER, 1, 0, learned, learned_size);
     if (st != PMPD_OK || !calibrate_write(o.out, &b)) {
         fprintf(stderr, "pmpd-calibrate: cannot write %s\n", o.out);
         return 1;
     }
-    printf("wrote %s with the static schedule section\n", o.out);
+    printf("wrote %s with the static schedule and learned scheduler sections\n", o.out);
+    free(learned);
+    pmpd_calibration_set_free(&train);
     pmpd_calibration_set_free(&validation);
     pmpd_calibration_set_free(&test);
     calibrate_close(&float_model);

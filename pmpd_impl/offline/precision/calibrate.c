@@ -203,14 +203,22 @@ static double precision_calibrate_kl(const float *ref, const float *logits, uint
     return kl;
 }
 
-pmpd_status pmpd_calibration_evaluate(const pmpd_model *nested, const pmpd_calibration_set *set,
-                                      const pmpd_precision_schedule *schedule, pmpd_calibration_quality *quality)
+/* The learned scheduler's working memory for these prompt lengths (generous). */
+#define PRECISION_CALIBRATE_LEARNED_SCRATCH ((size_t)4 << 20)
+
+/* Evaluation under a fixed schedule, or (learned != NULL) under the learned
+ * scheduler's per-prompt decision taken after each prefill. */
+static pmpd_status precision_calibrate_run(const pmpd_model *nested, const pmpd_calibration_set *set,
+                                           const pmpd_precision_schedule *schedule, const void *learned,
+                                           size_t learned_size, pmpd_calibration_quality *quality)
 {
     const pmpd_model_info *info;
     precision_calibrate_session cs;
     uint32_t p, t, olen, vocab;
     int32_t *output;
     size_t *row;
+    void *scratch_block = NULL;
+    pmpd_arena scratch;
     double rouge = 0.0, kl = 0.0, top1 = 0.0, bits = 0.0;
     unsigned seed_bits = 0, parent_bits = 0;
     pmpd_status st;
@@ -225,11 +233,15 @@ pmpd_status pmpd_calibration_evaluate(const pmpd_model *nested, const pmpd_calib
         parent_bits = 32; /* a float model: report its weights as 32-bit */
     output = (int32_t *)malloc(olen * sizeof(int32_t));
     row = (size_t *)malloc((olen + 1) * sizeof(size_t));
-    if (!output || !row) {
+    if (learned)
+        scratch_block = malloc(PRECISION_CALIBRATE_LEARNED_SCRATCH);
+    if (!output || !row || (learned && !scratch_block)) {
         free(output);
         free(row);
+        free(scratch_block);
         return PMPD_ERR_OUT_OF_MEMORY;
     }
+    pmpd_arena_init(&scratch, scratch_block, PRECISION_CALIBRATE_LEARNED_SCRATCH);
     st = precision_calibrate_open(nested, set->prompt_length + olen, &cs);
     if (st == PMPD_OK)
         st = pmpd_session_set_precision(cs.session, schedule);
@@ -241,6 +253,8 @@ pmpd_status pmpd_calibration_evaluate(const pmpd_model *nested, const pmpd_calib
         st = pmpd_session_reset(cs.session);
         if (st == PMPD_OK)
             st = pmpd_session_prefill(cs.session, prompt, set->prompt_length, &logits);
+        if (st == PMPD_OK && learned)
+            st = pmpd_session_apply_learned_scheduler(cs.session, learned, learned_size, &scratch);
         for (t = 0; t < olen && st == PMPD_OK; t++) {
             output[t] = precision_calibrate_argmax(logits, vocab, info->bos_id);
             if (t + 1 < olen) {
@@ -252,10 +266,13 @@ pmpd_status pmpd_calibration_evaluate(const pmpd_model *nested, const pmpd_calib
         if (st != PMPD_OK)
             break;
         rouge += (double)precision_calibrate_lcs(output, ref, olen, row) / (double)olen;
-        /* Teacher forcing along the reference: same widths, step by step. */
+        /* Teacher forcing along the reference: same widths, step by step
+         * (the learned decision depends on the prompt only, so it repeats). */
         st = pmpd_session_reset(cs.session);
         if (st == PMPD_OK)
             st = pmpd_session_prefill(cs.session, prompt, set->prompt_length, &logits);
+        if (st == PMPD_OK && learned)
+            st = pmpd_session_apply_learned_scheduler(cs.session, learned, learned_size, &scratch);
         for (t = 0; t < olen && st == PMPD_OK; t++) {
             kl += precision_calibrate_kl(ref_logits + (size_t)t * vocab, logits, vocab);
             top1 += precision_calibrate_argmax(logits, vocab, info->bos_id) == ref[t];
@@ -266,6 +283,7 @@ pmpd_status pmpd_calibration_evaluate(const pmpd_model *nested, const pmpd_calib
     precision_calibrate_close(&cs);
     free(output);
     free(row);
+    free(scratch_block);
     if (st != PMPD_OK)
         return st;
     quality->rouge_l = rouge / set->n_prompts;
@@ -274,3 +292,22 @@ pmpd_status pmpd_calibration_evaluate(const pmpd_model *nested, const pmpd_calib
     quality->average_decode_bits = olen > 1 ? bits / ((double)set->n_prompts * (olen - 1)) : parent_bits;
     return PMPD_OK;
 }
+
+pmpd_status pmpd_calibration_evaluate(const pmpd_model *model, const pmpd_calibration_set *set,
+                                      const pmpd_precision_schedule *schedule, pmpd_calibration_quality *quality)
+{
+    return precision_calibrate_run(model, set, schedule, NULL, 0, quality);
+}
+
+pmpd_status pmpd_calibration_evaluate_learned(const pmpd_model *nested, const pmpd_calibration_set *set,
+                                              unsigned prefill_bits, const void *weights, size_t size,
+                                              pmpd_calibration_quality *quality)
+{
+    pmpd_precision_schedule schedule;
+    if (!weights)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    pmpd_precision_schedule_uniform(&schedule, prefill_bits, 0);
+    return precision_calibrate_run(nested, set, &schedule, weights, size, quality);
+}
+
+#undef PRECISION_CALIBRATE_LEARNED_SCRATCH
