@@ -41,6 +41,7 @@ pmpd_status pmpd_kv_quantized_init(pmpd_kv_quantized *q, pmpd_arena *arena, uint
     q->n_layers = info->n_layers;
     q->n_kv_heads = info->n_kv_heads;
     q->head_dim = info->head_dim;
+    q->group = info->n_heads / info->n_kv_heads;
     q->capacity = capacity;
     if (type == PMPD_KV_PQ) {
         if (capacity > UINT32_MAX)
@@ -119,9 +120,9 @@ void pmpd_kv_quantized_write(pmpd_kv_quantized *q, uint32_t layer, size_t pos, s
  * the exact-attention scratch. */
 static int kv_quantized_int_scratch(const pmpd_kv_quantized *q, size_t *floats)
 {
-    size_t exact;
-    return pmpd_attn_exact_scratch_floats(q->capacity, PMPD_KV_LANES, q->head_dim, &exact) &&
-           pmpd_checked_add(exact, (size_t)PMPD_KV_LANES * (2 * (size_t)q->head_dim + 2), floats);
+    size_t exact, lanes = pmpd_kv_lanes(q->group);
+    return pmpd_attn_exact_scratch_floats(q->capacity, (uint32_t)lanes, q->head_dim, &exact) &&
+           pmpd_checked_add(exact, lanes * (2 * (size_t)q->head_dim + 2), floats);
 }
 
 pmpd_status pmpd_kv_quantized_scratch_bytes(const pmpd_kv_quantized *q, size_t *bytes)
@@ -129,7 +130,7 @@ pmpd_status pmpd_kv_quantized_scratch_bytes(const pmpd_kv_quantized *q, size_t *
     size_t floats;
     pmpd_status st;
     if (q->type == PMPD_KV_PQ) {
-        /* One query head at a time: n_heads = n_kv_heads gives groups of one. */
+        /* Room for a whole group of query heads. */
         pmpd_pq_cache shape;
         memset(&shape, 0, sizeof shape);
         pmpd_pq_codebook_set_layer(&q->codebooks, 0, &shape.keys, &shape.values);
@@ -137,7 +138,7 @@ pmpd_status pmpd_kv_quantized_scratch_bytes(const pmpd_kv_quantized *q, size_t *
         shape.head_dim = q->head_dim;
         shape.capacity = (uint32_t)q->capacity;
         shape.window = q->layers ? q->layers[0].window : q->head_dim;
-        if ((st = pmpd_pq_attention_scratch_floats(&shape, q->n_kv_heads, &floats)) != PMPD_OK)
+        if ((st = pmpd_pq_attention_scratch_floats(&shape, q->n_kv_heads * q->group, &floats)) != PMPD_OK)
             return st;
     } else if (!kv_quantized_int_scratch(q, &floats)) {
         return PMPD_ERR_OVERFLOW;
@@ -146,14 +147,14 @@ pmpd_status pmpd_kv_quantized_scratch_bytes(const pmpd_kv_quantized *q, size_t *
 }
 
 void pmpd_kv_quantized_attend(const pmpd_kv_quantized *q, uint32_t layer, uint32_t kv_head, const float *query,
-                              size_t n_visible, void *scratch, float *out)
+                              uint32_t heads, size_t n_visible, void *scratch, float *out)
 {
     float *f = (float *)scratch;
     pmpd_kv_rows keys, values;
     pmpd_attn_partial part;
-    size_t lanes = PMPD_KV_LANES, dim = q->head_dim;
+    size_t lanes = pmpd_kv_lanes(heads), dim = q->head_dim;
     if (q->type == PMPD_KV_PQ) {
-        pmpd_pq_cache_attend_group(&q->layers[layer], kv_head, query, 1, n_visible, out, f);
+        pmpd_pq_cache_attend_group(&q->layers[layer], kv_head, query, heads, n_visible, out, f);
         return;
     }
     keys.format = values.format = q->type == PMPD_KV_INT8 ? PMPD_KV_ROW_INT8 : PMPD_KV_ROW_INT4;
@@ -163,9 +164,9 @@ void pmpd_kv_quantized_attend(const pmpd_kv_quantized *q, uint32_t layer, uint32
     part.max = f + dim * lanes;
     part.sum = part.max + lanes;
     part.acc = part.sum + lanes;
-    pmpd_attn_transpose_query(query, dim, 1, q->head_dim, 1.0f / sqrtf((float)dim), f);
-    pmpd_attn_exact_partial(f, PMPD_KV_LANES, q->head_dim, &keys, &values, n_visible, part.acc + dim * lanes, &part);
-    pmpd_attn_partial_finish(&part, 1, q->head_dim, out, dim);
+    pmpd_attn_transpose_query(query, dim, heads, q->head_dim, 1.0f / sqrtf((float)dim), f);
+    pmpd_attn_exact_partial(f, (uint32_t)lanes, q->head_dim, &keys, &values, n_visible, part.acc + dim * lanes, &part);
+    pmpd_attn_partial_finish(&part, heads, q->head_dim, out, dim);
 }
 
 size_t pmpd_kv_quantized_bytes_in_use(const pmpd_kv_quantized *q, size_t positions)

@@ -20,6 +20,7 @@
 typedef struct pmpd_kv_quantized {
     uint32_t type;           /* pmpd_kv_type: PQ, INT8 or INT4 */
     uint32_t n_layers, n_kv_heads, head_dim;
+    uint32_t group;          /* query heads per KV head */
     size_t capacity;
     pmpd_pq_codebook_set codebooks;  /* PQ */
     pmpd_pq_cache *layers;           /* PQ: one cache per layer */
@@ -46,9 +47,11 @@ PMPD_INTERNAL void pmpd_kv_quantized_write(pmpd_kv_quantized *q, uint32_t layer,
 
 PMPD_INTERNAL pmpd_status pmpd_kv_quantized_scratch_bytes(const pmpd_kv_quantized *q, size_t *bytes);
 
-/* Attention of one query head over positions [0, n_visible) of kv_head. */
+/* Attention of the first `heads` (<= group) query heads of kv_head's group
+ * (query and out: [heads][head_dim]) over positions [0, n_visible). */
 PMPD_INTERNAL void pmpd_kv_quantized_attend(const pmpd_kv_quantized *q, uint32_t layer, uint32_t kv_head,
-                                            const float *query, size_t n_visible, void *scratch, float *out);
+                                            const float *query, uint32_t heads, size_t n_visible, void *scratch,
+                                            float *out);
 
 /* Bytes the stored positions [0, positions) occupy, all layers. */
 PMPD_INTERNAL size_t pmpd_kv_quantized_bytes_in_use(const pmpd_kv_quantized *q, size_t positions);

@@ -1,6 +1,6 @@
 /* The Llama forward pass over a batch of consecutive tokens: every matrix
  * product sees the whole batch (matrix x matrix in prefill, matrix x vector
- * in decode); attention runs per (token, head) with the causal limit given
+ * in decode); attention runs per (token, KV head) with the causal limit given
  * by each token's position. */
 #include "pmpd_impl/model/linear.h"
 #include "pmpd_impl/model/ops.h"
@@ -21,12 +21,13 @@ static void pmpd_forward_attention_items(void *ctx, size_t begin, size_t end, un
     uint32_t heads_per_kv = info->n_heads / info->n_kv_heads;
     void *scratch = s->attend_scratch + (size_t)worker * s->attend_stride;
     size_t item;
+    /* One item is a token's group of query heads sharing a KV head. */
     for (item = begin; item < end; item++) {
-        size_t t = item / info->n_heads;
-        uint32_t head = (uint32_t)(item % info->n_heads);
-        size_t offset = t * q_dim + head * head_dim;
-        pmpd_kv_cache_attend(&s->kv, job->layer, head / heads_per_kv, s->q + offset,
-                             job->first_position + t + 1, scratch, s->att + offset);
+        size_t t = item / info->n_kv_heads;
+        uint32_t kv_head = (uint32_t)(item % info->n_kv_heads);
+        size_t offset = t * q_dim + (size_t)kv_head * heads_per_kv * head_dim;
+        pmpd_kv_cache_attend_group(&s->kv, job->layer, kv_head, s->q + offset, heads_per_kv,
+                                   job->first_position + t + 1, scratch, s->att + offset);
     }
 }
 
@@ -56,7 +57,7 @@ static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n)
     attention.session = s;
     attention.layer = layer;
     attention.first_position = s->position;
-    pmpd_pool_run(s->pool, pmpd_forward_attention_items, &attention, n * info->n_heads, 1);
+    pmpd_pool_run(s->pool, pmpd_forward_attention_items, &attention, n * info->n_kv_heads, 1);
 
     pmpd_linear(w->wo, s->att, n, s->xb, s->linear_scratch, s->pool, s->weight_bits);
     pmpd_ops_add(s->x, s->xb, n * dim);

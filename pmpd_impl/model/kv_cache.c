@@ -119,7 +119,7 @@ PMPD_INTERNAL void pmpd_kv_cache_attend(const pmpd_kv_cache *cache, uint32_t lay
     size_t base = pmpd_kv_cache_index(cache, layer, 0) + head_offset;
     float scale = sqrtf((float)d), max_score, sum = 0.0f;
     if (pmpd_kv_quantized_handles(cache->type)) {
-        pmpd_kv_quantized_attend(&cache->quantized, layer, kv_head, q, n_visible, scratch, out);
+        pmpd_kv_quantized_attend(&cache->quantized, layer, kv_head, q, 1, n_visible, scratch, out);
         return;
     }
     for (t = 0; t < n_visible; t++) {
@@ -145,4 +145,18 @@ PMPD_INTERNAL void pmpd_kv_cache_attend(const pmpd_kv_cache *cache, uint32_t lay
         for (i = 0; i < d; i++)
             out[i] += weight * v[i];
     }
+}
+
+PMPD_INTERNAL void pmpd_kv_cache_attend_group(const pmpd_kv_cache *cache, uint32_t layer, uint32_t kv_head,
+                                              const float *q, uint32_t heads, size_t n_visible, void *scratch,
+                                              float *out)
+{
+    uint32_t h;
+    if (pmpd_kv_quantized_handles(cache->type)) {
+        pmpd_kv_quantized_attend(&cache->quantized, layer, kv_head, q, heads, n_visible, scratch, out);
+        return;
+    }
+    for (h = 0; h < heads; h++)
+        pmpd_kv_cache_attend(cache, layer, kv_head, q + (size_t)h * cache->head_dim, n_visible, scratch,
+                             out + (size_t)h * cache->head_dim);
 }

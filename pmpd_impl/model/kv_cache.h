@@ -55,6 +55,13 @@ PMPD_INTERNAL void pmpd_kv_cache_write(pmpd_kv_cache *cache, uint32_t layer, siz
 /* Per-thread scratch bytes pmpd_kv_cache_attend needs (64-byte aligned). */
 PMPD_INTERNAL pmpd_status pmpd_kv_cache_attend_scratch_bytes(const pmpd_kv_cache *cache, size_t *bytes);
 
+/* The same for the first `heads` query heads of kv_head's group at once
+ * (q and out: [heads][head_dim]); the compressed modes build their lookup
+ * tables once for the whole group. */
+PMPD_INTERNAL void pmpd_kv_cache_attend_group(const pmpd_kv_cache *cache, uint32_t layer, uint32_t kv_head,
+                                              const float *q, uint32_t heads, size_t n_visible, void *scratch,
+                                              float *out);
+
 /* Causal attention of query q (head_dim floats, already rotated) over
  * positions [0, n_visible) of kv_head in layer: out = softmax(q·K / sqrt(d)) V.
  * scratch: pmpd_kv_cache_attend_scratch_bytes bytes. */
