@@ -48,6 +48,37 @@ static void test_crc32_check_value(void **state)
     assert_int_equal(pmpd_crc32_update(pmpd_crc32_update(0, "1234", 4), "56789", 5), 0xCBF43926u);
 }
 
+/* CRC-32 one bit at a time, straight from the definition. */
+static uint32_t bitwise_crc32(const unsigned char *p, size_t n)
+{
+    uint32_t crc = 0xFFFFFFFFu;
+    size_t i;
+    int k;
+    for (i = 0; i < n; i++) {
+        crc ^= p[i];
+        for (k = 0; k < 8; k++)
+            crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+    }
+    return ~crc;
+}
+
+static void test_crc32_matches_definition(void **state)
+{
+    unsigned char data[3000];
+    test_rng rng;
+    size_t i;
+    (void)state;
+    test_rng_seed(&rng, 7);
+    for (i = 0; i < sizeof data; i++)
+        data[i] = (unsigned char)test_rng_u32(&rng);
+    for (i = 0; i < 300; i++) {
+        size_t start = test_rng_u32(&rng) % 64, length = test_rng_u32(&rng) % (sizeof data - 64);
+        size_t split = length ? test_rng_u32(&rng) % length : 0;
+        uint32_t crc = pmpd_crc32_update(pmpd_crc32_update(0, data + start, split), data + start + split, length - split);
+        assert_int_equal(crc, bitwise_crc32(data + start, length));
+    }
+}
+
 static void test_stories_round_trip(void **state)
 {
     /* stories260K: dim 64, hidden 172, 5 layers, 8 heads, 4 kv heads, vocab 512, seq 512. */
@@ -294,6 +325,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crc32_check_value),
+        cmocka_unit_test(test_crc32_matches_definition),
         cmocka_unit_test(test_stories_round_trip),
         cmocka_unit_test(test_version1_equals_legacy),
         cmocka_unit_test(test_open_file_matches_memory),
