@@ -4,13 +4,18 @@
  * reads per second against the measured bandwidth, the speed-up over the
  * parent width, and the two ways of dequantizing: int8 table + integer dot
  * products (the decode kernel) against float table + float FMAs (the
- * prefill kernel run on one vector). */
+ * prefill kernel run on one vector).  Then whole-model decode speed on a
+ * synthetic model with real shapes (dim 2048, hidden 5632, 22 layers,
+ * random nested weights) at each uniform width and under a static
+ * schedule, with one thread and with all. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "examples/common/bench.h"
 #include "pmpd_impl/exec/pool.h"
+#include "pmpd_impl/offline/format/builder.h"
+#include "pmpd_impl/offline/precision/anyprec_build.h"
 #include "pmpd_impl/precision/anyprec.h"
 
 #define BENCH_ANYPREC_SEED 2
@@ -152,6 +157,176 @@ static int bench_anyprec_shape(const bench_context *ctx, pmpd_pool *pool, pmpd_p
     return 0;
 }
 
+/* A synthetic Llama with random nested weights at real shapes. */
+static pmpd_status bench_anyprec_model_build(const pmpd_model_info *info, pmpd_build_model *b)
+{
+    static const char *const names[7] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up",
+                                         "ffn_down"};
+    const uint64_t kv = (uint64_t)info->n_kv_heads * info->head_dim;
+    const uint64_t rows[7] = {info->dim, kv, kv, info->dim, info->hidden_dim, info->hidden_dim, info->dim};
+    const uint64_t cols[7] = {info->dim, info->dim, info->dim, info->dim, info->dim, info->dim, info->hidden_dim};
+    uint64_t dims[2];
+    float *values = (float *)malloc((size_t)info->vocab_size * info->dim * sizeof(float));
+    pmpd_status st = values ? PMPD_OK : PMPD_ERR_OUT_OF_MEMORY;
+    uint32_t layer, i;
+    pmpd_build_init(b);
+    b->info = *info;
+    for (i = 0; values && i < info->vocab_size * info->dim; i++)
+        values[i] = (float)((int)(i * 2654435761u >> 24) - 128) / 512.0f;
+    dims[0] = info->vocab_size;
+    dims[1] = info->dim;
+    if (st == PMPD_OK)
+        st = pmpd_build_add_f32(b, "token_embd.weight", 2, dims, values);
+    for (i = 0; values && i < info->hidden_dim; i++)
+        values[i] = 1.0f;
+    if (st == PMPD_OK)
+        st = pmpd_build_add_f32(b, "output_norm.weight", 1, dims + 1, values);
+    for (layer = 0; layer < info->n_layers && st == PMPD_OK; layer++) {
+        char name[64];
+        snprintf(name, sizeof name, "blk.%u.attn_norm.weight", (unsigned)layer);
+        st = pmpd_build_add_f32(b, name, 1, dims + 1, values);
+        snprintf(name, sizeof name, "blk.%u.ffn_norm.weight", (unsigned)layer);
+        if (st == PMPD_OK)
+            st = pmpd_build_add_f32(b, name, 1, dims + 1, values);
+        for (i = 0; i < 7 && st == PMPD_OK; i++) {
+            pmpd_anyprec_layout layout;
+            unsigned char *bytes;
+            snprintf(name, sizeof name, "blk.%u.%s.weight", (unsigned)layer, names[i]);
+            st = pmpd_anyprec_compute_layout(rows[i], cols[i], BENCH_ANYPREC_SEED, BENCH_ANYPREC_PARENT, &layout);
+            bytes = st == PMPD_OK ? (unsigned char *)malloc(layout.total) : NULL;
+            if (st == PMPD_OK && !bytes)
+                st = PMPD_ERR_OUT_OF_MEMORY;
+            if (st == PMPD_OK) {
+                bench_anyprec_fill(bytes, &layout, (uint32_t)rows[i], (uint32_t)cols[i]);
+                st = pmpd_anyprec_build_add(b, name, rows[i], cols[i], bytes, layout.total);
+            }
+            free(bytes);
+        }
+    }
+    free(values);
+    return st;
+}
+
+/* Decode tokens per second for one precision schedule. */
+static double bench_anyprec_decode_rate(const bench_context *ctx, const pmpd_model *model, unsigned threads,
+                                        const pmpd_precision_schedule *schedule, uint32_t n_decode)
+{
+    static const int32_t prompt[8] = {1, 5, 9, 13, 17, 21, 25, 29};
+    pmpd_session_config config;
+    pmpd_session *s = NULL;
+    pmpd_arena arena;
+    size_t bytes = 0;
+    void *block;
+    double start, rate = 0.0;
+    uint32_t t;
+    (void)ctx;
+    pmpd_session_config_init(&config);
+    config.context_length = 8 + n_decode + 1;
+    config.n_threads = threads;
+    if (pmpd_session_plan(model, &config, &bytes) != PMPD_OK || !(block = malloc(bytes + 64)))
+        return 0.0;
+    pmpd_arena_init(&arena, block, bytes + 64);
+    if (pmpd_session_create(model, &config, &arena, &s) == PMPD_OK &&
+        pmpd_session_set_precision(s, schedule) == PMPD_OK && pmpd_session_prefill(s, prompt, 8, NULL) == PMPD_OK) {
+        start = bench_now_seconds();
+        for (t = 0; t < n_decode; t++)
+            pmpd_session_decode(s, (int32_t)(t % 500) + 3, NULL);
+        rate = n_decode / (bench_now_seconds() - start);
+    }
+    pmpd_session_destroy(s);
+    free(block);
+    return rate;
+}
+
+static double bench_anyprec_average_bits(const pmpd_precision_schedule *schedule, uint32_t n_decode)
+{
+    uint32_t step, sum = 0;
+    for (step = 0; step < n_decode; step++)
+        sum += pmpd_precision_schedule_bits_at(schedule, step);
+    return (double)sum / n_decode;
+}
+
+static int bench_anyprec_model(bench_context *ctx)
+{
+    static const char *const labels[4] = {"4-bit", "3-bit", "2-bit", "static 4/3/2"};
+    pmpd_model_info info;
+    pmpd_build_model b;
+    pmpd_model *model = NULL;
+    pmpd_arena arena;
+    pmpd_precision_schedule schedules[4];
+    void *block = NULL, *arena_block = malloc((size_t)16 << 20);
+    unsigned char *data = NULL;
+    size_t size = 0, layer_weights;
+    const uint32_t n_decode = ctx->quick ? 6 : 24;
+    unsigned k, threads[2];
+    char name[96], note[160];
+    size_t s, t;
+    memset(&info, 0, sizeof info);
+    info.dim = 2048;
+    info.hidden_dim = 5632;
+    info.n_layers = ctx->quick ? 2 : 22;
+    info.n_heads = 32;
+    info.n_kv_heads = 4;
+    info.head_dim = 64;
+    info.vocab_size = 512;
+    info.seq_len = 256;
+    info.rope_theta = 10000.0f;
+    info.norm_eps = 1e-5f;
+    info.shared_classifier = 1;
+    info.bos_id = 1;
+    info.eos_id = 2;
+    layer_weights = (size_t)info.dim * info.dim * 2 + (size_t)info.dim * info.n_kv_heads * info.head_dim * 2 +
+                    (size_t)info.dim * info.hidden_dim * 3;
+    if (!arena_block || bench_anyprec_model_build(&info, &b) != PMPD_OK ||
+        pmpd_build_serialize(&b, &block, &data, &size) != PMPD_OK) {
+        fprintf(stderr, "pmpd-bench: cannot build the synthetic any-precision model\n");
+        free(arena_block);
+        return -1;
+    }
+    pmpd_build_free(&b);
+    pmpd_arena_init(&arena, arena_block, (size_t)16 << 20);
+    if (pmpd_model_open_memory(data, size, &arena, &model, NULL) != PMPD_OK) {
+        fprintf(stderr, "pmpd-bench: the synthetic any-precision model does not load\n");
+        free(block);
+        free(arena_block);
+        return -1;
+    }
+    for (k = 0; k < 3; k++)
+        pmpd_precision_schedule_uniform(&schedules[k], BENCH_ANYPREC_PARENT, BENCH_ANYPREC_PARENT - k);
+    /* The static shape PMPD finds: thirds of the output at 4, 3 and 2 bits. */
+    schedules[3] = schedules[0];
+    schedules[3].n_widths = 3;
+    schedules[3].decode_bits[1] = 3;
+    schedules[3].decode_bits[2] = 2;
+    schedules[3].from_step[1] = n_decode / 3;
+    schedules[3].from_step[2] = 2 * n_decode / 3;
+    threads[0] = 1;
+    threads[1] = ctx->threads > PMPD_MAX_THREADS ? PMPD_MAX_THREADS : (unsigned)ctx->threads;
+    snprintf(name, sizeof name, "synthetic model: dim %u, hidden %u, %u layers, %.0f M nested weights", info.dim,
+             info.hidden_dim, info.n_layers, (double)layer_weights * info.n_layers * 1e-6);
+    bench_section(ctx, name);
+    for (t = 0; t < 2; t++) {
+        double parent_rate = 0.0;
+        for (s = 0; s < 4; s++) {
+            double rate = bench_anyprec_decode_rate(ctx, model, threads[t], &schedules[s], n_decode);
+            double bits = bench_anyprec_average_bits(&schedules[s], n_decode);
+            double gbs = rate * bits / 8.0 * (double)layer_weights * info.n_layers * 1e-9;
+            if (s == 0)
+                parent_rate = rate;
+            snprintf(name, sizeof name, "decode %s, %u thread%s", labels[s], threads[t], threads[t] > 1 ? "s" : "");
+            snprintf(note, sizeof note,
+                     "%.2f avg bits; %.2fx the 4-bit rate (ideal %.2fx); planes at %.1f GB/s = %.0f%% of bandwidth",
+                     bits, parent_rate > 0 ? rate / parent_rate : 0.0, 4.0 / bits, gbs,
+                     100.0 * gbs / (t == 0 ? ctx->bw_one_gbs : ctx->bw_all_gbs));
+            bench_row(ctx, "anyprec-model", name, rate, "tokens/s", note);
+        }
+    }
+    pmpd_model_close(model);
+    free(block);
+    free(arena_block);
+    return 0;
+}
+
 int bench_anyprec(bench_context *ctx)
 {
     static const uint32_t shapes[][2] = {{4096, 4096}, {5632, 2048}, {2048, 5632}};
@@ -176,7 +351,7 @@ int bench_anyprec(bench_context *ctx)
     pmpd_pool_destroy(pool);
     pmpd_pool_destroy(single);
     free(buffer);
-    return status;
+    return status == 0 ? bench_anyprec_model(ctx) : status;
 }
 
 #undef BENCH_ANYPREC_SEED

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "pmpd_impl/offline/precision/anyprec_build.h"
+#include "pmpd_impl/precision/anyprec.h"
 
 #define ANYPREC_BUILD_ROWS_PER_STEP 64
 
@@ -61,6 +62,41 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsign
         t->size = bytes;
         t->type = PMPD_TENSOR_ANYPREC;
     }
+    return PMPD_OK;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_anyprec_build_add(pmpd_build_model *b, const char *name, uint64_t rows, uint64_t cols,
+                                                 const void *bytes, uint64_t size)
+{
+    const uint64_t placeholder_dims[2] = {1, 1};
+    const float placeholder = 0.0f;
+    pmpd_anyprec_matrix m;
+    pmpd_build_tensor *t;
+    unsigned char *copy;
+    pmpd_status status = pmpd_anyprec_view(bytes, size, rows, cols, 0, &m, NULL);
+    if (status != PMPD_OK)
+        return status;
+    if (size > SIZE_MAX)
+        return PMPD_ERR_OVERFLOW;
+    copy = (unsigned char *)malloc((size_t)size);
+    if (!copy)
+        return PMPD_ERR_OUT_OF_MEMORY;
+    memcpy(copy, bytes, (size_t)size);
+    /* The builder sizes tensors by type and shape, which ANYPREC's header
+     * overrides: enter a placeholder, then give it the real bytes (as the
+     * conversion above does in place). */
+    status = pmpd_build_add_f32(b, name, 2, placeholder_dims, &placeholder);
+    if (status != PMPD_OK) {
+        free(copy);
+        return status;
+    }
+    t = &b->tensors[b->n_tensors - 1];
+    free(t->data);
+    t->data = copy;
+    t->size = size;
+    t->type = PMPD_TENSOR_ANYPREC;
+    t->dims[0] = rows;
+    t->dims[1] = cols;
     return PMPD_OK;
 }
 

@@ -17,5 +17,12 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsign
                                                      void (*progress)(void *context, uint64_t done, uint64_t total),
                                                      void *context);
 
+/* Adds a rows x cols PMPD_TENSOR_ANYPREC tensor whose bytes (a valid
+ * header and layout, checked here) were made elsewhere, e.g. synthetic
+ * weights for speed measurements.  Errors: those of pmpd_anyprec_view,
+ * PMPD_ERR_OUT_OF_MEMORY. */
+PMPD_INTERNAL pmpd_status pmpd_anyprec_build_add(pmpd_build_model *b, const char *name, uint64_t rows, uint64_t cols,
+                                                 const void *bytes, uint64_t size);
+
 #endif
 #endif
