@@ -4,7 +4,7 @@
  *   pmpd-run MODEL [-p PROMPT] [-n TOKENS] [-t TEMP] [-k TOPK] [--top-p P]
  *            [-s SEED] [--ctx N] [--kv f32|f16|pq|int8|int4] [--kv-window N] [--batch N]
  *            [--threads N] [--ids]
- *            [--bits PREFILL:DECODE]
+ *            [--bits PREFILL:DECODE] [--learned]
  *
  * Streams the text as it is generated (or, with --ids, prints the whole id
  * sequence: BOS, prompt and generated ids), stops early when the model
@@ -13,7 +13,9 @@
  * the arena bytes used of those planned, and the KV-cache bytes.  With nested any-precision weights
  * it also prints the precision in use: the prefill width, the tokens decoded
  * at each width and the average decode bits (the model's static schedule
- * applies unless --bits fixes the widths).
+ * applies unless --bits fixes the widths; --learned lets the model's learned
+ * scheduler choose the decode widths after the prefill, and reports its cost
+ * next to one decode step's).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -43,6 +45,7 @@ typedef struct run_options {
     long kv_window;
     int print_ids;
     unsigned prefill_bits, decode_bits; /* --bits; 0 = the model's schedule */
+    int learned;                        /* --learned */
 } run_options;
 
 static void run_usage(FILE *out)
@@ -63,7 +66,8 @@ static void run_usage(FILE *out)
             "  --threads N    threads (default 1)\n"
             "  --ids          print the token ids instead of text\n"
             "  --bits P:D     any-precision models: prefill and decode widths\n"
-            "                 (default: the model's schedule, else the widest)\n");
+            "                 (default: the model's schedule, else the widest)\n"
+            "  --learned      any-precision models: the learned scheduler picks the decode widths\n");
 }
 
 static int run_parse_long(const char *text, long min, long *out)
@@ -104,6 +108,10 @@ static int run_parse(int argc, char **argv, run_options *o)
         int ok = 1;
         if (!strcmp(a, "--ids")) {
             o->print_ids = 1;
+            continue;
+        }
+        if (!strcmp(a, "--learned")) {
+            o->learned = 1;
             continue;
         }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -188,6 +196,8 @@ static int run_fail(const char *what, pmpd_status st)
 typedef struct run_precision {
     unsigned parent_bits; /* 0: the model has no nested weights */
     unsigned prefill_bits;
+    double learned_seconds;   /* the learned scheduler's decision, when used */
+    size_t learned_bytes;     /* its working memory */
     size_t at_width[PMPD_ANYPREC_MAX_BITS + 1];
 } run_precision;
 
@@ -226,6 +236,9 @@ static void run_precision_report(const run_precision *p)
             weighted += k * p->at_width[k];
         }
     fprintf(stderr, "; average decode %.2f bits\n", total ? (double)weighted / (double)total : 0.0);
+    if (p->learned_bytes)
+        fprintf(stderr, "learned scheduler: %.1f us and %zu arena bytes per prompt\n", p->learned_seconds * 1e6,
+                p->learned_bytes);
 }
 
 static int run_generate(const run_options *o, const pmpd_model *model, int32_t *ids, size_t n_prompt)
@@ -282,6 +295,16 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
     t0 = pmpd_platform_now_ns();
     st = pmpd_session_prefill(session, ids, n_prompt, &logits);
     t1 = pmpd_platform_now_ns();
+    if (st == PMPD_OK && o->learned && precision.parent_bits) {
+        /* Working memory for the decision, as firmware would give it. */
+        static unsigned char scratch_memory[(size_t)1 << 20];
+        pmpd_arena scratch;
+        pmpd_arena_init(&scratch, scratch_memory, sizeof scratch_memory);
+        st = pmpd_session_apply_learned_scheduler(session, NULL, 0, &scratch);
+        precision.learned_seconds = (double)(pmpd_platform_now_ns() - t1) * 1e-9;
+        precision.learned_bytes = scratch.high_water;
+        t1 = pmpd_platform_now_ns();
+    }
     if (st != PMPD_OK) {
         pmpd_session_destroy(session);
         free(block);
