@@ -54,6 +54,8 @@ int main(int argc, char **argv)
         return 1;
     if (bench_anyprec(&ctx) != 0)
         return 1;
+    if (bench_kernels(&ctx) != 0)
+        return 1;
     if (bench_attention(&ctx) != 0)
         return 1;
     if (ctx.csv)

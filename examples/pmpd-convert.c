@@ -1,4 +1,4 @@
-/* pmpd-convert IN OUT [--tokenizer FILE] [--type f32|f16|anyprec] [--bits SEED:PARENT]
+/* pmpd-convert IN OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb] [--bits SEED:PARENT]
  *
  * Converts a llama2.c checkpoint (legacy or version 1) or a GGUF v3 Llama
  * file into a .pmpd container.  Shows a progress line when stderr is a
@@ -21,9 +21,21 @@ static void convert_progress(void *context, uint64_t done, uint64_t total)
         fputc('\n', stderr);
 }
 
+static const char *convert_type_name(pmpd_tensor_type type)
+{
+    switch (type) {
+    case PMPD_TENSOR_F16: return "f16";
+    case PMPD_TENSOR_ANYPREC: return "anyprec";
+    case PMPD_TENSOR_Q8: return "q8";
+    case PMPD_TENSOR_Q4: return "q4";
+    case PMPD_TENSOR_Q2CB: return "q2cb";
+    default: return "f32";
+    }
+}
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: pmpd-convert IN OUT [--tokenizer FILE] [--type f32|f16|anyprec] [--bits SEED:PARENT]\n");
+    fprintf(stderr, "usage: pmpd-convert IN OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb] [--bits SEED:PARENT]\n");
     return 2;
 }
 
@@ -48,6 +60,12 @@ int main(int argc, char **argv)
                 options.type = PMPD_TENSOR_F16;
             else if (strcmp(type, "anyprec") == 0)
                 options.type = PMPD_TENSOR_ANYPREC;
+            else if (strcmp(type, "q8") == 0)
+                options.type = PMPD_TENSOR_Q8;
+            else if (strcmp(type, "q4") == 0)
+                options.type = PMPD_TENSOR_Q4;
+            else if (strcmp(type, "q2cb") == 0)
+                options.type = PMPD_TENSOR_Q2CB;
             else
                 return usage();
         } else if (strcmp(argv[i], "--bits") == 0 && i + 1 < argc) {
@@ -81,6 +99,6 @@ int main(int argc, char **argv)
     }
     printf("pmpd-convert: %s -> %s: %u tensors, %llu bytes, %llu parameters (%s)\n", in, out,
            (unsigned)summary.n_tensors, (unsigned long long)summary.bytes, (unsigned long long)summary.parameters,
-           options.type == PMPD_TENSOR_F16 ? "f16" : options.type == PMPD_TENSOR_ANYPREC ? "anyprec" : "f32");
+           convert_type_name(options.type));
     return 0;
 }

@@ -33,6 +33,11 @@ int bench_anyprec(bench_context *ctx);
  * context, and the KV bytes per token of every mode (bench_attention.c). */
 int bench_attention(bench_context *ctx);
 
+/* Group-quantized kernels (q8, q4, q2cb) beside f32 and their scalar
+ * references: GEMV streamed from RAM against the bandwidth, GEMM at 64 and
+ * 512 tokens in GFLOP/s (bench_kernels.c). */
+int bench_kernels(bench_context *ctx);
+
 /* Table output: a section header, then rows of name, value, unit and a
  * free-form comparison column; mirrored to CSV when ctx->csv is set. */
 void bench_section(const bench_context *ctx, const char *title);

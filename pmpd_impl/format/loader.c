@@ -14,6 +14,7 @@
 #include "pmpd_impl/format/crc32.h"
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/format/tensor_type.h"
+#include "pmpd_impl/kernels/qformat.h"
 #include "pmpd_impl/precision/anyprec.h"
 
 #define PMPD_KNOWN_SECTION_KINDS 6u
@@ -295,8 +296,15 @@ static pmpd_status loader_read_tensor(const unsigned char *p, uint32_t index, ui
         return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, at + PMPD_TE_SIZE,
                               "tensor %.*s size %llu differs from the %llu bytes its type and shape need",
                               (int)t->name_length, t->name, (unsigned long long)t->size, (unsigned long long)bytes);
-    return loader_check_region("tensor", at + PMPD_TE_OFFSET, pmpd_le_u64(e + PMPD_TE_OFFSET), t->size, data_start,
-                               file_size, err);
+    status = loader_check_region("tensor", at + PMPD_TE_OFFSET, pmpd_le_u64(e + PMPD_TE_OFFSET), t->size, data_start,
+                                 file_size, err);
+    if (status == PMPD_OK && pmpd_qformat_is_quantized(t->type)) {
+        uint64_t bad = 0;
+        if (pmpd_qformat_validate(t->type, p + pmpd_le_u64(e + PMPD_TE_OFFSET), &bad) != PMPD_OK)
+            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, pmpd_le_u64(e + PMPD_TE_OFFSET) + bad,
+                                  "tensor %.*s codebook level is outside -64..64", (int)t->name_length, t->name);
+    }
+    return status;
 }
 
 static pmpd_status loader_read_section(const unsigned char *p, uint64_t at, uint64_t data_start, uint64_t file_size,

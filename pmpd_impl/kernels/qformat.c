@@ -10,20 +10,6 @@ PMPD_INTERNAL int pmpd_qformat_is_quantized(uint32_t type)
     return type == PMPD_TENSOR_Q8 || type == PMPD_TENSOR_Q4 || type == PMPD_TENSOR_Q2CB;
 }
 
-PMPD_INTERNAL size_t pmpd_qformat_block_bytes(uint32_t type)
-{
-    switch (type) {
-    case PMPD_TENSOR_Q8: return PMPD_Q8_BLOCK_BYTES;
-    case PMPD_TENSOR_Q4: return PMPD_Q4_BLOCK_BYTES;
-    default: return PMPD_Q2CB_BLOCK_BYTES;
-    }
-}
-
-PMPD_INTERNAL size_t pmpd_qformat_header_bytes(uint32_t type)
-{
-    return type == PMPD_TENSOR_Q2CB ? PMPD_Q2CB_HEADER_BYTES : 0;
-}
-
 PMPD_INTERNAL pmpd_status pmpd_qformat_tensor_bytes(uint32_t type, uint64_t rows, uint64_t cols,
                                                     uint64_t *bytes)
 {
@@ -38,6 +24,21 @@ PMPD_INTERNAL pmpd_status pmpd_qformat_tensor_bytes(uint32_t type, uint64_t rows
         !pmpd_checked_mul_u64(blocks, pmpd_qformat_block_bytes(type), &body) ||
         !pmpd_checked_add_u64(body, pmpd_qformat_header_bytes(type), bytes))
         return PMPD_ERR_FORMAT_SHAPE;
+    return PMPD_OK;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_qformat_validate(uint32_t type, const unsigned char *data, uint64_t *bad_byte)
+{
+    size_t i;
+    if (type != PMPD_TENSOR_Q2CB)
+        return PMPD_OK;
+    for (i = 0; i < PMPD_Q2CB_HEADER_BYTES; i++) {
+        int level = (signed char)data[i];
+        if (level < -PMPD_Q2CB_LEVEL_LIMIT || level > PMPD_Q2CB_LEVEL_LIMIT) {
+            *bad_byte = i;
+            return PMPD_ERR_FORMAT_VALUE;
+        }
+    }
     return PMPD_OK;
 }
 

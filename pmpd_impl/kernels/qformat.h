@@ -63,15 +63,31 @@ typedef struct pmpd_qmatrix {
 PMPD_INTERNAL int pmpd_qformat_is_quantized(uint32_t type);
 
 /* Bytes of one block, of the tensor header (0 unless q2cb).  type must be
- * one of the quantized types. */
-PMPD_INTERNAL size_t pmpd_qformat_block_bytes(uint32_t type);
-PMPD_INTERNAL size_t pmpd_qformat_header_bytes(uint32_t type);
+ * one of the quantized types.  Inline: the kernels call them per block. */
+static inline size_t pmpd_qformat_block_bytes(uint32_t type)
+{
+    return type == PMPD_TENSOR_Q8 ? PMPD_Q8_BLOCK_BYTES
+           : type == PMPD_TENSOR_Q4 ? PMPD_Q4_BLOCK_BYTES
+                                   : PMPD_Q2CB_BLOCK_BYTES;
+}
+
+static inline size_t pmpd_qformat_header_bytes(uint32_t type)
+{
+    return type == PMPD_TENSOR_Q2CB ? PMPD_Q2CB_HEADER_BYTES : 0;
+}
 
 /* Bytes of a rows x cols tensor.  Errors: PMPD_ERR_FORMAT_VALUE (not a
  * quantized type), PMPD_ERR_FORMAT_SHAPE (a zero dimension or a size that
  * overflows 64 bits). */
 PMPD_INTERNAL pmpd_status pmpd_qformat_tensor_bytes(uint32_t type, uint64_t rows, uint64_t cols,
                                                     uint64_t *bytes);
+
+/* Checks what the tensor size cannot: every q2cb codebook level lies in
+ * [-64, 64] (other types have nothing to check).  data holds the whole
+ * tensor, already known to have pmpd_qformat_tensor_bytes bytes.  Returns
+ * PMPD_OK or PMPD_ERR_FORMAT_VALUE with *bad_byte set to the offending
+ * byte's offset in the tensor. */
+PMPD_INTERNAL pmpd_status pmpd_qformat_validate(uint32_t type, const unsigned char *data, uint64_t *bad_byte);
 
 /* Groups per row: ceil(cols / 32). */
 static inline size_t pmpd_qformat_groups(size_t cols)

@@ -5,6 +5,7 @@
 #include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/model/f16.h"
 #include "pmpd_impl/model/linear_float.h"
+#include "pmpd_impl/kernels/qlinear.h"
 #include "pmpd_impl/precision/anyprec.h"
 
 /* The float kernels walk a weight row in chunks (converted once per chunk
@@ -127,6 +128,10 @@ PMPD_INTERNAL pmpd_status pmpd_linear_scratch_bytes(const pmpd_tensor *w, size_t
         return PMPD_OK;
     case PMPD_TENSOR_ANYPREC:
         return pmpd_linear_anyprec_scratch((size_t)w->dims[1], bytes) ? PMPD_OK : PMPD_ERR_OVERFLOW;
+    case PMPD_TENSOR_Q8:
+    case PMPD_TENSOR_Q4:
+    case PMPD_TENSOR_Q2CB:
+        return pmpd_qlinear_scratch_bytes((size_t)w->dims[1], n_tokens, bytes);
     default:
         return PMPD_ERR_UNSUPPORTED;
     }
@@ -166,6 +171,11 @@ PMPD_INTERNAL void pmpd_linear(const pmpd_tensor *w, const float *x, size_t n_to
         /* Granules of 4 rows keep the SIMD kernels on their 4-row path. */
         pmpd_pool_run(pool, pmpd_linear_anyprec_rows, &job, job.rows, 4);
         break;
+    case PMPD_TENSOR_Q8:
+    case PMPD_TENSOR_Q4:
+    case PMPD_TENSOR_Q2CB:
+        pmpd_qlinear(w, x, n_tokens, y, scratch, pool);
+        break;
     default:
         break;
     }
@@ -189,6 +199,11 @@ PMPD_INTERNAL void pmpd_linear_row(const pmpd_tensor *w, size_t r, float *out)
         pmpd_anyprec_row(&m, m.parent_bits, (uint32_t)r, out);
         break;
     }
+    case PMPD_TENSOR_Q8:
+    case PMPD_TENSOR_Q4:
+    case PMPD_TENSOR_Q2CB:
+        pmpd_qlinear_row(w, r, out);
+        break;
     default:
         break;
     }

@@ -25,13 +25,14 @@ PMPD_NEON_INLINE void pmpd_smmla_tile(uint32_t type, const pmpd_qmatrix *w, cons
     float32x4_t acc[PMPD_SMMLA_PAIRS][2];
     pmpd_neon_block b;
     size_t g, p, n_groups = act->n_groups;
+    const unsigned char *blocks = pmpd_qformat_block(w, rb, 0);
     int h, c;
 #pragma GCC unroll 8
     for (p = 0; p < n_pairs; p++)
         acc[p][0] = acc[p][1] = vdupq_n_f32(0.0f);
     for (g = 0; g < n_groups; g++) {
         float32x4_t row_scale[2];
-        pmpd_neon_unpack(type, pmpd_qformat_block(w, rb, g), codebooks, &b);
+        pmpd_neon_unpack(type, blocks + g * pmpd_qformat_block_bytes(type), codebooks, &b);
         row_scale[0] = vcombine_f32(vget_low_f32(b.scale), vget_low_f32(b.scale));
         row_scale[1] = vcombine_f32(vget_high_f32(b.scale), vget_high_f32(b.scale));
 #pragma GCC unroll 8

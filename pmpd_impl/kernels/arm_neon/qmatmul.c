@@ -66,11 +66,12 @@ PMPD_NEON_INLINE void pmpd_neon_tile(uint32_t type, const pmpd_qmatrix *w, const
     float32x4_t acc[PMPD_NEON_TOKENS];
     pmpd_neon_block b;
     size_t g, j, n_groups = act->n_groups;
+    const unsigned char *blocks = pmpd_qformat_block(w, rb, 0);
 #pragma GCC unroll 8
     for (j = 0; j < n_tokens; j++)
         acc[j] = vdupq_n_f32(0.0f);
     for (g = 0; g < n_groups; g++) {
-        pmpd_neon_unpack(type, pmpd_qformat_block(w, rb, g), codebooks, &b);
+        pmpd_neon_unpack(type, blocks + g * pmpd_qformat_block_bytes(type), codebooks, &b);
 #pragma GCC unroll 8
         for (j = 0; j < n_tokens; j++) {
             size_t t = t0 + j;

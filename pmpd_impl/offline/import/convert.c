@@ -9,6 +9,8 @@
 
 #include "pmpd_impl/core/error.h"
 #include "pmpd_impl/format/le.h"
+#include "pmpd_impl/kernels/qformat.h"
+#include "pmpd_impl/offline/quant/build.h"
 #include "pmpd_impl/offline/precision/anyprec_build.h"
 
 #define CONVERT_CHUNK (1u << 20)
@@ -149,8 +151,9 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const p
     if (!in_path || !out_path)
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "input and output paths are required");
     if (options && options->type != PMPD_TENSOR_F32 && options->type != PMPD_TENSOR_F16 &&
-        options->type != PMPD_TENSOR_ANYPREC)
-        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "output type must be f32, f16 or anyprec");
+        options->type != PMPD_TENSOR_ANYPREC && !pmpd_qformat_is_quantized(options->type))
+        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
+                              "output type must be f32, f16, anyprec, q8, q4 or q2cb");
     pmpd_build_init(&b);
     status = convert_import(in_path, options, &b, summary, err);
     if (status == PMPD_OK) {
@@ -159,6 +162,8 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const p
             status = pmpd_anyprec_build_convert(&b, options->anyprec_seed_bits ? options->anyprec_seed_bits : 2,
                                                 options->anyprec_parent_bits ? options->anyprec_parent_bits : 4,
                                                 options->progress, options->progress_context);
+        else if (options && pmpd_qformat_is_quantized(options->type))
+            status = pmpd_quant_build_convert(&b, options->type, options->progress, options->progress_context);
         else
             status = pmpd_build_convert_matrices(&b, options ? (uint32_t)options->type : PMPD_TENSOR_F32);
         if (status == PMPD_OK)

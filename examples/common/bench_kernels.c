@@ -1,0 +1,241 @@
+/* Group-quantized kernels at real shapes (pmpd_impl/kernels): GEMV of one
+ * token with the weights streamed from RAM (enough copies of the matrix to
+ * exceed the cache, visited in turn) as GB/s of weight bytes against the
+ * measured bandwidth, and GEMM at 64 and 512 tokens as GFLOP/s (2 per
+ * multiply-add, activation quantization included).  f32 is the float
+ * linear layer of the model (pmpd_linear); the scalar reference kernel of
+ * each format runs beside the SIMD one.  Weight values are random valid
+ * bytes: speed does not depend on them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "examples/common/bench.h"
+#include "pmpd_impl/exec/pool.h"
+#include "pmpd_impl/kernels/qmatmul.h"
+#include "pmpd_impl/model/linear.h"
+
+#define BENCH_KERNELS_MAX_TOTAL ((size_t)3 << 30)
+
+typedef struct bench_kernels_job {
+    pmpd_tensor tensor;  /* f32 */
+    pmpd_qmatrix w;      /* quantized */
+    const float *x;
+    size_t n_tokens;
+    pmpd_qact *act;
+    float *y;
+    int scalar;
+} bench_kernels_job;
+
+static void bench_kernels_rows(void *ctx, size_t begin, size_t end, unsigned worker)
+{
+    const bench_kernels_job *job = (const bench_kernels_job *)ctx;
+    (void)worker;
+    if (job->scalar)
+        pmpd_qmatmul_scalar(&job->w, job->act, begin, end, job->y, job->w.rows);
+    else
+        pmpd_qmatmul(&job->w, job->act, begin, end, job->y, job->w.rows);
+}
+
+/* One product as the model runs it: quantize the activations, split the
+ * rows over the pool. */
+static void bench_kernels_product(bench_kernels_job *job, pmpd_pool *pool)
+{
+    if (job->tensor.type == PMPD_TENSOR_F32) {
+        pmpd_linear(&job->tensor, job->x, job->n_tokens, job->y, NULL, pool, 0);
+        return;
+    }
+    pmpd_qact_quantize(job->act, job->x, job->w.cols, job->n_tokens, job->w.cols);
+    pmpd_pool_run(pool, bench_kernels_rows, job, job->w.rows, PMPD_QROWS);
+}
+
+/* Seconds per product, cycling through the copies (stride bytes apart). */
+static double bench_kernels_time(const bench_context *ctx, pmpd_pool *pool, bench_kernels_job *job,
+                                 const unsigned char *base, size_t stride, size_t copies, double budget)
+{
+    double start = bench_now_seconds(), elapsed;
+    size_t calls = 0;
+    if (ctx->quick)
+        budget *= 0.25;
+    do {
+        const unsigned char *data = base + (calls % copies) * stride;
+        job->w.data = data;
+        job->tensor.data = data;
+        bench_kernels_product(job, pool);
+        calls++;
+        elapsed = bench_now_seconds() - start;
+    } while (elapsed < budget || calls < copies);
+    return elapsed / (double)calls;
+}
+
+/* Random bytes that are a valid tensor of the type: f32 small normals-ish,
+ * quantized blocks with modest f16 scales (q8 avoids -128). */
+static void bench_kernels_fill(uint32_t type, unsigned char *p, size_t bytes)
+{
+    uint64_t state = 0x243F6A8885A308D3ull;
+    size_t i, header = pmpd_qformat_is_quantized(type) ? pmpd_qformat_header_bytes(type) : 0;
+    for (i = 0; i < bytes; i++) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        p[i] = (unsigned char)(state >> 24);
+    }
+    if (type == PMPD_TENSOR_F32) {
+        for (i = 0; i + 4 <= bytes; i += 4) {
+            float v = (float)(int)(p[i] - 128) / 4096.0f;
+            memcpy(p + i, &v, sizeof v);
+        }
+        return;
+    }
+    for (i = 0; i < header; i++)
+        p[i] = (unsigned char)(signed char)((int)(p[i] % 129) - 64);
+    for (i = header; i < bytes; i += pmpd_qformat_block_bytes(type)) {
+        size_t j;
+        for (j = 0; j < PMPD_QROWS; j++) {
+            p[i + 2 * j] = 0x00;
+            p[i + 2 * j + 1] = 0x20; /* 2^-7 */
+        }
+        if (type == PMPD_TENSOR_Q8)
+            for (j = 2 * PMPD_QROWS; j < pmpd_qformat_block_bytes(type); j++)
+                if (p[i + j] == 0x80)
+                    p[i + j] = 0x81;
+    }
+}
+
+static const char *bench_kernels_type_name(uint32_t type)
+{
+    switch (type) {
+    case PMPD_TENSOR_F32: return "f32";
+    case PMPD_TENSOR_Q8: return "q8";
+    case PMPD_TENSOR_Q4: return "q4";
+    default: return "q2cb";
+    }
+}
+
+static int bench_kernels_shape(bench_context *ctx, pmpd_pool *pool, pmpd_pool *single, uint32_t type, size_t rows,
+                               size_t cols)
+{
+    static const size_t token_counts[2] = {64, 512};
+    bench_kernels_job job;
+    uint64_t bytes64 = (uint64_t)rows * cols * 4;
+    size_t bytes, stride, copies, i, act_bytes;
+    unsigned char *weights;
+    void *act_buffer;
+    float *x, *y;
+    pmpd_arena arena;
+    pmpd_qact act;
+    char name[96], note[160];
+    double seconds, gbs, scalar_gbs = 0.0;
+    if (type != PMPD_TENSOR_F32 && pmpd_qformat_tensor_bytes(type, rows, cols, &bytes64) != PMPD_OK)
+        return -1;
+    bytes = (size_t)bytes64;
+    stride = (bytes + 4095) & ~(size_t)4095;
+    copies = ctx->stream_bytes / stride + 1;
+    if (copies * stride > BENCH_KERNELS_MAX_TOTAL)
+        copies = BENCH_KERNELS_MAX_TOTAL / stride;
+    if (pmpd_qact_bytes(512, cols, &act_bytes) != PMPD_OK)
+        return -1;
+    weights = (unsigned char *)malloc(copies * stride);
+    act_buffer = malloc(act_bytes + PMPD_ARENA_ALIGNMENT);
+    x = (float *)malloc(512 * cols * sizeof(float));
+    y = (float *)malloc(512 * rows * sizeof(float));
+    if (!weights || !act_buffer || !x || !y || pmpd_arena_init(&arena, act_buffer, act_bytes + PMPD_ARENA_ALIGNMENT) ||
+        pmpd_qact_alloc(&arena, 512, cols, &act) != PMPD_OK) {
+        fprintf(stderr, "pmpd-bench: cannot allocate %zu MiB for the kernel benchmark\n", (copies * stride) >> 20);
+        free(weights);
+        free(act_buffer);
+        free(x);
+        free(y);
+        return -1;
+    }
+    bench_kernels_fill(type, weights, bytes);
+    for (i = 1; i < copies; i++)
+        memcpy(weights + i * stride, weights, bytes);
+    for (i = 0; i < 512 * cols; i++)
+        x[i] = (float)((int)(i * 2654435761u % 2001) - 1000) / 1000.0f;
+    memset(&job, 0, sizeof job);
+    job.tensor.type = type;
+    job.tensor.n_dims = 2;
+    job.tensor.dims[0] = rows;
+    job.tensor.dims[1] = cols;
+    job.tensor.size = bytes;
+    job.w.type = type;
+    job.w.rows = rows;
+    job.w.cols = cols;
+    job.x = x;
+    job.y = y;
+    job.act = &act;
+    job.n_tokens = 1;
+
+    if (type != PMPD_TENSOR_F32) {
+        job.scalar = 1;
+        scalar_gbs = (double)bytes / bench_kernels_time(ctx, single, &job, weights, stride, 1, 0.2) * 1e-9;
+        job.scalar = 0;
+    }
+    seconds = bench_kernels_time(ctx, single, &job, weights, stride, copies, 1.0);
+    gbs = (double)bytes / seconds * 1e-9;
+    snprintf(name, sizeof name, "%s GEMV %zux%zu 1 thread", bench_kernels_type_name(type), rows, cols);
+    if (type == PMPD_TENSOR_F32)
+        snprintf(note, sizeof note, "%.0f%% of 1-thread bw; %.1f us", 100.0 * gbs / ctx->bw_one_gbs, seconds * 1e6);
+    else
+        snprintf(note, sizeof note, "%.0f%% of 1-thread bw; %.1f us; scalar %.2f GB/s", 100.0 * gbs / ctx->bw_one_gbs,
+                 seconds * 1e6, scalar_gbs);
+    bench_row(ctx, "kernels", name, gbs, "GB/s", note);
+    if (ctx->threads > 1) {
+        seconds = bench_kernels_time(ctx, pool, &job, weights, stride, copies, 1.0);
+        gbs = (double)bytes / seconds * 1e-9;
+        snprintf(name, sizeof name, "%s GEMV %zux%zu %d threads", bench_kernels_type_name(type), rows, cols,
+                 ctx->threads);
+        snprintf(note, sizeof note, "%.0f%% of all-thread bw; %.1f us", 100.0 * gbs / ctx->bw_all_gbs, seconds * 1e6);
+        bench_row(ctx, "kernels", name, gbs, "GB/s", note);
+    }
+    for (i = 0; i < 2; i++) {
+        double flops = 2.0 * (double)rows * (double)cols * (double)token_counts[i], one, all = 0.0;
+        job.n_tokens = token_counts[i];
+        one = flops / bench_kernels_time(ctx, single, &job, weights, stride, 1, 1.0) * 1e-9;
+        if (ctx->threads > 1)
+            all = flops / bench_kernels_time(ctx, pool, &job, weights, stride, 1, 1.0) * 1e-9;
+        snprintf(name, sizeof name, "%s GEMM %zux%zu x%zu 1 thread", bench_kernels_type_name(type), rows, cols,
+                 token_counts[i]);
+        snprintf(note, sizeof note, "%d threads: %.1f GFLOP/s", ctx->threads, all);
+        bench_row(ctx, "kernels", name, one, "GFLOP/s", note);
+    }
+    free(weights);
+    free(act_buffer);
+    free(x);
+    free(y);
+    return 0;
+}
+
+int bench_kernels(bench_context *ctx)
+{
+    static const size_t shapes[3][2] = {{4096, 4096}, {5632, 2048}, {2048, 5632}};
+    static const uint32_t types[4] = {PMPD_TENSOR_F32, PMPD_TENSOR_Q8, PMPD_TENSOR_Q4, PMPD_TENSOR_Q2CB};
+    pmpd_arena arena;
+    pmpd_pool *pool = NULL, *single = NULL;
+    size_t pool_bytes, single_bytes, s, t;
+    unsigned threads = ctx->threads > PMPD_MAX_THREADS ? PMPD_MAX_THREADS : (unsigned)ctx->threads;
+    void *buffer;
+    int status = 0;
+    if (pmpd_pool_plan(threads, &pool_bytes) != PMPD_OK || pmpd_pool_plan(1, &single_bytes) != PMPD_OK)
+        return -1;
+    buffer = malloc(pool_bytes + single_bytes + 4 * PMPD_ARENA_ALIGNMENT);
+    if (!buffer || pmpd_arena_init(&arena, buffer, pool_bytes + single_bytes + 4 * PMPD_ARENA_ALIGNMENT) != PMPD_OK ||
+        pmpd_pool_create(&arena, threads, &pool) != PMPD_OK || pmpd_pool_create(&arena, 1, &single) != PMPD_OK) {
+        fprintf(stderr, "pmpd-bench: cannot start the worker pool\n");
+        if (pool)
+            pmpd_pool_destroy(pool);
+        free(buffer);
+        return -1;
+    }
+    bench_section(ctx, "group-quantized kernels: GEMV streamed from RAM, GEMM at 64 / 512 tokens");
+    for (s = 0; s < 3 && status == 0; s++)
+        for (t = 0; t < 4 && status == 0; t++)
+            status = bench_kernels_shape(ctx, pool, single, types[t], shapes[s][0], shapes[s][1]);
+    pmpd_pool_destroy(pool);
+    pmpd_pool_destroy(single);
+    free(buffer);
+    return status;
+}
+
+#undef BENCH_KERNELS_MAX_TOTAL
