@@ -226,13 +226,15 @@ fuzz: $(FUZZ_NAMES:%=build/fuzz/libfuzzer-%)
 # ---- running things --------------------------------------------------------
 # The demo: convert stories260K (llama2.c checkpoint + tokenizer) once, then
 # tell a story.  MODELS names the folder holding stories260K.bin and tok512.bin.
+# The container is remade whenever the converter is rebuilt, so it always
+# matches the format this tree reads.
 MODELS ?= ../shared/models
 DEMO_MODEL := $(BUILD)/stories260K.pmpd
 DEMO_ARGS ?= -p "Once upon a time" -n 256
 demo: $(BUILD)/pmpd-run $(DEMO_MODEL)
 	$(BUILD)/pmpd-run $(DEMO_MODEL) $(DEMO_ARGS)
 
-$(DEMO_MODEL): | $(BUILD)/pmpd-convert
+$(DEMO_MODEL): $(BUILD)/pmpd-convert
 	@if [ ! -f "$(MODELS)/stories260K.bin" ] || [ ! -f "$(MODELS)/tok512.bin" ]; then \
 	  echo "make demo: $(MODELS)/stories260K.bin and $(MODELS)/tok512.bin are needed."; \
 	  echo "  Both are Karpathy's tinyllamas files (MIT), used by llama2.c:"; \
