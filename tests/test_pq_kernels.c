@@ -163,6 +163,35 @@ static void test_pq_kernels(void **state)
 #endif
 }
 
+/* Nearest-centroid search: the same index as the scalar search, including
+ * on exact ties (duplicated centroids), for 16 and 256 centroids. */
+static void test_nearest(void **state)
+{
+    static const uint32_t counts[2] = {16, 256}, sub_dims[2] = {2, 4};
+    test_rng rng;
+    float columns[4 * 256], x[4];
+    uint32_t k, d, trial, c, j;
+    (void)state;
+    test_rng_seed(&rng, 77);
+    for (k = 0; k < 2; k++)
+        for (d = 0; d < 2; d++)
+            for (trial = 0; trial < 200; trial++) {
+                uint32_t n = counts[k], sub = sub_dims[d], expect;
+                for (c = 0; c < n; c++)
+                    for (j = 0; j < sub; j++)
+                        /* Every value twice (c and c ^ 1 share a centroid), on a coarse grid. */
+                        columns[j * n + c] = (float)((test_rng_u32(&rng) % 5) * (c % 2 == 0)) +
+                                             (c % 2 ? columns[j * n + c - 1] : 0.0f);
+                for (j = 0; j < sub; j++)
+                    x[j] = (float)(test_rng_u32(&rng) % 9) * 0.5f;
+                expect = pmpd_pq_nearest_scalar(columns, n, sub, x);
+                assert_true(expect % 2 == 0); /* ties go to the lower index */
+#if KERNELS_SIMD
+                assert_int_equal(SIMD_KERNEL(pmpd_pq_nearest)(columns, n, sub, x), expect);
+#endif
+            }
+}
+
 /* Half-precision widening: every finite pattern class against values the
  * test computes from the definition. */
 static void test_f16_to_f32(void **state)
@@ -194,6 +223,7 @@ int main(void)
         cmocka_unit_test(test_row_kernels),
         cmocka_unit_test(test_pq_kernels),
         cmocka_unit_test(test_f16_to_f32),
+        cmocka_unit_test(test_nearest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

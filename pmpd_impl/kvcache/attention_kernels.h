@@ -4,9 +4,11 @@
  * AVX2 and NEON sets exist when config.h enables them, and
  * PMPD_KV_KERNEL(name) names the set chosen at compile time.
  *
- * Every kernel works on the token-major, lane-padded layout described in
- * attention_partial.h: lanes is a multiple of PMPD_KV_LANES, queries and
- * accumulators are [dim][lanes], scores and weights [token][lanes].
+ * Every attention kernel works on the token-major, lane-padded layout
+ * described in attention_partial.h: lanes is a multiple of PMPD_KV_LANES,
+ * queries and accumulators are [dim][lanes], scores and weights
+ * [token][lanes].  The nearest-centroid search of the batch encoder is here
+ * too.
  */
 #ifndef PMPD_KVCACHE_ATTENTION_KERNELS_H
 #define PMPD_KVCACHE_ATTENTION_KERNELS_H
@@ -45,7 +47,11 @@
     /* acc[s*sub_dim + j][l] += sum_c bins[s][c][l] * centroids[s][c][j] */                         \
     PMPD_INTERNAL void pmpd_pq_bins_times_codebook_##isa(const float *bins,                         \
                                                          const pmpd_pq_codebook *book,              \
-                                                         uint32_t lanes, float *acc);
+                                                         uint32_t lanes, float *acc);               \
+    /* index of the centroid nearest to x (squared distance summed over j in order, lowest index   \
+     * on ties); one subspace's codebook transposed: columns[j*n_centroids + c] */                  \
+    PMPD_INTERNAL uint32_t pmpd_pq_nearest_##isa(const float *columns, uint32_t n_centroids,        \
+                                                 uint32_t sub_dim, const float *x);
 
 /* The NEON set uses AArch64-only instructions (round to nearest, FMA on
  * every core); 32-bit Arm runs the scalar set. */

@@ -5,6 +5,7 @@
 
 #if PMPD_USE_AVX2
 #include <immintrin.h>
+#include <math.h>
 
 void pmpd_kv_row_scores_avx2(const float *qt, uint32_t lanes, uint32_t dim, const float *rows, size_t stride,
                              size_t n, float *scores, float *max)
@@ -203,6 +204,67 @@ void pmpd_pq_bins_times_codebook_avx2(const float *bins, const pmpd_pq_codebook 
             for (j = 0; j < lay->sub_dim; j++)
                 _mm_storeu_ps(out + j * lanes, a[j]);
         }
+}
+
+/* Squared distances from x to centroids [c, c + 8), summed over j in order
+ * with separate multiply and add, exactly like the scalar loop. */
+static __m256 pq_avx2_distances(const float *columns, uint32_t n_centroids, uint32_t sub_dim, const float *x,
+                                uint32_t c)
+{
+    __m256 diff = _mm256_sub_ps(_mm256_loadu_ps(columns + c), _mm256_set1_ps(x[0]));
+    __m256 d = _mm256_mul_ps(diff, diff);
+    uint32_t j;
+    for (j = 1; j < sub_dim; j++) {
+        diff = _mm256_sub_ps(_mm256_loadu_ps(columns + j * n_centroids + c), _mm256_set1_ps(x[j]));
+        d = _mm256_add_ps(d, _mm256_mul_ps(diff, diff));
+    }
+    return d;
+}
+
+/* Keeps, per lane, the first strict minimum. */
+static void pq_avx2_keep_closer(__m256 d, __m256i index, __m256 *best, __m256i *best_index)
+{
+    __m256 closer = _mm256_cmp_ps(d, *best, _CMP_LT_OQ);
+    *best = _mm256_blendv_ps(*best, d, closer);
+    *best_index =
+        _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(*best_index), _mm256_castsi256_ps(index), closer));
+}
+
+/* Sixteen centroids per step in two independent chains (the compare-blend
+ * chain, not arithmetic, limits the search); the 16 lanes are then reduced
+ * by (distance, index), so ties go to the lowest index as in the scalar
+ * search. */
+uint32_t pmpd_pq_nearest_avx2(const float *columns, uint32_t n_centroids, uint32_t sub_dim, const float *x)
+{
+    __m256 best[2];
+    __m256i best_index[2], index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), eight = _mm256_set1_epi32(8);
+    float distance[16];
+    int32_t position[16];
+    uint32_t c, j, result;
+    float result_distance;
+    if (n_centroids % 16 != 0)
+        return pmpd_pq_nearest_scalar(columns, n_centroids, sub_dim, x);
+    best[0] = best[1] = _mm256_set1_ps(INFINITY);
+    best_index[0] = best_index[1] = _mm256_setzero_si256();
+    for (c = 0; c < n_centroids; c += 16) {
+        pq_avx2_keep_closer(pq_avx2_distances(columns, n_centroids, sub_dim, x, c), index, &best[0], &best_index[0]);
+        index = _mm256_add_epi32(index, eight);
+        pq_avx2_keep_closer(pq_avx2_distances(columns, n_centroids, sub_dim, x, c + 8), index, &best[1],
+                            &best_index[1]);
+        index = _mm256_add_epi32(index, eight);
+    }
+    _mm256_storeu_ps(distance, best[0]);
+    _mm256_storeu_ps(distance + 8, best[1]);
+    _mm256_storeu_si256((__m256i *)(void *)position, best_index[0]);
+    _mm256_storeu_si256((__m256i *)(void *)(position + 8), best_index[1]);
+    result = (uint32_t)position[0];
+    result_distance = distance[0];
+    for (j = 1; j < 16; j++)
+        if (distance[j] < result_distance || (distance[j] == result_distance && (uint32_t)position[j] < result)) {
+            result = (uint32_t)position[j];
+            result_distance = distance[j];
+        }
+    return result;
 }
 
 #else

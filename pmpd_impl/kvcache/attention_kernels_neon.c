@@ -5,6 +5,7 @@
 
 #if PMPD_KV_USE_NEON
 #include <arm_neon.h>
+#include <math.h>
 
 void pmpd_kv_row_scores_neon(const float *qt, uint32_t lanes, uint32_t dim, const float *rows, size_t stride,
                              size_t n, float *scores, float *max)
@@ -177,6 +178,42 @@ void pmpd_pq_bins_times_codebook_neon(const float *bins, const pmpd_pq_codebook 
             for (j = 0; j < lay->sub_dim; j++)
                 vst1q_f32(out + j * lanes, a[j]);
         }
+}
+
+/* Four centroids per step, reduced as in the AVX2 version. */
+uint32_t pmpd_pq_nearest_neon(const float *columns, uint32_t n_centroids, uint32_t sub_dim, const float *x)
+{
+    static const uint32_t first[4] = {0, 1, 2, 3};
+    float32x4_t best = vdupq_n_f32(INFINITY);
+    uint32x4_t best_index = vdupq_n_u32(0), index = vld1q_u32(first);
+    float distance[4];
+    uint32_t position[4], c, j, result;
+    float result_distance;
+    if (n_centroids % 4 != 0)
+        return pmpd_pq_nearest_scalar(columns, n_centroids, sub_dim, x);
+    for (c = 0; c < n_centroids; c += 4) {
+        float32x4_t diff = vsubq_f32(vld1q_f32(columns + c), vdupq_n_f32(x[0]));
+        float32x4_t d = vmulq_f32(diff, diff);
+        uint32x4_t closer;
+        for (j = 1; j < sub_dim; j++) {
+            diff = vsubq_f32(vld1q_f32(columns + j * n_centroids + c), vdupq_n_f32(x[j]));
+            d = vaddq_f32(d, vmulq_f32(diff, diff));
+        }
+        closer = vcltq_f32(d, best);
+        best = vbslq_f32(closer, d, best);
+        best_index = vbslq_u32(closer, index, best_index);
+        index = vaddq_u32(index, vdupq_n_u32(4));
+    }
+    vst1q_f32(distance, best);
+    vst1q_u32(position, best_index);
+    result = position[0];
+    result_distance = distance[0];
+    for (j = 1; j < 4; j++)
+        if (distance[j] < result_distance || (distance[j] == result_distance && position[j] < result)) {
+            result = position[j];
+            result_distance = distance[j];
+        }
+    return result;
 }
 
 #else

@@ -1,4 +1,4 @@
-/* The scalar reference of every attention kernel: plain loops in the order
+/* The scalar reference of every KV-cache kernel: plain loops in the order
  * the definitions in attention_kernels.h read, the oracle for the SIMD sets. */
 #include <math.h>
 #include <string.h>
@@ -142,4 +142,22 @@ void pmpd_pq_bins_times_codebook_scalar(const float *bins, const pmpd_pq_codeboo
                 for (l = 0; l < lanes; l++)
                     acc[(s * lay->sub_dim + j) * lanes + l] += bin[l] * centroid[j];
         }
+}
+
+uint32_t pmpd_pq_nearest_scalar(const float *columns, uint32_t n_centroids, uint32_t sub_dim, const float *x)
+{
+    uint32_t c, j, best = 0;
+    float best_distance = INFINITY;
+    for (c = 0; c < n_centroids; c++) {
+        float distance = 0.0f;
+        for (j = 0; j < sub_dim; j++) {
+            float diff = columns[j * n_centroids + c] - x[j];
+            distance += diff * diff;
+        }
+        if (distance < best_distance) {
+            best = c;
+            best_distance = distance;
+        }
+    }
+    return best;
 }

@@ -1,6 +1,8 @@
 /* Product-quantization layout and the batch encoder (nearest centroid). */
 #include "pmpd_impl/kvcache/pq_codebook.h"
 
+#include "pmpd_impl/kvcache/attention_kernels.h"
+
 pmpd_status pmpd_pq_layout_init(pmpd_pq_layout *out, uint32_t dim, uint32_t sub_dim, uint32_t bits)
 {
     if (!out || (sub_dim != 2 && sub_dim != 4) || dim == 0 || dim % sub_dim != 0 || bits < 1 || bits > 8)
@@ -19,37 +21,22 @@ size_t pmpd_pq_codebook_floats(const pmpd_pq_layout *layout)
     return (size_t)layout->dim * layout->n_centroids;
 }
 
-/* Nearest centroid of one subspace; ties go to the lowest index so the
- * result does not depend on evaluation order. */
-static uint8_t pq_encode_nearest(const float *centroids, uint32_t n_centroids, uint32_t sub_dim,
-                                 const float *x)
-{
-    uint32_t c, j, best = 0;
-    float best_distance = 0.0f;
-    for (c = 0; c < n_centroids; c++) {
-        const float *centroid = centroids + (size_t)c * sub_dim;
-        float distance = 0.0f;
-        for (j = 0; j < sub_dim; j++) {
-            float diff = x[j] - centroid[j];
-            distance += diff * diff;
-        }
-        if (c == 0 || distance < best_distance) {
-            best = c;
-            best_distance = distance;
-        }
-    }
-    return (uint8_t)best;
-}
-
 void pmpd_pq_encode(const pmpd_pq_codebook *book, const float *vectors, size_t stride, size_t count,
                     uint8_t *codes)
 {
     const pmpd_pq_layout *lay = &book->layout;
+    /* One subspace's codebook at a time, transposed so the SIMD search
+     * reads several centroids per load; 4 x 256 floats at most. */
+    float columns[4 * 256];
     size_t i;
-    uint32_t s;
-    for (i = 0; i < count; i++)
-        for (s = 0; s < lay->n_sub; s++)
-            codes[i * lay->n_sub + s] =
-                pq_encode_nearest(book->centroids + (size_t)s * lay->n_centroids * lay->sub_dim,
-                                  lay->n_centroids, lay->sub_dim, vectors + i * stride + (size_t)s * lay->sub_dim);
+    uint32_t s, c, j;
+    for (s = 0; s < lay->n_sub; s++) {
+        const float *sub_book = book->centroids + (size_t)s * lay->n_centroids * lay->sub_dim;
+        for (c = 0; c < lay->n_centroids; c++)
+            for (j = 0; j < lay->sub_dim; j++)
+                columns[j * lay->n_centroids + c] = sub_book[c * lay->sub_dim + j];
+        for (i = 0; i < count; i++)
+            codes[i * lay->n_sub + s] = (uint8_t)PMPD_KV_KERNEL(pmpd_pq_nearest)(
+                columns, lay->n_centroids, lay->sub_dim, vectors + i * stride + (size_t)s * lay->sub_dim);
+    }
 }
