@@ -35,7 +35,8 @@ int bench_attention(bench_context *ctx);
 
 /* Group-quantized kernels (q8, q4, q2cb) beside f32 and their scalar
  * references: GEMV streamed from RAM against the bandwidth, GEMM at 64 and
- * 512 tokens in GFLOP/s (bench_kernels.c). */
+ * 512 tokens in GFLOP/s, and decode / prefill tokens/s of a synthetic
+ * model of real shape in each type (bench_kernels.c). */
 int bench_kernels(bench_context *ctx);
 
 /* Table output: a section header, then rows of name, value, unit and a

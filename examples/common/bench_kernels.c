@@ -2,7 +2,8 @@
  * token with the weights streamed from RAM (enough copies of the matrix to
  * exceed the cache, visited in turn) as GB/s of weight bytes against the
  * measured bandwidth, and GEMM at 64 and 512 tokens as GFLOP/s (2 per
- * multiply-add, activation quantization included).  f32 is the float
+ * multiply-add, activation quantization included), then decode and
+ * prefill tokens/s of a synthetic model of real shape per type.  f32 is the float
  * linear layer of the model (pmpd_linear); the scalar reference kernel of
  * each format runs beside the SIMD one.  Weight values are random valid
  * bytes: speed does not depend on them. */
@@ -12,6 +13,7 @@
 
 #include "examples/common/bench.h"
 #include "pmpd_impl/exec/pool.h"
+#include "pmpd_impl/offline/format/builder.h"
 #include "pmpd_impl/kernels/qmatmul.h"
 #include "pmpd_impl/model/linear.h"
 
@@ -207,6 +209,165 @@ static int bench_kernels_shape(bench_context *ctx, pmpd_pool *pool, pmpd_pool *s
     return 0;
 }
 
+/* A synthetic Llama of real shape with random weights of one type (the
+ * embedding, shared with the classifier, q8 for the quantized types). */
+static pmpd_status bench_kernels_model_build(const pmpd_model_info *info, uint32_t type, pmpd_build_model *b)
+{
+    static const char *const names[7] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up",
+                                         "ffn_down"};
+    const uint64_t kv = (uint64_t)info->n_kv_heads * info->head_dim;
+    const uint64_t rows[8] = {info->dim, kv, kv, info->dim, info->hidden_dim, info->hidden_dim, info->dim,
+                              info->vocab_size};
+    const uint64_t cols[8] = {info->dim, info->dim, info->dim, info->dim, info->dim, info->dim, info->hidden_dim,
+                              info->dim};
+    uint64_t dims[2], bytes;
+    float *ones = (float *)malloc(info->dim * sizeof(float));
+    unsigned char *data = NULL;
+    pmpd_status st = ones ? PMPD_OK : PMPD_ERR_OUT_OF_MEMORY;
+    uint32_t layer, i;
+    pmpd_build_init(b);
+    b->info = *info;
+    for (i = 0; ones && i < info->dim; i++)
+        ones[i] = 1.0f;
+    dims[0] = info->dim;
+    if (st == PMPD_OK)
+        st = pmpd_build_add_f32(b, "output_norm.weight", 1, dims, ones);
+    for (layer = 0; layer <= info->n_layers && st == PMPD_OK; layer++) {
+        for (i = layer == info->n_layers ? 7 : 0; i < (layer == info->n_layers ? 8u : 7u) && st == PMPD_OK; i++) {
+            uint32_t t = i == 7 && type != PMPD_TENSOR_F32 ? PMPD_TENSOR_Q8 : type;
+            char name[64];
+            dims[0] = rows[i];
+            dims[1] = cols[i];
+            if (i == 7)
+                snprintf(name, sizeof name, "token_embd.weight");
+            else
+                snprintf(name, sizeof name, "blk.%u.%s.weight", (unsigned)layer, names[i]);
+            if (t == PMPD_TENSOR_F32)
+                bytes = rows[i] * cols[i] * 4;
+            else if (pmpd_qformat_tensor_bytes(t, rows[i], cols[i], &bytes) != PMPD_OK)
+                st = PMPD_ERR_OVERFLOW;
+            if (st == PMPD_OK && !(data = (unsigned char *)realloc(data, (size_t)bytes)))
+                st = PMPD_ERR_OUT_OF_MEMORY;
+            if (st == PMPD_OK) {
+                bench_kernels_fill(t, data, (size_t)bytes);
+                st = pmpd_build_add_tensor(b, name, t, 2, dims, data, bytes);
+            }
+        }
+        dims[0] = info->dim;
+        if (layer < info->n_layers && st == PMPD_OK) {
+            char name[64];
+            snprintf(name, sizeof name, "blk.%u.attn_norm.weight", (unsigned)layer);
+            st = pmpd_build_add_f32(b, name, 1, dims, ones);
+            snprintf(name, sizeof name, "blk.%u.ffn_norm.weight", (unsigned)layer);
+            if (st == PMPD_OK)
+                st = pmpd_build_add_f32(b, name, 1, dims, ones);
+        }
+    }
+    free(data);
+    free(ones);
+    return st;
+}
+
+/* Prefill (one batch of 64 tokens) and decode tokens per second. */
+static void bench_kernels_model_rates(const pmpd_model *model, unsigned threads, uint32_t n_decode, double *prefill,
+                                      double *decode)
+{
+    int32_t prompt[64];
+    pmpd_session_config config;
+    pmpd_session *s = NULL;
+    pmpd_arena arena;
+    size_t bytes = 0;
+    void *block;
+    double start;
+    uint32_t t;
+    *prefill = *decode = 0.0;
+    for (t = 0; t < 64; t++)
+        prompt[t] = (int32_t)(t * 37 % 500) + 3;
+    pmpd_session_config_init(&config);
+    config.context_length = 64 + n_decode + 1;
+    config.prefill_batch = 64;
+    config.n_threads = threads;
+    if (pmpd_session_plan(model, &config, &bytes) != PMPD_OK || !(block = malloc(bytes + 64)))
+        return;
+    pmpd_arena_init(&arena, block, bytes + 64);
+    if (pmpd_session_create(model, &config, &arena, &s) == PMPD_OK) {
+        start = bench_now_seconds();
+        if (pmpd_session_prefill(s, prompt, 64, NULL) == PMPD_OK)
+            *prefill = 64.0 / (bench_now_seconds() - start);
+        start = bench_now_seconds();
+        for (t = 0; t < n_decode; t++)
+            pmpd_session_decode(s, (int32_t)(t % 500) + 3, NULL);
+        *decode = n_decode / (bench_now_seconds() - start);
+    }
+    pmpd_session_destroy(s);
+    free(block);
+}
+
+static int bench_kernels_model(bench_context *ctx)
+{
+    static const uint32_t types[4] = {PMPD_TENSOR_F32, PMPD_TENSOR_Q8, PMPD_TENSOR_Q4, PMPD_TENSOR_Q2CB};
+    const uint32_t n_decode = ctx->quick ? 4 : 16;
+    unsigned threads[2];
+    pmpd_model_info info;
+    char name[128], note[160];
+    size_t t, k;
+    memset(&info, 0, sizeof info);
+    info.dim = 2048;
+    info.hidden_dim = 5632;
+    info.n_layers = ctx->quick ? 2 : 8;
+    info.n_heads = 32;
+    info.n_kv_heads = 4;
+    info.head_dim = 64;
+    info.vocab_size = 32000;
+    info.seq_len = 256;
+    info.rope_theta = 10000.0f;
+    info.norm_eps = 1e-5f;
+    info.shared_classifier = 1;
+    info.bos_id = 1;
+    info.eos_id = 2;
+    threads[0] = 1;
+    threads[1] = ctx->threads > PMPD_MAX_THREADS ? PMPD_MAX_THREADS : (unsigned)ctx->threads;
+    snprintf(name, sizeof name, "synthetic model: dim 2048, hidden 5632, %u layers, 32/4 heads, vocab 32000",
+             info.n_layers);
+    bench_section(ctx, name);
+    for (t = 0; t < 4; t++) {
+        pmpd_build_model b;
+        pmpd_model *model = NULL;
+        pmpd_arena arena;
+        void *block = NULL, *arena_block = malloc((size_t)16 << 20);
+        unsigned char *data = NULL;
+        size_t size = 0;
+        if (!arena_block || bench_kernels_model_build(&info, types[t], &b) != PMPD_OK ||
+            pmpd_build_serialize(&b, &block, &data, &size) != PMPD_OK) {
+            fprintf(stderr, "pmpd-bench: cannot build the synthetic %s model\n", bench_kernels_type_name(types[t]));
+            pmpd_build_free(&b);
+            free(arena_block);
+            return -1;
+        }
+        pmpd_build_free(&b);
+        pmpd_arena_init(&arena, arena_block, (size_t)16 << 20);
+        if (pmpd_model_open_memory(data, size, &arena, &model, NULL) != PMPD_OK) {
+            fprintf(stderr, "pmpd-bench: the synthetic %s model does not load\n", bench_kernels_type_name(types[t]));
+            free(block);
+            free(arena_block);
+            return -1;
+        }
+        for (k = 0; k < 2 && (k == 0 || threads[1] > 1); k++) {
+            double prefill, decode;
+            bench_kernels_model_rates(model, threads[k], n_decode, &prefill, &decode);
+            snprintf(name, sizeof name, "%s decode, %u thread%s", bench_kernels_type_name(types[t]), threads[k],
+                     threads[k] > 1 ? "s" : "");
+            snprintf(note, sizeof note, "%.0f MiB of weights read per token = %.1f GB/s; prefill %.1f tokens/s",
+                     (double)size / 1048576.0, decode * (double)size * 1e-9, prefill);
+            bench_row(ctx, "model", name, decode, "tokens/s", note);
+        }
+        pmpd_model_close(model);
+        free(block);
+        free(arena_block);
+    }
+    return 0;
+}
+
 int bench_kernels(bench_context *ctx)
 {
     static const size_t shapes[3][2] = {{4096, 4096}, {5632, 2048}, {2048, 5632}};
@@ -235,7 +396,7 @@ int bench_kernels(bench_context *ctx)
     pmpd_pool_destroy(pool);
     pmpd_pool_destroy(single);
     free(buffer);
-    return status;
+    return status == 0 ? bench_kernels_model(ctx) : status;
 }
 
 #undef BENCH_KERNELS_MAX_TOTAL
