@@ -157,6 +157,27 @@ static void bench_attn_bytes(const bench_context *ctx)
     }
 }
 
+/* The decode path's only encoding work: one full window (head_dim tokens
+ * of every KV head, keys and values) coded as a batch, once per head_dim
+ * tokens. */
+static void bench_attn_flush(const bench_context *ctx, bench_attn_pq *pq, const char *name)
+{
+    size_t vectors = (size_t)BENCH_ATTN_DIM * BENCH_ATTN_KV_HEADS;
+    double best = 1e30, start = bench_now_seconds(), budget = ctx->quick ? 0.05 : 0.3;
+    char note[96];
+    int runs = 0;
+    do {
+        double t0 = bench_now_seconds(), t;
+        pmpd_pq_encode(&pq->cache.keys, pq->cache.key_recent, BENCH_ATTN_DIM, vectors, pq->cache.key_codes);
+        pmpd_pq_encode(&pq->cache.values, pq->cache.value_recent, BENCH_ATTN_DIM, vectors, pq->cache.value_codes);
+        t = bench_now_seconds() - t0;
+        best = t < best ? t : best;
+        runs++;
+    } while (runs < 3 || bench_now_seconds() - start < budget);
+    snprintf(note, sizeof note, "%.1f us per decoded token", best * 1e6 / BENCH_ATTN_DIM);
+    bench_row(ctx, "attention", name, best * 1e3, "ms", note);
+}
+
 int bench_attention(bench_context *ctx)
 {
     static const size_t contexts[] = {1024, 4096, 16384, 32768};
@@ -225,6 +246,8 @@ int bench_attention(bench_context *ctx)
         snprintf(note, sizeof note, "%.2fx f32, %.2fx f16", t32 / tpq4, t16 / tpq4);
         bench_row(ctx, "attention", name, tpq4 * 1e3, "ms", note);
     }
+    bench_attn_flush(ctx, &pq2, "pq 2-dim window flush (64 tok x 8 heads)");
+    bench_attn_flush(ctx, &pq4, "pq 4-dim window flush (64 tok x 8 heads)");
     free(k32);
     free(v32);
     free(k16);
