@@ -132,13 +132,13 @@ static double sol_decode_cost(const pmpd_precision_schedule *s)
 
 static void test_phase_aware_picks_cheapest_admissible(void **state)
 {
-    static const double epsilons[] = {0.0, 0.1, 2.0};
+    static const double epsilons[] = {0.05, 2.0};
     pmpd_calibration_report report;
     pmpd_precision_schedule best;
     pmpd_calibration_quality reference;
     size_t e;
     (void)state;
-    for (e = 0; e < 3; e++) {
+    for (e = 0; e < 2; e++) {
         double cheapest = 1e9;
         uint32_t i;
         assert_int_equal(pmpd_precision_phase_aware(nested_model.model, &validation, epsilons[e], &best, &reference,
