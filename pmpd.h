@@ -459,6 +459,13 @@ pmpd_status pmpd_calibration_set_sample(const pmpd_model *float_model, const pmp
                                         uint32_t which, pmpd_calibration_set *set);
 void pmpd_calibration_set_free(pmpd_calibration_set *set);
 
+/* The same from a user's prompts: n_prompts rows of prompt_length tokens
+ * (BOS first, as the set stores them), continued by the float model.
+ * Errors: as above, plus PMPD_ERR_TOKEN_RANGE. */
+pmpd_status pmpd_calibration_set_from_prompts(const pmpd_model *float_model, const int32_t *prompts,
+                                              uint32_t n_prompts, uint32_t prompt_length, uint32_t output_length,
+                                              pmpd_calibration_set *set);
+
 /* Quality against the float reference, averaged over the set: token-level
  * Rouge-L (LCS F-measure) of the greedy output, next-token KL(float ||
  * model) in nats and top-1 agreement under teacher forcing along the

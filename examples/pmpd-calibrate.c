@@ -4,7 +4,7 @@
  *   pmpd-calibrate CHECKPOINT OUT --tokenizer FILE [--bits SEED:PARENT]
  *                  [--epsilon E] [--prompts N] [--prompt-length N]
  *                  [--output-length N] [--candidates N] [--seed S]
- *                  [--epochs N] [--csv FILE] [--svg FILE]
+ *                  [--epochs N] [--prompt-file FILE] [--csv FILE] [--svg FILE]
  *
  * Imports a llama2.c checkpoint (or GGUF), quantizes its layer matrices to
  * nested any-precision weights, and, with prompts and continuations sampled
@@ -18,7 +18,10 @@
  * agreement) with their average decode bits, prints the table (optionally
  * CSV and an SVG plot of Rouge-L against average decode bits), and writes
  * OUT: the nested model with the static schedule and the learned
- * scheduler's weights as sections.
+ * scheduler's weights as sections.  With --prompt-file, the prompts are the
+ * file's lines instead (each cut to BOS + prompt-length tokens, shorter ones
+ * skipped, dealt in turn to the training, validation and test sets); the
+ * float model still provides the reference continuations.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -32,7 +35,7 @@
 #include "pmpd_impl/offline/precision/anyprec_build.h"
 
 typedef struct calibrate_options {
-    const char *checkpoint, *out, *tokenizer, *csv, *svg;
+    const char *checkpoint, *out, *tokenizer, *csv, *svg, *prompt_file;
     unsigned seed_bits, parent_bits, candidates;
     double epsilon;
     pmpd_calibration_config sets;
@@ -58,7 +61,7 @@ static int calibrate_usage(void)
 {
     fprintf(stderr, "usage: pmpd-calibrate CHECKPOINT OUT --tokenizer FILE [--bits SEED:PARENT] [--epsilon E]\n"
                     "       [--prompts N] [--prompt-length N] [--output-length N] [--candidates N] [--seed S]\n"
-                    "       [--epochs N] [--csv FILE] [--svg FILE]\n");
+                    "       [--epochs N] [--prompt-file FILE] [--csv FILE] [--svg FILE]\n");
     return 2;
 }
 
@@ -90,6 +93,7 @@ static int calibrate_parse(int argc, char **argv, calibrate_options *o)
         if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
         else if (!strcmp(a, "--csv")) o->csv = v;
         else if (!strcmp(a, "--svg")) o->svg = v;
+        else if (!strcmp(a, "--prompt-file")) o->prompt_file = v;
         else if (!strcmp(a, "--bits")) ok = sscanf(v, "%u:%u", &o->seed_bits, &o->parent_bits) == 2;
         else if (!strcmp(a, "--epsilon")) ok = sscanf(v, "%lf", &o->epsilon) == 1;
         else if (!strcmp(a, "--prompts")) ok = sscanf(v, "%u", &o->sets.n_prompts) == 1;
@@ -167,6 +171,52 @@ static void calibrate_close(calibrate_model *m)
     pmpd_model_close(m->model);
     free(m->block);
     free(m->arena_block);
+}
+
+/* Training, validation and test sets from the lines of the prompt file. */
+static pmpd_status calibrate_user_sets(const calibrate_options *o, const pmpd_model *model,
+                                       pmpd_calibration_set sets[3])
+{
+    const uint32_t length = o->sets.prompt_length + 1;
+    size_t size = 0, count[3] = {0, 0, 0}, line = 0, s;
+    unsigned char *text = calibrate_read(o->prompt_file, &size);
+    int32_t *tokens[3] = {NULL, NULL, NULL}, *ids = NULL;
+    void *scratch_block = NULL;
+    pmpd_arena scratch;
+    char *cursor, *end;
+    pmpd_status st = text ? PMPD_OK : PMPD_ERR_NOT_FOUND;
+    if (text) {
+        text = (unsigned char *)realloc(text, size + 1);
+        ids = (int32_t *)malloc((size + 3) * sizeof(int32_t));
+        /* The tokenizer's working memory: two ids per input byte. */
+        scratch_block = malloc((size + 3) * 2 * sizeof(int32_t) + 2 * PMPD_ARENA_ALIGNMENT);
+        pmpd_arena_init(&scratch, scratch_block, (size + 3) * 2 * sizeof(int32_t) + 2 * PMPD_ARENA_ALIGNMENT);
+        for (s = 0; s < 3; s++)
+            tokens[s] = (int32_t *)malloc((size / 2 + 1) * length * sizeof(int32_t));
+        if (!text || !ids || !scratch_block || !tokens[0] || !tokens[1] || !tokens[2])
+            st = PMPD_ERR_OUT_OF_MEMORY;
+    }
+    for (cursor = (char *)text; st == PMPD_OK && cursor < (char *)text + size; cursor = end + 1) {
+        size_t n = 0;
+        end = memchr(cursor, '\n', (size_t)((char *)text + size - cursor));
+        if (!end)
+            end = (char *)text + size;
+        *end = '\0';
+        if (pmpd_tokenize(model, cursor, 1, 0, ids, size + 3, &n, &scratch) == PMPD_OK && n >= length) {
+            s = line++ % 3;
+            memcpy(tokens[s] + count[s]++ * length, ids, length * sizeof(int32_t));
+        }
+    }
+    for (s = 0; s < 3 && st == PMPD_OK; s++)
+        st = count[s] ? pmpd_calibration_set_from_prompts(model, tokens[s], (uint32_t)count[s], length,
+                                                          o->sets.output_length, &sets[s])
+                      : PMPD_ERR_INVALID_ARGUMENT;
+    for (s = 0; s < 3; s++)
+        free(tokens[s]);
+    free(ids);
+    free(scratch_block);
+    free(text);
+    return st;
 }
 
 static void calibrate_progress(void *context, uint64_t done, uint64_t total)
@@ -300,13 +350,23 @@ int main(int argc, char **argv)
         fprintf(stderr, "pmpd-calibrate: cannot prepare the models: %s\n", pmpd_strerror(st));
         return 1;
     }
-    fprintf(stderr, "pmpd-calibrate: sampling %u training, validation and test prompts each from the float model\n",
-            o.sets.n_prompts);
-    st = pmpd_calibration_set_sample(float_model.model, &o.sets, PMPD_CALIBRATION_TRAIN, &train);
-    if (st == PMPD_OK)
-        st = pmpd_calibration_set_sample(float_model.model, &o.sets, PMPD_CALIBRATION_VALIDATION, &validation);
-    if (st == PMPD_OK)
-        st = pmpd_calibration_set_sample(float_model.model, &o.sets, PMPD_CALIBRATION_TEST, &test);
+    if (o.prompt_file) {
+        pmpd_calibration_set sets[3];
+        fprintf(stderr, "pmpd-calibrate: prompts from %s\n", o.prompt_file);
+        memset(sets, 0, sizeof sets);
+        st = calibrate_user_sets(&o, float_model.model, sets);
+        train = sets[0];
+        validation = sets[1];
+        test = sets[2];
+    } else {
+        fprintf(stderr, "pmpd-calibrate: sampling %u training, validation and test prompts each from the float model\n",
+                o.sets.n_prompts);
+        st = pmpd_calibration_set_sample(float_model.model, &o.sets, PMPD_CALIBRATION_TRAIN, &train);
+        if (st == PMPD_OK)
+            st = pmpd_calibration_set_sample(float_model.model, &o.sets, PMPD_CALIBRATION_VALIDATION, &validation);
+        if (st == PMPD_OK)
+            st = pmpd_calibration_set_sample(float_model.model, &o.sets, PMPD_CALIBRATION_TEST, &test);
+    }
     if (st == PMPD_OK) {
         fprintf(stderr, "pmpd-calibrate: phase-aware allocation (epsilon %.3f)\n", o.epsilon);
         st = pmpd_precision_phase_aware(nested.model, &validation, o.epsilon, &phase, &reference, NULL);

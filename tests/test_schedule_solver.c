@@ -95,6 +95,13 @@ static void test_sets_are_deterministic_and_disjoint(void **state)
     assert_memory_not_equal(train.prompts, validation.prompts, prompt_tokens * sizeof(int32_t));
     assert_int_equal(validation.prompts[0], (int32_t)pmpd_model_get_info(float_model.model)->bos_id);
     pmpd_calibration_set_free(&again);
+    /* A user's prompts get the same references as sampled ones. */
+    assert_int_equal(pmpd_calibration_set_from_prompts(float_model.model, validation.prompts, validation.n_prompts,
+                                                       validation.prompt_length, validation.output_length, &again),
+                     PMPD_OK);
+    assert_memory_equal(again.reference, validation.reference,
+                        (size_t)validation.n_prompts * validation.output_length * sizeof(int32_t));
+    pmpd_calibration_set_free(&again);
     pmpd_calibration_set_free(&train);
 }
 

@@ -110,8 +110,10 @@ void pmpd_calibration_set_free(pmpd_calibration_set *set)
     memset(set, 0, sizeof *set);
 }
 
-pmpd_status pmpd_calibration_set_sample(const pmpd_model *float_model, const pmpd_calibration_config *config,
-                                        uint32_t which, pmpd_calibration_set *set)
+/* Prompts given (n_prompts x (prompt_length + 1) tokens, BOS first) or, when
+ * given is NULL, sampled; then the float model's greedy references. */
+static pmpd_status precision_calibrate_fill(const pmpd_model *float_model, const pmpd_calibration_config *config,
+                                            uint32_t which, const int32_t *given, pmpd_calibration_set *set)
 {
     const pmpd_model_info *info;
     precision_calibrate_session cs;
@@ -146,10 +148,13 @@ pmpd_status pmpd_calibration_set_sample(const pmpd_model *float_model, const pmp
         float *ref_logits = set->reference_logits + (size_t)p * olen * vocab;
         const float *logits = NULL;
         st = pmpd_session_reset(cs.session);
-        prompt[0] = (int32_t)info->bos_id;
+        if (given)
+            memcpy(prompt, given + (size_t)p * plen, plen * sizeof(int32_t));
+        else
+            prompt[0] = (int32_t)info->bos_id;
         for (t = 0; st == PMPD_OK && t + 1 < plen; t++) {
             st = pmpd_session_decode(cs.session, prompt[t], &logits);
-            if (st == PMPD_OK)
+            if (st == PMPD_OK && !given)
                 prompt[t + 1] = precision_calibrate_sample(logits, vocab, info->bos_id, config->temperature, &rng);
         }
         if (st == PMPD_OK)
@@ -165,6 +170,32 @@ pmpd_status pmpd_calibration_set_sample(const pmpd_model *float_model, const pmp
     if (st != PMPD_OK)
         pmpd_calibration_set_free(set);
     return st;
+}
+
+pmpd_status pmpd_calibration_set_sample(const pmpd_model *float_model, const pmpd_calibration_config *config,
+                                        uint32_t which, pmpd_calibration_set *set)
+{
+    return precision_calibrate_fill(float_model, config, which, NULL, set);
+}
+
+pmpd_status pmpd_calibration_set_from_prompts(const pmpd_model *float_model, const int32_t *prompts,
+                                              uint32_t n_prompts, uint32_t prompt_length, uint32_t output_length,
+                                              pmpd_calibration_set *set)
+{
+    pmpd_calibration_config config;
+    uint32_t p, t;
+    if (!float_model || !prompts || prompt_length == 0)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    for (p = 0; p < n_prompts; p++)
+        for (t = 0; t < prompt_length; t++)
+            if (prompts[(size_t)p * prompt_length + t] < 0 ||
+                (uint32_t)prompts[(size_t)p * prompt_length + t] >= pmpd_model_get_info(float_model)->vocab_size)
+                return PMPD_ERR_TOKEN_RANGE;
+    pmpd_calibration_config_init(&config);
+    config.n_prompts = n_prompts;
+    config.prompt_length = prompt_length - 1;
+    config.output_length = output_length;
+    return precision_calibrate_fill(float_model, &config, 0, prompts, set);
 }
 
 /* Longest common subsequence of two token strings (O(n*m), one row). */
