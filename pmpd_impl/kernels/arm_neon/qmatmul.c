@@ -58,11 +58,43 @@ PMPD_NEON_INLINE int32x4_t pmpd_neon_dot(const pmpd_neon_block *b, const int8_t 
 #endif
 }
 
-/* Row block rb for tokens t0..t0+n_tokens-1 (n_tokens 1 or PMPD_NEON_TOKENS). */
-PMPD_NEON_INLINE void pmpd_neon_tile(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
-                                     const int8x16x4_t *codebooks, size_t rb, size_t t0, size_t n_tokens,
-                                     size_t row_end, float *y, size_t ldy)
+/* One group of the GEMV: acc + the block's products with token t. */
+PMPD_NEON_INLINE float32x4_t pmpd_neon_gemv_group(uint32_t type, const unsigned char *block, const pmpd_qact *act,
+                                                  const int8x16x4_t *codebooks, size_t t, size_t g, float32x4_t acc)
 {
+    pmpd_neon_block b;
+    pmpd_neon_unpack(type, block, codebooks, &b);
+    return vfmaq_f32(acc, vcvtq_f32_s32(pmpd_neon_dot(&b, pmpd_qact_chunk(act, t, 4 * g))),
+                     vmulq_n_f32(b.scale, act->scale[t * act->n_groups + g]));
+}
+
+/* GEMV of row block rb with token t: even and odd groups go to separate
+ * accumulators, halving the chain of dependent FMAs. */
+PMPD_NEON_INLINE void pmpd_neon_gemv(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
+                                     const int8x16x4_t *codebooks, size_t rb, size_t t, size_t row_end, float *y,
+                                     size_t ldy)
+{
+    const unsigned char *blocks = pmpd_qformat_block(w, rb, 0);
+    size_t g, n_groups = act->n_groups, step = pmpd_qformat_block_bytes(type);
+    float32x4_t even = vdupq_n_f32(0.0f), odd = vdupq_n_f32(0.0f);
+    float result[4];
+    for (g = 0; g + 2 <= n_groups; g += 2) {
+        even = pmpd_neon_gemv_group(type, blocks + g * step, act, codebooks, t, g, even);
+        odd = pmpd_neon_gemv_group(type, blocks + (g + 1) * step, act, codebooks, t, g + 1, odd);
+    }
+    if (g < n_groups)
+        even = pmpd_neon_gemv_group(type, blocks + g * step, act, codebooks, t, g, even);
+    vst1q_f32(result, vaddq_f32(even, odd));
+    pmpd_qmatmul_store(y, ldy, t, rb * PMPD_QROWS, row_end, result);
+}
+
+/* GEMM: row block rb by tokens t0..t0+PMPD_NEON_TOKENS-1, each unpacked
+ * block serving every token of the tile. */
+PMPD_NEON_INLINE void pmpd_neon_gemm_tile(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
+                                          const int8x16x4_t *codebooks, size_t rb, size_t t0, size_t row_end,
+                                          float *y, size_t ldy)
+{
+    const size_t n_tokens = PMPD_NEON_TOKENS;
     float32x4_t acc[PMPD_NEON_TOKENS];
     pmpd_neon_block b;
     size_t g, j, n_groups = act->n_groups;
@@ -94,9 +126,9 @@ PMPD_NEON_INLINE void pmpd_neon_walk(uint32_t type, const pmpd_qmatrix *w, const
     size_t rb, t0;
     for (rb = row_begin / PMPD_QROWS; rb * PMPD_QROWS < row_end; rb++) {
         for (t0 = 0; t0 + PMPD_NEON_TOKENS <= act->n_tokens; t0 += PMPD_NEON_TOKENS)
-            pmpd_neon_tile(type, w, act, &codebooks, rb, t0, PMPD_NEON_TOKENS, row_end, y, ldy);
+            pmpd_neon_gemm_tile(type, w, act, &codebooks, rb, t0, row_end, y, ldy);
         for (; t0 < act->n_tokens; t0++)
-            pmpd_neon_tile(type, w, act, &codebooks, rb, t0, 1, row_end, y, ldy);
+            pmpd_neon_gemv(type, w, act, &codebooks, rb, t0, row_end, y, ldy);
     }
 }
 

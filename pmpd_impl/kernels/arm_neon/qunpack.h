@@ -6,8 +6,8 @@
  *   q8    straight loads;
  *   q4    (int8)(byte << 4) and (int8)(byte & 0xF0): the nibbles times 16,
  *         the 1/16 folded into the scales;
- *   q2cb  one TBL over the tensor's 64-byte codebook table (4 registers)
- *         with index 4 * codebook id + 2-bit index.
+ *   q2cb  TBLs over the block's 4 codebooks, gathered from the tensor's
+ *         64-byte table (4 registers) once per block.
  * AArch64 only (the 32-bit Arm NEON lacks TBL over 4 q-registers and the
  * pairwise adds the kernels use).
  */
@@ -19,6 +19,7 @@
 #if PMPD_QMATMUL_NEON
 
 #include <arm_neon.h>
+#include <string.h>
 
 #if defined(__GNUC__)
 #define PMPD_NEON_INLINE static inline __attribute__((always_inline))
@@ -58,16 +59,31 @@ PMPD_NEON_INLINE void pmpd_neon_unpack(uint32_t type, const unsigned char *block
         }
         b->scale = vmulq_n_f32(b->scale, 1.0f / 16.0f);
     } else {
-        unsigned ids = (unsigned)body[0] | (unsigned)body[1] << 8;
+        /* One 4-register TBL gathers the block's 4 codebooks (row i's at
+         * bytes 4i..4i+3); the weights are then one-register TBLs with
+         * index 4 * row + 2-bit index, which spares the compiler from
+         * keeping (and copying) a 4-register table per lookup. */
+        static const int16_t id_shift[4] = {0, -4, -8, -12};
+        static const uint8_t spread[16] = {0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6};
+        static const uint8_t level[16] = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3};
+        static const uint8_t row_base[2][16] = {{0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4},
+                                                {8, 8, 8, 8, 8, 8, 8, 8, 12, 12, 12, 12, 12, 12, 12, 12}};
+        uint16_t packed;
+        uint16x4_t ids;
+        uint8x16_t gather;
+        int8x16_t table;
+        memcpy(&packed, body, sizeof packed);
+        ids = vand_u16(vshl_u16(vdup_n_u16(packed), vld1_s16(id_shift)), vdup_n_u16(15));
+        gather = vqtbl1q_u8(vcombine_u8(vreinterpret_u8_u16(ids), vdup_n_u8(0)), vld1q_u8(spread));
+        gather = vorrq_u8(vshlq_n_u8(gather, 2), vld1q_u8(level));
+        table = vqtbl4q_s8(*codebooks, gather);
 #pragma GCC unroll 8
         for (h = 0; h < 2; h++) {
-            uint8x16_t raw = vld1q_u8(body + 2 + 16 * h);
-            uint8x16_t base = vcombine_u8(vdup_n_u8((uint8_t)(4 * ((ids >> (8 * h)) & 15u))),
-                                          vdup_n_u8((uint8_t)(4 * ((ids >> (8 * h + 4)) & 15u))));
-            b->w[h] = vqtbl4q_s8(*codebooks, vorrq_u8(vandq_u8(raw, vdupq_n_u8(3)), base));
-            b->w[2 + h] = vqtbl4q_s8(*codebooks, vorrq_u8(vandq_u8(vshrq_n_u8(raw, 2), vdupq_n_u8(3)), base));
-            b->w[4 + h] = vqtbl4q_s8(*codebooks, vorrq_u8(vandq_u8(vshrq_n_u8(raw, 4), vdupq_n_u8(3)), base));
-            b->w[6 + h] = vqtbl4q_s8(*codebooks, vorrq_u8(vshrq_n_u8(raw, 6), base));
+            uint8x16_t raw = vld1q_u8(body + 2 + 16 * h), base = vld1q_u8(row_base[h]);
+            b->w[h] = vqtbl1q_s8(table, vorrq_u8(vandq_u8(raw, vdupq_n_u8(3)), base));
+            b->w[2 + h] = vqtbl1q_s8(table, vorrq_u8(vandq_u8(vshrq_n_u8(raw, 2), vdupq_n_u8(3)), base));
+            b->w[4 + h] = vqtbl1q_s8(table, vorrq_u8(vandq_u8(vshrq_n_u8(raw, 4), vdupq_n_u8(3)), base));
+            b->w[6 + h] = vqtbl1q_s8(table, vorrq_u8(vshrq_n_u8(raw, 6), base));
         }
     }
 }
