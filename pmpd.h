@@ -586,9 +586,12 @@ typedef struct pmpd_session pmpd_session;
 
 /* Writes to *arena_bytes the exact number of arena bytes pmpd_session_create
  * takes for this model and configuration, computed without allocating or
- * running anything.  The figure assumes the arena's fill level is a
- * multiple of PMPD_ARENA_ALIGNMENT (true for a fresh arena over an aligned
- * buffer); otherwise add up to PMPD_ARENA_ALIGNMENT - 1 bytes.
+ * running anything.  The figure is a multiple of PMPD_ARENA_ALIGNMENT and
+ * the session leaves the arena's fill level at such a multiple, so figures
+ * of several objects planned separately (a sampler, a second session) add
+ * up.  It assumes the fill level at the call is such a multiple (true for a
+ * fresh arena over an aligned buffer); otherwise add up to
+ * PMPD_ARENA_ALIGNMENT - 1 bytes.
  * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL model or output, bad config
  * field: context longer than seq_len, unknown KV type, too many threads),
  * PMPD_ERR_UNSUPPORTED (a weight type this build has no kernel for),
@@ -671,8 +674,9 @@ typedef struct pmpd_sampler {
     void *scratch;
 } pmpd_sampler;
 
-/* Arena bytes pmpd_sampler_init takes for a vocabulary (exact, as for
- * sessions).  Errors: PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_OVERFLOW. */
+/* Arena bytes pmpd_sampler_init takes for a vocabulary (exact, and a
+ * multiple of PMPD_ARENA_ALIGNMENT, as for sessions).
+ * Errors: PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_OVERFLOW. */
 pmpd_status pmpd_sampler_plan(uint32_t vocab_size, size_t *arena_bytes);
 
 /* Prepares a sampler with its scratch from arena.
@@ -693,20 +697,17 @@ pmpd_status pmpd_sampler_sample(pmpd_sampler *sampler, const float *logits, pmpd
 
 /* Bytes one token's keys and values occupy in ONE layer's KV cache when
  * stored as kv_type (a pmpd_kv_type value): f32 and f16 store every number;
- * the PQ mode one byte per subspace of pq_key_sub_dim / pq_value_sub_dim
- * numbers (2 or 4; ignored by the other modes) for its coded history, plus
- * a fixed full-precision recent window not counted here; the uniform int8
- * and int4 baselines one or half a byte per number plus two f32 (scale,
- * minimum) per head vector.  Errors: PMPD_ERR_INVALID_ARGUMENT (unknown
- * type, zero sizes, bad sub dims), PMPD_ERR_OVERFLOW. */
+ * the PQ mode one code per subspace of pq_key_sub_dim / pq_value_sub_dim
+ * numbers (2 or 4) of pq_bits (1-8; a byte each, or half a byte when
+ * pq_bits <= 4) for its coded history, plus a fixed full-precision recent
+ * window not counted here (the pq_* arguments are ignored by the other
+ * modes); the uniform int8 and int4 baselines one or half a byte per number
+ * plus two f32 (scale, minimum) per head vector.  Errors:
+ * PMPD_ERR_INVALID_ARGUMENT (unknown type, zero sizes, bad PQ layout),
+ * PMPD_ERR_OVERFLOW. */
 pmpd_status pmpd_kv_bytes_per_token(uint32_t kv_type, uint32_t n_kv_heads, uint32_t head_dim,
-                                    uint32_t pq_key_sub_dim, uint32_t pq_value_sub_dim, size_t *bytes);
-
-/* Bytes the session's KV cache holds for the positions in use, all layers,
- * keys and values (for PQ: the codes plus the whole recent window, which is
- * allocated up front).  Errors: PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_STATE
- * (destroyed session). */
-pmpd_status pmpd_session_kv_bytes(const pmpd_session *session, size_t *bytes);
+                                    uint32_t pq_key_sub_dim, uint32_t pq_value_sub_dim, uint32_t pq_bits,
+                                    size_t *bytes);
 
 /* Bytes the session's KV cache holds for the positions in use, all layers,
  * keys and values (for PQ: the codes plus the whole recent window, which is
@@ -747,10 +748,12 @@ typedef struct pmpd_pq_calibration_options {
     uint32_t sequence_length; /* tokens per text (capped at the model's seq_len) */
     uint32_t iterations;      /* Lloyd steps per subspace */
     uint64_t seed;            /* texts use seed, seed+1, ...; k-means seeds derive from it */
+    uint32_t bits;            /* bits per code, 1-8 (2^bits centroids); <= 4 packs two
+                                 codes per byte */
 } pmpd_pq_calibration_options;
 
-/* 2-dim subspaces for K and V, per-layer codebooks, 8 texts of 256
- * tokens, 20 iterations, seed 1. */
+/* 2-dim subspaces for K and V, 8-bit codes, per-layer codebooks, 8 texts
+ * of 256 tokens, 20 iterations, seed 1. */
 void pmpd_pq_calibration_options_init(pmpd_pq_calibration_options *options);
 
 /* Data-free calibration: the float model (f32 KV cache) samples its own

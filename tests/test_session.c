@@ -51,6 +51,7 @@ static void test_plan_is_exact(void **state)
                     config.n_threads = threads[t] > PMPD_MAX_THREADS ? PMPD_MAX_THREADS : threads[t];
                     config.kv_type = k ? PMPD_KV_F16 : PMPD_KV_F32;
                     assert_int_equal(pmpd_session_plan(&model->model, &config, &bytes), PMPD_OK);
+                    assert_int_equal(bytes % PMPD_ARENA_ALIGNMENT, 0);
                     block = malloc(bytes + PMPD_ARENA_ALIGNMENT);
                     /* One byte short fails cleanly and leaves the arena as it was. */
                     assert_int_equal(pmpd_arena_init(&arena, fixture_aligned(block), bytes - 1), PMPD_OK);
@@ -71,6 +72,44 @@ static void test_plan_is_exact(void **state)
                     pmpd_session_destroy(s);
                     free(block);
                 }
+}
+
+/* Planned figures add up: two sessions (with worker threads) and a sampler
+ * fit in one arena of the sum of their figures, and not in one byte less. */
+static void test_plans_add_up(void **state)
+{
+    pmpd_session_config a, b;
+    pmpd_sampler_config sampling = {1.0f, 0, 0.9f};
+    size_t bytes_a, bytes_b, bytes_s, total, shortfall;
+    (void)state;
+    pmpd_session_config_init(&a);
+    a.n_threads = PMPD_MAX_THREADS >= 2 ? 2 : 1;
+    a.prefill_batch = 7;
+    pmpd_session_config_init(&b);
+    b.n_threads = PMPD_MAX_THREADS >= 3 ? 3 : 1;
+    b.context_length = 33;
+    b.kv_type = PMPD_KV_F16;
+    assert_int_equal(pmpd_session_plan(&model->model, &a, &bytes_a), PMPD_OK);
+    assert_int_equal(pmpd_session_plan(&model->model, &b, &bytes_b), PMPD_OK);
+    assert_int_equal(pmpd_sampler_plan(model->model.info.vocab_size, &bytes_s), PMPD_OK);
+    total = bytes_a + bytes_s + bytes_b;
+    for (shortfall = 0; shortfall < 2; shortfall++) {
+        void *block = malloc(total + PMPD_ARENA_ALIGNMENT);
+        pmpd_arena arena;
+        pmpd_session *sa = NULL, *sb = NULL;
+        pmpd_sampler sampler;
+        pmpd_status st;
+        assert_int_equal(pmpd_arena_init(&arena, fixture_aligned(block), total - shortfall), PMPD_OK);
+        assert_int_equal(pmpd_session_create(&model->model, &a, &arena, &sa), PMPD_OK);
+        assert_int_equal(pmpd_sampler_init(&sampler, &sampling, model->model.info.vocab_size, &arena), PMPD_OK);
+        st = pmpd_session_create(&model->model, &b, &arena, &sb);
+        assert_int_equal(st, shortfall ? PMPD_ERR_OUT_OF_MEMORY : PMPD_OK);
+        if (st == PMPD_OK)
+            assert_int_equal(arena.used, total);
+        pmpd_session_destroy(sb);
+        pmpd_session_destroy(sa);
+        free(block);
+    }
 }
 
 static pmpd_session *small_session(uint32_t context, void **block)
@@ -229,6 +268,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan_is_exact),
+        cmocka_unit_test(test_plans_add_up),
         cmocka_unit_test(test_bad_requests_get_statuses),
         cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_two_sessions_in_two_threads_equal_one),

@@ -25,21 +25,32 @@ struct pmpd_pool {
     size_t granule;
 };
 
+/* bytes rounded up to PMPD_ARENA_ALIGNMENT (small, fixed sizes: no overflow). */
+static size_t pmpd_pool_round(size_t bytes)
+{
+    return (bytes + PMPD_ARENA_ALIGNMENT - 1) / PMPD_ARENA_ALIGNMENT * PMPD_ARENA_ALIGNMENT;
+}
+
 static pmpd_status pmpd_pool_allocate(pmpd_arena *arena, unsigned n_threads, pmpd_pool **pool,
                                       pmpd_pool_worker **workers)
 {
     pmpd_status st;
     void *p;
+    size_t worker_bytes;
     if (n_threads == 0 || n_threads > PMPD_MAX_THREADS)
         return PMPD_ERR_INVALID_ARGUMENT;
-    st = pmpd_arena_alloc(arena, sizeof(pmpd_pool), PMPD_ARENA_ALIGNMENT, &p);
+    /* Both blocks are whole multiples of PMPD_ARENA_ALIGNMENT, so the pool
+     * leaves the fill level aligned and its planned size adds up with
+     * others. */
+    st = pmpd_arena_alloc(arena, pmpd_pool_round(sizeof(pmpd_pool)), PMPD_ARENA_ALIGNMENT, &p);
     if (st != PMPD_OK)
         return st;
     *pool = (pmpd_pool *)p;
     *workers = NULL;
     if (n_threads == 1)
         return PMPD_OK;
-    st = pmpd_arena_alloc_array(arena, n_threads - 1, sizeof(pmpd_pool_worker), PMPD_ARENA_ALIGNMENT, &p);
+    worker_bytes = pmpd_pool_round((n_threads - 1) * sizeof(pmpd_pool_worker));
+    st = pmpd_arena_alloc(arena, worker_bytes, PMPD_ARENA_ALIGNMENT, &p);
     *workers = (pmpd_pool_worker *)p;
     return st;
 }

@@ -88,8 +88,17 @@ static pmpd_status pmpd_session_floats(pmpd_arena *arena, size_t rows, size_t co
     return st;
 }
 
+/* Brings the fill level up to a multiple of PMPD_ARENA_ALIGNMENT (a
+ * zero-byte aligned block), so planned figures of several objects add up. */
+static pmpd_status pmpd_session_pad(pmpd_arena *arena)
+{
+    void *p;
+    return pmpd_arena_alloc(arena, 0, PMPD_ARENA_ALIGNMENT, &p);
+}
+
 /* Allocates the session object and every buffer except the pool (created
- * last, so planning can add its size).  s is filled even when measuring;
+ * last, so planning can add its size; its blocks are whole multiples of
+ * PMPD_ARENA_ALIGNMENT, as the layout's end is).  s is filled even when measuring;
  * *where receives the arena block for it. */
 static pmpd_status pmpd_session_layout(const pmpd_model *model, const pmpd_session_config *config,
                                        pmpd_arena *arena, pmpd_session *s, pmpd_session **where)
@@ -145,7 +154,8 @@ static pmpd_status pmpd_session_layout(const pmpd_model *model, const pmpd_sessi
     st = pmpd_session_linear_scratch(model, batch, config->n_threads, &scratch_bytes);
     if (st != PMPD_OK)
         return st;
-    return pmpd_arena_alloc(arena, scratch_bytes, PMPD_ARENA_ALIGNMENT, &s->linear_scratch);
+    st = pmpd_arena_alloc(arena, scratch_bytes, PMPD_ARENA_ALIGNMENT, &s->linear_scratch);
+    return st == PMPD_OK ? pmpd_session_pad(arena) : st;
 }
 
 pmpd_status pmpd_session_plan(const pmpd_model *model, const pmpd_session_config *config,

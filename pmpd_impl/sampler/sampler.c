@@ -43,7 +43,10 @@ pmpd_status pmpd_sampler_plan(uint32_t vocab_size, size_t *arena_bytes)
 {
     if (!arena_bytes || vocab_size == 0)
         return PMPD_ERR_INVALID_ARGUMENT;
-    if (!pmpd_checked_mul(vocab_size, sizeof(pmpd_sampler_candidate), arena_bytes))
+    /* Whole multiples of PMPD_ARENA_ALIGNMENT, like the session's figure,
+     * so the two add up. */
+    if (!pmpd_checked_mul(vocab_size, sizeof(pmpd_sampler_candidate), arena_bytes) ||
+        !pmpd_checked_align_up(*arena_bytes, PMPD_ARENA_ALIGNMENT, arena_bytes))
         return PMPD_ERR_OVERFLOW;
     return PMPD_OK;
 }
@@ -51,15 +54,17 @@ pmpd_status pmpd_sampler_plan(uint32_t vocab_size, size_t *arena_bytes)
 pmpd_status pmpd_sampler_init(pmpd_sampler *sampler, const pmpd_sampler_config *config,
                               uint32_t vocab_size, pmpd_arena *arena)
 {
+    size_t bytes;
     if (!sampler || !config || !arena || vocab_size == 0)
         return PMPD_ERR_INVALID_ARGUMENT;
     if (!(config->temperature >= 0.0f) || !isfinite(config->temperature) ||
         !(config->top_p >= 0.0f && config->top_p <= 1.0f))
         return PMPD_ERR_INVALID_ARGUMENT;
+    if (pmpd_sampler_plan(vocab_size, &bytes) != PMPD_OK)
+        return PMPD_ERR_OVERFLOW;
     sampler->config = *config;
     sampler->vocab_size = vocab_size;
-    return pmpd_arena_alloc_array(arena, vocab_size, sizeof(pmpd_sampler_candidate),
-                                  PMPD_ARENA_ALIGNMENT, &sampler->scratch);
+    return pmpd_arena_alloc(arena, bytes, PMPD_ARENA_ALIGNMENT, &sampler->scratch);
 }
 
 static int32_t pmpd_sampler_argmax(const float *logits, uint32_t n)
