@@ -5,6 +5,12 @@
  *   cc -std=c99 -I. -DPMPD_OFFLINE=1 -o build/make_seeds fuzz/tools/make_seeds.c \
  *      tests/support/test_gguf.c build/libpmpd_offline.a build/libpmpd.a -lm -pthread
  *   build/make_seeds
+ *
+ * The quantized container seeds come from the converter on the tiny seeds:
+ *   build/pmpd-convert fuzz/corpus/llama2c/tiny_legacy_shared.bin fuzz/corpus/container/tiny_q4.pmpd \
+ *       --tokenizer fuzz/corpus/tokenizer_bin/tiny_tokenizer.bin --type q4      (also q8, q2cb)
+ *   build/pmpd-convert fuzz/corpus/llama2c/tiny_legacy_shared.bin fuzz/corpus/container/tiny_anyprec.pmpd \
+ *       --type anyprec --bits 2:4
  */
 #include <stdio.h>
 #include <stdlib.h>
