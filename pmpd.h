@@ -252,13 +252,13 @@ const pmpd_model_info *pmpd_model_get_info(const pmpd_model *model);
  * llama2.c's run.c does: optional BOS, a leading space token when the text is
  * not empty (if the tokenizer asks for it), one token per UTF-8 character or
  * its <0xNN> byte tokens, then the highest-scoring merges, then optional EOS.
- * The ids go to tokens[0 .. *n_tokens).  scratch (may be NULL) provides the
- * working buffer; without it the work happens in tokens, which then needs
- * room for strlen(text) + 3 ids.  Nothing is allocated from the heap; the
- * scratch arena is restored before returning.
- * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL arguments, or max_tokens too small:
- * *n_tokens then holds the count needed), PMPD_ERR_FORMAT_MISSING (the
- * container has no tokenizer), PMPD_ERR_OUT_OF_MEMORY (scratch too small). */
+ * The ids go to tokens[0 .. *n_tokens).  scratch provides the working
+ * buffer, 8 * (strlen(text) + 3) bytes, and is restored before returning;
+ * nothing is allocated from the heap.
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL arguments or a measuring scratch
+ * arena, or max_tokens too small: *n_tokens then holds the count needed),
+ * PMPD_ERR_FORMAT_MISSING (the container has no tokenizer),
+ * PMPD_ERR_OUT_OF_MEMORY (scratch too small). */
 pmpd_status pmpd_tokenize(const pmpd_model *model, const char *text, int add_bos, int add_eos,
                           int32_t *tokens, size_t max_tokens, size_t *n_tokens,
                           pmpd_arena *scratch);
