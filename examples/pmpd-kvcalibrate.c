@@ -1,4 +1,5 @@
-/* pmpd-kvcalibrate IN OUT [--sub 2|4] [--shared] [--sequences N] [--length N] [--iterations N] [--seed S]
+/* pmpd-kvcalibrate IN OUT [--sub 2|4] [--bits B] [--shared] [--sequences N] [--length N] [--iterations N]
+ *                  [--seed S]
  *
  * Trains the product-quantized KV-cache codebooks of a .pmpd model from
  * text the model samples itself (no dataset needed) and writes a copy of
@@ -11,7 +12,7 @@
 
 static int kvcalibrate_usage(void)
 {
-    fprintf(stderr, "usage: pmpd-kvcalibrate IN OUT [--sub 2|4] [--shared] [--sequences N] [--length N]\n"
+    fprintf(stderr, "usage: pmpd-kvcalibrate IN OUT [--sub 2|4] [--bits 1-8] [--shared] [--sequences N] [--length N]\n"
                     "                        [--iterations N] [--seed S]\n");
     return 2;
 }
@@ -39,6 +40,8 @@ int main(int argc, char **argv)
             i++;
             if (!strcmp(a, "--sub") && (n == 2 || n == 4))
                 options.key_sub_dim = options.value_sub_dim = (uint32_t)n;
+            else if (!strcmp(a, "--bits") && n >= 1 && n <= 8)
+                options.bits = (uint32_t)n;
             else if (!strcmp(a, "--sequences") && n >= 1 && n <= 4096)
                 options.n_sequences = (uint32_t)n;
             else if (!strcmp(a, "--length") && n >= 2 && n <= 1u << 20)
@@ -66,8 +69,8 @@ int main(int argc, char **argv)
                 err.message);
         return 1;
     }
-    printf("pmpd-kvcalibrate: %s -> %s (%u-dim subspaces, %s codebooks, %u texts x %u tokens)\n", in, out,
-           (unsigned)options.key_sub_dim, options.per_layer ? "per-layer" : "shared", (unsigned)options.n_sequences,
-           (unsigned)options.sequence_length);
+    printf("pmpd-kvcalibrate: %s -> %s (%u-dim subspaces, %u-bit codes, %s codebooks, %u texts x %u tokens)\n", in,
+           out, (unsigned)options.key_sub_dim, (unsigned)options.bits, options.per_layer ? "per-layer" : "shared",
+           (unsigned)options.n_sequences, (unsigned)options.sequence_length);
     return 0;
 }

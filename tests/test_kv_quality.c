@@ -127,30 +127,32 @@ static void collect_calibration(void)
 
 /* A codebook section trained on the calibration data: one key/value pair
  * shared by every layer, or one pair per layer. */
-static unsigned char *train_section(uint32_t sub_dim, int per_layer, size_t *size)
+static unsigned char *train_section(uint32_t sub_dim, uint32_t bits, int per_layer, size_t *size)
 {
     const pmpd_model_info *info = &model->model.info;
     uint32_t books = per_layer ? info->n_layers : 1, b;
     size_t vectors_per_layer = (size_t)CAL_SEQUENCES * CAL_LENGTH * info->n_kv_heads;
     size_t count = per_layer ? vectors_per_layer : vectors_per_layer * info->n_layers;
-    size_t book_floats = (size_t)info->head_dim << 8, first;
+    size_t book_floats = (size_t)info->head_dim << bits, first;
     float *centroids = malloc(2 * book_floats * books * sizeof(float));
     unsigned char *section;
     assert_non_null(centroids);
     for (b = 0; b < books; b++) {
         first = (size_t)b * vectors_per_layer * info->head_dim;
-        assert_int_equal(pmpd_pq_train_codebook(calibration_keys + first, count, info->head_dim, sub_dim, 8, 6,
+        assert_int_equal(pmpd_pq_train_codebook(calibration_keys + first, count, info->head_dim, sub_dim, bits, 6,
                                                 100 + b, centroids + 2 * b * book_floats),
                          PMPD_OK);
-        assert_int_equal(pmpd_pq_train_codebook(calibration_values + first, count, info->head_dim, sub_dim, 8, 6,
+        assert_int_equal(pmpd_pq_train_codebook(calibration_values + first, count, info->head_dim, sub_dim, bits, 6,
                                                 200 + b, centroids + (2 * b + 1) * book_floats),
                          PMPD_OK);
     }
-    assert_int_equal(pmpd_pq_section_write(info->head_dim, sub_dim, sub_dim, 8, books, NULL, NULL, 0, size), PMPD_OK);
+    assert_int_equal(pmpd_pq_section_write(info->head_dim, sub_dim, sub_dim, bits, books, NULL, NULL, 0, size),
+                     PMPD_OK);
     section = malloc(*size);
     assert_non_null(section);
-    assert_int_equal(pmpd_pq_section_write(info->head_dim, sub_dim, sub_dim, 8, books, centroids, section, *size, size),
-                     PMPD_OK);
+    assert_int_equal(
+        pmpd_pq_section_write(info->head_dim, sub_dim, sub_dim, bits, books, centroids, section, *size, size),
+        PMPD_OK);
     free(centroids);
     return section;
 }
@@ -271,12 +273,12 @@ static quality evaluate(uint32_t kv_type, const char *label)
     return q;
 }
 
-static quality evaluate_pq(uint32_t sub_dim, int per_layer, const char *label)
+static quality evaluate_pq(uint32_t sub_dim, uint32_t bits, int per_layer, const char *label)
 {
     pmpd_section section;
     size_t size;
     quality q;
-    unsigned char *data = train_section(sub_dim, per_layer, &size);
+    unsigned char *data = train_section(sub_dim, bits, per_layer, &size);
     memset(&section, 0, sizeof section);
     section.kind = PMPD_SECTION_KV_CODEBOOKS;
     section.version = 1;
@@ -293,24 +295,26 @@ static quality evaluate_pq(uint32_t sub_dim, int per_layer, const char *label)
 
 static void test_quality_against_f32(void **state)
 {
-    quality f32, f16, int8, int4, pq2, pq2_layer, pq4, pq4_layer;
+    quality f32, f16, int8, int4, pq2, pq2_layer, pq4, pq4_layer, pq2_4bit;
     (void)state;
     printf("  stories260K, %d unseen prompts x %d tokens, vs the f32 cache:\n", PROMPTS, CONTINUATION);
     f32 = evaluate(PMPD_KV_F32, "f32");
     f16 = evaluate(PMPD_KV_F16, "f16");
     int8 = evaluate(PMPD_KV_INT8, "int8 uniform");
     int4 = evaluate(PMPD_KV_INT4, "int4 uniform");
-    pq2 = evaluate_pq(2, 0, "pq 2-dim shared");
-    pq2_layer = evaluate_pq(2, 1, "pq 2-dim per layer");
-    pq4 = evaluate_pq(4, 0, "pq 4-dim shared");
-    pq4_layer = evaluate_pq(4, 1, "pq 4-dim per layer");
+    pq2 = evaluate_pq(2, 8, 0, "pq 2-dim shared");
+    pq2_layer = evaluate_pq(2, 8, 1, "pq 2-dim per layer");
+    pq4 = evaluate_pq(4, 8, 0, "pq 4-dim shared");
+    pq4_layer = evaluate_pq(4, 8, 1, "pq 4-dim per layer");
+    /* Same bytes as 4-dim 8-bit: two 4-bit codes per byte. */
+    pq2_4bit = evaluate_pq(2, 4, 1, "pq 2-dim 4-bit per layer");
     /* The f32 mode against itself is exact: the harness compares like with like. */
     assert_true(f32.kl < 1e-9 && f32.top1 == 1.0 && f32.rouge_l == 1.0);
     assert_true(f16.top1 > 0.99 && int8.top1 > 0.95 && int4.top1 > 0.6);
     /* 2-dim PQ: 4 bits per number like int4, a third of its bytes here. */
     assert_true(pq2.top1 > 0.75 && pq2.kl < 0.2 && pq2_layer.top1 > 0.8 && pq2_layer.kl < 0.15);
     assert_true(pq2_layer.kl < int4.kl);
-    assert_true(pq4.top1 > 0.45 && pq4_layer.top1 > 0.55);
+    assert_true(pq4.top1 > 0.45 && pq4_layer.top1 > 0.55 && pq2_4bit.top1 > 0.45);
 }
 
 /* A PQ session needs the codebook section; without it planning says so. */
@@ -333,7 +337,7 @@ static void test_pq_window_and_bytes(void **state)
     const pmpd_model_info *info = &model->model.info;
     pmpd_section section;
     size_t size, bytes, w;
-    unsigned char *data = train_section(4, 0, &size);
+    unsigned char *data = train_section(4, 8, 0, &size);
     int32_t prompt[20];
     (void)state;
     memcpy(prompt, prompts[0], sizeof prompt);

@@ -134,20 +134,25 @@ static void test_bytes_per_token(void **state)
     size_t b = 0;
     (void)state;
     /* 8 KV heads of 64 dims, K and V. */
-    assert_int_equal(pmpd_kv_bytes_per_token(PMPD_KV_F32, 8, 64, 0, 0, &b), PMPD_OK);
+    assert_int_equal(pmpd_kv_bytes_per_token(PMPD_KV_F32, 8, 64, 0, 0, 0, &b), PMPD_OK);
     assert_int_equal(b, 8 * 2 * 64 * 4);
-    assert_int_equal(pmpd_kv_bytes_per_token(PMPD_KV_F16, 8, 64, 0, 0, &b), PMPD_OK);
+    assert_int_equal(pmpd_kv_bytes_per_token(PMPD_KV_F16, 8, 64, 0, 0, 0, &b), PMPD_OK);
     assert_int_equal(b, 8 * 2 * 64 * 2);
-    assert_int_equal(pmpd_kv_bytes_per_token(PMPD_KV_PQ, 8, 64, 2, 2, &b), PMPD_OK);
+    assert_int_equal(pmpd_kv_bytes_per_token(PMPD_KV_PQ, 8, 64, 2, 2, 8, &b), PMPD_OK);
     assert_int_equal(b, 8 * 2 * 32);
-    assert_int_equal(pmpd_kv_bytes_per_token(PMPD_KV_PQ, 8, 64, 4, 4, &b), PMPD_OK);
+    assert_int_equal(pmpd_kv_bytes_per_token(PMPD_KV_PQ, 8, 64, 4, 4, 8, &b), PMPD_OK);
     assert_int_equal(b, 8 * 2 * 16);
-    assert_int_equal(pmpd_kv_bytes_per_token(PMPD_KV_INT8, 8, 64, 0, 0, &b), PMPD_OK);
+    assert_int_equal(pmpd_kv_bytes_per_token(PMPD_KV_INT8, 8, 64, 0, 0, 0, &b), PMPD_OK);
     assert_int_equal(b, 8 * 2 * (64 + 8));
-    assert_int_equal(pmpd_kv_bytes_per_token(PMPD_KV_INT4, 8, 64, 0, 0, &b), PMPD_OK);
+    assert_int_equal(pmpd_kv_bytes_per_token(PMPD_KV_INT4, 8, 64, 0, 0, 0, &b), PMPD_OK);
     assert_int_equal(b, 8 * 2 * (32 + 8));
-    assert_int_equal(pmpd_kv_bytes_per_token(PMPD_KV_PQ, 8, 64, 3, 2, &b), PMPD_ERR_INVALID_ARGUMENT);
-    assert_int_equal(pmpd_kv_bytes_per_token(99, 8, 64, 2, 2, &b), PMPD_ERR_INVALID_ARGUMENT);
+    assert_int_equal(pmpd_kv_bytes_per_token(PMPD_KV_PQ, 8, 64, 2, 2, 4, &b), PMPD_OK);
+    assert_int_equal(b, 8 * 2 * 16); /* two 4-bit codes per byte */
+    assert_int_equal(pmpd_kv_bytes_per_token(PMPD_KV_PQ, 8, 64, 4, 4, 4, &b), PMPD_OK);
+    assert_int_equal(b, 8 * 2 * 8);
+    assert_int_equal(pmpd_kv_bytes_per_token(PMPD_KV_PQ, 8, 64, 3, 2, 8, &b), PMPD_ERR_INVALID_ARGUMENT);
+    assert_int_equal(pmpd_kv_bytes_per_token(PMPD_KV_PQ, 8, 64, 2, 2, 9, &b), PMPD_ERR_INVALID_ARGUMENT);
+    assert_int_equal(pmpd_kv_bytes_per_token(99, 8, 64, 2, 2, 8, &b), PMPD_ERR_INVALID_ARGUMENT);
 }
 
 int main(void)

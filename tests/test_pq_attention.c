@@ -202,9 +202,11 @@ static void check_shape(const pq_shape *sh, uint64_t seed)
     for (t = 0; t < cache.n_coded; t++)
         for (i = 0; i < sh->n_kv_heads; i++) {
             uint32_t s;
-            const uint8_t *codes = cache.key_codes + ((size_t)i * cache.capacity + t) * kl.n_sub;
+            const uint8_t *codes = cache.key_codes + ((size_t)i * cache.capacity + t) * kl.code_bytes;
             for (s = 0; s < kl.n_sub; s++)
-                assert_int_equal(codes[s], oracle_nearest(kb.centroids + (size_t)s * kl.n_centroids * kl.sub_dim,
+                /* 8-bit codes are bytes; 4-bit ones nibbles, even subspaces low. */
+                assert_int_equal(kl.n_centroids == 256 ? codes[s] : (codes[s / 2] >> (s % 2 * 4)) & 15,
+                                 oracle_nearest(kb.centroids + (size_t)s * kl.n_centroids * kl.sub_dim,
                                                           kl.n_centroids, kl.sub_dim,
                                                           keys + t * per_token + i * sh->head_dim + s * kl.sub_dim));
         }
@@ -251,6 +253,15 @@ static void test_group_of_three_small_codebook(void **state)
     check_shape(&sh, 3);
 }
 
+static void test_packed_4bit_codes_odd_subspaces(void **state)
+{
+    /* Keys: 3 subspaces of 4 (two codes per byte, the last byte half used);
+     * values: 6 subspaces of 2; 16 centroids each. */
+    pq_shape sh = {4, 2, 12, 4, 2, 4, 5, 23};
+    (void)state;
+    check_shape(&sh, 5);
+}
+
 static void test_real_head_shape(void **state)
 {
     /* 8 query heads per KV head, head_dim 64, window = head_dim. */
@@ -293,6 +304,7 @@ int main(void)
         cmocka_unit_test(test_multi_head),
         cmocka_unit_test(test_gqa_group_of_four_4d_subspaces),
         cmocka_unit_test(test_group_of_three_small_codebook),
+        cmocka_unit_test(test_packed_4bit_codes_odd_subspaces),
         cmocka_unit_test(test_real_head_shape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -105,11 +105,14 @@ static void check_pq_kernels(uint32_t lanes, uint32_t sub_dim, uint32_t bits)
     bins = calloc(lut_floats, sizeof(float));
     acc_ref = random_floats(&rng, (size_t)DIM * lanes, 1.0f);
     acc = malloc((size_t)DIM * lanes * sizeof(float));
-    codes = malloc((size_t)TOKENS * book.layout.n_sub);
+    codes = malloc((size_t)TOKENS * book.layout.code_bytes);
     assert_true(lut_ref && lut && scores_ref && scores && bins_ref && bins && acc && codes);
     memcpy(acc, acc_ref, (size_t)DIM * lanes * sizeof(float));
-    for (i = 0; i < (size_t)TOKENS * book.layout.n_sub; i++)
-        codes[i] = (uint8_t)(test_rng_u32(&rng) % book.layout.n_centroids);
+    /* Packed layouts hold a code in each nibble. */
+    for (i = 0; i < (size_t)TOKENS * book.layout.code_bytes; i++) {
+        uint32_t low = test_rng_u32(&rng) % book.layout.n_centroids, high = test_rng_u32(&rng) % book.layout.n_centroids;
+        codes[i] = (uint8_t)(book.layout.packed ? low | high << 4 : low);
+    }
     for (l = 0; l < lanes; l++)
         max_ref[l] = max[l] = -INFINITY;
 
@@ -158,6 +161,8 @@ static void test_pq_kernels(void **state)
     check_pq_kernels(4, 2, 8);
     check_pq_kernels(8, 4, 8);
     check_pq_kernels(4, 4, 5);
+    check_pq_kernels(4, 2, 4);
+    check_pq_kernels(8, 4, 3);
 #else
     skip();
 #endif

@@ -98,7 +98,7 @@ static int bench_attn_pq_init(bench_attn_pq *p, uint32_t sub_dim, uint64_t *rng)
     p->scratch = (float *)malloc(scratch_floats * sizeof(float));
     if (!p->scratch)
         return -1;
-    codes = (size_t)BENCH_ATTN_KV_HEADS * BENCH_ATTN_MAX_CONTEXT * book.layout.n_sub;
+    codes = (size_t)BENCH_ATTN_KV_HEADS * BENCH_ATTN_MAX_CONTEXT * book.layout.code_bytes;
     for (i = 0; i < codes; i++) {
         p->cache.key_codes[i] = (uint8_t)(bench_attn_random(rng) * 127.0f + 128.0f);
         p->cache.value_codes[i] = (uint8_t)(bench_attn_random(rng) * 127.0f + 128.0f);
@@ -146,10 +146,10 @@ static void bench_attn_bytes(const bench_context *ctx)
                  {"int4 (uniform)", PMPD_KV_INT4, 0}, {"pq 2-dim 8-bit", PMPD_KV_PQ, 2}, {"pq 4-dim 8-bit", PMPD_KV_PQ, 4}};
     size_t f16 = 0, bytes = 0, i;
     char name[64], note[64];
-    pmpd_kv_bytes_per_token(PMPD_KV_F16, BENCH_ATTN_KV_HEADS, BENCH_ATTN_DIM, 0, 0, &f16);
+    pmpd_kv_bytes_per_token(PMPD_KV_F16, BENCH_ATTN_KV_HEADS, BENCH_ATTN_DIM, 0, 0, 0, &f16);
     for (i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         if (pmpd_kv_bytes_per_token(modes[i].type, BENCH_ATTN_KV_HEADS, BENCH_ATTN_DIM, modes[i].sub_dim,
-                                    modes[i].sub_dim, &bytes) != PMPD_OK)
+                                    modes[i].sub_dim, 8, &bytes) != PMPD_OK)
             continue;
         snprintf(name, sizeof name, "KV bytes/token/layer %s", modes[i].name);
         snprintf(note, sizeof note, "%.2fx smaller than f16", (double)f16 / (double)bytes);

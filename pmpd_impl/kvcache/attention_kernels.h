@@ -36,11 +36,12 @@
     /* lut[s][c][l] = sum_j qt[s*sub_dim + j][l] * centroids[s][c][j] */                            \
     PMPD_INTERNAL void pmpd_pq_lut_##isa(const pmpd_pq_codebook *book, const float *qt,             \
                                          uint32_t lanes, float *lut);                               \
-    /* scores[t][l] = sum_s lut[s][codes[t*n_sub + s]][l]; max as in row_scores */                  \
+    /* scores[t][l] = sum_s lut[s][code s of token t][l]; max as in row_scores                      \
+     * (token t's codes at codes + t*code_bytes, read with pmpd_pq_code) */                         \
     PMPD_INTERNAL void pmpd_pq_scores_##isa(const float *lut, const pmpd_pq_layout *layout,         \
                                             uint32_t lanes, const uint8_t *codes, size_t n,         \
                                             float *scores, float *max);                             \
-    /* bins[s][codes[t*n_sub + s]][l] += weights[t][l] */                                           \
+    /* bins[s][code s of token t][l] += weights[t][l] */                                            \
     PMPD_INTERNAL void pmpd_pq_bins_##isa(const float *weights, uint32_t lanes,                     \
                                           const pmpd_pq_layout *layout, const uint8_t *codes,       \
                                           size_t n, float *bins);                                   \

@@ -151,16 +151,19 @@ void pmpd_pq_scores_avx2(const float *lut, const pmpd_pq_layout *layout, uint32_
     size_t t, row = (size_t)layout->n_centroids * lanes;
     uint32_t s, l, n_sub = layout->n_sub;
     for (t = 0; t < n; t++) {
-        const uint8_t *code = codes + t * n_sub;
+        const uint8_t *code = codes + t * layout->code_bytes;
         for (l = 0; l < lanes; l += 4) {
             const float *table = lut + l;
             __m128 a0 = _mm_setzero_ps(), a1 = _mm_setzero_ps(), sum;
             for (s = 0; s + 1 < n_sub; s += 2) {
-                a0 = _mm_add_ps(a0, _mm_loadu_ps(table + s * row + (size_t)code[s] * lanes));
-                a1 = _mm_add_ps(a1, _mm_loadu_ps(table + (s + 1) * row + (size_t)code[s + 1] * lanes));
+                /* A pair of subspaces: two bytes, or the two nibbles of one. */
+                uint32_t c0 = layout->packed ? code[s / 2] & 15u : code[s];
+                uint32_t c1 = layout->packed ? (uint32_t)code[s / 2] >> 4 : code[s + 1];
+                a0 = _mm_add_ps(a0, _mm_loadu_ps(table + s * row + (size_t)c0 * lanes));
+                a1 = _mm_add_ps(a1, _mm_loadu_ps(table + (s + 1) * row + (size_t)c1 * lanes));
             }
             if (s < n_sub)
-                a0 = _mm_add_ps(a0, _mm_loadu_ps(table + s * row + (size_t)code[s] * lanes));
+                a0 = _mm_add_ps(a0, _mm_loadu_ps(table + s * row + (size_t)pmpd_pq_code(layout, code, s) * lanes));
             sum = _mm_add_ps(a0, a1);
             _mm_storeu_ps(scores + t * lanes + l, sum);
             _mm_storeu_ps(max + l, _mm_max_ps(_mm_loadu_ps(max + l), sum));
@@ -174,11 +177,11 @@ void pmpd_pq_bins_avx2(const float *weights, uint32_t lanes, const pmpd_pq_layou
     size_t t, row = (size_t)layout->n_centroids * lanes;
     uint32_t s, l, n_sub = layout->n_sub;
     for (t = 0; t < n; t++) {
-        const uint8_t *code = codes + t * n_sub;
+        const uint8_t *code = codes + t * layout->code_bytes;
         for (l = 0; l < lanes; l += 4) {
             __m128 w = _mm_loadu_ps(weights + t * lanes + l);
             for (s = 0; s < n_sub; s++) {
-                float *bin = bins + s * row + (size_t)code[s] * lanes + l;
+                float *bin = bins + s * row + (size_t)pmpd_pq_code(layout, code, s) * lanes + l;
                 _mm_storeu_ps(bin, _mm_add_ps(_mm_loadu_ps(bin), w));
             }
         }

@@ -125,16 +125,19 @@ void pmpd_pq_scores_neon(const float *lut, const pmpd_pq_layout *layout, uint32_
     size_t t, row = (size_t)layout->n_centroids * lanes;
     uint32_t s, l, n_sub = layout->n_sub;
     for (t = 0; t < n; t++) {
-        const uint8_t *code = codes + t * n_sub;
+        const uint8_t *code = codes + t * layout->code_bytes;
         for (l = 0; l < lanes; l += 4) {
             const float *table = lut + l;
             float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), sum;
             for (s = 0; s + 1 < n_sub; s += 2) {
-                a0 = vaddq_f32(a0, vld1q_f32(table + s * row + (size_t)code[s] * lanes));
-                a1 = vaddq_f32(a1, vld1q_f32(table + (s + 1) * row + (size_t)code[s + 1] * lanes));
+                /* A pair of subspaces: two bytes, or the two nibbles of one. */
+                uint32_t c0 = layout->packed ? code[s / 2] & 15u : code[s];
+                uint32_t c1 = layout->packed ? (uint32_t)code[s / 2] >> 4 : code[s + 1];
+                a0 = vaddq_f32(a0, vld1q_f32(table + s * row + (size_t)c0 * lanes));
+                a1 = vaddq_f32(a1, vld1q_f32(table + (s + 1) * row + (size_t)c1 * lanes));
             }
             if (s < n_sub)
-                a0 = vaddq_f32(a0, vld1q_f32(table + s * row + (size_t)code[s] * lanes));
+                a0 = vaddq_f32(a0, vld1q_f32(table + s * row + (size_t)pmpd_pq_code(layout, code, s) * lanes));
             sum = vaddq_f32(a0, a1);
             vst1q_f32(scores + t * lanes + l, sum);
             vst1q_f32(max + l, vmaxq_f32(vld1q_f32(max + l), sum));
@@ -148,11 +151,11 @@ void pmpd_pq_bins_neon(const float *weights, uint32_t lanes, const pmpd_pq_layou
     size_t t, row = (size_t)layout->n_centroids * lanes;
     uint32_t s, l, n_sub = layout->n_sub;
     for (t = 0; t < n; t++) {
-        const uint8_t *code = codes + t * n_sub;
+        const uint8_t *code = codes + t * layout->code_bytes;
         for (l = 0; l < lanes; l += 4) {
             float32x4_t w = vld1q_f32(weights + t * lanes + l);
             for (s = 0; s < n_sub; s++) {
-                float *bin = bins + s * row + (size_t)code[s] * lanes + l;
+                float *bin = bins + s * row + (size_t)pmpd_pq_code(layout, code, s) * lanes + l;
                 vst1q_f32(bin, vaddq_f32(vld1q_f32(bin), w));
             }
         }

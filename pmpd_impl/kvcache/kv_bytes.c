@@ -5,7 +5,8 @@
 #include "pmpd_impl/kvcache/uniform_quant.h"
 
 pmpd_status pmpd_kv_bytes_per_token(uint32_t kv_type, uint32_t n_kv_heads, uint32_t head_dim,
-                                    uint32_t pq_key_sub_dim, uint32_t pq_value_sub_dim, size_t *bytes)
+                                    uint32_t pq_key_sub_dim, uint32_t pq_value_sub_dim, uint32_t pq_bits,
+                                    size_t *bytes)
 {
     pmpd_pq_layout keys, values;
     size_t per_head;
@@ -19,9 +20,8 @@ pmpd_status pmpd_kv_bytes_per_token(uint32_t kv_type, uint32_t n_kv_heads, uint3
         per_head = 2 * (size_t)head_dim * sizeof(uint16_t);
         break;
     case PMPD_KV_PQ:
-        /* Code bits are fixed at 8 (one byte per subspace). */
-        if (pmpd_pq_layout_init(&keys, head_dim, pq_key_sub_dim, 8) != PMPD_OK ||
-            pmpd_pq_layout_init(&values, head_dim, pq_value_sub_dim, 8) != PMPD_OK)
+        if (pmpd_pq_layout_init(&keys, head_dim, pq_key_sub_dim, pq_bits) != PMPD_OK ||
+            pmpd_pq_layout_init(&values, head_dim, pq_value_sub_dim, pq_bits) != PMPD_OK)
             return PMPD_ERR_INVALID_ARGUMENT;
         *bytes = pmpd_pq_cache_bytes_per_token(&keys, &values, n_kv_heads);
         return *bytes ? PMPD_OK : PMPD_ERR_OVERFLOW;

@@ -69,8 +69,8 @@ static void pq_attention_history(const pmpd_pq_cache *cache, uint32_t kv_head, s
                                  pq_attention_scratch *s)
 {
     const pmpd_pq_layout *kl = &cache->keys.layout, *vl = &cache->values.layout;
-    const uint8_t *key_codes = cache->key_codes + (size_t)kv_head * cache->capacity * kl->n_sub;
-    const uint8_t *value_codes = cache->value_codes + (size_t)kv_head * cache->capacity * vl->n_sub;
+    const uint8_t *key_codes = cache->key_codes + (size_t)kv_head * cache->capacity * kl->code_bytes;
+    const uint8_t *value_codes = cache->value_codes + (size_t)kv_head * cache->capacity * vl->code_bytes;
     size_t i, bins = (size_t)vl->n_sub * vl->n_centroids * lanes;
     pmpd_attn_partial_clear(&s->history, lanes, cache->head_dim);
     if (n == 0)

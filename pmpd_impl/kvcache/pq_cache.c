@@ -25,8 +25,8 @@ pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq_codebook *key
         return PMPD_ERR_INVALID_ARGUMENT;
     if (!pmpd_checked_mul(n_kv_heads, capacity, &heads_tokens))
         return PMPD_ERR_OVERFLOW;
-    if ((status = pq_cache_alloc(arena, heads_tokens, keys->layout.n_sub, 1, &key_codes)) != PMPD_OK ||
-        (status = pq_cache_alloc(arena, heads_tokens, values->layout.n_sub, 1, &value_codes)) != PMPD_OK ||
+    if ((status = pq_cache_alloc(arena, heads_tokens, keys->layout.code_bytes, 1, &key_codes)) != PMPD_OK ||
+        (status = pq_cache_alloc(arena, heads_tokens, values->layout.code_bytes, 1, &value_codes)) != PMPD_OK ||
         (status = pq_cache_alloc(arena, (size_t)n_kv_heads * window, keys->layout.dim, sizeof(float),
                                  &key_recent)) != PMPD_OK ||
         (status = pq_cache_alloc(arena, (size_t)n_kv_heads * window, keys->layout.dim, sizeof(float),
@@ -55,7 +55,7 @@ void pmpd_pq_cache_reset(pmpd_pq_cache *cache)
 size_t pmpd_pq_cache_bytes_per_token(const pmpd_pq_layout *keys, const pmpd_pq_layout *values, uint32_t n_kv_heads)
 {
     size_t bytes;
-    return pmpd_checked_mul(n_kv_heads, (size_t)keys->n_sub + values->n_sub, &bytes) ? bytes : 0;
+    return pmpd_checked_mul(n_kv_heads, (size_t)keys->code_bytes + values->code_bytes, &bytes) ? bytes : 0;
 }
 
 void pmpd_pq_cache_flush(pmpd_pq_cache *cache)
@@ -65,9 +65,9 @@ void pmpd_pq_cache_flush(pmpd_pq_cache *cache)
     for (h = 0; h < cache->n_kv_heads; h++) {
         size_t token = (size_t)h * cache->capacity + cache->n_coded, recent = (size_t)h * cache->window * dim;
         pmpd_pq_encode(&cache->keys, cache->key_recent + recent, dim, cache->n_recent,
-                       cache->key_codes + token * cache->keys.layout.n_sub);
+                       cache->key_codes + token * cache->keys.layout.code_bytes);
         pmpd_pq_encode(&cache->values, cache->value_recent + recent, dim, cache->n_recent,
-                       cache->value_codes + token * cache->values.layout.n_sub);
+                       cache->value_codes + token * cache->values.layout.code_bytes);
     }
     cache->n_coded += cache->n_recent;
     cache->n_recent = 0;

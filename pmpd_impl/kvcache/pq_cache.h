@@ -32,8 +32,8 @@ typedef struct pmpd_pq_cache {
     uint32_t window;          /* recent-window length in tokens */
     uint32_t n_coded;         /* tokens stored as codes (the oldest ones) */
     uint32_t n_recent;        /* tokens in the window (the newest ones) */
-    uint8_t *key_codes;       /* [n_kv_heads][capacity][keys.n_sub] */
-    uint8_t *value_codes;     /* [n_kv_heads][capacity][values.n_sub] */
+    uint8_t *key_codes;       /* [n_kv_heads][capacity][keys.code_bytes] */
+    uint8_t *value_codes;     /* [n_kv_heads][capacity][values.code_bytes] */
     float *key_recent;        /* [n_kv_heads][window][head_dim] */
     float *value_recent;
 } pmpd_pq_cache;

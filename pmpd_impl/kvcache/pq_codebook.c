@@ -1,6 +1,8 @@
 /* Product-quantization layout and the batch encoder (nearest centroid). */
 #include "pmpd_impl/kvcache/pq_codebook.h"
 
+#include <string.h>
+
 #include "pmpd_impl/kvcache/attention_kernels.h"
 
 pmpd_status pmpd_pq_layout_init(pmpd_pq_layout *out, uint32_t dim, uint32_t sub_dim, uint32_t bits)
@@ -11,6 +13,8 @@ pmpd_status pmpd_pq_layout_init(pmpd_pq_layout *out, uint32_t dim, uint32_t sub_
     out->sub_dim = sub_dim;
     out->n_sub = dim / sub_dim;
     out->n_centroids = 1u << bits;
+    out->packed = bits <= 4;
+    out->code_bytes = out->packed ? (out->n_sub + 1) / 2 : out->n_sub;
     return PMPD_OK;
 }
 
@@ -30,13 +34,20 @@ void pmpd_pq_encode(const pmpd_pq_codebook *book, const float *vectors, size_t s
     float columns[4 * 256];
     size_t i;
     uint32_t s, c, j;
+    if (lay->packed)
+        memset(codes, 0, count * lay->code_bytes);
     for (s = 0; s < lay->n_sub; s++) {
         const float *sub_book = book->centroids + (size_t)s * lay->n_centroids * lay->sub_dim;
         for (c = 0; c < lay->n_centroids; c++)
             for (j = 0; j < lay->sub_dim; j++)
                 columns[j * lay->n_centroids + c] = sub_book[c * lay->sub_dim + j];
-        for (i = 0; i < count; i++)
-            codes[i * lay->n_sub + s] = (uint8_t)PMPD_KV_KERNEL(pmpd_pq_nearest)(
-                columns, lay->n_centroids, lay->sub_dim, vectors + i * stride + (size_t)s * lay->sub_dim);
+        for (i = 0; i < count; i++) {
+            uint32_t code = PMPD_KV_KERNEL(pmpd_pq_nearest)(columns, lay->n_centroids, lay->sub_dim,
+                                                            vectors + i * stride + (size_t)s * lay->sub_dim);
+            if (lay->packed)
+                codes[i * lay->code_bytes + s / 2] |= (uint8_t)(code << (s % 2 * 4));
+            else
+                codes[i * lay->code_bytes + s] = (uint8_t)code;
+        }
     }
 }

@@ -2,8 +2,9 @@
  * Product quantization of head vectors (seed 001, MILLION).  A vector of
  * dim floats is cut into n_sub = dim / sub_dim consecutive subspaces of
  * sub_dim (2 or 4) floats; each subspace has its own codebook of
- * n_centroids (2^bits, bits <= 8) centroids, and a vector is stored as one
- * byte per subspace: the index of the nearest centroid.
+ * n_centroids (2^bits, bits <= 8) centroids, and a vector is stored as the
+ * index of the nearest centroid per subspace: one byte each, or with bits
+ * <= 4 two per byte (subspace 2k in the low nibble, 2k+1 in the high).
  *
  * Codebook data is centroids[sub][c][j] (sub < n_sub, c < n_centroids,
  * j < sub_dim), f32.  Keys are quantized after the rotary embedding, so
@@ -23,7 +24,15 @@ typedef struct pmpd_pq_layout {
     uint32_t sub_dim;      /* floats per subspace: 2 or 4 */
     uint32_t n_sub;        /* dim / sub_dim = code bytes per vector */
     uint32_t n_centroids;  /* 2^bits */
+    uint32_t packed;       /* 1: two codes per byte (bits <= 4) */
+    uint32_t code_bytes;   /* bytes of one vector's codes */
 } pmpd_pq_layout;
+
+/* The code of subspace s among one vector's code bytes. */
+static inline uint32_t pmpd_pq_code(const pmpd_pq_layout *layout, const uint8_t *codes, uint32_t s)
+{
+    return layout->packed ? (uint32_t)(codes[s >> 1] >> ((s & 1u) * 4u)) & 15u : codes[s];
+}
 
 typedef struct pmpd_pq_codebook {
     pmpd_pq_layout layout;
@@ -39,8 +48,9 @@ PMPD_INTERNAL pmpd_status pmpd_pq_layout_init(pmpd_pq_layout *out, uint32_t dim,
 /* Floats in one codebook of this layout. */
 PMPD_INTERNAL size_t pmpd_pq_codebook_floats(const pmpd_pq_layout *layout);
 
-/* codes[i*n_sub + s] = index of the centroid nearest (squared Euclidean
- * distance, lowest index on ties) to subspace s of vectors[i*stride ..].
+/* The codes of vector i, at codes + i*code_bytes, give for each subspace s
+ * the centroid nearest (squared Euclidean distance, lowest index on ties)
+ * to subspace s of vectors[i*stride ..].
  * The decode path never calls this per token: the cache encodes its
  * recent window as one batch. */
 PMPD_INTERNAL void pmpd_pq_encode(const pmpd_pq_codebook *book, const float *vectors, size_t stride,

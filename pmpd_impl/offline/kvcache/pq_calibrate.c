@@ -28,6 +28,7 @@ void pmpd_pq_calibration_options_init(pmpd_pq_calibration_options *options)
     options->sequence_length = 256;
     options->iterations = 20;
     options->seed = 1;
+    options->bits = 8;
 }
 
 /* Runs n_sequences sampled texts through an f32 session and copies their
@@ -109,7 +110,9 @@ pmpd_status pmpd_pq_calibrate(const pmpd_model *model, const pmpd_pq_calibration
     info = &model->info;
     length = options->sequence_length < info->seq_len ? options->sequence_length : info->seq_len;
     books = options->per_layer ? info->n_layers : 1;
-    book_floats_k = (size_t)info->head_dim << 8;
+    if (options->bits < 1 || options->bits > 8)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    book_floats_k = (size_t)info->head_dim << options->bits;
     book_floats_v = book_floats_k;
     if (!pmpd_checked_mul3((size_t)options->n_sequences * length, info->n_kv_heads, info->head_dim, &per_layer) ||
         !pmpd_checked_mul(per_layer, info->n_layers, &collected) ||
@@ -129,22 +132,22 @@ pmpd_status pmpd_pq_calibrate(const pmpd_model *model, const pmpd_pq_calibration
         size_t count = (options->per_layer ? per_layer : collected) / info->head_dim;
         float *book = centroids + (size_t)b * (book_floats_k + book_floats_v);
         samples = pq_calibrate_subsample(keys + first, count, info->head_dim, train);
-        st = pmpd_pq_train_codebook(train, samples, info->head_dim, options->key_sub_dim, 8, options->iterations,
-                                    options->seed * 2 + b, book);
+        st = pmpd_pq_train_codebook(train, samples, info->head_dim, options->key_sub_dim, options->bits,
+                                    options->iterations, options->seed * 2 + b, book);
         if (st == PMPD_OK) {
             samples = pq_calibrate_subsample(values + first, count, info->head_dim, train);
-            st = pmpd_pq_train_codebook(train, samples, info->head_dim, options->value_sub_dim, 8,
+            st = pmpd_pq_train_codebook(train, samples, info->head_dim, options->value_sub_dim, options->bits,
                                         options->iterations, options->seed * 2 + 1 + b, book + book_floats_k);
         }
     }
     if (st == PMPD_OK)
-        st = pmpd_pq_section_write(info->head_dim, options->key_sub_dim, options->value_sub_dim, 8, books, centroids,
-                                   NULL, 0, size);
+        st = pmpd_pq_section_write(info->head_dim, options->key_sub_dim, options->value_sub_dim, options->bits, books,
+                                   centroids, NULL, 0, size);
     if (st == PMPD_OK && !(*section = malloc(*size)))
         st = PMPD_ERR_OUT_OF_MEMORY;
     if (st == PMPD_OK)
-        st = pmpd_pq_section_write(info->head_dim, options->key_sub_dim, options->value_sub_dim, 8, books, centroids,
-                                   *section, *size, size);
+        st = pmpd_pq_section_write(info->head_dim, options->key_sub_dim, options->value_sub_dim, options->bits, books,
+                                   centroids, *section, *size, size);
     if (st != PMPD_OK) {
         free(*section);
         *section = NULL;
