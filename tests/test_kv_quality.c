@@ -333,7 +333,8 @@ static void test_pq_needs_codebooks(void **state)
  * plus the window of f32 keys and values. */
 static void test_pq_window_and_bytes(void **state)
 {
-    static const uint32_t windows[3] = {0, 3, 20};
+    /* 64: the whole context, where the window's scratch outgrows the codes'. */
+    static const uint32_t windows[4] = {0, 3, 20, 64};
     const pmpd_model_info *info = &model->model.info;
     pmpd_section section;
     size_t size, bytes, w;
@@ -347,7 +348,7 @@ static void test_pq_window_and_bytes(void **state)
     section.size = size;
     model->model.sections = &section;
     model->model.n_sections = 1;
-    for (w = 0; w < 3; w++) {
+    for (w = 0; w < 4; w++) {
         pmpd_session_config config;
         pmpd_session *s = NULL;
         pmpd_arena arena;

@@ -48,6 +48,7 @@ pmpd_status pmpd_kv_quantized_init(pmpd_kv_quantized *q, pmpd_arena *arena, uint
             return PMPD_ERR_INVALID_ARGUMENT;
         window = window ? window : info->head_dim;
         window = window < capacity ? window : (uint32_t)capacity;
+        q->window = window;
         if ((st = kv_quantized_find_codebooks(model, &q->codebooks)) != PMPD_OK ||
             (st = pmpd_arena_alloc_array(arena, info->n_layers, sizeof(pmpd_pq_cache), PMPD_ARENA_ALIGNMENT, &p)) !=
                 PMPD_OK)
@@ -137,7 +138,7 @@ pmpd_status pmpd_kv_quantized_scratch_bytes(const pmpd_kv_quantized *q, size_t *
         shape.n_kv_heads = q->n_kv_heads;
         shape.head_dim = q->head_dim;
         shape.capacity = (uint32_t)q->capacity;
-        shape.window = q->layers ? q->layers[0].window : q->head_dim;
+        shape.window = q->window;
         if ((st = pmpd_pq_attention_scratch_floats(&shape, q->n_kv_heads * q->group, &floats)) != PMPD_OK)
             return st;
     } else if (!kv_quantized_int_scratch(q, &floats)) {

@@ -21,6 +21,7 @@ typedef struct pmpd_kv_quantized {
     uint32_t type;           /* pmpd_kv_type: PQ, INT8 or INT4 */
     uint32_t n_layers, n_kv_heads, head_dim;
     uint32_t group;          /* query heads per KV head */
+    uint32_t window;         /* PQ: recent-window tokens */
     size_t capacity;
     pmpd_pq_codebook_set codebooks;  /* PQ */
     pmpd_pq_cache *layers;           /* PQ: one cache per layer */
