@@ -35,7 +35,7 @@ PMPD_INTERNAL void pmpd_learned_params_of(const pmpd_learned_view *v, const floa
 PMPD_INTERNAL pmpd_status pmpd_learned_parse(const void *data, size_t size, pmpd_learned_view *v, pmpd_error *err)
 {
     const unsigned char *p = (const unsigned char *)data;
-    size_t header, block, total, i, j;
+    size_t header, block, total = 0, i, j;
     if (!data || !v)
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "learned scheduler: NULL argument");
     if ((uintptr_t)data % sizeof(float) != 0)
