@@ -8,12 +8,13 @@
 #include "pmpd_impl/kernels/qlinear.h"
 #include "pmpd_impl/precision/anyprec.h"
 
-/* The float kernels walk a weight row in chunks (converted once per chunk
- * for f16) and apply each chunk to a block of tokens, so prefill converts
+/* The scalar float kernel, the reference for the vector ones in
+ * linear_float_*.c, walks a weight row in chunks (converted once per chunk
+ * for f16) and applies each chunk to a block of tokens, so prefill converts
  * every weight once per block instead of once per token.  Every output is
- * still the plain left-to-right sum over the columns, the same for any
- * token count, block or thread split: batched prefill reproduces
- * token-by-token decode exactly. */
+ * still the plain left-to-right sum over the columns (llama2.c's order),
+ * the same for any token count, block or thread split: batched prefill
+ * reproduces token-by-token decode exactly. */
 #define PMPD_LINEAR_CHUNK 64
 #define PMPD_LINEAR_TOKEN_BLOCK 8
 
