@@ -284,7 +284,9 @@ typedef enum pmpd_convert_input {
 
 typedef struct pmpd_convert_options {
     const char *tokenizer_path;   /* llama2.c tokenizer.bin, or NULL */
-    pmpd_tensor_type type;        /* PMPD_TENSOR_F32, _F16 or _ANYPREC for the matrices */
+    pmpd_tensor_type type;        /* PMPD_TENSOR_F32, _F16 or _ANYPREC for the matrices, or
+                                     _Q8, _Q4, _Q2CB (group-quantized, README "Group-quantized
+                                     weights"; the token embedding and classifier become q8) */
     /* PMPD_TENSOR_ANYPREC only: the tree's seed and parent widths (0: 2 and 4);
      * the token embedding and a separate classifier stay f32. */
     unsigned anyprec_seed_bits, anyprec_parent_bits;
