@@ -3,19 +3,23 @@
  * directly at k bits computes; decode widths follow the schedule token by
  * token; the schedule section round-trips and bad ones are refused; the
  * loader refuses damaged ANYPREC tensors. */
+#define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "pmpd.h"
 #include "pmpd_impl/offline/precision/anyprec_build.h"
 #include "tests/support/test_models.h"
+#include "tests/support/test_support.h"
 
 #define APS_PROMPT_TOKENS 5
 #define APS_DECODE_TOKENS 8
@@ -253,6 +257,43 @@ static void test_loader_checks_anyprec_tensors(void **state)
     aps_free(&m);
 }
 
+/* pmpd-convert's path (--type anyprec --bits 2:4) writes the same tensors. */
+static void test_converter_writes_the_same_tensors(void **state)
+{
+    char in[512], tok[512], out[96];
+    pmpd_convert_options options;
+    aps_model built;
+    pmpd_model *converted = NULL;
+    pmpd_arena arena;
+    void *block = malloc((size_t)8 << 20);
+    uint32_t i;
+    (void)state;
+    /* Per process, so parallel test runs do not share the file. */
+    snprintf(out, sizeof out, "/tmp/pmpd-test-anyprec-%ld.pmpd", (long)getpid());
+    memset(&options, 0, sizeof options);
+    options.type = PMPD_TENSOR_ANYPREC;
+    options.anyprec_seed_bits = 2;
+    options.anyprec_parent_bits = 4;
+    options.tokenizer_path = test_shared_path(tok, sizeof tok, "models/tok512.bin");
+    assert_int_equal(pmpd_convert_file(test_shared_path(in, sizeof in, "models/stories260K.bin"), out, &options,
+                                       NULL, NULL),
+                     PMPD_OK);
+    pmpd_arena_init(&arena, block, (size_t)8 << 20);
+    assert_int_equal(pmpd_model_open_file(out, &arena, &converted, NULL), PMPD_OK);
+    aps_build(&built, 4, NULL);
+    assert_int_equal(converted->n_tensors, built.model->n_tensors);
+    for (i = 0; i < converted->n_tensors; i++) {
+        assert_int_equal(converted->tensors[i].type, built.model->tensors[i].type);
+        assert_true(converted->tensors[i].size == built.model->tensors[i].size);
+        assert_memory_equal(converted->tensors[i].data, built.model->tensors[i].data,
+                            (size_t)converted->tensors[i].size);
+    }
+    pmpd_model_close(converted);
+    aps_free(&built);
+    free(block);
+    remove(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -260,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_schedule_switches_between_tokens),
         cmocka_unit_test(test_schedule_rules_and_section),
         cmocka_unit_test(test_loader_checks_anyprec_tensors),
+        cmocka_unit_test(test_converter_writes_the_same_tensors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
