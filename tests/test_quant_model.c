@@ -236,9 +236,40 @@ static void test_quality_against_f32(void **state)
     free(ref_once);
 }
 
+/* A q2cb codebook level outside [-64, 64] (which AVX2's biased lookups
+ * could not represent) is refused by the loader, naming the byte. */
+static void test_loader_rejects_bad_codebook_level(void **state)
+{
+    pmpd_build_model b;
+    test_container c;
+    pmpd_arena arena;
+    pmpd_model *model = NULL;
+    pmpd_error err;
+    void *block = malloc(1 << 20);
+    uint32_t i;
+    (void)state;
+    assert_non_null(block);
+    assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);
+    assert_int_equal(pmpd_quant_build_convert(&b, PMPD_TENSOR_Q2CB, NULL, NULL), PMPD_OK);
+    for (i = 0; i < b.n_tensors && b.tensors[i].type != PMPD_TENSOR_Q2CB; i++)
+        ;
+    assert_true(i < b.n_tensors);
+    b.tensors[i].data[5] = (unsigned char)(signed char)-65;
+    assert_int_equal(test_serialize(&b, &c), PMPD_OK);
+    pmpd_build_free(&b);
+    assert_int_equal(pmpd_arena_init(&arena, block, 1 << 20), PMPD_OK);
+    assert_int_equal(pmpd_model_open_memory(c.data, c.size, &arena, &model, &err), PMPD_ERR_FORMAT_VALUE);
+    assert_int_equal(err.code, PMPD_ERR_FORMAT_VALUE);
+    assert_true(err.offset != PMPD_NO_OFFSET && c.data[err.offset] == (unsigned char)(signed char)-65);
+    assert_non_null(strstr(err.message, "codebook level"));
+    test_container_free(&c);
+    free(block);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_loader_rejects_bad_codebook_level),
         cmocka_unit_test(test_quality_against_f32),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
