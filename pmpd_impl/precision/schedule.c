@@ -97,8 +97,9 @@ pmpd_status pmpd_precision_schedule_encode(const pmpd_precision_schedule *schedu
     precision_schedule_put_u32(p, schedule->prefill_bits);
     precision_schedule_put_u32(p + 4, schedule->n_widths);
     for (i = 0; i < schedule->n_widths; i++) {
-        precision_schedule_put_u32(p + PRECISION_SCHEDULE_HEADER_BYTES + PRECISION_SCHEDULE_PAIR_BYTES * i, schedule->decode_bits[i]);
-        precision_schedule_put_u32(p + PRECISION_SCHEDULE_HEADER_BYTES + PRECISION_SCHEDULE_PAIR_BYTES * i + 4, schedule->from_step[i]);
+        unsigned char *pair = p + PRECISION_SCHEDULE_HEADER_BYTES + PRECISION_SCHEDULE_PAIR_BYTES * i;
+        precision_schedule_put_u32(pair, schedule->decode_bits[i]);
+        precision_schedule_put_u32(pair + 4, schedule->from_step[i]);
     }
     return PMPD_OK;
 }
@@ -129,16 +130,19 @@ pmpd_status pmpd_precision_schedule_from_model(const pmpd_model *model, pmpd_pre
     schedule->prefill_bits = pmpd_le_u32(p);
     schedule->n_widths = pmpd_le_u32(p + 4);
     if (schedule->n_widths < 1 || schedule->n_widths > PMPD_SCHEDULE_MAX_WIDTHS ||
-        section->size != PRECISION_SCHEDULE_HEADER_BYTES + (uint64_t)schedule->n_widths * PRECISION_SCHEDULE_PAIR_BYTES)
+        section->size !=
+            PRECISION_SCHEDULE_HEADER_BYTES + (uint64_t)schedule->n_widths * PRECISION_SCHEDULE_PAIR_BYTES)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, 4, "schedule n_widths %lu disagrees with %llu bytes",
                               (unsigned long)schedule->n_widths, (unsigned long long)section->size);
     for (i = 0; i < schedule->n_widths; i++) {
-        schedule->decode_bits[i] = pmpd_le_u32(p + PRECISION_SCHEDULE_HEADER_BYTES + PRECISION_SCHEDULE_PAIR_BYTES * i);
-        schedule->from_step[i] = pmpd_le_u32(p + PRECISION_SCHEDULE_HEADER_BYTES + PRECISION_SCHEDULE_PAIR_BYTES * i + 4);
+        const unsigned char *pair = p + PRECISION_SCHEDULE_HEADER_BYTES + PRECISION_SCHEDULE_PAIR_BYTES * i;
+        schedule->decode_bits[i] = pmpd_le_u32(pair);
+        schedule->from_step[i] = pmpd_le_u32(pair + 4);
     }
     bad = precision_schedule_first_violation(schedule, &what);
     if (bad >= 0)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, PRECISION_SCHEDULE_HEADER_BYTES + PRECISION_SCHEDULE_PAIR_BYTES * (uint64_t)bad,
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE,
+                              PRECISION_SCHEDULE_HEADER_BYTES + PRECISION_SCHEDULE_PAIR_BYTES * (uint64_t)bad,
                               "schedule: %s", what);
     pmpd_error_clear(err);
     return PMPD_OK;
