@@ -1,8 +1,9 @@
 /*
  * The product-quantized KV cache of one layer, all of its KV heads.
  *
- * Per KV head the cache holds the history as PQ codes (one byte per
- * subspace of K and of V) and the newest tokens in full precision, in a
+ * Per KV head the cache holds the history as PQ codes (one code per
+ * subspace of K and of V, see pq_codebook.h) and the newest tokens in full
+ * precision, in a
  * recent window of `window` tokens (default: the head dimension).  A token
  * always enters the window; when the window is full at the next append it
  * is encoded as one batch and appended to the codes, so the decode path
