@@ -35,6 +35,12 @@
 #endif
 #define PMPD_QMATMUL_SMMLA (PMPD_QMATMUL_NEON && PMPD_USE_I8MM)
 
+/* GEMM kernels take the tokens in blocks of this many, each block passing
+ * over all the row blocks: 64 tokens of activations (256 KiB at K = 4096)
+ * stay in L2 instead of streaming from the last-level cache for every row
+ * block.  A multiple of every kernel's token tile. */
+#define PMPD_QMATMUL_TOKEN_BLOCK 64
+
 PMPD_INTERNAL void pmpd_qmatmul(const pmpd_qmatrix *w, const pmpd_qact *act, size_t row_begin,
                                 size_t row_end, float *y, size_t ldy);
 

@@ -69,12 +69,15 @@ PMPD_NEON_INLINE void pmpd_smmla_walk(uint32_t type, const pmpd_qmatrix *w, cons
                                       size_t row_begin, size_t row_end, float *y, size_t ldy)
 {
     int8x16x4_t codebooks = pmpd_neon_codebooks(w);
-    size_t rb, p0, n_pairs = (act->n_tokens + 1) / 2;
-    for (rb = row_begin / PMPD_QROWS; rb * PMPD_QROWS < row_end; rb++) {
-        for (p0 = 0; p0 + PMPD_SMMLA_PAIRS <= n_pairs; p0 += PMPD_SMMLA_PAIRS)
-            pmpd_smmla_tile(type, w, act, &codebooks, rb, p0, PMPD_SMMLA_PAIRS, row_end, y, ldy);
-        for (; p0 < n_pairs; p0++)
-            pmpd_smmla_tile(type, w, act, &codebooks, rb, p0, 1, row_end, y, ldy);
+    size_t rb, p0, first, n_pairs = (act->n_tokens + 1) / 2, block = PMPD_QMATMUL_TOKEN_BLOCK / 2;
+    for (first = 0; first < n_pairs; first += block) {
+        size_t last = n_pairs - first < block ? n_pairs : first + block;
+        for (rb = row_begin / PMPD_QROWS; rb * PMPD_QROWS < row_end; rb++) {
+            for (p0 = first; p0 + PMPD_SMMLA_PAIRS <= last; p0 += PMPD_SMMLA_PAIRS)
+                pmpd_smmla_tile(type, w, act, &codebooks, rb, p0, PMPD_SMMLA_PAIRS, row_end, y, ldy);
+            for (; p0 < last; p0++)
+                pmpd_smmla_tile(type, w, act, &codebooks, rb, p0, 1, row_end, y, ldy);
+        }
     }
 }
 

@@ -123,12 +123,16 @@ PMPD_NEON_INLINE void pmpd_neon_walk(uint32_t type, const pmpd_qmatrix *w, const
                                      size_t row_begin, size_t row_end, float *y, size_t ldy)
 {
     int8x16x4_t codebooks = pmpd_neon_codebooks(w);
-    size_t rb, t0;
-    for (rb = row_begin / PMPD_QROWS; rb * PMPD_QROWS < row_end; rb++) {
-        for (t0 = 0; t0 + PMPD_NEON_TOKENS <= act->n_tokens; t0 += PMPD_NEON_TOKENS)
-            pmpd_neon_gemm_tile(type, w, act, &codebooks, rb, t0, row_end, y, ldy);
-        for (; t0 < act->n_tokens; t0++)
-            pmpd_neon_gemv(type, w, act, &codebooks, rb, t0, row_end, y, ldy);
+    size_t rb, t0, first;
+    for (first = 0; first < act->n_tokens; first += PMPD_QMATMUL_TOKEN_BLOCK) {
+        size_t last = act->n_tokens - first < PMPD_QMATMUL_TOKEN_BLOCK ? act->n_tokens
+                                                                       : first + PMPD_QMATMUL_TOKEN_BLOCK;
+        for (rb = row_begin / PMPD_QROWS; rb * PMPD_QROWS < row_end; rb++) {
+            for (t0 = first; t0 + PMPD_NEON_TOKENS <= last; t0 += PMPD_NEON_TOKENS)
+                pmpd_neon_gemm_tile(type, w, act, &codebooks, rb, t0, row_end, y, ldy);
+            for (; t0 < last; t0++)
+                pmpd_neon_gemv(type, w, act, &codebooks, rb, t0, row_end, y, ldy);
+        }
     }
 }
 

@@ -264,12 +264,16 @@ PMPD_AVX2_INLINE void pmpd_avx2_walk(uint32_t type, const pmpd_qmatrix *w, const
                                      const __m256i *codebooks, size_t row_begin, size_t row_end, float *y,
                                      size_t ldy)
 {
-    size_t rb, t0;
-    for (rb = row_begin / PMPD_QROWS; rb * PMPD_QROWS < row_end; rb++) {
-        for (t0 = 0; t0 + PMPD_AVX2_TOKENS <= act->n_tokens; t0 += PMPD_AVX2_TOKENS)
-            pmpd_avx2_gemm_tile(type, w, act, codebooks, rb, t0, row_end, y, ldy);
-        for (; t0 < act->n_tokens; t0++)
-            pmpd_avx2_gemv(type, w, act, codebooks, rb, t0, row_end, y, ldy);
+    size_t rb, t0, first;
+    for (first = 0; first < act->n_tokens; first += PMPD_QMATMUL_TOKEN_BLOCK) {
+        size_t last = act->n_tokens - first < PMPD_QMATMUL_TOKEN_BLOCK ? act->n_tokens
+                                                                       : first + PMPD_QMATMUL_TOKEN_BLOCK;
+        for (rb = row_begin / PMPD_QROWS; rb * PMPD_QROWS < row_end; rb++) {
+            for (t0 = first; t0 + PMPD_AVX2_TOKENS <= last; t0 += PMPD_AVX2_TOKENS)
+                pmpd_avx2_gemm_tile(type, w, act, codebooks, rb, t0, row_end, y, ldy);
+            for (; t0 < last; t0++)
+                pmpd_avx2_gemv(type, w, act, codebooks, rb, t0, row_end, y, ldy);
+        }
     }
 }
 
