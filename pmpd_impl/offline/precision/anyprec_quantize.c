@@ -106,13 +106,17 @@ static void anyprec_quantize_split_level(anyprec_quantize_work *q, unsigned leve
     }
 }
 
-static void anyprec_quantize_store_table(const double *centroids, unsigned bits, float *scale, int8_t *table)
+/* scale_at may be unaligned (the caller's buffer): stored with memcpy. */
+static void anyprec_quantize_store_table(const double *centroids, unsigned bits, unsigned char *scale_at,
+                                         int8_t *table)
 {
     size_t i, entries = (size_t)1 << bits;
     double amax = 0.0;
+    float scale;
     for (i = 0; i < entries; i++)
         amax = fabs(centroids[i]) > amax ? fabs(centroids[i]) : amax;
-    *scale = (float)(amax / 127.0);
+    scale = (float)(amax / 127.0);
+    memcpy(scale_at, &scale, sizeof scale);
     for (i = 0; i < entries; i++) {
         double v = amax > 0.0 ? centroids[i] * 127.0 / amax : 0.0;
         table[i] = (int8_t)(v > 127.0 ? 127 : v < -127.0 ? -127 : lrint(v));
@@ -143,7 +147,7 @@ static void anyprec_quantize_row(anyprec_quantize_work *q, const float *row, con
     for (k = seed_bits; k < parent_bits; k++)
         anyprec_quantize_split_level(q, k);
     for (k = seed_bits; k <= parent_bits; k++)
-        anyprec_quantize_store_table(q->centroids[k], k, (float *)(void *)(out + layout->width_offset[k]) + r,
+        anyprec_quantize_store_table(q->centroids[k], k, out + layout->width_offset[k] + r * sizeof(float),
                                      (int8_t *)(out + layout->table_offset[k]) + (r << k));
     for (p = 0; p < parent_bits; p++)
         memset(planes + p * layout->plane_stride + r * layout->row_bytes, 0, layout->row_bytes);
