@@ -17,6 +17,7 @@
 #include "pmpd_impl/offline/format/builder.h"
 #include "pmpd_impl/offline/precision/anyprec_build.h"
 #include "pmpd_impl/precision/anyprec.h"
+#include "pmpd_impl/precision/learned_scheduler.h"
 
 #define BENCH_ANYPREC_SEED 2
 #define BENCH_ANYPREC_PARENT 4
@@ -238,6 +239,48 @@ static double bench_anyprec_decode_rate(const bench_context *ctx, const pmpd_mod
     return rate;
 }
 
+/* The learned scheduler's decision after an 8-token prefill (random
+ * classifier weights of the default size), against one decode step. */
+static void bench_anyprec_learned_cost(const bench_context *ctx, const pmpd_model *model, double decode_rate,
+                                       uint32_t output_length)
+{
+    static const int32_t prompt[8] = {1, 5, 9, 13, 17, 21, 25, 29};
+    static unsigned char scratch_memory[(size_t)1 << 20];
+    const uint32_t d = 2 * pmpd_model_get_info(model)->head_dim, m = 4, h = 32, n = 4, pairs = 2;
+    const size_t block = pmpd_learned_block_floats(d, m, h, n), header = 4 * PMPD_LEARNED_HEADER_WORDS + 8 * pairs;
+    const uint32_t fields[PMPD_LEARNED_HEADER_WORDS + 4] = {pairs, n, d, m, h, output_length, 4, 3, 3, 2};
+    size_t size = header + pairs * block * sizeof(float), i, bytes = 0, reps = ctx->quick ? 10 : 200;
+    unsigned char *weights = (unsigned char *)malloc(size);
+    pmpd_session *s = NULL;
+    pmpd_arena arena, scratch;
+    void *session_block = NULL;
+    double start, seconds;
+    char note[160];
+    if (!weights || pmpd_session_plan(model, NULL, &bytes) != PMPD_OK || !(session_block = malloc(bytes + 64))) {
+        free(weights);
+        return;
+    }
+    memcpy(weights, fields, sizeof fields);
+    for (i = 0; i < pairs * block; i++) {
+        float w = (float)((int)((i * 2654435761u) >> 20 & 255) - 128) / 1024.0f;
+        memcpy(weights + header + i * sizeof(float), &w, sizeof w);
+    }
+    pmpd_arena_init(&arena, session_block, bytes + 64);
+    pmpd_arena_init(&scratch, scratch_memory, sizeof scratch_memory);
+    if (pmpd_session_create(model, NULL, &arena, &s) == PMPD_OK && pmpd_session_prefill(s, prompt, 8, NULL) == PMPD_OK) {
+        start = bench_now_seconds();
+        for (i = 0; i < reps; i++)
+            pmpd_session_apply_learned_scheduler(s, weights, size, &scratch);
+        seconds = (bench_now_seconds() - start) / (double)reps;
+        snprintf(note, sizeof note, "%zu arena bytes; %.4f%% of one 4-bit decode step", scratch.high_water,
+                 100.0 * seconds * decode_rate);
+        bench_row(ctx, "anyprec-model", "learned scheduler decision per prompt", seconds * 1e6, "us", note);
+    }
+    pmpd_session_destroy(s);
+    free(session_block);
+    free(weights);
+}
+
 static double bench_anyprec_average_bits(const pmpd_precision_schedule *schedule, uint32_t n_decode)
 {
     uint32_t step, sum = 0;
@@ -320,6 +363,8 @@ static int bench_anyprec_model(bench_context *ctx)
                      100.0 * gbs / (t == 0 ? ctx->bw_one_gbs : ctx->bw_all_gbs));
             bench_row(ctx, "anyprec-model", name, rate, "tokens/s", note);
         }
+        if (t == 0)
+            bench_anyprec_learned_cost(ctx, model, parent_rate, n_decode);
     }
     pmpd_model_close(model);
     free(block);
