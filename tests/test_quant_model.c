@@ -88,6 +88,7 @@ static pmpd_session *qm_session(const qm_model *m, uint32_t batch, void **block)
     size_t bytes = 0;
     pmpd_session_config_init(&config);
     config.prefill_batch = batch;
+    config.n_threads = batch > 1 ? 2 : 1; /* the batched session splits rows and tokens over 2 threads */
     assert_int_equal(pmpd_session_plan(m->model, &config, &bytes), PMPD_OK);
     *block = malloc(bytes + PMPD_ARENA_ALIGNMENT);
     assert_non_null(*block);

@@ -66,21 +66,27 @@ static void pmpd_qact_group(pmpd_qact *act, size_t t, size_t g, const float *x, 
     act->sum[t * act->n_groups + g] = sum;
 }
 
-PMPD_INTERNAL void pmpd_qact_quantize(pmpd_qact *act, const float *x, size_t ldx, size_t n_tokens,
-                                      size_t cols)
+PMPD_INTERNAL void pmpd_qact_quantize_tokens(pmpd_qact *act, const float *x, size_t ldx, size_t cols,
+                                             size_t begin, size_t end)
 {
     static const float pmpd_qact_zero_token[PMPD_QGROUP] = {0};
-    size_t t, g, padded = n_tokens + (n_tokens & 1);
-    act->n_tokens = n_tokens;
-    act->n_groups = pmpd_qformat_groups(cols);
-    for (t = 0; t < padded; t++) {
+    size_t t, g;
+    for (t = begin; t < end; t++) {
         for (g = 0; g < act->n_groups; g++) {
             size_t first = g * PMPD_QGROUP;
             size_t n = cols - first < PMPD_QGROUP ? cols - first : PMPD_QGROUP;
-            if (t < n_tokens)
+            if (t < act->n_tokens)
                 pmpd_qact_group(act, t, g, x + t * ldx + first, n);
             else
                 pmpd_qact_group(act, t, g, pmpd_qact_zero_token, PMPD_QGROUP);
         }
     }
+}
+
+PMPD_INTERNAL void pmpd_qact_quantize(pmpd_qact *act, const float *x, size_t ldx, size_t n_tokens,
+                                      size_t cols)
+{
+    act->n_tokens = n_tokens;
+    act->n_groups = pmpd_qformat_groups(cols);
+    pmpd_qact_quantize_tokens(act, x, ldx, cols, 0, n_tokens + (n_tokens & 1));
 }

@@ -41,6 +41,12 @@ PMPD_INTERNAL pmpd_status pmpd_qact_alloc(pmpd_arena *arena, size_t n_tokens, si
 PMPD_INTERNAL void pmpd_qact_quantize(pmpd_qact *act, const float *x, size_t ldx, size_t n_tokens,
                                       size_t cols);
 
+/* The part of pmpd_qact_quantize that threads can share: tokens
+ * [begin, end) of an act whose n_tokens and n_groups are already set (end
+ * may include the padding token, n_tokens rounded up to even). */
+PMPD_INTERNAL void pmpd_qact_quantize_tokens(pmpd_qact *act, const float *x, size_t ldx, size_t cols,
+                                             size_t begin, size_t end);
+
 /* The 8 int8 values of token t, columns 8c..8c+7. */
 static inline const int8_t *pmpd_qact_chunk(const pmpd_qact *act, size_t t, size_t c)
 {

@@ -2,9 +2,17 @@
 
 typedef struct pmpd_qlinear_job {
     pmpd_qmatrix w;
-    const pmpd_qact *act;
+    pmpd_qact *act;
+    const float *x;
     float *y;
 } pmpd_qlinear_job;
+
+static void pmpd_qlinear_quantize(void *ctx, size_t begin, size_t end, unsigned worker)
+{
+    const pmpd_qlinear_job *job = (const pmpd_qlinear_job *)ctx;
+    (void)worker;
+    pmpd_qact_quantize_tokens(job->act, job->x, job->w.cols, job->w.cols, begin, end);
+}
 
 static void pmpd_qlinear_rows(void *ctx, size_t begin, size_t end, unsigned worker)
 {
@@ -41,9 +49,15 @@ PMPD_INTERNAL void pmpd_qlinear(const pmpd_tensor *w, const float *x, size_t n_t
     pmpd_qact_bytes(n_tokens, job.w.cols, &bytes);
     pmpd_arena_init(&arena, scratch, bytes);
     pmpd_qact_alloc(&arena, n_tokens, job.w.cols, &act);
-    pmpd_qact_quantize(&act, x, job.w.cols, n_tokens, job.w.cols);
+    act.n_tokens = n_tokens;
     job.act = &act;
+    job.x = x;
     job.y = y;
+    /* Prefill quantizes many tokens: split them too (pairs share bytes). */
+    if (n_tokens == 1)
+        pmpd_qact_quantize(&act, x, job.w.cols, n_tokens, job.w.cols);
+    else
+        pmpd_pool_run(pool, pmpd_qlinear_quantize, &job, n_tokens + (n_tokens & 1), 2);
     pmpd_pool_run(pool, pmpd_qlinear_rows, &job, job.w.rows, PMPD_QROWS);
 }
 
