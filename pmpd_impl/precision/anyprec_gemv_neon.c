@@ -13,13 +13,19 @@
 #include <string.h>
 
 #define ANYPREC_NEON_TOKEN_TILE 4
+#if defined(__GNUC__)
+#define ANYPREC_NEON_INLINE static inline __attribute__((always_inline))
+#else
+#define ANYPREC_NEON_INLINE static inline
+#endif
 
 typedef struct anyprec_neon_weights {
     int8x16_t lo, hi; /* columns 0..15 and 16..31 of a group */
 } anyprec_neon_weights;
 
-static anyprec_neon_weights anyprec_neon_group_weights(const unsigned char *group, size_t plane_stride,
-                                                       unsigned bits, int8x16_t table)
+ANYPREC_NEON_INLINE anyprec_neon_weights anyprec_neon_group_weights(const unsigned char *group,
+                                                                    size_t plane_stride, unsigned bits,
+                                                                    int8x16_t table)
 {
     /* Lane j of a broadcast word holds column j at bit j/4 of byte j%4. */
     static const uint8_t lane_bit_lo[16] = {1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8};
@@ -61,23 +67,76 @@ static int32x4_t anyprec_neon_dot(int32x4_t acc, int8x16_t w, int8x16_t x)
 #endif
 }
 
+/* One row's contribution of one column group, added to acc. */
+ANYPREC_NEON_INLINE float32x4_t anyprec_neon_gemv_step(float32x4_t acc, const unsigned char *group,
+                                                       size_t plane_stride, const unsigned bits, int8x16_t table,
+                                                       int8x16_t x_lo, int8x16_t x_hi, float xs)
+{
+    anyprec_neon_weights w = anyprec_neon_group_weights(group, plane_stride, bits, table);
+    int32x4_t dot = anyprec_neon_dot(anyprec_neon_dot(vdupq_n_s32(0), w.lo, x_lo), w.hi, x_hi);
+    return vfmaq_n_f32(acc, vcvtq_f32_s32(dot), xs);
+}
+
+/* Four rows at once: shared activation loads, four independent chains
+ * (in-order cores stall on one). */
+ANYPREC_NEON_INLINE void anyprec_neon_gemv_four_rows(const pmpd_anyprec_matrix *m, const int8_t *xq,
+                                                     const float *xscale, float *y, uint32_t r, const unsigned bits)
+{
+    const uint32_t groups = pmpd_anyprec_padded_cols(m->cols) / PMPD_ANYPREC_GROUP;
+    const size_t stride = m->plane_stride, rb = m->row_bytes;
+    const unsigned char *row = m->planes + (size_t)r * rb;
+    const int8x16_t t0 = anyprec_neon_row_table(m, bits, r), t1 = anyprec_neon_row_table(m, bits, r + 1);
+    const int8x16_t t2 = anyprec_neon_row_table(m, bits, r + 2), t3 = anyprec_neon_row_table(m, bits, r + 3);
+    float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0;
+    uint32_t g;
+    for (g = 0; g < groups; g++, row += 4) {
+        const int8_t *x = xq + (size_t)g * PMPD_ANYPREC_GROUP;
+        const int8x16_t x_lo = vld1q_s8(x), x_hi = vld1q_s8(x + 16);
+        a0 = anyprec_neon_gemv_step(a0, row, stride, bits, t0, x_lo, x_hi, xscale[g]);
+        a1 = anyprec_neon_gemv_step(a1, row + rb, stride, bits, t1, x_lo, x_hi, xscale[g]);
+        a2 = anyprec_neon_gemv_step(a2, row + 2 * rb, stride, bits, t2, x_lo, x_hi, xscale[g]);
+        a3 = anyprec_neon_gemv_step(a3, row + 3 * rb, stride, bits, t3, x_lo, x_hi, xscale[g]);
+    }
+    y[r] = vaddvq_f32(a0) * m->scales[bits][r];
+    y[r + 1] = vaddvq_f32(a1) * m->scales[bits][r + 1];
+    y[r + 2] = vaddvq_f32(a2) * m->scales[bits][r + 2];
+    y[r + 3] = vaddvq_f32(a3) * m->scales[bits][r + 3];
+}
+
+ANYPREC_NEON_INLINE void anyprec_neon_gemv_one_row(const pmpd_anyprec_matrix *m, const int8_t *xq,
+                                                   const float *xscale, float *y, uint32_t r, const unsigned bits)
+{
+    const uint32_t groups = pmpd_anyprec_padded_cols(m->cols) / PMPD_ANYPREC_GROUP;
+    const unsigned char *row = m->planes + (size_t)r * m->row_bytes;
+    const int8x16_t table = anyprec_neon_row_table(m, bits, r);
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    uint32_t g;
+    for (g = 0; g < groups; g++, row += 4) {
+        const int8_t *x = xq + (size_t)g * PMPD_ANYPREC_GROUP;
+        acc = anyprec_neon_gemv_step(acc, row, m->plane_stride, bits, table, vld1q_s8(x), vld1q_s8(x + 16),
+                                     xscale[g]);
+    }
+    y[r] = vaddvq_f32(acc) * m->scales[bits][r];
+}
+
+ANYPREC_NEON_INLINE void anyprec_neon_gemv_rows(const pmpd_anyprec_matrix *m, const int8_t *xq, const float *xscale,
+                                                float *y, uint32_t row_begin, uint32_t row_end, const unsigned bits)
+{
+    uint32_t r = row_begin;
+    for (; r + 4 <= row_end; r += 4)
+        anyprec_neon_gemv_four_rows(m, xq, xscale, y, r, bits);
+    for (; r < row_end; r++)
+        anyprec_neon_gemv_one_row(m, xq, xscale, y, r, bits);
+}
+
 PMPD_INTERNAL void pmpd_anyprec_gemv_neon(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
                                           const float *xscale, float *y, uint32_t row_begin, uint32_t row_end)
 {
-    const uint32_t groups = pmpd_anyprec_padded_cols(m->cols) / PMPD_ANYPREC_GROUP;
-    uint32_t r, g;
-    for (r = row_begin; r < row_end; r++) {
-        const int8x16_t table = anyprec_neon_row_table(m, bits, r);
-        const unsigned char *row = m->planes + (size_t)r * m->row_bytes;
-        float32x4_t acc = vdupq_n_f32(0.0f);
-        for (g = 0; g < groups; g++) {
-            const int8_t *x = xq + (size_t)g * PMPD_ANYPREC_GROUP;
-            anyprec_neon_weights w = anyprec_neon_group_weights(row + (size_t)g * 4, m->plane_stride, bits, table);
-            int32x4_t dot = anyprec_neon_dot(vdupq_n_s32(0), w.lo, vld1q_s8(x));
-            dot = anyprec_neon_dot(dot, w.hi, vld1q_s8(x + 16));
-            acc = vfmaq_n_f32(acc, vcvtq_f32_s32(dot), xscale[g]);
-        }
-        y[r] = vaddvq_f32(acc) * m->scales[bits][r];
+    switch (bits) {
+    case 1: anyprec_neon_gemv_rows(m, xq, xscale, y, row_begin, row_end, 1); break;
+    case 2: anyprec_neon_gemv_rows(m, xq, xscale, y, row_begin, row_end, 2); break;
+    case 3: anyprec_neon_gemv_rows(m, xq, xscale, y, row_begin, row_end, 3); break;
+    default: anyprec_neon_gemv_rows(m, xq, xscale, y, row_begin, row_end, 4); break;
     }
 }
 
@@ -135,4 +194,5 @@ PMPD_INTERNAL void pmpd_anyprec_gemm_neon(const pmpd_anyprec_matrix *m, unsigned
 }
 
 #undef ANYPREC_NEON_TOKEN_TILE
+#undef ANYPREC_NEON_INLINE
 #endif
