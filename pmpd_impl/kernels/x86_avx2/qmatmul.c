@@ -28,6 +28,7 @@
 #include "pmpd_impl/model/f16.h"
 
 #define PMPD_AVX2_TOKENS 4
+#define PMPD_AVX2_PREFETCH 4096
 
 #if defined(__AVXVNNI__)
 #define PMPD_AVX2_VNNI 1
@@ -205,7 +206,11 @@ PMPD_AVX2_INLINE void pmpd_avx2_store(__m256 acc, float *y, size_t ldy, size_t t
 
 /* GEMV of row block rb with token t: even and odd groups go to separate
  * accumulators, halving the chain of dependent FMAs (one token offers no
- * other independent work). */
+ * other independent work).  The weights are prefetched 4 KiB ahead: with
+ * the hardware prefetcher alone, streaming from RAM reached 63% (q4) and
+ * 34% (q2cb) of the bandwidth probe, with it 81% and 77% (measured in
+ * thread CPU time on the shared machine).  A prefetch never faults, so
+ * running past the end of the matrix is harmless. */
 PMPD_AVX2_INLINE void pmpd_avx2_gemv(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
                                      const __m256i *codebooks, size_t rb, size_t t, size_t row_end, float *y,
                                      size_t ldy)
@@ -214,6 +219,10 @@ PMPD_AVX2_INLINE void pmpd_avx2_gemv(uint32_t type, const pmpd_qmatrix *w, const
     size_t g, n_groups = act->n_groups, step = pmpd_qformat_block_bytes(type);
     __m256 even = _mm256_setzero_ps(), odd = _mm256_setzero_ps();
     for (g = 0; g + 2 <= n_groups; g += 2) {
+        size_t line;
+#pragma GCC unroll 8
+        for (line = 0; line < 2 * step; line += 64)
+            _mm_prefetch((const char *)(blocks + g * step + line) + PMPD_AVX2_PREFETCH, _MM_HINT_T0);
         even = pmpd_avx2_gemv_group(type, blocks + g * step, act, codebooks, t, g, even);
         odd = pmpd_avx2_gemv_group(type, blocks + (g + 1) * step, act, codebooks, t, g + 1, odd);
     }
@@ -297,6 +306,7 @@ PMPD_INTERNAL void pmpd_qmatmul_avx2(const pmpd_qmatrix *w, const pmpd_qact *act
 }
 
 #undef PMPD_AVX2_TOKENS
+#undef PMPD_AVX2_PREFETCH
 #undef PMPD_AVX2_INLINE
 #undef PMPD_AVX2_VNNI
 
