@@ -406,6 +406,9 @@ int main(int argc, char **argv)
     }
     info = pmpd_model_get_info(model);
 
+    /* Generation stops at the end of the context, so no more ids than that. */
+    if (o.n_generate > (long)info->seq_len)
+        o.n_generate = (long)info->seq_len;
     capacity = (o.prompt ? strlen(o.prompt) : 0) + 3 + (size_t)o.n_generate;
     ids = (int32_t *)malloc(capacity * sizeof *ids);
     if (!ids) {
