@@ -121,6 +121,35 @@ static double qf_uniform2_error(const float *w, size_t rows, size_t cols)
     return error;
 }
 
+/* Squared error of asymmetric uniform 2-bit groups of 32: levels
+ * min + {0,1,2,3} x (max - min) / 3 with an f16 scale and an f16 minimum,
+ * 3 bits per weight (more than q2cb's 2.625). */
+static double qf_uniform2_minmax_error(const float *w, size_t rows, size_t cols)
+{
+    double error = 0.0;
+    size_t r, g, k;
+    for (r = 0; r < rows; r++) {
+        for (g = 0; g * 32 < cols; g++) {
+            size_t end = g * 32 + 32 < cols ? g * 32 + 32 : cols;
+            float lo = w[r * cols + g * 32], hi = lo, scale, base;
+            for (k = g * 32; k < end; k++) {
+                lo = w[r * cols + k] < lo ? w[r * cols + k] : lo;
+                hi = w[r * cols + k] > hi ? w[r * cols + k] : hi;
+            }
+            scale = pmpd_f16_to_f32(pmpd_f32_to_f16((hi - lo) / 3.0f));
+            base = pmpd_f16_to_f32(pmpd_f32_to_f16(lo));
+            for (k = g * 32; k < end; k++) {
+                float q = scale != 0.0f ? rintf((w[r * cols + k] - base) / scale) : 0.0f;
+                double e;
+                q = q < 0.0f ? 0.0f : q > 3.0f ? 3.0f : q;
+                e = (double)w[r * cols + k] - ((double)base + (double)q * scale);
+                error += e * e;
+            }
+        }
+    }
+    return error;
+}
+
 static double qf_error(const float *a, const float *b, size_t n)
 {
     double error = 0.0;
@@ -143,7 +172,7 @@ static void test_q2cb_beats_uniform_gaussian(void **state)
 {
     const size_t rows = 96, cols = 256;
     float *w = (float *)malloc(rows * cols * sizeof(float)), *d;
-    double cb, uniform, energy;
+    double cb, uniform, minmax, energy;
     test_rng rng;
     size_t k;
     (void)state;
@@ -153,10 +182,13 @@ static void test_q2cb_beats_uniform_gaussian(void **state)
     d = qf_round_trip(PMPD_TENSOR_Q2CB, w, rows, cols);
     cb = qf_error(w, d, rows * cols);
     uniform = qf_uniform2_error(w, rows, cols);
+    minmax = qf_uniform2_minmax_error(w, rows, cols);
     energy = qf_energy(w, rows * cols);
-    print_message("gaussian: normalized MSE q2cb %.4f, uniform 2-bit %.4f\n", cb / energy, uniform / energy);
+    print_message("gaussian: normalized MSE q2cb %.4f (2.625 bits), uniform 2-bit %.4f (2.5), min/max %.4f (3)\n",
+                  cb / energy, uniform / energy, minmax / energy);
     /* Lloyd-Max 2-bit on a Gaussian is 0.1175; per-group scales do a little better. */
     assert_true(cb < uniform);
+    assert_true(cb < minmax);
     assert_true(cb / energy < 0.13);
     free(w);
     free(d);
@@ -172,7 +204,7 @@ static void test_q2cb_beats_uniform_stories260k(void **state)
     int32_t h[7];
     size_t dim, hidden, layers, kv_dim, vocab;
     const float *base;
-    double cb = 0.0, uniform = 0.0, energy = 0.0;
+    double cb = 0.0, uniform = 0.0, minmax = 0.0, energy = 0.0;
     (void)state;
     if (!file)
         skip();
@@ -194,6 +226,7 @@ static void test_q2cb_beats_uniform_stories260k(void **state)
             float *d = qf_round_trip(PMPD_TENSOR_Q2CB, w, rows, cols);
             cb += qf_error(w, d, rows * cols);
             uniform += qf_uniform2_error(w, rows, cols);
+            minmax += qf_uniform2_minmax_error(w, rows, cols);
             energy += qf_energy(w, rows * cols);
             free(d);
         }
@@ -201,9 +234,10 @@ static void test_q2cb_beats_uniform_stories260k(void **state)
         if (p == 3)
             base += layers * dim; /* rms_ffn_weight */
     }
-    print_message("stories260K projections: normalized MSE q2cb %.4f, uniform 2-bit %.4f\n", cb / energy,
-                  uniform / energy);
+    print_message("stories260K projections: normalized MSE q2cb %.4f, uniform 2-bit %.4f, min/max %.4f\n",
+                  cb / energy, uniform / energy, minmax / energy);
     assert_true(cb < 0.8 * uniform);
+    assert_true(cb < minmax);
     free(file);
 }
 
