@@ -16,7 +16,14 @@
 
 #if PMPD_QMATMUL_NEON
 
+/* Tokens per GEMM tile: the SMULL step needs 4 int32 row accumulators per
+ * token besides the 8 weight registers, so it takes 2 tokens to stay
+ * within the 32 vector registers. */
+#if PMPD_USE_DOTPROD
 #define PMPD_NEON_TOKENS 4
+#else
+#define PMPD_NEON_TOKENS 2
+#endif
 
 #if PMPD_USE_DOTPROD
 /* One token's chunk c (8 bytes) in both halves of a vector. */
