@@ -60,14 +60,12 @@ typedef struct gguf_tensor_info {
     size_t info_at;
 } gguf_tensor_info;
 
-static const struct gguf_known_key {
-    const char *key;
-} gguf_keys[] = {
-    {"general.architecture"}, {"general.alignment"}, {"llama.embedding_length"}, {"llama.feed_forward_length"},
-    {"llama.block_count"}, {"llama.attention.head_count"}, {"llama.attention.head_count_kv"},
-    {"llama.context_length"}, {"llama.rope.dimension_count"}, {"llama.attention.layer_norm_rms_epsilon"},
-    {"llama.rope.freq_base"}, {"tokenizer.ggml.model"}, {"tokenizer.ggml.tokens"}, {"tokenizer.ggml.scores"},
-    {"tokenizer.ggml.bos_token_id"}, {"tokenizer.ggml.eos_token_id"}, {"tokenizer.ggml.add_space_prefix"},
+static const char *const gguf_keys[] = {
+    "general.architecture", "general.alignment", "llama.embedding_length", "llama.feed_forward_length",
+    "llama.block_count", "llama.attention.head_count", "llama.attention.head_count_kv",
+    "llama.context_length", "llama.rope.dimension_count", "llama.attention.layer_norm_rms_epsilon",
+    "llama.rope.freq_base", "tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.scores",
+    "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.add_space_prefix",
 };
 
 enum {
@@ -172,7 +170,7 @@ static int gguf_key_index(const unsigned char *key, uint64_t length)
 {
     int i;
     for (i = 0; i < GGUF_KEY_COUNT; i++)
-        if (strlen(gguf_keys[i].key) == length && memcmp(gguf_keys[i].key, key, (size_t)length) == 0)
+        if (strlen(gguf_keys[i]) == length && memcmp(gguf_keys[i], key, (size_t)length) == 0)
             return i;
     return -1;
 }
@@ -197,7 +195,7 @@ static pmpd_status gguf_read_metadata(gguf_reader *r, uint64_t n_kv, gguf_value 
             gguf_value *v = &values[index];
             if (v->present)
                 return pmpd_error_set(r->err, PMPD_ERR_FORMAT_DUPLICATE, key_at, "GGUF key %s appears twice",
-                                      gguf_keys[index].key);
+                                      gguf_keys[index]);
             v->present = 1;
             v->type = type;
             v->at = r->at;
@@ -224,7 +222,7 @@ static pmpd_status gguf_get_uint(gguf_reader *r, const gguf_value *values, int k
     if (!v->present) {
         if (required)
             return pmpd_error_set(r->err, PMPD_ERR_FORMAT_MISSING, PMPD_NO_OFFSET, "GGUF key %s is missing",
-                                  gguf_keys[key].key);
+                                  gguf_keys[key]);
         *out = fallback;
         return PMPD_OK;
     }
@@ -239,10 +237,10 @@ static pmpd_status gguf_get_uint(gguf_reader *r, const gguf_value *values, int k
     case GGUF_INT64: s = (int64_t)pmpd_le_u64(p); break;
     default:
         return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, v->key_at, "GGUF key %s is not an integer (type %u)",
-                              gguf_keys[key].key, (unsigned)v->type);
+                              gguf_keys[key], (unsigned)v->type);
     }
     if (s < 0)
-        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, v->at, "GGUF key %s is negative", gguf_keys[key].key);
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, v->at, "GGUF key %s is negative", gguf_keys[key]);
     *out = (uint64_t)s;
     return PMPD_OK;
 }
@@ -256,7 +254,7 @@ static pmpd_status gguf_get_float(gguf_reader *r, const gguf_value *values, int 
     }
     if (v->type != GGUF_FLOAT32)
         return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, v->key_at, "GGUF key %s is not a float32",
-                              gguf_keys[key].key);
+                              gguf_keys[key]);
     *out = pmpd_le_f32(r->data + v->at);
     return PMPD_OK;
 }
@@ -280,7 +278,7 @@ static pmpd_status gguf_hparam(gguf_reader *r, const gguf_value *values, int key
         return status;
     if (v == 0 || v > PMPD_MAX_HPARAM)
         return pmpd_error_set(r->err, PMPD_ERR_FORMAT_HPARAMS, values[key].present ? values[key].at : PMPD_NO_OFFSET,
-                              "GGUF %s is %llu, outside 1..%u", gguf_keys[key].key, (unsigned long long)v,
+                              "GGUF %s is %llu, outside 1..%u", gguf_keys[key], (unsigned long long)v,
                               PMPD_MAX_HPARAM);
     *out = (uint32_t)v;
     return PMPD_OK;
