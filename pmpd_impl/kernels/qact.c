@@ -1,7 +1,6 @@
 #include "pmpd_impl/kernels/qact.h"
 
 #include <math.h>
-#include <string.h>
 
 #include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/kernels/qformat.h"

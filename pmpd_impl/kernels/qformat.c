@@ -1,7 +1,5 @@
 #include "pmpd_impl/kernels/qformat.h"
 
-#include <string.h>
-
 #include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/kernels/scalar/qweight.h"
 
