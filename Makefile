@@ -98,9 +98,20 @@ $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT_OBJ) $(OFFLINE_LIB) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(OFFLINE_CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_SUPPORT_OBJ) $(OFFLINE_LIB) $(LIB) -lcmocka $(LIBS)
 
-$(BUILD)/pmpd-%: examples/pmpd-%.c $(EXAMPLE_COMMON_OBJ) $(OFFLINE_LIB) $(LIB)
+# Shared example code as an archive, so each tool links only what it uses.
+EXAMPLE_COMMON_LIB := $(BUILD)/libpmpd_examples.a
+$(EXAMPLE_COMMON_LIB): $(EXAMPLE_COMMON_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(OFFLINE_CFLAGS) $(LDFLAGS) -o $@ $< $(EXAMPLE_COMMON_OBJ) $(OFFLINE_LIB) $(LIB) $(LIBS)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/pmpd-%: examples/pmpd-%.c $(EXAMPLE_COMMON_LIB) $(OFFLINE_LIB) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(OFFLINE_CFLAGS) $(LDFLAGS) -o $@ $< $(EXAMPLE_COMMON_LIB) $(OFFLINE_LIB) $(LIB) $(LIBS)
+
+# Keep shared objects that only pattern rules mention (make would delete them
+# as intermediates and rebuild them on every run).
+.SECONDARY: $(TEST_SUPPORT_OBJ)
 
 tests: $(TEST_BIN)
 
