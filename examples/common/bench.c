@@ -132,3 +132,138 @@ void bench_row(const bench_context *ctx, const char *section, const char *name, 
         fprintf(ctx->csv, "\"%s\",\"%s\",%.6g,\"%s\",\"%s\"\n", section, name, value, unit,
                 comparison ? comparison : "");
 }
+
+unsigned bench_pool_threads(const bench_context *ctx)
+{
+    return ctx->threads > PMPD_MAX_THREADS ? PMPD_MAX_THREADS : (unsigned)ctx->threads;
+}
+
+int bench_pools_start(const bench_context *ctx, bench_pools *pools)
+{
+    unsigned threads = bench_pool_threads(ctx);
+    size_t pool_bytes = 0, single_bytes = 0, total;
+    pmpd_arena arena;
+    pools->all = pools->single = NULL;
+    pools->buffer = NULL;
+    if (pmpd_pool_plan(threads, &pool_bytes) != PMPD_OK || pmpd_pool_plan(1, &single_bytes) != PMPD_OK)
+        return -1;
+    total = pool_bytes + single_bytes + 4 * PMPD_ARENA_ALIGNMENT;
+    pools->buffer = malloc(total);
+    if (!pools->buffer || pmpd_arena_init(&arena, pools->buffer, total) != PMPD_OK ||
+        pmpd_pool_create(&arena, threads, &pools->all) != PMPD_OK ||
+        pmpd_pool_create(&arena, 1, &pools->single) != PMPD_OK) {
+        fprintf(stderr, "pmpd-bench: cannot start the worker pool\n");
+        bench_pools_stop(pools);
+        return -1;
+    }
+    return 0;
+}
+
+void bench_pools_stop(bench_pools *pools)
+{
+    if (pools->all)
+        pmpd_pool_destroy(pools->all);
+    if (pools->single)
+        pmpd_pool_destroy(pools->single);
+    free(pools->buffer);
+    pools->all = pools->single = NULL;
+    pools->buffer = NULL;
+}
+
+double bench_seconds_per_call(const bench_context *ctx, double budget, double quick_budget, size_t copies,
+                              void (*step)(void *job, size_t copy), void *job)
+{
+    double start = bench_now_seconds(), elapsed;
+    size_t calls = 0;
+    if (ctx->quick)
+        budget = quick_budget;
+    do {
+        step(job, calls % copies);
+        calls++;
+        elapsed = bench_now_seconds() - start;
+    } while (elapsed < budget || calls < copies);
+    return elapsed / (double)calls;
+}
+
+void bench_random_bytes(unsigned char *bytes, size_t n, uint64_t seed)
+{
+    uint64_t state = seed;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        bytes[i] = (unsigned char)(state >> 24);
+    }
+}
+
+void bench_synthetic_info(pmpd_model_info *info, uint32_t n_layers, uint32_t vocab_size)
+{
+    memset(info, 0, sizeof *info);
+    info->dim = 2048;
+    info->hidden_dim = 5632;
+    info->n_layers = n_layers;
+    info->n_heads = 32;
+    info->n_kv_heads = 4;
+    info->head_dim = 64;
+    info->vocab_size = vocab_size;
+    info->seq_len = 256;
+    info->rope_theta = 10000.0f;
+    info->norm_eps = 1e-5f;
+    info->shared_classifier = 1;
+    info->bos_id = 1;
+    info->eos_id = 2;
+}
+
+#define BENCH_MODEL_ARENA_BYTES ((size_t)16 << 20)
+
+int bench_model_open(pmpd_status built, pmpd_build_model *b, const char *label, bench_model *out)
+{
+    pmpd_arena arena;
+    unsigned char *data = NULL;
+    out->model = NULL;
+    out->size = 0;
+    out->block = NULL;
+    out->arena_block = malloc(BENCH_MODEL_ARENA_BYTES);
+    if (!out->arena_block || built != PMPD_OK || pmpd_build_serialize(b, &out->block, &data, &out->size) != PMPD_OK) {
+        fprintf(stderr, "pmpd-bench: cannot build the synthetic %s model\n", label);
+        pmpd_build_free(b);
+        free(out->arena_block);
+        return -1;
+    }
+    pmpd_build_free(b);
+    pmpd_arena_init(&arena, out->arena_block, BENCH_MODEL_ARENA_BYTES);
+    if (pmpd_model_open_memory(data, out->size, &arena, &out->model, NULL) != PMPD_OK) {
+        fprintf(stderr, "pmpd-bench: the synthetic %s model does not load\n", label);
+        free(out->block);
+        free(out->arena_block);
+        return -1;
+    }
+    return 0;
+}
+
+#undef BENCH_MODEL_ARENA_BYTES
+
+void bench_model_close(bench_model *m)
+{
+    pmpd_model_close(m->model);
+    free(m->block);
+    free(m->arena_block);
+}
+
+pmpd_session *bench_session_open(const pmpd_model *model, const pmpd_session_config *config, void **block)
+{
+    pmpd_session *s = NULL;
+    pmpd_arena arena;
+    size_t bytes = 0;
+    *block = NULL;
+    if (pmpd_session_plan(model, config, &bytes) != PMPD_OK || !(*block = malloc(bytes + 64)))
+        return NULL;
+    pmpd_arena_init(&arena, *block, bytes + 64);
+    if (pmpd_session_create(model, config, &arena, &s) != PMPD_OK) {
+        free(*block);
+        *block = NULL;
+        return NULL;
+    }
+    return s;
+}

@@ -7,6 +7,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "pmpd.h"
+#include "pmpd_impl/exec/pool.h"
+#include "pmpd_impl/offline/format/builder.h"
+
 typedef struct bench_context {
     int threads;               /* all-core thread count */
     size_t stream_bytes;       /* size of buffers that must not fit in cache */
@@ -24,6 +28,54 @@ size_t bench_last_level_cache_bytes(void);
 /* Measures read bandwidth over ctx->stream_bytes with 1 and ctx->threads
  * threads and fills bw_one_gbs / bw_all_gbs. Prints its own table rows. */
 int bench_memory_bandwidth(bench_context *ctx);
+
+/* ctx->threads, capped at what a worker pool accepts. */
+unsigned bench_pool_threads(const bench_context *ctx);
+
+/* A pool of bench_pool_threads() workers and a one-thread pool, both in one
+ * malloc'd block. */
+typedef struct bench_pools {
+    pmpd_pool *all;
+    pmpd_pool *single;
+    void *buffer;
+} bench_pools;
+
+/* 0, or -1 after printing why the pools could not start. */
+int bench_pools_start(const bench_context *ctx, bench_pools *pools);
+void bench_pools_stop(bench_pools *pools);
+
+/* Seconds per call of step(job, copy), with copy cycling through
+ * 0..copies-1 so that each call streams a matrix the previous ones pushed
+ * out of the cache.  Runs for at least budget seconds (quick_budget on
+ * quick runs) and until every copy was visited once. */
+double bench_seconds_per_call(const bench_context *ctx, double budget, double quick_budget, size_t copies,
+                              void (*step)(void *job, size_t copy), void *job);
+
+/* n xorshift64 bytes from seed: weight bytes whose values speed does not
+ * depend on. */
+void bench_random_bytes(unsigned char *bytes, size_t n, uint64_t seed);
+
+/* A Llama of real shape (dim 2048, hidden 5632, 32 query and 4 KV heads of
+ * 64, classifier shared with the embedding) with n_layers and vocab_size. */
+void bench_synthetic_info(pmpd_model_info *info, uint32_t n_layers, uint32_t vocab_size);
+
+/* A synthetic model serialized into a heap block and opened from memory. */
+typedef struct bench_model {
+    pmpd_model *model;
+    size_t size;         /* container bytes */
+    void *block;
+    void *arena_block;
+} bench_model;
+
+/* Takes what building b returned, serializes b, frees it and opens the
+ * container.  0, or -1 after printing why (label names the model). */
+int bench_model_open(pmpd_status built, pmpd_build_model *b, const char *label, bench_model *out);
+void bench_model_close(bench_model *m);
+
+/* A session of model (config may be NULL) in a malloc'd arena stored in
+ * *block; NULL with nothing left allocated on failure.  The caller destroys
+ * the session, then frees *block. */
+pmpd_session *bench_session_open(const pmpd_model *model, const pmpd_session_config *config, void **block);
 
 /* Any-precision GEMV at real shapes, each width vs bandwidth and vs the
  * parent width, int8 vs float dequantization (bench_anyprec.c). */

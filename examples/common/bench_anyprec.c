@@ -13,8 +13,6 @@
 #include <string.h>
 
 #include "examples/common/bench.h"
-#include "pmpd_impl/exec/pool.h"
-#include "pmpd_impl/offline/format/builder.h"
 #include "pmpd_impl/offline/precision/anyprec_build.h"
 #include "pmpd_impl/precision/anyprec.h"
 #include "pmpd_impl/precision/learned_scheduler.h"
@@ -24,6 +22,8 @@
 
 typedef struct bench_anyprec_job {
     const pmpd_anyprec_matrix *m;
+    const pmpd_anyprec_matrix *views; /* the streamed copies */
+    pmpd_pool *pool;
     unsigned bits;
     int use_float;
     const int8_t *xq;
@@ -43,35 +43,26 @@ static void bench_anyprec_rows(void *ctx, size_t begin, size_t end, unsigned wor
         pmpd_anyprec_gemv(job->m, job->bits, job->xq, job->xscale, job->y, (uint32_t)begin, (uint32_t)end);
 }
 
-/* Seconds per product, cycling through the copies so each call streams. */
-static double bench_anyprec_time(const bench_context *ctx, pmpd_pool *pool, const pmpd_anyprec_matrix *views,
-                                 size_t copies, bench_anyprec_job *job)
+static void bench_anyprec_product(void *raw, size_t copy)
 {
-    double start, elapsed, budget = ctx->quick ? 0.05 : 0.4;
-    size_t calls = 0;
-    start = bench_now_seconds();
-    do {
-        job->m = &views[calls % copies];
-        pmpd_pool_run(pool, bench_anyprec_rows, job, job->m->rows, 4);
-        calls++;
-        elapsed = bench_now_seconds() - start;
-    } while (elapsed < budget || calls < copies);
-    return elapsed / (double)calls;
+    bench_anyprec_job *job = (bench_anyprec_job *)raw;
+    job->m = &job->views[copy];
+    pmpd_pool_run(job->pool, bench_anyprec_rows, job, job->m->rows, 4);
+}
+
+/* Seconds per product, cycling through the copies so each call streams. */
+static double bench_anyprec_time(const bench_context *ctx, pmpd_pool *pool, size_t copies, bench_anyprec_job *job)
+{
+    job->pool = pool;
+    return bench_seconds_per_call(ctx, 0.4, 0.05, copies, bench_anyprec_product, job);
 }
 
 static void bench_anyprec_fill(unsigned char *bytes, const pmpd_anyprec_layout *layout, uint32_t rows,
                                uint32_t cols)
 {
-    uint64_t state = 0x9E3779B97F4A7C15ull;
-    size_t i;
     unsigned k;
     uint32_t r;
-    for (i = 0; i < layout->total; i++) {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        bytes[i] = (unsigned char)(state >> 24);
-    }
+    bench_random_bytes(bytes, layout->total, 0x9E3779B97F4A7C15ull);
     memset(bytes, 0, PMPD_ANYPREC_HEADER_BYTES);
     memcpy(bytes, "ANYP", 4);
     bytes[4] = BENCH_ANYPREC_SEED;
@@ -119,6 +110,7 @@ static int bench_anyprec_shape(const bench_context *ctx, pmpd_pool *pool, pmpd_p
     for (i = 0; i < cols; i++)
         x[i] = (float)((int)(i % 17) - 8) * 0.125f;
     pmpd_anyprec_quantize_input(x, cols, xq, xscale);
+    job.views = views;
     job.xq = xq;
     job.xscale = xscale;
     job.x = x;
@@ -129,10 +121,10 @@ static int bench_anyprec_shape(const bench_context *ctx, pmpd_pool *pool, pmpd_p
         double t_one, t_float, t_all;
         job.bits = k;
         job.use_float = 0;
-        t_one = bench_anyprec_time(ctx, single, views, copies, &job);
-        t_all = bench_anyprec_time(ctx, pool, views, copies, &job);
+        t_one = bench_anyprec_time(ctx, single, copies, &job);
+        t_all = bench_anyprec_time(ctx, pool, copies, &job);
         job.use_float = 1;
-        t_float = bench_anyprec_time(ctx, single, views, copies, &job);
+        t_float = bench_anyprec_time(ctx, single, copies, &job);
         if (k == BENCH_ANYPREC_PARENT)
             parent_seconds = t_one;
         snprintf(name, sizeof name, "gemv %ux%u %u-bit int8, 1 thread", rows, cols, k);
@@ -214,9 +206,7 @@ static double bench_anyprec_decode_rate(const bench_context *ctx, const pmpd_mod
 {
     static const int32_t prompt[8] = {1, 5, 9, 13, 17, 21, 25, 29};
     pmpd_session_config config;
-    pmpd_session *s = NULL;
-    pmpd_arena arena;
-    size_t bytes = 0;
+    pmpd_session *s;
     void *block;
     double start, rate = 0.0;
     uint32_t t;
@@ -224,11 +214,9 @@ static double bench_anyprec_decode_rate(const bench_context *ctx, const pmpd_mod
     pmpd_session_config_init(&config);
     config.context_length = 8 + n_decode + 1;
     config.n_threads = threads;
-    if (pmpd_session_plan(model, &config, &bytes) != PMPD_OK || !(block = malloc(bytes + 64)))
-        return 0.0;
-    pmpd_arena_init(&arena, block, bytes + 64);
-    if (pmpd_session_create(model, &config, &arena, &s) == PMPD_OK &&
-        pmpd_session_set_precision(s, schedule) == PMPD_OK && pmpd_session_prefill(s, prompt, 8, NULL) == PMPD_OK) {
+    s = bench_session_open(model, &config, &block);
+    if (s && pmpd_session_set_precision(s, schedule) == PMPD_OK &&
+        pmpd_session_prefill(s, prompt, 8, NULL) == PMPD_OK) {
         start = bench_now_seconds();
         for (t = 0; t < n_decode; t++)
             pmpd_session_decode(s, (int32_t)(t % 500) + 3, NULL);
@@ -249,14 +237,14 @@ static void bench_anyprec_learned_cost(const bench_context *ctx, const pmpd_mode
     const uint32_t d = 2 * pmpd_model_get_info(model)->head_dim, m = 4, h = 32, n = 4, pairs = 2;
     const size_t block = pmpd_learned_block_floats(d, m, h, n), header = 4 * PMPD_LEARNED_HEADER_WORDS + 8 * pairs;
     const uint32_t fields[PMPD_LEARNED_HEADER_WORDS + 4] = {pairs, n, d, m, h, output_length, 4, 3, 3, 2};
-    size_t size = header + pairs * block * sizeof(float), i, bytes = 0, reps = ctx->quick ? 10 : 200;
+    size_t size = header + pairs * block * sizeof(float), i, reps = ctx->quick ? 10 : 200;
     unsigned char *weights = (unsigned char *)malloc(size);
     pmpd_session *s = NULL;
-    pmpd_arena arena, scratch;
+    pmpd_arena scratch;
     void *session_block = NULL;
     double start, seconds;
     char note[160];
-    if (!weights || pmpd_session_plan(model, NULL, &bytes) != PMPD_OK || !(session_block = malloc(bytes + 64))) {
+    if (!weights || !(s = bench_session_open(model, NULL, &session_block))) {
         free(weights);
         return;
     }
@@ -265,9 +253,8 @@ static void bench_anyprec_learned_cost(const bench_context *ctx, const pmpd_mode
         float w = (float)((int)((i * 2654435761u) >> 20 & 255) - 128) / 1024.0f;
         memcpy(weights + header + i * sizeof(float), &w, sizeof w);
     }
-    pmpd_arena_init(&arena, session_block, bytes + 64);
     pmpd_arena_init(&scratch, scratch_memory, sizeof scratch_memory);
-    if (pmpd_session_create(model, NULL, &arena, &s) == PMPD_OK && pmpd_session_prefill(s, prompt, 8, NULL) == PMPD_OK) {
+    if (pmpd_session_prefill(s, prompt, 8, NULL) == PMPD_OK) {
         start = bench_now_seconds();
         for (i = 0; i < reps; i++)
             pmpd_session_apply_learned_scheduler(s, weights, size, &scratch);
@@ -294,46 +281,18 @@ static int bench_anyprec_model(bench_context *ctx)
     static const char *const labels[4] = {"4-bit", "3-bit", "2-bit", "static 4/3/2"};
     pmpd_model_info info;
     pmpd_build_model b;
-    pmpd_model *model = NULL;
-    pmpd_arena arena;
+    bench_model synthetic;
     pmpd_precision_schedule schedules[4];
-    void *block = NULL, *arena_block = malloc((size_t)16 << 20);
-    unsigned char *data = NULL;
-    size_t size = 0, layer_weights;
+    size_t layer_weights;
     const uint32_t n_decode = ctx->quick ? 6 : 24;
     unsigned k, threads[2];
     char name[96], note[160];
     size_t s, t;
-    memset(&info, 0, sizeof info);
-    info.dim = 2048;
-    info.hidden_dim = 5632;
-    info.n_layers = ctx->quick ? 2 : 22;
-    info.n_heads = 32;
-    info.n_kv_heads = 4;
-    info.head_dim = 64;
-    info.vocab_size = 512;
-    info.seq_len = 256;
-    info.rope_theta = 10000.0f;
-    info.norm_eps = 1e-5f;
-    info.shared_classifier = 1;
-    info.bos_id = 1;
-    info.eos_id = 2;
+    bench_synthetic_info(&info, ctx->quick ? 2 : 22, 512);
     layer_weights = (size_t)info.dim * info.dim * 2 + (size_t)info.dim * info.n_kv_heads * info.head_dim * 2 +
                     (size_t)info.dim * info.hidden_dim * 3;
-    if (!arena_block || bench_anyprec_model_build(&info, &b) != PMPD_OK ||
-        pmpd_build_serialize(&b, &block, &data, &size) != PMPD_OK) {
-        fprintf(stderr, "pmpd-bench: cannot build the synthetic any-precision model\n");
-        free(arena_block);
+    if (bench_model_open(bench_anyprec_model_build(&info, &b), &b, "any-precision", &synthetic) != 0)
         return -1;
-    }
-    pmpd_build_free(&b);
-    pmpd_arena_init(&arena, arena_block, (size_t)16 << 20);
-    if (pmpd_model_open_memory(data, size, &arena, &model, NULL) != PMPD_OK) {
-        fprintf(stderr, "pmpd-bench: the synthetic any-precision model does not load\n");
-        free(block);
-        free(arena_block);
-        return -1;
-    }
     for (k = 0; k < 3; k++)
         pmpd_precision_schedule_uniform(&schedules[k], BENCH_ANYPREC_PARENT, BENCH_ANYPREC_PARENT - k);
     /* The static shape PMPD finds: thirds of the output at 4, 3 and 2 bits. */
@@ -344,14 +303,14 @@ static int bench_anyprec_model(bench_context *ctx)
     schedules[3].from_step[1] = n_decode / 3;
     schedules[3].from_step[2] = 2 * n_decode / 3;
     threads[0] = 1;
-    threads[1] = ctx->threads > PMPD_MAX_THREADS ? PMPD_MAX_THREADS : (unsigned)ctx->threads;
+    threads[1] = bench_pool_threads(ctx);
     snprintf(name, sizeof name, "synthetic model: dim %u, hidden %u, %u layers, %.0f M nested weights", info.dim,
              info.hidden_dim, info.n_layers, (double)layer_weights * info.n_layers * 1e-6);
     bench_section(ctx, name);
     for (t = 0; t < 2; t++) {
         double parent_rate = 0.0;
         for (s = 0; s < 4; s++) {
-            double rate = bench_anyprec_decode_rate(ctx, model, threads[t], &schedules[s], n_decode);
+            double rate = bench_anyprec_decode_rate(ctx, synthetic.model, threads[t], &schedules[s], n_decode);
             double bits = bench_anyprec_average_bits(&schedules[s], n_decode);
             double gbs = rate * bits / 8.0 * (double)layer_weights * info.n_layers * 1e-9;
             if (s == 0)
@@ -364,38 +323,24 @@ static int bench_anyprec_model(bench_context *ctx)
             bench_row(ctx, "anyprec-model", name, rate, "tokens/s", note);
         }
         if (t == 0)
-            bench_anyprec_learned_cost(ctx, model, parent_rate, n_decode);
+            bench_anyprec_learned_cost(ctx, synthetic.model, parent_rate, n_decode);
     }
-    pmpd_model_close(model);
-    free(block);
-    free(arena_block);
+    bench_model_close(&synthetic);
     return 0;
 }
 
 int bench_anyprec(bench_context *ctx)
 {
     static const uint32_t shapes[][2] = {{4096, 4096}, {5632, 2048}, {2048, 5632}};
-    unsigned threads = ctx->threads > PMPD_MAX_THREADS ? PMPD_MAX_THREADS : (unsigned)ctx->threads;
-    size_t pool_bytes = 0, single_bytes = 0, s;
-    pmpd_arena arena;
-    pmpd_pool *pool = NULL, *single = NULL;
-    void *buffer;
+    bench_pools pools;
+    size_t s;
     int status = 0;
-    if (pmpd_pool_plan(threads, &pool_bytes) != PMPD_OK || pmpd_pool_plan(1, &single_bytes) != PMPD_OK)
+    if (bench_pools_start(ctx, &pools) != 0)
         return -1;
-    buffer = malloc(pool_bytes + single_bytes + 4 * PMPD_ARENA_ALIGNMENT);
-    if (!buffer || pmpd_arena_init(&arena, buffer, pool_bytes + single_bytes + 4 * PMPD_ARENA_ALIGNMENT) != PMPD_OK ||
-        pmpd_pool_create(&arena, threads, &pool) != PMPD_OK || pmpd_pool_create(&arena, 1, &single) != PMPD_OK) {
-        fprintf(stderr, "pmpd-bench: cannot start the worker pool\n");
-        free(buffer);
-        return -1;
-    }
     bench_section(ctx, "any-precision GEMV (parent 4 bits, seed 2), weights streamed from RAM");
     for (s = 0; s < sizeof shapes / sizeof shapes[0] && status == 0; s++)
-        status = bench_anyprec_shape(ctx, pool, single, shapes[s][0], shapes[s][1]);
-    pmpd_pool_destroy(pool);
-    pmpd_pool_destroy(single);
-    free(buffer);
+        status = bench_anyprec_shape(ctx, pools.all, pools.single, shapes[s][0], shapes[s][1]);
+    bench_pools_stop(&pools);
     return status == 0 ? bench_anyprec_model(ctx) : status;
 }
 

@@ -12,8 +12,6 @@
 #include <string.h>
 
 #include "examples/common/bench.h"
-#include "pmpd_impl/exec/pool.h"
-#include "pmpd_impl/offline/format/builder.h"
 #include "pmpd_impl/kernels/qmatmul.h"
 #include "pmpd_impl/model/linear.h"
 
@@ -27,6 +25,9 @@ typedef struct bench_kernels_job {
     pmpd_qact *act;
     float *y;
     int scalar;
+    const unsigned char *base; /* the streamed copies, stride bytes apart */
+    size_t stride;
+    pmpd_pool *pool;
 } bench_kernels_job;
 
 static void bench_kernels_rows(void *ctx, size_t begin, size_t end, unsigned worker)
@@ -51,37 +52,29 @@ static void bench_kernels_product(bench_kernels_job *job, pmpd_pool *pool)
     pmpd_pool_run(pool, bench_kernels_rows, job, job->w.rows, PMPD_QROWS);
 }
 
-/* Seconds per product, cycling through the copies (stride bytes apart). */
-static double bench_kernels_time(const bench_context *ctx, pmpd_pool *pool, bench_kernels_job *job,
-                                 const unsigned char *base, size_t stride, size_t copies, double budget)
+static void bench_kernels_product_of_copy(void *raw, size_t copy)
 {
-    double start = bench_now_seconds(), elapsed;
-    size_t calls = 0;
-    if (ctx->quick)
-        budget *= 0.25;
-    do {
-        const unsigned char *data = base + (calls % copies) * stride;
-        job->w.data = data;
-        job->tensor.data = data;
-        bench_kernels_product(job, pool);
-        calls++;
-        elapsed = bench_now_seconds() - start;
-    } while (elapsed < budget || calls < copies);
-    return elapsed / (double)calls;
+    bench_kernels_job *job = (bench_kernels_job *)raw;
+    const unsigned char *data = job->base + copy * job->stride;
+    job->w.data = data;
+    job->tensor.data = data;
+    bench_kernels_product(job, job->pool);
+}
+
+/* Seconds per product, cycling through the copies. */
+static double bench_kernels_time(const bench_context *ctx, pmpd_pool *pool, bench_kernels_job *job, size_t copies,
+                                 double budget)
+{
+    job->pool = pool;
+    return bench_seconds_per_call(ctx, budget, budget * 0.25, copies, bench_kernels_product_of_copy, job);
 }
 
 /* Random bytes that are a valid tensor of the type: f32 small normals-ish,
  * quantized blocks with modest f16 scales (q8 avoids -128). */
 static void bench_kernels_fill(uint32_t type, unsigned char *p, size_t bytes)
 {
-    uint64_t state = 0x243F6A8885A308D3ull;
     size_t i, header = pmpd_qformat_is_quantized(type) ? pmpd_qformat_header_bytes(type) : 0;
-    for (i = 0; i < bytes; i++) {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        p[i] = (unsigned char)(state >> 24);
-    }
+    bench_random_bytes(p, bytes, 0x243F6A8885A308D3ull);
     if (type == PMPD_TENSOR_F32) {
         for (i = 0; i + 4 <= bytes; i += 4) {
             float v = (float)(int)(p[i] - 128) / 4096.0f;
@@ -168,13 +161,15 @@ static int bench_kernels_shape(bench_context *ctx, pmpd_pool *pool, pmpd_pool *s
     job.y = y;
     job.act = &act;
     job.n_tokens = 1;
+    job.base = weights;
+    job.stride = stride;
 
     if (type != PMPD_TENSOR_F32) {
         job.scalar = 1;
-        scalar_gbs = (double)bytes / bench_kernels_time(ctx, single, &job, weights, stride, 1, 0.2) * 1e-9;
+        scalar_gbs = (double)bytes / bench_kernels_time(ctx, single, &job, 1, 0.2) * 1e-9;
         job.scalar = 0;
     }
-    seconds = bench_kernels_time(ctx, single, &job, weights, stride, copies, 1.0);
+    seconds = bench_kernels_time(ctx, single, &job, copies, 1.0);
     gbs = (double)bytes / seconds * 1e-9;
     snprintf(name, sizeof name, "%s GEMV %zux%zu 1 thread", bench_kernels_type_name(type), rows, cols);
     if (type == PMPD_TENSOR_F32)
@@ -184,7 +179,7 @@ static int bench_kernels_shape(bench_context *ctx, pmpd_pool *pool, pmpd_pool *s
                  seconds * 1e6, scalar_gbs);
     bench_row(ctx, "kernels", name, gbs, "GB/s", note);
     if (ctx->threads > 1) {
-        seconds = bench_kernels_time(ctx, pool, &job, weights, stride, copies, 1.0);
+        seconds = bench_kernels_time(ctx, pool, &job, copies, 1.0);
         gbs = (double)bytes / seconds * 1e-9;
         snprintf(name, sizeof name, "%s GEMV %zux%zu %d threads", bench_kernels_type_name(type), rows, cols,
                  ctx->threads);
@@ -194,9 +189,9 @@ static int bench_kernels_shape(bench_context *ctx, pmpd_pool *pool, pmpd_pool *s
     for (i = 0; i < 2; i++) {
         double flops = 2.0 * (double)rows * (double)cols * (double)token_counts[i], one, all = 0.0;
         job.n_tokens = token_counts[i];
-        one = flops / bench_kernels_time(ctx, single, &job, weights, stride, 1, 1.0) * 1e-9;
+        one = flops / bench_kernels_time(ctx, single, &job, 1, 1.0) * 1e-9;
         if (ctx->threads > 1)
-            all = flops / bench_kernels_time(ctx, pool, &job, weights, stride, 1, 1.0) * 1e-9;
+            all = flops / bench_kernels_time(ctx, pool, &job, 1, 1.0) * 1e-9;
         snprintf(name, sizeof name, "%s GEMM %zux%zu x%zu 1 thread", bench_kernels_type_name(type), rows, cols,
                  token_counts[i]);
         snprintf(note, sizeof note, "%d threads: %.1f GFLOP/s", ctx->threads, all);
@@ -274,9 +269,7 @@ static void bench_kernels_model_rates(const pmpd_model *model, unsigned threads,
 {
     int32_t prompt[64];
     pmpd_session_config config;
-    pmpd_session *s = NULL;
-    pmpd_arena arena;
-    size_t bytes = 0;
+    pmpd_session *s;
     void *block;
     double start;
     uint32_t t;
@@ -287,10 +280,8 @@ static void bench_kernels_model_rates(const pmpd_model *model, unsigned threads,
     config.context_length = 64 + n_decode + 1;
     config.prefill_batch = 64;
     config.n_threads = threads;
-    if (pmpd_session_plan(model, &config, &bytes) != PMPD_OK || !(block = malloc(bytes + 64)))
-        return;
-    pmpd_arena_init(&arena, block, bytes + 64);
-    if (pmpd_session_create(model, &config, &arena, &s) == PMPD_OK) {
+    s = bench_session_open(model, &config, &block);
+    if (s) {
         start = bench_now_seconds();
         if (pmpd_session_prefill(s, prompt, 64, NULL) == PMPD_OK)
             *prefill = 64.0 / (bench_now_seconds() - start);
@@ -311,59 +302,28 @@ static int bench_kernels_model(bench_context *ctx)
     pmpd_model_info info;
     char name[128], note[160];
     size_t t, k;
-    memset(&info, 0, sizeof info);
-    info.dim = 2048;
-    info.hidden_dim = 5632;
-    info.n_layers = ctx->quick ? 2 : 8;
-    info.n_heads = 32;
-    info.n_kv_heads = 4;
-    info.head_dim = 64;
-    info.vocab_size = 32000;
-    info.seq_len = 256;
-    info.rope_theta = 10000.0f;
-    info.norm_eps = 1e-5f;
-    info.shared_classifier = 1;
-    info.bos_id = 1;
-    info.eos_id = 2;
+    bench_synthetic_info(&info, ctx->quick ? 2 : 8, 32000);
     threads[0] = 1;
-    threads[1] = ctx->threads > PMPD_MAX_THREADS ? PMPD_MAX_THREADS : (unsigned)ctx->threads;
+    threads[1] = bench_pool_threads(ctx);
     snprintf(name, sizeof name, "synthetic model: dim 2048, hidden 5632, %u layers, 32/4 heads, vocab 32000",
              info.n_layers);
     bench_section(ctx, name);
     for (t = 0; t < 4; t++) {
         pmpd_build_model b;
-        pmpd_model *model = NULL;
-        pmpd_arena arena;
-        void *block = NULL, *arena_block = malloc((size_t)16 << 20);
-        unsigned char *data = NULL;
-        size_t size = 0;
-        if (!arena_block || bench_kernels_model_build(&info, types[t], &b) != PMPD_OK ||
-            pmpd_build_serialize(&b, &block, &data, &size) != PMPD_OK) {
-            fprintf(stderr, "pmpd-bench: cannot build the synthetic %s model\n", bench_kernels_type_name(types[t]));
-            pmpd_build_free(&b);
-            free(arena_block);
+        bench_model synthetic;
+        if (bench_model_open(bench_kernels_model_build(&info, types[t], &b), &b, bench_kernels_type_name(types[t]),
+                             &synthetic) != 0)
             return -1;
-        }
-        pmpd_build_free(&b);
-        pmpd_arena_init(&arena, arena_block, (size_t)16 << 20);
-        if (pmpd_model_open_memory(data, size, &arena, &model, NULL) != PMPD_OK) {
-            fprintf(stderr, "pmpd-bench: the synthetic %s model does not load\n", bench_kernels_type_name(types[t]));
-            free(block);
-            free(arena_block);
-            return -1;
-        }
         for (k = 0; k < 2 && (k == 0 || threads[1] > 1); k++) {
             double prefill, decode;
-            bench_kernels_model_rates(model, threads[k], n_decode, &prefill, &decode);
+            bench_kernels_model_rates(synthetic.model, threads[k], n_decode, &prefill, &decode);
             snprintf(name, sizeof name, "%s decode, %u thread%s", bench_kernels_type_name(types[t]), threads[k],
                      threads[k] > 1 ? "s" : "");
             snprintf(note, sizeof note, "%.0f MiB of weights read per token = %.1f GB/s; prefill %.1f tokens/s",
-                     (double)size / 1048576.0, decode * (double)size * 1e-9, prefill);
+                     (double)synthetic.size / 1048576.0, decode * (double)synthetic.size * 1e-9, prefill);
             bench_row(ctx, "model", name, decode, "tokens/s", note);
         }
-        pmpd_model_close(model);
-        free(block);
-        free(arena_block);
+        bench_model_close(&synthetic);
     }
     return 0;
 }
@@ -372,30 +332,16 @@ int bench_kernels(bench_context *ctx)
 {
     static const size_t shapes[3][2] = {{4096, 4096}, {5632, 2048}, {2048, 5632}};
     static const uint32_t types[4] = {PMPD_TENSOR_F32, PMPD_TENSOR_Q8, PMPD_TENSOR_Q4, PMPD_TENSOR_Q2CB};
-    pmpd_arena arena;
-    pmpd_pool *pool = NULL, *single = NULL;
-    size_t pool_bytes, single_bytes, s, t;
-    unsigned threads = ctx->threads > PMPD_MAX_THREADS ? PMPD_MAX_THREADS : (unsigned)ctx->threads;
-    void *buffer;
+    bench_pools pools;
+    size_t s, t;
     int status = 0;
-    if (pmpd_pool_plan(threads, &pool_bytes) != PMPD_OK || pmpd_pool_plan(1, &single_bytes) != PMPD_OK)
+    if (bench_pools_start(ctx, &pools) != 0)
         return -1;
-    buffer = malloc(pool_bytes + single_bytes + 4 * PMPD_ARENA_ALIGNMENT);
-    if (!buffer || pmpd_arena_init(&arena, buffer, pool_bytes + single_bytes + 4 * PMPD_ARENA_ALIGNMENT) != PMPD_OK ||
-        pmpd_pool_create(&arena, threads, &pool) != PMPD_OK || pmpd_pool_create(&arena, 1, &single) != PMPD_OK) {
-        fprintf(stderr, "pmpd-bench: cannot start the worker pool\n");
-        if (pool)
-            pmpd_pool_destroy(pool);
-        free(buffer);
-        return -1;
-    }
     bench_section(ctx, "group-quantized kernels: GEMV streamed from RAM, GEMM at 64 / 512 tokens");
     for (s = 0; s < 3 && status == 0; s++)
         for (t = 0; t < 4 && status == 0; t++)
-            status = bench_kernels_shape(ctx, pool, single, types[t], shapes[s][0], shapes[s][1]);
-    pmpd_pool_destroy(pool);
-    pmpd_pool_destroy(single);
-    free(buffer);
+            status = bench_kernels_shape(ctx, pools.all, pools.single, types[t], shapes[s][0], shapes[s][1]);
+    bench_pools_stop(&pools);
     return status == 0 ? bench_kernels_model(ctx) : status;
 }
 
