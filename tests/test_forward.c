@@ -17,28 +17,6 @@
 
 #define MAX_IDS 600
 
-/* Reads a whitespace-separated id file from vectors/; returns the count. */
-static size_t fixture_read_ids(const char *name, int32_t *ids, size_t max)
-{
-    char path[512], relative[256];
-    size_t size, n = 0;
-    char *text, *p, *end;
-    snprintf(relative, sizeof relative, "vectors/%s", name);
-    text = (char *)test_read_file(test_shared_path(path, sizeof path, relative), &size);
-    if (!text)
-        return 0;
-    text = (char *)realloc(text, size + 1);
-    text[size] = '\0';
-    for (p = text; n < max; p = end) {
-        long v = strtol(p, &end, 10);
-        if (end == p)
-            break;
-        ids[n++] = (int32_t)v;
-    }
-    free(text);
-    return n;
-}
-
 static fixture_model *f32_model;
 static int32_t bos_ids[MAX_IDS];
 static size_t n_bos_ids;
@@ -47,7 +25,7 @@ static int setup(void **state)
 {
     (void)state;
     f32_model = fixture_load("stories260K.bin", 0, 0);
-    n_bos_ids = fixture_read_ids("stories260K_bos_greedy.ids", bos_ids, MAX_IDS);
+    n_bos_ids = test_read_vector_ids("stories260K_bos_greedy.ids", bos_ids, MAX_IDS);
     if (!f32_model || n_bos_ids != 257) {
         fprintf(stderr, "test_forward: ../shared/models or vectors missing\n");
         return -1;

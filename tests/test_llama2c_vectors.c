@@ -28,27 +28,6 @@ typedef struct opened_model {
 static int32_t bos_ids[MAX_IDS], once_ids[MAX_IDS];
 static size_t n_bos_ids, n_once_ids;
 
-static size_t read_ids(const char *name, int32_t *ids)
-{
-    char path[512], relative[256];
-    size_t size, n = 0;
-    char *text, *p, *end;
-    snprintf(relative, sizeof relative, "vectors/%s", name);
-    text = (char *)test_read_file(test_shared_path(path, sizeof path, relative), &size);
-    if (!text)
-        return 0;
-    text = (char *)realloc(text, size + 1);
-    text[size] = '\0';
-    for (p = text; n < MAX_IDS; p = end) {
-        long v = strtol(p, &end, 10);
-        if (end == p)
-            break;
-        ids[n++] = (int32_t)v;
-    }
-    free(text);
-    return n;
-}
-
 /* Converts models/<name> (+ tokenizer) to a temporary container, loads it
  * into an aligned heap block and opens it from memory.  Returns 0 when this
  * build's converter does not support the input kind. */
@@ -142,8 +121,8 @@ static void check_greedy(const pmpd_model *model, const int32_t *ids, size_t n_i
 static int setup(void **state)
 {
     (void)state;
-    n_bos_ids = read_ids("stories260K_bos_greedy.ids", bos_ids);
-    n_once_ids = read_ids("stories260K_once_greedy.ids", once_ids);
+    n_bos_ids = test_read_vector_ids("stories260K_bos_greedy.ids", bos_ids, MAX_IDS);
+    n_once_ids = test_read_vector_ids("stories260K_once_greedy.ids", once_ids, MAX_IDS);
     return n_bos_ids == 257 && n_once_ids == 161 ? 0 : -1;
 }
 

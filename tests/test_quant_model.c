@@ -37,25 +37,6 @@ typedef struct qm_sequence {
 
 static qm_sequence qm_bos, qm_once;
 
-static void qm_read_ids(const char *name, qm_sequence *s)
-{
-    char path[512];
-    size_t size, i = 0;
-    unsigned char *text = test_read_file(test_shared_path(path, sizeof path, name), &size);
-    char *p, *end;
-    assert_non_null(text);
-    text = realloc(text, size + 1);
-    text[size] = 0;
-    for (p = (char *)text; i < QM_MAX_TOKENS; p = end) {
-        long v = strtol(p, &end, 10);
-        if (end == p)
-            break;
-        s->ids[i++] = (int32_t)v;
-    }
-    s->n = i;
-    free(text);
-}
-
 /* type 0: f32 as imported. */
 static void qm_open(uint32_t type, qm_model *m)
 {
@@ -216,8 +197,8 @@ static void test_quality_against_f32(void **state)
     float *ref_bos, *ref_once;
     size_t t;
     (void)state;
-    qm_read_ids("vectors/stories260K_bos_greedy.ids", &qm_bos);
-    qm_read_ids("vectors/stories260K_once_greedy.ids", &qm_once);
+    qm_bos.n = test_read_vector_ids("stories260K_bos_greedy.ids", qm_bos.ids, QM_MAX_TOKENS);
+    qm_once.n = test_read_vector_ids("stories260K_once_greedy.ids", qm_once.ids, QM_MAX_TOKENS);
     assert_true(qm_bos.n > QM_PREFILL && qm_once.n > 1);
     qm_open(PMPD_TENSOR_F32, &f32);
     ref_bos = qm_teacher_forced(&f32, &qm_bos);

@@ -39,6 +39,27 @@ unsigned char *test_read_file(const char *path, size_t *size)
     return data;
 }
 
+size_t test_read_vector_ids(const char *name, int32_t *ids, size_t max)
+{
+    char path[512], relative[256];
+    size_t size, n = 0;
+    char *text, *p, *end;
+    snprintf(relative, sizeof relative, "vectors/%s", name);
+    text = (char *)test_read_file(test_shared_path(path, sizeof path, relative), &size);
+    if (!text)
+        return 0;
+    text = (char *)realloc(text, size + 1);
+    text[size] = '\0';
+    for (p = text; n < max; p = end) {
+        long v = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        ids[n++] = (int32_t)v;
+    }
+    free(text);
+    return n;
+}
+
 void test_rng_seed(test_rng *rng, uint64_t seed)
 {
     rng->state = seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;

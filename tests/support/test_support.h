@@ -16,6 +16,11 @@ char *test_shared_path(char *out, size_t out_size, const char *relative);
  * Returns NULL if it cannot; *size receives the length. */
 unsigned char *test_read_file(const char *path, size_t *size);
 
+/* Reads up to max whitespace-separated token ids from the shared file
+ * vectors/<name> (llama2.c's greedy runs); returns the count, 0 if the file
+ * cannot be read. */
+size_t test_read_vector_ids(const char *name, int32_t *ids, size_t max);
+
 /* Deterministic pseudo-random numbers for test data (xorshift64*). */
 typedef struct test_rng {
     uint64_t state;
