@@ -105,15 +105,21 @@ static void pmpd_linear_float_simd_rows(void *ctx, size_t begin, size_t end, uns
 }
 #endif
 
+static void pmpd_linear_job_init(pmpd_linear_job *job, const pmpd_tensor *w, const float *x, size_t n_tokens,
+                                 float *y)
+{
+    job->w = w;
+    job->x = x;
+    job->y = y;
+    job->n_tokens = n_tokens;
+    job->rows = (size_t)w->dims[0];
+    job->cols = (size_t)w->dims[1];
+}
+
 PMPD_INTERNAL void pmpd_linear_reference(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y)
 {
     pmpd_linear_job job;
-    job.w = w;
-    job.x = x;
-    job.y = y;
-    job.n_tokens = n_tokens;
-    job.rows = (size_t)w->dims[0];
-    job.cols = (size_t)w->dims[1];
+    pmpd_linear_job_init(&job, w, x, n_tokens, y);
     pmpd_linear_float_rows(&job, 0, job.rows, 0);
 }
 
@@ -142,12 +148,7 @@ PMPD_INTERNAL void pmpd_linear(const pmpd_tensor *w, const float *x, size_t n_to
                                void *scratch, pmpd_pool *pool, unsigned bits)
 {
     pmpd_linear_job job;
-    job.w = w;
-    job.x = x;
-    job.y = y;
-    job.n_tokens = n_tokens;
-    job.rows = (size_t)w->dims[0];
-    job.cols = (size_t)w->dims[1];
+    pmpd_linear_job_init(&job, w, x, n_tokens, y);
     (void)scratch;
     switch (w->type) {
     case PMPD_TENSOR_F32:
