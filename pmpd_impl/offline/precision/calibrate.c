@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pmpd.h"
+#include "pmpd_impl/offline/precision/calibration_session.h"
 
 /* Splitmix64: sets drawn from different seeds share no stream. */
 static uint64_t precision_calibrate_next(uint64_t *state)
@@ -57,13 +58,8 @@ static int32_t precision_calibrate_sample(const float *logits, uint32_t vocab, u
     return precision_calibrate_argmax(logits, vocab, bos);
 }
 
-/* A session with its own malloc'ed arena. */
-typedef struct precision_calibrate_session {
-    void *block;
-    pmpd_session *session;
-} precision_calibrate_session;
-
-static pmpd_status precision_calibrate_open(const pmpd_model *model, uint32_t context, precision_calibrate_session *cs)
+PMPD_INTERNAL pmpd_status pmpd_calibration_session_open(const pmpd_model *model, uint32_t context,
+                                                        pmpd_calibration_session *cs)
 {
     pmpd_session_config config;
     pmpd_arena arena;
@@ -83,7 +79,7 @@ static pmpd_status precision_calibrate_open(const pmpd_model *model, uint32_t co
     return pmpd_session_create(model, &config, &arena, &cs->session);
 }
 
-static void precision_calibrate_close(precision_calibrate_session *cs)
+PMPD_INTERNAL void pmpd_calibration_session_close(pmpd_calibration_session *cs)
 {
     pmpd_session_destroy(cs->session);
     free(cs->block);
@@ -116,7 +112,7 @@ static pmpd_status precision_calibrate_fill(const pmpd_model *float_model, const
                                             uint32_t which, const int32_t *given, pmpd_calibration_set *set)
 {
     const pmpd_model_info *info;
-    precision_calibrate_session cs;
+    pmpd_calibration_session cs;
     uint32_t p, t, plen, olen, vocab;
     pmpd_status st;
     if (!float_model || !config || !set || config->n_prompts == 0 || config->output_length == 0)
@@ -139,7 +135,7 @@ static pmpd_status precision_calibrate_fill(const pmpd_model *float_model, const
         pmpd_calibration_set_free(set);
         return PMPD_ERR_OUT_OF_MEMORY;
     }
-    st = precision_calibrate_open(float_model, plen + olen, &cs);
+    st = pmpd_calibration_session_open(float_model, plen + olen, &cs);
     for (p = 0; p < set->n_prompts && st == PMPD_OK; p++) {
         /* Each prompt has its own seed; `which` (train, validation, test)
          * picks a disjoint range of seeds. */
@@ -166,7 +162,7 @@ static pmpd_status precision_calibrate_fill(const pmpd_model *float_model, const
                 st = pmpd_session_decode(cs.session, ref[t], &logits);
         }
     }
-    precision_calibrate_close(&cs);
+    pmpd_calibration_session_close(&cs);
     if (st != PMPD_OK)
         pmpd_calibration_set_free(set);
     return st;
@@ -237,6 +233,20 @@ static double precision_calibrate_kl(const float *ref, const float *logits, uint
 /* The learned scheduler's working memory for these prompt lengths (generous). */
 #define PRECISION_CALIBRATE_LEARNED_SCRATCH ((size_t)4 << 20)
 
+/* Starts a prompt afresh: reset, prefill at the session's widths, then the
+ * learned scheduler's decision for this prompt when learned is given. */
+static pmpd_status precision_calibrate_start(pmpd_session *session, const int32_t *prompt, uint32_t length,
+                                             const void *learned, size_t learned_size, pmpd_arena *scratch,
+                                             const float **logits)
+{
+    pmpd_status st = pmpd_session_reset(session);
+    if (st == PMPD_OK)
+        st = pmpd_session_prefill(session, prompt, length, logits);
+    if (st == PMPD_OK && learned)
+        st = pmpd_session_apply_learned_scheduler(session, learned, learned_size, scratch);
+    return st;
+}
+
 /* Evaluation under a fixed schedule, or (learned != NULL) under the learned
  * scheduler's per-prompt decision taken after each prefill. */
 static pmpd_status precision_calibrate_run(const pmpd_model *nested, const pmpd_calibration_set *set,
@@ -244,7 +254,7 @@ static pmpd_status precision_calibrate_run(const pmpd_model *nested, const pmpd_
                                            size_t learned_size, pmpd_calibration_quality *quality)
 {
     const pmpd_model_info *info;
-    precision_calibrate_session cs;
+    pmpd_calibration_session cs;
     uint32_t p, t, olen, vocab;
     int32_t *output;
     size_t *row;
@@ -273,7 +283,7 @@ static pmpd_status precision_calibrate_run(const pmpd_model *nested, const pmpd_
         return PMPD_ERR_OUT_OF_MEMORY;
     }
     pmpd_arena_init(&scratch, scratch_block, PRECISION_CALIBRATE_LEARNED_SCRATCH);
-    st = precision_calibrate_open(nested, set->prompt_length + olen, &cs);
+    st = pmpd_calibration_session_open(nested, set->prompt_length + olen, &cs);
     if (st == PMPD_OK)
         st = pmpd_session_set_precision(cs.session, schedule);
     for (p = 0; p < set->n_prompts && st == PMPD_OK; p++) {
@@ -281,11 +291,8 @@ static pmpd_status precision_calibrate_run(const pmpd_model *nested, const pmpd_
         const int32_t *ref = set->reference + (size_t)p * olen;
         const float *ref_logits = set->reference_logits + (size_t)p * olen * vocab, *logits = NULL;
         /* Greedy output at the schedule's widths. */
-        st = pmpd_session_reset(cs.session);
-        if (st == PMPD_OK)
-            st = pmpd_session_prefill(cs.session, prompt, set->prompt_length, &logits);
-        if (st == PMPD_OK && learned)
-            st = pmpd_session_apply_learned_scheduler(cs.session, learned, learned_size, &scratch);
+        st = precision_calibrate_start(cs.session, prompt, set->prompt_length, learned, learned_size, &scratch,
+                                       &logits);
         for (t = 0; t < olen && st == PMPD_OK; t++) {
             output[t] = precision_calibrate_argmax(logits, vocab, info->bos_id);
             if (t + 1 < olen) {
@@ -299,11 +306,8 @@ static pmpd_status precision_calibrate_run(const pmpd_model *nested, const pmpd_
         rouge += (double)precision_calibrate_lcs(output, ref, olen, row) / (double)olen;
         /* Teacher forcing along the reference: same widths, step by step
          * (the learned decision depends on the prompt only, so it repeats). */
-        st = pmpd_session_reset(cs.session);
-        if (st == PMPD_OK)
-            st = pmpd_session_prefill(cs.session, prompt, set->prompt_length, &logits);
-        if (st == PMPD_OK && learned)
-            st = pmpd_session_apply_learned_scheduler(cs.session, learned, learned_size, &scratch);
+        st = precision_calibrate_start(cs.session, prompt, set->prompt_length, learned, learned_size, &scratch,
+                                       &logits);
         for (t = 0; t < olen && st == PMPD_OK; t++) {
             kl += precision_calibrate_kl(ref_logits + (size_t)t * vocab, logits, vocab);
             top1 += precision_calibrate_argmax(logits, vocab, info->bos_id) == ref[t];
@@ -311,7 +315,7 @@ static pmpd_status precision_calibrate_run(const pmpd_model *nested, const pmpd_
                 st = pmpd_session_decode(cs.session, ref[t], &logits);
         }
     }
-    precision_calibrate_close(&cs);
+    pmpd_calibration_session_close(&cs);
     free(output);
     free(row);
     free(scratch_block);

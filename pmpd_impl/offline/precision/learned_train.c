@@ -10,6 +10,7 @@
 
 #include "pmpd.h"
 #include "pmpd_impl/model/session.h"
+#include "pmpd_impl/offline/precision/calibration_session.h"
 #include "pmpd_impl/offline/precision/learned_train.h"
 
 #define LEARNED_TRAIN_BATCH 8
@@ -158,23 +159,11 @@ static pmpd_status learned_train_label(const pmpd_model *nested, const pmpd_cali
 static pmpd_status learned_train_features(const pmpd_model *nested, const pmpd_calibration_set *set, uint32_t p,
                                           unsigned prefill_bits, learned_train_sample *sample)
 {
-    pmpd_session_config config;
     pmpd_precision_schedule s;
-    pmpd_session *session = NULL;
-    pmpd_arena arena;
-    size_t bytes = 0;
-    void *block;
-    pmpd_status st;
-    pmpd_session_config_init(&config);
-    config.context_length = set->prompt_length;
-    st = pmpd_session_plan(nested, &config, &bytes);
-    if (st != PMPD_OK)
-        return st;
-    block = malloc(bytes + PMPD_ARENA_ALIGNMENT);
-    if (!block)
-        return PMPD_ERR_OUT_OF_MEMORY;
-    pmpd_arena_init(&arena, block, bytes + PMPD_ARENA_ALIGNMENT);
-    st = pmpd_session_create(nested, &config, &arena, &session);
+    pmpd_calibration_session cs;
+    pmpd_session *session;
+    pmpd_status st = pmpd_calibration_session_open(nested, set->prompt_length, &cs);
+    session = cs.session;
     pmpd_precision_schedule_uniform(&s, prefill_bits, prefill_bits);
     if (st == PMPD_OK)
         st = pmpd_session_set_precision(session, &s);
@@ -190,8 +179,7 @@ static pmpd_status learned_train_features(const pmpd_model *nested, const pmpd_c
         else
             st = PMPD_ERR_OUT_OF_MEMORY;
     }
-    pmpd_session_destroy(session);
-    free(block);
+    pmpd_calibration_session_close(&cs);
     return st;
 }
 

@@ -1,0 +1,22 @@
+/* A session in its own heap block, as the offline calibration tools run
+ * them (calibrate.c, learned_train.c). */
+#ifndef PMPD_OFFLINE_PRECISION_CALIBRATION_SESSION_H
+#define PMPD_OFFLINE_PRECISION_CALIBRATION_SESSION_H
+
+#include "pmpd.h"
+#include "pmpd_impl/core/config.h"
+
+#if PMPD_OFFLINE
+typedef struct pmpd_calibration_session {
+    void *block; /* malloc'ed arena behind the session */
+    pmpd_session *session;
+} pmpd_calibration_session;
+
+/* A default-configured session of model for context tokens.  Whatever it
+ * returns, pmpd_calibration_session_close releases what was made. */
+PMPD_INTERNAL pmpd_status pmpd_calibration_session_open(const pmpd_model *model, uint32_t context,
+                                                        pmpd_calibration_session *cs);
+PMPD_INTERNAL void pmpd_calibration_session_close(pmpd_calibration_session *cs);
+#endif
+
+#endif
