@@ -62,10 +62,36 @@ static void aps_free(aps_model *m)
     free(m->arena_block);
 }
 
+static const int32_t aps_prompt[APS_PROMPT_TOKENS] = {1, 403, 407, 261, 378};
+
+/* Prefill at 4 bits, decode at 4, then 3 from step to_3, then 2 from step
+ * to_2 (PMPD_SCHEDULE_NEVER: not at all). */
+static void aps_schedule_4_3_2(pmpd_precision_schedule *schedule, uint32_t to_3, uint32_t to_2)
+{
+    memset(schedule, 0, sizeof *schedule);
+    schedule->prefill_bits = 4;
+    schedule->n_widths = 3;
+    schedule->decode_bits[0] = 4;
+    schedule->decode_bits[1] = 3;
+    schedule->decode_bits[2] = 2;
+    schedule->from_step[1] = to_3;
+    schedule->from_step[2] = to_2;
+}
+
+/* The greedy choice (lowest id on ties). */
+static int32_t aps_argmax(const float *logits, uint32_t vocab)
+{
+    int32_t next = 0;
+    uint32_t i;
+    for (i = 1; i < vocab; i++)
+        if (logits[i] > logits[next])
+            next = (int32_t)i;
+    return next;
+}
+
 /* Logits after the prompt and after each greedy decode step, in order. */
 static void aps_run(aps_model *m, const pmpd_precision_schedule *schedule, float *out, unsigned *widths)
 {
-    static const int32_t prompt[APS_PROMPT_TOKENS] = {1, 403, 407, 261, 378};
     const uint32_t vocab = pmpd_model_get_info(m->model)->vocab_size;
     pmpd_arena_mark mark = pmpd_arena_save(&m->arena);
     pmpd_session *s = NULL;
@@ -73,14 +99,10 @@ static void aps_run(aps_model *m, const pmpd_precision_schedule *schedule, float
     size_t step;
     assert_int_equal(pmpd_session_create(m->model, NULL, &m->arena, &s), PMPD_OK);
     assert_int_equal(pmpd_session_set_precision(s, schedule), PMPD_OK);
-    assert_int_equal(pmpd_session_prefill(s, prompt, APS_PROMPT_TOKENS, &logits), PMPD_OK);
+    assert_int_equal(pmpd_session_prefill(s, aps_prompt, APS_PROMPT_TOKENS, &logits), PMPD_OK);
     memcpy(out, logits, vocab * sizeof(float));
     for (step = 0; step < APS_DECODE_TOKENS; step++) {
-        int32_t next = 0;
-        uint32_t i;
-        for (i = 1; i < vocab; i++)
-            if (logits[i] > logits[next])
-                next = (int32_t)i;
+        int32_t next = aps_argmax(logits, vocab);
         assert_int_equal(pmpd_session_decode_step(s), step);
         if (widths)
             widths[step] = pmpd_session_decode_bits(s);
@@ -135,7 +157,6 @@ static void test_parent_at_k_equals_direct_k(void **state)
  * every step equals a session told the same widths one token at a time. */
 static void test_schedule_switches_between_tokens(void **state)
 {
-    static const int32_t prompt[APS_PROMPT_TOKENS] = {1, 403, 407, 261, 378};
     pmpd_precision_schedule schedule, manual;
     aps_model m;
     unsigned widths[APS_DECODE_TOKENS];
@@ -145,14 +166,7 @@ static void test_schedule_switches_between_tokens(void **state)
     uint32_t vocab;
     size_t step;
     (void)state;
-    memset(&schedule, 0, sizeof schedule);
-    schedule.prefill_bits = 4;
-    schedule.n_widths = 3;
-    schedule.decode_bits[0] = 4;
-    schedule.decode_bits[1] = 3;
-    schedule.decode_bits[2] = 2;
-    schedule.from_step[1] = 2;
-    schedule.from_step[2] = 5;
+    aps_schedule_4_3_2(&schedule, 2, 5);
     aps_build(&m, 4, NULL);
     vocab = pmpd_model_get_info(m.model)->vocab_size;
     scheduled = (float *)malloc(aps_floats(&m) * sizeof(float));
@@ -164,14 +178,10 @@ static void test_schedule_switches_between_tokens(void **state)
     assert_int_equal(pmpd_session_create(m.model, NULL, &m.arena, &s), PMPD_OK);
     pmpd_precision_schedule_uniform(&manual, 4, 4);
     assert_int_equal(pmpd_session_set_precision(s, &manual), PMPD_OK);
-    assert_int_equal(pmpd_session_prefill(s, prompt, APS_PROMPT_TOKENS, &logits), PMPD_OK);
+    assert_int_equal(pmpd_session_prefill(s, aps_prompt, APS_PROMPT_TOKENS, &logits), PMPD_OK);
     memcpy(by_hand, logits, vocab * sizeof(float));
     for (step = 0; step < APS_DECODE_TOKENS; step++) {
-        int32_t next = 0;
-        uint32_t i;
-        for (i = 1; i < vocab; i++)
-            if (logits[i] > logits[next])
-                next = (int32_t)i;
+        int32_t next = aps_argmax(logits, vocab);
         pmpd_precision_schedule_uniform(&manual, 4, step < 2 ? 4 : step < 5 ? 3 : 2);
         assert_int_equal(pmpd_session_set_precision(s, &manual), PMPD_OK);
         assert_int_equal(pmpd_session_decode(s, next, &logits), PMPD_OK);
@@ -192,14 +202,7 @@ static void test_schedule_rules_and_section(void **state)
     aps_model m;
     pmpd_error err;
     (void)state;
-    memset(&good, 0, sizeof good);
-    good.prefill_bits = 4;
-    good.n_widths = 3;
-    good.decode_bits[0] = 4;
-    good.decode_bits[1] = 3;
-    good.decode_bits[2] = 2;
-    good.from_step[1] = 10;
-    good.from_step[2] = PMPD_SCHEDULE_NEVER;
+    aps_schedule_4_3_2(&good, 10, PMPD_SCHEDULE_NEVER);
     assert_int_equal(pmpd_precision_schedule_check(&good), PMPD_OK);
     assert_int_equal(pmpd_precision_schedule_bits_at(&good, 0), 4);
     assert_int_equal(pmpd_precision_schedule_bits_at(&good, 9), 4);
