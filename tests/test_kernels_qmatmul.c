@@ -89,6 +89,32 @@ static pmpd_qact qmm_quantize_x(const float *x, size_t tokens, size_t cols, void
     return act;
 }
 
+/* The scalar reference into ref and the kernel this build selects into got,
+ * over all rows of the type's tensor in data. */
+static pmpd_qmatrix qmm_run_both(uint32_t type, const unsigned char *data, const shape *s, const pmpd_qact *act,
+                                 float *ref, float *got)
+{
+    pmpd_qmatrix w;
+    w.type = type;
+    w.data = data;
+    w.rows = s->rows;
+    w.cols = s->cols;
+    pmpd_qmatmul_scalar(&w, act, 0, s->rows, ref, s->rows);
+    pmpd_qmatmul(&w, act, 0, s->rows, got, s->rows);
+    return w;
+}
+
+/* Every type at every shape, drawing from one generator seeded with seed. */
+static void qmm_each_case(uint64_t seed, void (*run_case)(uint32_t type, const shape *s, test_rng *rng))
+{
+    test_rng rng;
+    size_t t, s;
+    test_rng_seed(&rng, seed);
+    for (t = 0; t < sizeof qmm_types / sizeof qmm_types[0]; t++)
+        for (s = 0; s < sizeof qmm_shapes / sizeof qmm_shapes[0]; s++)
+            run_case(qmm_types[t], &qmm_shapes[s], &rng);
+}
+
 static void qmm_exact_case(uint32_t type, const shape *s, test_rng *rng)
 {
     size_t bytes, i;
@@ -102,12 +128,7 @@ static void qmm_exact_case(uint32_t type, const shape *s, test_rng *rng)
     qmm_fill_exact(type, data, bytes, s->rows, s->cols, rng);
     qmm_fill_exact_x(x, s->tokens, s->cols, rng);
     act = qmm_quantize_x(x, s->tokens, s->cols, &act_buffer);
-    w.type = type;
-    w.data = data;
-    w.rows = s->rows;
-    w.cols = s->cols;
-    pmpd_qmatmul_scalar(&w, &act, 0, s->rows, ref, s->rows);
-    pmpd_qmatmul(&w, &act, 0, s->rows, got, s->rows);
+    w = qmm_run_both(type, data, s, &act, ref, got);
     for (i = 0; i < s->tokens * s->rows; i++) {
         if (got[i] != ref[i])
             fail_msg("type %u shape %zux%zu t%zu: element %zu is %.1f, scalar %.1f", (unsigned)type, s->rows,
@@ -127,13 +148,8 @@ static void qmm_exact_case(uint32_t type, const shape *s, test_rng *rng)
 
 static void test_exact_integer_products(void **state)
 {
-    test_rng rng;
-    size_t t, s;
     (void)state;
-    test_rng_seed(&rng, 11);
-    for (t = 0; t < sizeof qmm_types / sizeof qmm_types[0]; t++)
-        for (s = 0; s < sizeof qmm_shapes / sizeof qmm_shapes[0]; s++)
-            qmm_exact_case(qmm_types[t], &qmm_shapes[s], &rng);
+    qmm_each_case(11, qmm_exact_case);
 }
 
 static void qmm_float_case(uint32_t type, const shape *s, test_rng *rng)
@@ -154,12 +170,7 @@ static void qmm_float_case(uint32_t type, const shape *s, test_rng *rng)
         x[i] = test_rng_normal(rng) * (i % 17 == 0 ? 6.0f : 1.0f);
     assert_int_equal(pmpd_quant_matrix(type, wf, s->rows, s->cols, data, bytes), PMPD_OK);
     act = qmm_quantize_x(x, s->tokens, s->cols, &act_buffer);
-    w.type = type;
-    w.data = data;
-    w.rows = s->rows;
-    w.cols = s->cols;
-    pmpd_qmatmul_scalar(&w, &act, 0, s->rows, ref, s->rows);
-    pmpd_qmatmul(&w, &act, 0, s->rows, got, s->rows);
+    w = qmm_run_both(type, data, s, &act, ref, got);
     for (r = 0; r < s->rows; r++) {
         pmpd_qformat_dequantize_row(&w, r, wd);
         for (t = 0; t < s->tokens; t++) {
@@ -189,13 +200,8 @@ static void qmm_float_case(uint32_t type, const shape *s, test_rng *rng)
 
 static void test_float_products(void **state)
 {
-    test_rng rng;
-    size_t t, s;
     (void)state;
-    test_rng_seed(&rng, 12);
-    for (t = 0; t < sizeof qmm_types / sizeof qmm_types[0]; t++)
-        for (s = 0; s < sizeof qmm_shapes / sizeof qmm_shapes[0]; s++)
-            qmm_float_case(qmm_types[t], &qmm_shapes[s], &rng);
+    qmm_each_case(12, qmm_float_case);
 }
 
 /* Activation quantization against its definition. */
