@@ -8,6 +8,7 @@
 
 #include "pmpd.h"
 #include "pmpd_impl/core/checked.h"
+#include "pmpd_impl/core/splitmix.h"
 
 typedef struct pmpd_sampler_candidate {
     float prob;
@@ -18,10 +19,7 @@ void pmpd_rng_seed(pmpd_rng *rng, uint64_t seed)
 {
     /* One splitmix64 step, so nearby seeds give unrelated streams and the
      * xorshift state is never zero. */
-    uint64_t z = seed + 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
+    uint64_t z = pmpd_splitmix64_next(&seed);
     rng->state = z ? z : 0x2545F4914F6CDD1Dull;
 }
 

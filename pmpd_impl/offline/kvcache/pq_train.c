@@ -10,18 +10,11 @@
 
 #include "pmpd.h"
 #include "pmpd_impl/core/checked.h"
+#include "pmpd_impl/core/splitmix.h"
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/kvcache/pq_codebook.h"
 #include "pmpd_impl/kvcache/pq_codebook_set.h"
 
-/* splitmix64: a tiny, portable, seedable generator. */
-static uint64_t pq_train_next(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 static double pq_train_distance(const float *a, const float *b, uint32_t sub_dim)
 {
@@ -54,7 +47,7 @@ static uint32_t pq_train_nearest(const float *x, const float *centroids, uint32_
 static void pq_train_seed(const float *x, size_t n, uint32_t sub_dim, uint32_t k, uint64_t *rng, float *centroids,
                           double *nearest)
 {
-    size_t i, pick = (size_t)(pq_train_next(rng) % n);
+    size_t i, pick = (size_t)(pmpd_splitmix64_next(rng) % n);
     uint32_t c;
     memcpy(centroids, x + pick * sub_dim, sub_dim * sizeof(float));
     for (i = 0; i < n; i++)
@@ -63,9 +56,9 @@ static void pq_train_seed(const float *x, size_t n, uint32_t sub_dim, uint32_t k
         double total = 0.0, target;
         for (i = 0; i < n; i++)
             total += nearest[i];
-        pick = (size_t)(pq_train_next(rng) % n);
+        pick = (size_t)(pmpd_splitmix64_next(rng) % n);
         if (total > 0.0) {
-            target = (double)(pq_train_next(rng) >> 11) * (1.0 / 9007199254740992.0) * total;
+            target = pmpd_splitmix64_unit(rng) * total;
             for (i = 0; i + 1 < n && target >= nearest[i]; i++)
                 target -= nearest[i];
             pick = i;

@@ -8,21 +8,8 @@
 #include <string.h>
 
 #include "pmpd.h"
+#include "pmpd_impl/core/splitmix.h"
 #include "pmpd_impl/offline/precision/calibration_session.h"
-
-/* Splitmix64: sets drawn from different seeds share no stream. */
-static uint64_t precision_calibrate_next(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static double precision_calibrate_uniform(uint64_t *state)
-{
-    return (double)(precision_calibrate_next(state) >> 11) * (1.0 / 9007199254740992.0);
-}
 
 /* Most likely token other than BOS (BOS would end a story mid-measure). */
 static int32_t precision_calibrate_argmax(const float *logits, uint32_t vocab, uint32_t bos)
@@ -47,7 +34,7 @@ static int32_t precision_calibrate_sample(const float *logits, uint32_t vocab, u
     for (i = 0; i < vocab; i++)
         if (i != bos)
             total += exp((logits[i] - max) / temperature);
-    pick = precision_calibrate_uniform(rng) * total;
+    pick = pmpd_splitmix64_unit(rng) * total;
     for (i = 0; i < vocab; i++) {
         if (i == bos)
             continue;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pmpd.h"
+#include "pmpd_impl/core/splitmix.h"
 #include "pmpd_impl/model/session.h"
 #include "pmpd_impl/offline/precision/calibration_session.h"
 #include "pmpd_impl/offline/precision/learned_train.h"
@@ -27,17 +28,9 @@ void pmpd_learned_train_config_init(pmpd_learned_train_config *config)
     config->seed = 7;
 }
 
-static uint64_t learned_train_next(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static float learned_train_uniform(uint64_t *state, float limit)
 {
-    return (float)((double)(learned_train_next(state) >> 11) * (2.0 / 9007199254740992.0) - 1.0) * limit;
+    return (float)(2.0 * pmpd_splitmix64_unit(state) - 1.0) * limit;
 }
 
 /* One classification's gradient, added to grad (same layout as a block). */
@@ -247,7 +240,7 @@ static pmpd_status learned_train_pair(const pmpd_learned_view *v, uint32_t pair,
             if (!counts[c])
                 continue;
             for (drawn = 0; drawn < largest; drawn++) {
-                size_t pick = learned_train_next(&rng) % counts[c], k;
+                size_t pick = pmpd_splitmix64_next(&rng) % counts[c], k;
                 for (k = 0; k < n_samples; k++)
                     if (samples[k].label[pair] == c && pick-- == 0)
                         break;
@@ -255,7 +248,7 @@ static pmpd_status learned_train_pair(const pmpd_learned_view *v, uint32_t pair,
             }
         }
         for (i = order_n; i > 1; i--) {
-            size_t k = learned_train_next(&rng) % i;
+            size_t k = pmpd_splitmix64_next(&rng) % i;
             uint32_t tmp = order[i - 1];
             order[i - 1] = order[k];
             order[k] = tmp;
