@@ -203,26 +203,6 @@ typedef struct quality {
     double kl, top1, rouge_l;
 } quality;
 
-/* KL(p_ref || p) of the softmax distributions of two logit vectors. */
-static double kl_divergence(const float *ref, const float *got, size_t n)
-{
-    double mr = ref[0], mg = got[0], zr = 0.0, zg = 0.0, kl = 0.0;
-    size_t i;
-    for (i = 1; i < n; i++) {
-        mr = ref[i] > mr ? ref[i] : mr;
-        mg = got[i] > mg ? got[i] : mg;
-    }
-    for (i = 0; i < n; i++) {
-        zr += exp(ref[i] - mr);
-        zg += exp(got[i] - mg);
-    }
-    for (i = 0; i < n; i++) {
-        double lr = ref[i] - mr - log(zr), lg = got[i] - mg - log(zg);
-        kl += exp(lr) * (lr - lg);
-    }
-    return kl;
-}
-
 /* Rouge-L F-measure of two equally long token sequences: LCS / length. */
 static double rouge_l(const int32_t *a, const int32_t *b, size_t n)
 {
@@ -249,7 +229,7 @@ static quality evaluate(uint32_t kv_type, const char *label)
         assert_int_equal(pmpd_session_prefill(s, prompts[p], PROMPT_LENGTH, &logits), PMPD_OK);
         for (i = 0; i < CONTINUATION; i++) {
             const float *ref = reference_logits + (p * CONTINUATION + i) * vocab;
-            q.kl += kl_divergence(ref, logits, vocab);
+            q.kl += test_softmax_kl(ref, logits, vocab);
             q.top1 += argmax(logits) == reference[p][i];
             if (i + 1 < CONTINUATION)
                 assert_int_equal(pmpd_session_decode(s, reference[p][i], &logits), PMPD_OK);

@@ -10,7 +10,6 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,26 +106,6 @@ static size_t qm_argmax(const float *x, size_t n)
     return best;
 }
 
-/* KL(p || q) of the softmaxes of two logit vectors. */
-static double qm_kl(const float *p_logits, const float *q_logits, size_t n)
-{
-    double pmax = p_logits[0], qmax = q_logits[0], ps = 0.0, qs = 0.0, kl = 0.0;
-    size_t i;
-    for (i = 1; i < n; i++) {
-        pmax = p_logits[i] > pmax ? p_logits[i] : pmax;
-        qmax = q_logits[i] > qmax ? q_logits[i] : qmax;
-    }
-    for (i = 0; i < n; i++) {
-        ps += exp(p_logits[i] - pmax);
-        qs += exp(q_logits[i] - qmax);
-    }
-    for (i = 0; i < n; i++) {
-        double lp = p_logits[i] - pmax - log(ps), lq = q_logits[i] - qmax - log(qs);
-        kl += exp(lp) * (lp - lq);
-    }
-    return kl;
-}
-
 typedef struct qm_quality {
     double kl, top1, prefill_kl;
     size_t greedy_prefix;
@@ -148,11 +127,11 @@ static qm_quality qm_measure(uint32_t type, const float *ref_bos, const float *r
     bos = qm_teacher_forced(&m, &qm_bos);
     once = qm_teacher_forced(&m, &qm_once);
     for (i = 0; i + 1 < qm_bos.n; i++, n++) {
-        kl += qm_kl(ref_bos + i * vocab, bos + i * vocab, vocab);
+        kl += test_softmax_kl(ref_bos + i * vocab, bos + i * vocab, vocab);
         agree += qm_argmax(ref_bos + i * vocab, vocab) == qm_argmax(bos + i * vocab, vocab);
     }
     for (i = 0; i + 1 < qm_once.n; i++, n++) {
-        kl += qm_kl(ref_once + i * vocab, once + i * vocab, vocab);
+        kl += test_softmax_kl(ref_once + i * vocab, once + i * vocab, vocab);
         agree += qm_argmax(ref_once + i * vocab, vocab) == qm_argmax(once + i * vocab, vocab);
     }
     q.kl = kl / (double)n;
@@ -164,7 +143,7 @@ static qm_quality qm_measure(uint32_t type, const float *ref_bos, const float *r
      * one ulp can cross an int8 rounding boundary. */
     s = qm_session(&m, QM_PREFILL, &block);
     assert_int_equal(pmpd_session_prefill(s, qm_bos.ids, QM_PREFILL, &logits), PMPD_OK);
-    q.prefill_kl = qm_kl(bos + (QM_PREFILL - 1) * vocab, logits, vocab);
+    q.prefill_kl = test_softmax_kl(bos + (QM_PREFILL - 1) * vocab, logits, vocab);
 
     /* Greedy from BOS against llama2.c's greedy tokens. */
     assert_int_equal(pmpd_session_reset(s), PMPD_OK);

@@ -60,6 +60,25 @@ size_t test_read_vector_ids(const char *name, int32_t *ids, size_t max)
     return n;
 }
 
+double test_softmax_kl(const float *ref, const float *got, size_t n)
+{
+    double mr = ref[0], mg = got[0], zr = 0.0, zg = 0.0, kl = 0.0;
+    size_t i;
+    for (i = 1; i < n; i++) {
+        mr = ref[i] > mr ? ref[i] : mr;
+        mg = got[i] > mg ? got[i] : mg;
+    }
+    for (i = 0; i < n; i++) {
+        zr += exp(ref[i] - mr);
+        zg += exp(got[i] - mg);
+    }
+    for (i = 0; i < n; i++) {
+        double lr = ref[i] - mr - log(zr), lg = got[i] - mg - log(zg);
+        kl += exp(lr) * (lr - lg);
+    }
+    return kl;
+}
+
 void test_rng_seed(test_rng *rng, uint64_t seed)
 {
     rng->state = seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;

@@ -21,6 +21,10 @@ unsigned char *test_read_file(const char *path, size_t *size);
  * cannot be read. */
 size_t test_read_vector_ids(const char *name, int32_t *ids, size_t max);
 
+/* KL(p_ref || p_got) of the softmax distributions of two logit vectors of
+ * length n, in double precision. */
+double test_softmax_kl(const float *ref, const float *got, size_t n);
+
 /* Deterministic pseudo-random numbers for test data (xorshift64*). */
 typedef struct test_rng {
     uint64_t state;
