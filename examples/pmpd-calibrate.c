@@ -29,10 +29,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "examples/common/built_model.h"
 #include "pmpd.h"
 #include "pmpd_impl/offline/format/builder.h"
 #include "pmpd_impl/offline/import/import.h"
 #include "pmpd_impl/offline/precision/anyprec_build.h"
+
+#define CALIBRATE_MODEL_ARENA_BYTES ((size_t)64 << 20)
 
 typedef struct calibrate_options {
     const char *checkpoint, *out, *tokenizer, *csv, *svg, *prompt_file;
@@ -41,15 +44,6 @@ typedef struct calibrate_options {
     pmpd_calibration_config sets;
     pmpd_learned_train_config learned;
 } calibrate_options;
-
-/* An opened container and the memory behind it. */
-typedef struct calibrate_model {
-    void *block;
-    unsigned char *data;
-    size_t size;
-    void *arena_block;
-    pmpd_model *model;
-} calibrate_model;
 
 typedef struct calibrate_row {
     char name[48];
@@ -150,27 +144,6 @@ static pmpd_status calibrate_import(const calibrate_options *o, pmpd_build_model
         st = pmpd_build_add_vocab(b, &vocab);
     pmpd_vocab_free(&vocab);
     return st;
-}
-
-static pmpd_status calibrate_open(const pmpd_build_model *b, calibrate_model *m)
-{
-    size_t arena_bytes = (size_t)64 << 20;
-    pmpd_arena arena;
-    pmpd_status st = pmpd_build_serialize(b, &m->block, &m->data, &m->size);
-    if (st != PMPD_OK)
-        return st;
-    m->arena_block = malloc(arena_bytes);
-    if (!m->arena_block)
-        return PMPD_ERR_OUT_OF_MEMORY;
-    pmpd_arena_init(&arena, m->arena_block, arena_bytes);
-    return pmpd_model_open_memory(m->data, m->size, &arena, &m->model, NULL);
-}
-
-static void calibrate_close(calibrate_model *m)
-{
-    pmpd_model_close(m->model);
-    free(m->block);
-    free(m->arena_block);
 }
 
 /* Training, validation and test sets from the lines of the prompt file. */
@@ -320,7 +293,7 @@ int main(int argc, char **argv)
 {
     calibrate_options o;
     pmpd_build_model b;
-    calibrate_model float_model, nested;
+    example_model float_model, nested;
     pmpd_calibration_set train, validation, test;
     pmpd_learned_train_report learned_report;
     void *learned = NULL;
@@ -340,12 +313,12 @@ int main(int argc, char **argv)
     memset(&nested, 0, sizeof nested);
     st = calibrate_import(&o, &b);
     if (st == PMPD_OK)
-        st = calibrate_open(&b, &float_model);
+        st = example_model_open(&b, CALIBRATE_MODEL_ARENA_BYTES, &float_model);
     if (st == PMPD_OK)
         st = pmpd_anyprec_build_convert(&b, o.seed_bits, o.parent_bits,
                                         isatty(fileno(stderr)) ? calibrate_progress : NULL, NULL);
     if (st == PMPD_OK)
-        st = calibrate_open(&b, &nested);
+        st = example_model_open(&b, CALIBRATE_MODEL_ARENA_BYTES, &nested);
     if (st != PMPD_OK) {
         fprintf(stderr, "pmpd-calibrate: cannot prepare the models: %s\n", pmpd_strerror(st));
         return 1;
@@ -440,8 +413,8 @@ int main(int argc, char **argv)
     pmpd_calibration_set_free(&train);
     pmpd_calibration_set_free(&validation);
     pmpd_calibration_set_free(&test);
-    calibrate_close(&float_model);
-    calibrate_close(&nested);
+    example_model_close(&float_model);
+    example_model_close(&nested);
     pmpd_build_free(&b);
     return 0;
 }

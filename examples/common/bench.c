@@ -217,39 +217,25 @@ void bench_synthetic_info(pmpd_model_info *info, uint32_t n_layers, uint32_t voc
 
 #define BENCH_MODEL_ARENA_BYTES ((size_t)16 << 20)
 
-int bench_model_open(pmpd_status built, pmpd_build_model *b, const char *label, bench_model *out)
+int bench_model_open(pmpd_status built, pmpd_build_model *b, const char *label, example_model *out)
 {
-    pmpd_arena arena;
-    unsigned char *data = NULL;
-    out->model = NULL;
-    out->size = 0;
-    out->block = NULL;
-    out->arena_block = malloc(BENCH_MODEL_ARENA_BYTES);
-    if (!out->arena_block || built != PMPD_OK || pmpd_build_serialize(b, &out->block, &data, &out->size) != PMPD_OK) {
-        fprintf(stderr, "pmpd-bench: cannot build the synthetic %s model\n", label);
-        pmpd_build_free(b);
-        free(out->arena_block);
-        return -1;
-    }
+    pmpd_status st = built;
+    memset(out, 0, sizeof *out);
+    if (st == PMPD_OK)
+        st = example_model_open(b, BENCH_MODEL_ARENA_BYTES, out);
     pmpd_build_free(b);
-    pmpd_arena_init(&arena, out->arena_block, BENCH_MODEL_ARENA_BYTES);
-    if (pmpd_model_open_memory(data, out->size, &arena, &out->model, NULL) != PMPD_OK) {
+    if (st == PMPD_OK)
+        return 0;
+    /* The arena is allocated only once the container is made. */
+    if (out->arena_block)
         fprintf(stderr, "pmpd-bench: the synthetic %s model does not load\n", label);
-        free(out->block);
-        free(out->arena_block);
-        return -1;
-    }
-    return 0;
+    else
+        fprintf(stderr, "pmpd-bench: cannot build the synthetic %s model\n", label);
+    example_model_close(out);
+    return -1;
 }
 
 #undef BENCH_MODEL_ARENA_BYTES
-
-void bench_model_close(bench_model *m)
-{
-    pmpd_model_close(m->model);
-    free(m->block);
-    free(m->arena_block);
-}
 
 pmpd_session *bench_session_open(const pmpd_model *model, const pmpd_session_config *config, void **block)
 {

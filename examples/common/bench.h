@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "examples/common/built_model.h"
 #include "pmpd.h"
 #include "pmpd_impl/exec/pool.h"
 #include "pmpd_impl/offline/format/builder.h"
@@ -59,18 +60,10 @@ void bench_random_bytes(unsigned char *bytes, size_t n, uint64_t seed);
  * 64, classifier shared with the embedding) with n_layers and vocab_size. */
 void bench_synthetic_info(pmpd_model_info *info, uint32_t n_layers, uint32_t vocab_size);
 
-/* A synthetic model serialized into a heap block and opened from memory. */
-typedef struct bench_model {
-    pmpd_model *model;
-    size_t size;         /* container bytes */
-    void *block;
-    void *arena_block;
-} bench_model;
-
 /* Takes what building b returned, serializes b, frees it and opens the
- * container.  0, or -1 after printing why (label names the model). */
-int bench_model_open(pmpd_status built, pmpd_build_model *b, const char *label, bench_model *out);
-void bench_model_close(bench_model *m);
+ * container (close it with example_model_close).  0, or -1 after printing
+ * why, with nothing left allocated (label names the model). */
+int bench_model_open(pmpd_status built, pmpd_build_model *b, const char *label, example_model *out);
 
 /* A session of model (config may be NULL) in a malloc'd arena stored in
  * *block; NULL with nothing left allocated on failure.  The caller destroys

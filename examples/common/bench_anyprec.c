@@ -281,7 +281,7 @@ static int bench_anyprec_model(bench_context *ctx)
     static const char *const labels[4] = {"4-bit", "3-bit", "2-bit", "static 4/3/2"};
     pmpd_model_info info;
     pmpd_build_model b;
-    bench_model synthetic;
+    example_model synthetic;
     pmpd_precision_schedule schedules[4];
     size_t layer_weights;
     const uint32_t n_decode = ctx->quick ? 6 : 24;
@@ -325,7 +325,7 @@ static int bench_anyprec_model(bench_context *ctx)
         if (t == 0)
             bench_anyprec_learned_cost(ctx, synthetic.model, parent_rate, n_decode);
     }
-    bench_model_close(&synthetic);
+    example_model_close(&synthetic);
     return 0;
 }
 

@@ -310,7 +310,7 @@ static int bench_kernels_model(bench_context *ctx)
     bench_section(ctx, name);
     for (t = 0; t < 4; t++) {
         pmpd_build_model b;
-        bench_model synthetic;
+        example_model synthetic;
         if (bench_model_open(bench_kernels_model_build(&info, types[t], &b), &b, bench_kernels_type_name(types[t]),
                              &synthetic) != 0)
             return -1;
@@ -323,7 +323,7 @@ static int bench_kernels_model(bench_context *ctx)
                      (double)synthetic.size / 1048576.0, decode * (double)synthetic.size * 1e-9, prefill);
             bench_row(ctx, "model", name, decode, "tokens/s", note);
         }
-        bench_model_close(&synthetic);
+        example_model_close(&synthetic);
     }
     return 0;
 }
