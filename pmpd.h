@@ -1,5 +1,3 @@
-/* ENGINEERS WORKING IN PARALLEL: the binding rules for this session (build dirs, commits,
- * amalgamation naming, no heap, deadlines) are in /work/PARALLEL_WORK_RULES.md -- read it first. */
 /*
  * pmpd.h -- the public API of pmpd, a small-footprint runtime for
  * Llama-family language models on embedded Linux boards.
@@ -198,10 +196,9 @@ typedef struct pmpd_model_info {
  * to the open call; tensor data is used in place (zero-copy). */
 typedef struct pmpd_model pmpd_model;
 
-/* Section-by-section additions follow (format, inference, kernels, ...). */
 
 /* ======================================================================
- * Model containers and tokenizer (format engineer)
+ * Model containers and tokenizer
  * ====================================================================== */
 
 /* Kinds of the typed sections a .pmpd container may carry (README, "File
@@ -317,7 +314,7 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path,
 #endif
 
 /* ======================================================================
- * Nested any-precision weights, PMPD (precision engineer)
+ * Nested any-precision weights, PMPD
  * ====================================================================== */
 
 /* Widest code a PMPD_TENSOR_ANYPREC tensor may hold. */
@@ -548,7 +545,7 @@ pmpd_status pmpd_learned_scheduler_train(const pmpd_model *nested, const pmpd_ca
 #endif
 
 /* ======================================================================
- * Inference: sessions, forward pass, sampler (reference-inference engineer)
+ * Inference: sessions, forward pass, sampler
  * ====================================================================== */
 
 /* How a session stores its KV cache.  f16 halves the cache at a small cost
@@ -694,7 +691,7 @@ pmpd_status pmpd_sampler_sample(pmpd_sampler *sampler, const float *logits, pmpd
                                 int32_t *token);
 
 /* ======================================================================
- * Product-quantized KV cache (KV-cache engineer)
+ * Product-quantized KV cache
  * ====================================================================== */
 
 /* Bytes one token's keys and values occupy in ONE layer's KV cache when

@@ -1,5 +1,3 @@
-/* ENGINEERS WORKING IN PARALLEL: the binding rules for this session (build dirs, commits,
- * amalgamation naming, no heap, deadlines) are in /work/PARALLEL_WORK_RULES.md -- read it first. */
 /*
  * The in-memory model: what the container loader produces and the rest of
  * the runtime reads.  After a successful open every field here has been
