@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "tests/support/test_models.h"
 #include "tests/test_forward_fixture.h"
 
 #define MAX_IDS 600
@@ -40,27 +41,6 @@ static int teardown(void **state)
     return 0;
 }
 
-/* A session in a fresh malloc'ed arena of exactly the planned size. */
-static pmpd_session *open_session(const pmpd_model *model, const pmpd_session_config *config,
-                                  void **memory)
-{
-    size_t bytes = 0;
-    pmpd_arena arena;
-    pmpd_session *s = NULL;
-    assert_int_equal(pmpd_session_plan(model, config, &bytes), PMPD_OK);
-    *memory = malloc(bytes + PMPD_ARENA_ALIGNMENT);
-    assert_non_null(*memory);
-    assert_int_equal(pmpd_arena_init(&arena, fixture_aligned(*memory), bytes), PMPD_OK);
-    assert_int_equal(pmpd_session_create(model, config, &arena, &s), PMPD_OK);
-    return s;
-}
-
-static void close_session(pmpd_session *s, void *memory)
-{
-    pmpd_session_destroy(s);
-    free(memory);
-}
-
 static float max_abs_diff(const float *a, const float *b, size_t n)
 {
     float worst = 0.0f;
@@ -84,7 +64,7 @@ static void test_first_16_logits_match_llama2c(void **state)
     (void)state;
     assert_non_null(expect);
     assert_int_equal(size, 16 * 512 * sizeof(float));
-    s = open_session(&f32_model->model, NULL, &memory);
+    s = test_session_open(&f32_model->model, NULL, &memory);
     for (pos = 0; pos < 16; pos++) {
         const float *logits = NULL;
         float d;
@@ -95,7 +75,7 @@ static void test_first_16_logits_match_llama2c(void **state)
     }
     printf("stories260K logits, positions 0..15: max |pmpd - llama2.c| = %.3g\n", (double)worst);
     assert_true(worst <= 1e-4f);
-    close_session(s, memory);
+    test_session_close(s, memory);
     free(expect);
 }
 
@@ -105,7 +85,7 @@ static void check_greedy(const pmpd_model *model, const pmpd_session_config *con
                          size_t n_ids, size_t n_prompt)
 {
     void *memory;
-    pmpd_session *s = open_session(model, config, &memory);
+    pmpd_session *s = test_session_open(model, config, &memory);
     const float *logits = NULL;
     size_t i;
     assert_int_equal(pmpd_session_prefill(s, ids, n_prompt, &logits), PMPD_OK);
@@ -119,7 +99,7 @@ static void check_greedy(const pmpd_model *model, const pmpd_session_config *con
         if (i + 1 < n_ids)
             assert_int_equal(pmpd_session_decode(s, best, &logits), PMPD_OK);
     }
-    close_session(s, memory);
+    test_session_close(s, memory);
 }
 
 static void test_greedy_from_bos_matches_llama2c(void **state)
@@ -151,12 +131,12 @@ static void test_batched_prefill_equals_token_by_token(void **state)
     (void)state;
     pmpd_session_config_init(&one);
     one.prefill_batch = 1;
-    s1 = open_session(&f32_model->model, &one, &m1);
+    s1 = test_session_open(&f32_model->model, &one, &m1);
     for (b = 0; b < sizeof batches / sizeof batches[0]; b++) {
         const float *l1 = NULL, *l2 = NULL;
         pmpd_session_config_init(&many);
         many.prefill_batch = batches[b];
-        s2 = open_session(&f32_model->model, &many, &m2);
+        s2 = test_session_open(&f32_model->model, &many, &m2);
         assert_int_equal(pmpd_session_reset(s1), PMPD_OK);
         for (i = 0; i < n_prompt; i++)
             assert_int_equal(pmpd_session_decode(s1, bos_ids[i], &l1), PMPD_OK);
@@ -171,20 +151,20 @@ static void test_batched_prefill_equals_token_by_token(void **state)
             assert_int_equal(pmpd_session_decode(s2, bos_ids[i], &l2), PMPD_OK);
             assert_true(max_abs_diff(l1, l2, 512) <= 1e-6f);
         }
-        close_session(s2, m2);
+        test_session_close(s2, m2);
     }
-    close_session(s1, m1);
+    test_session_close(s1, m1);
 }
 
 /* Runs the first n reference ids and returns the final logits in out. */
 static void logits_after(const pmpd_model *model, const pmpd_session_config *config, size_t n, float *out)
 {
     void *memory;
-    pmpd_session *s = open_session(model, config, &memory);
+    pmpd_session *s = test_session_open(model, config, &memory);
     const float *logits = NULL;
     assert_int_equal(pmpd_session_prefill(s, bos_ids, n, &logits), PMPD_OK);
     memcpy(out, logits, 512 * sizeof(float));
-    close_session(s, memory);
+    test_session_close(s, memory);
 }
 
 static void test_variants_stay_close_to_f32(void **state)

@@ -130,12 +130,4 @@ static void fixture_free(fixture_model *f)
     free(f);
 }
 
-/* The first PMPD_ARENA_ALIGNMENT-aligned byte of a block allocated with
- * PMPD_ARENA_ALIGNMENT bytes to spare, so planned arena figures are exact. */
-static void *fixture_aligned(void *block)
-{
-    uintptr_t a = (uintptr_t)block;
-    return (unsigned char *)block + (PMPD_ARENA_ALIGNMENT - a % PMPD_ARENA_ALIGNMENT) % PMPD_ARENA_ALIGNMENT;
-}
-
 #endif

@@ -18,6 +18,7 @@
 #include <math.h>
 
 #include "pmpd_impl/model/session.h"
+#include "tests/support/test_models.h"
 #include "tests/test_forward_fixture.h"
 
 #define CAL_SEQUENCES 2
@@ -35,24 +36,10 @@ static float *reference_logits;                          /* [PROMPTS][CONTINUATI
 static pmpd_session *open_session(uint32_t kv_type, uint32_t context, void **block)
 {
     pmpd_session_config config;
-    pmpd_session *s = NULL;
-    pmpd_arena arena;
-    size_t bytes = 0;
     pmpd_session_config_init(&config);
     config.kv_type = kv_type;
     config.context_length = context;
-    assert_int_equal(pmpd_session_plan(&model->model, &config, &bytes), PMPD_OK);
-    *block = malloc(bytes + PMPD_ARENA_ALIGNMENT);
-    assert_non_null(*block);
-    assert_int_equal(pmpd_arena_init(&arena, fixture_aligned(*block), bytes), PMPD_OK);
-    assert_int_equal(pmpd_session_create(&model->model, &config, &arena, &s), PMPD_OK);
-    return s;
-}
-
-static void close_session(pmpd_session *s, void *block)
-{
-    pmpd_session_destroy(s);
-    free(block);
+    return test_session_open(&model->model, &config, block);
 }
 
 static int32_t argmax(const float *logits)
@@ -122,7 +109,7 @@ static void collect_calibration(void)
             memcpy(calibration_values + to, (const float *)s->kv.v + from, per_sequence * sizeof(float));
         }
     }
-    close_session(s, block);
+    test_session_close(s, block);
 }
 
 /* A codebook section trained on the calibration data: one key/value pair
@@ -184,7 +171,7 @@ static int setup(void **state)
                 assert_int_equal(pmpd_session_decode(s, reference[p][i], &logits), PMPD_OK);
         }
     }
-    close_session(s, block);
+    test_session_close(s, block);
     collect_calibration();
     return 0;
 }
@@ -244,7 +231,7 @@ static quality evaluate(uint32_t kv_type, const char *label)
         q.rouge_l += rouge_l(own, reference[p], CONTINUATION);
     }
     bytes = pmpd_kv_cache_bytes_in_use(&s->kv, 1);
-    close_session(s, block);
+    test_session_close(s, block);
     q.kl /= PROMPTS * CONTINUATION;
     q.top1 /= PROMPTS * CONTINUATION;
     q.rouge_l /= PROMPTS;
@@ -330,25 +317,20 @@ static void test_pq_window_and_bytes(void **state)
     model->model.n_sections = 1;
     for (w = 0; w < 4; w++) {
         pmpd_session_config config;
-        pmpd_session *s = NULL;
-        pmpd_arena arena;
+        pmpd_session *s;
         void *block;
         size_t window = windows[w] ? windows[w] : info->head_dim, per_token = 2 * (info->head_dim / 4);
         pmpd_session_config_init(&config);
         config.kv_type = PMPD_KV_PQ;
         config.context_length = 64;
         config.kv_window = windows[w];
-        assert_int_equal(pmpd_session_plan(&model->model, &config, &bytes), PMPD_OK);
-        block = malloc(bytes + PMPD_ARENA_ALIGNMENT);
-        assert_non_null(block);
-        assert_int_equal(pmpd_arena_init(&arena, fixture_aligned(block), bytes), PMPD_OK);
-        assert_int_equal(pmpd_session_create(&model->model, &config, &arena, &s), PMPD_OK);
+        s = test_session_open(&model->model, &config, &block);
         assert_int_equal(pmpd_session_prefill(s, prompt, 20, NULL), PMPD_OK);
         assert_int_equal(s->kv.quantized.layers[0].window, window);
         assert_int_equal(pmpd_session_kv_bytes(s, &bytes), PMPD_OK);
         assert_int_equal(bytes, (size_t)info->n_layers * info->n_kv_heads *
                                     (20 * per_token + 2 * window * info->head_dim * sizeof(float)));
-        close_session(s, block);
+        test_session_close(s, block);
     }
     model->model.sections = NULL;
     model->model.n_sections = 0;

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "pmpd.h"
+#include "tests/support/test_models.h"
 #include "tests/support/test_support.h"
 
 #define MAX_IDS 600
@@ -79,18 +80,6 @@ static void close_converted(opened_model *m)
     free(m->block);
 }
 
-static pmpd_session *new_session(const pmpd_model *model, void **block)
-{
-    pmpd_arena arena;
-    pmpd_session *s = NULL;
-    size_t bytes;
-    assert_int_equal(pmpd_session_plan(model, NULL, &bytes), PMPD_OK);
-    *block = malloc(bytes + PMPD_ARENA_ALIGNMENT);
-    pmpd_arena_init(&arena, *block, bytes + PMPD_ARENA_ALIGNMENT);
-    assert_int_equal(pmpd_session_create(model, NULL, &arena, &s), PMPD_OK);
-    return s;
-}
-
 /* Prefills ids[0..n_prompt), then greedy decoding must reproduce the rest. */
 static void check_greedy(const pmpd_model *model, const int32_t *ids, size_t n_ids, size_t n_prompt)
 {
@@ -100,7 +89,7 @@ static void check_greedy(const pmpd_model *model, const int32_t *ids, size_t n_i
     unsigned char sampler_memory[512 * 8 + 2 * PMPD_ARENA_ALIGNMENT];
     const float *logits = NULL;
     void *block;
-    pmpd_session *s = new_session(model, &block);
+    pmpd_session *s = test_session_open(model, NULL, &block);
     size_t i;
     pmpd_arena_init(&arena, sampler_memory, sizeof sampler_memory);
     assert_int_equal(pmpd_sampler_init(&sampler, &config, pmpd_model_get_info(model)->vocab_size, &arena),
@@ -166,7 +155,7 @@ static void test_checkpoint_first_16_logits(void **state)
     assert_non_null(expect);
     assert_int_equal(size, 16 * 512 * sizeof(float));
     assert_true(open_converted("stories260K.bin", "tok512.bin", &m));
-    s = new_session(m.model, &block);
+    s = test_session_open(m.model, NULL, &block);
     for (pos = 0; pos < 16; pos++) {
         const float *logits = NULL;
         size_t i;

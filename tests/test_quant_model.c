@@ -63,18 +63,10 @@ static void qm_close(qm_model *m)
 static pmpd_session *qm_session(const qm_model *m, uint32_t batch, void **block)
 {
     pmpd_session_config config;
-    pmpd_session *s = NULL;
-    pmpd_arena arena;
-    size_t bytes = 0;
     pmpd_session_config_init(&config);
     config.prefill_batch = batch;
     config.n_threads = batch > 1 ? 2 : 1; /* the batched session splits rows and tokens over 2 threads */
-    assert_int_equal(pmpd_session_plan(m->model, &config, &bytes), PMPD_OK);
-    *block = malloc(bytes + PMPD_ARENA_ALIGNMENT);
-    assert_non_null(*block);
-    assert_int_equal(pmpd_arena_init(&arena, *block, bytes + PMPD_ARENA_ALIGNMENT), PMPD_OK);
-    assert_int_equal(pmpd_session_create(m->model, &config, &arena, &s), PMPD_OK);
-    return s;
+    return test_session_open(m->model, &config, block);
 }
 
 /* Logits after each token of s (teacher forcing), [position][vocab]. */

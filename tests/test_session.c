@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "tests/support/test_models.h"
 #include "tests/test_forward_fixture.h"
 
 static fixture_model *model;
@@ -54,13 +55,13 @@ static void test_plan_is_exact(void **state)
                     assert_int_equal(bytes % PMPD_ARENA_ALIGNMENT, 0);
                     block = malloc(bytes + PMPD_ARENA_ALIGNMENT);
                     /* One byte short fails cleanly and leaves the arena as it was. */
-                    assert_int_equal(pmpd_arena_init(&arena, fixture_aligned(block), bytes - 1), PMPD_OK);
+                    assert_int_equal(pmpd_arena_init(&arena, test_aligned(block), bytes - 1), PMPD_OK);
                     assert_int_equal(pmpd_session_create(&model->model, &config, &arena, &s),
                                      PMPD_ERR_OUT_OF_MEMORY);
                     assert_null(s);
                     assert_int_equal(arena.used, 0);
                     /* Exactly the planned bytes work, and the session runs in them. */
-                    assert_int_equal(pmpd_arena_init(&arena, fixture_aligned(block), bytes), PMPD_OK);
+                    assert_int_equal(pmpd_arena_init(&arena, test_aligned(block), bytes), PMPD_OK);
                     assert_int_equal(pmpd_session_create(&model->model, &config, &arena, &s), PMPD_OK);
                     assert_int_equal(arena.used, bytes);
                     {
@@ -99,7 +100,7 @@ static void test_plans_add_up(void **state)
         pmpd_session *sa = NULL, *sb = NULL;
         pmpd_sampler sampler;
         pmpd_status st;
-        assert_int_equal(pmpd_arena_init(&arena, fixture_aligned(block), total - shortfall), PMPD_OK);
+        assert_int_equal(pmpd_arena_init(&arena, test_aligned(block), total - shortfall), PMPD_OK);
         assert_int_equal(pmpd_session_create(&model->model, &a, &arena, &sa), PMPD_OK);
         assert_int_equal(pmpd_sampler_init(&sampler, &sampling, model->model.info.vocab_size, &arena), PMPD_OK);
         st = pmpd_session_create(&model->model, &b, &arena, &sb);
@@ -115,17 +116,10 @@ static void test_plans_add_up(void **state)
 static pmpd_session *small_session(uint32_t context, void **block)
 {
     pmpd_session_config config;
-    pmpd_arena arena;
-    pmpd_session *s = NULL;
-    size_t bytes;
     pmpd_session_config_init(&config);
     config.context_length = context;
     config.prefill_batch = 4;
-    assert_int_equal(pmpd_session_plan(&model->model, &config, &bytes), PMPD_OK);
-    *block = malloc(bytes + PMPD_ARENA_ALIGNMENT);
-    assert_int_equal(pmpd_arena_init(&arena, fixture_aligned(*block), bytes), PMPD_OK);
-    assert_int_equal(pmpd_session_create(&model->model, &config, &arena, &s), PMPD_OK);
-    return s;
+    return test_session_open(&model->model, &config, block);
 }
 
 static void test_bad_requests_get_statuses(void **state)
@@ -224,7 +218,7 @@ static void *greedy_thread(void *arg)
     if (run->status != PMPD_OK)
         return NULL;
     block = malloc(bytes + PMPD_ARENA_ALIGNMENT);
-    pmpd_arena_init(&arena, fixture_aligned(block), bytes);
+    pmpd_arena_init(&arena, test_aligned(block), bytes);
     run->status = pmpd_session_create(&model->model, &config, &arena, &s);
     for (i = 0; run->status == PMPD_OK && i < 120; i++) {
         int32_t t, best = 0;

@@ -1,7 +1,13 @@
 #include "tests/support/test_models.h"
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 #include "pmpd_impl/offline/import/import.h"
 #include "tests/support/test_support.h"
@@ -54,4 +60,29 @@ void test_container_free(test_container *c)
 {
     free(c->block);
     memset(c, 0, sizeof *c);
+}
+
+void *test_aligned(void *block)
+{
+    uintptr_t a = (uintptr_t)block;
+    return (unsigned char *)block + (PMPD_ARENA_ALIGNMENT - a % PMPD_ARENA_ALIGNMENT) % PMPD_ARENA_ALIGNMENT;
+}
+
+pmpd_session *test_session_open(const pmpd_model *model, const pmpd_session_config *config, void **block)
+{
+    size_t bytes = 0;
+    pmpd_arena arena;
+    pmpd_session *s = NULL;
+    assert_int_equal(pmpd_session_plan(model, config, &bytes), PMPD_OK);
+    *block = malloc(bytes + PMPD_ARENA_ALIGNMENT);
+    assert_non_null(*block);
+    assert_int_equal(pmpd_arena_init(&arena, test_aligned(*block), bytes), PMPD_OK);
+    assert_int_equal(pmpd_session_create(model, config, &arena, &s), PMPD_OK);
+    return s;
+}
+
+void test_session_close(pmpd_session *s, void *block)
+{
+    pmpd_session_destroy(s);
+    free(block);
 }

@@ -27,4 +27,14 @@ pmpd_status test_stories_container(test_container *c);
 
 void test_container_free(test_container *c);
 
+/* The first PMPD_ARENA_ALIGNMENT-aligned byte of a block allocated with
+ * PMPD_ARENA_ALIGNMENT bytes to spare, so planned arena figures are exact. */
+void *test_aligned(void *block);
+
+/* A session of model (config may be NULL) in a fresh malloc'ed arena of
+ * exactly the planned size, so a short plan fails here; each step is a
+ * cmocka assertion.  *block is what test_session_close frees. */
+pmpd_session *test_session_open(const pmpd_model *model, const pmpd_session_config *config, void **block);
+void test_session_close(pmpd_session *s, void *block);
+
 #endif
