@@ -171,7 +171,8 @@ amalgamation-test: build/pmpd.h
 	  echo "== amalgamated header alone with $$cc"; \
 	  $$cc $(AMALG_FLAGS) -O1 -o build/amalgamation-$$cc tests/amalgamation/main.c -lm -pthread && \
 	  ./build/amalgamation-$$cc || exit 1; \
-	  $$cc $(AMALG_FLAGS) -DPMPD_OFFLINE=1 -O1 -c -o build/amalgamation-offline-$$cc.o tests/amalgamation/main.c || exit 1; \
+	  $$cc $(AMALG_FLAGS) -DPMPD_OFFLINE=1 -O1 -o build/amalgamation-offline-$$cc tests/amalgamation/main.c -lm -pthread && \
+	  ./build/amalgamation-offline-$$cc || exit 1; \
 	done
 
 # ---- the runtime must never reach for the heap ---------------------------
