@@ -183,9 +183,9 @@ static void test_decision_becomes_monotone_schedule(void **state)
 {
     static const int32_t prompt[4] = {1, 403, 407, 261};
     static const uint32_t choice[2] = {2, 1}; /* 4->3 at 2*OL/3 = 20, 3->2 at OL/3 = 10 */
-    pmpd_session *s = NULL;
-    pmpd_arena arena, scratch;
-    size_t size, bytes = 0;
+    pmpd_session *s;
+    pmpd_arena scratch;
+    size_t size;
     unsigned char *section;
     void *block, *scratch_block = malloc(65536);
     pmpd_precision_schedule start;
@@ -193,11 +193,8 @@ static void test_decision_becomes_monotone_schedule(void **state)
     (void)state;
     lst_open(&m);
     section = lst_constant_section(2 * pmpd_model_get_info(m.model)->head_dim, choice, &size);
-    assert_int_equal(pmpd_session_plan(m.model, NULL, &bytes), PMPD_OK);
-    block = malloc(bytes + 64);
-    pmpd_arena_init(&arena, block, bytes + 64);
+    s = test_session_open(m.model, NULL, &block);
     pmpd_arena_init(&scratch, scratch_block, 65536);
-    assert_int_equal(pmpd_session_create(m.model, NULL, &arena, &s), PMPD_OK);
     assert_int_equal(pmpd_session_apply_learned_scheduler(s, section, size, &scratch), PMPD_ERR_STATE);
     pmpd_precision_schedule_uniform(&start, 3, 0);
     assert_int_equal(pmpd_session_set_precision(s, &start), PMPD_OK);
@@ -211,9 +208,8 @@ static void test_decision_becomes_monotone_schedule(void **state)
         assert_int_equal(pmpd_session_decode_bits(s), step < 20 ? 4 : 2);
         assert_int_equal(pmpd_session_decode(s, 300, NULL), PMPD_OK);
     }
-    pmpd_session_destroy(s);
+    test_session_close(s, block);
     free(section);
-    free(block);
     free(scratch_block);
     lst_close(&m);
 }
