@@ -65,7 +65,7 @@ LIB := $(BUILD)/libpmpd.a
 OFFLINE_LIB := $(BUILD)/libpmpd_offline.a
 
 .PHONY: all lib examples tests test check amalgamation amalgamation-test heap-check \
-        check-native check-asan check-aarch64 check-arm32 deps size install bench demo fuzz fuzz-replay \
+        check-native check-asan check-aarch64 check-arm32 deps size install bench demo firmware-example fuzz fuzz-replay \
         clean help
 
 all: lib examples
@@ -127,6 +127,7 @@ check: deps
 	$(MAKE) check-native
 	$(MAKE) check-asan
 	$(MAKE) amalgamation-test
+	$(MAKE) firmware-example
 	$(MAKE) heap-check
 	$(MAKE) fuzz-replay
 	$(MAKE) check-aarch64
@@ -260,6 +261,24 @@ $(DEMO_MODEL): $(BUILD)/pmpd-convert
 bench: $(BUILD)/pmpd-bench
 	$(BUILD)/pmpd-bench
 
+# Firmware-style embedding (examples/firmware): the single header on the
+# "none" platform, the model linked in as a const array, one static arena.
+# Its ids must equal llama2.c's greedy continuation of "Once upon a time".
+FIRMWARE_IDS := ../shared/vectors/stories260K_once_greedy.ids
+firmware-example: build/pmpd.h $(DEMO_MODEL)
+	@mkdir -p build/firmware
+	sh examples/firmware/embed-model.sh $(DEMO_MODEL) > build/firmware/model_blob.c
+	$(CC) $(AMALG_FLAGS) -O2 -DPMPD_PLATFORM_NONE=1 -Iexamples/firmware -o build/firmware/firmware \
+	  examples/firmware/main.c build/firmware/model_blob.c -lm
+	./build/firmware/firmware > build/firmware/output.txt
+	@sed -n 2,3p build/firmware/output.txt
+	@if [ -f $(FIRMWARE_IDS) ]; then \
+	  n=$$(head -1 build/firmware/output.txt | wc -w); \
+	  head -1 build/firmware/output.txt | tr ' ' '\n' > build/firmware/ids.txt; \
+	  tr ' ' '\n' < $(FIRMWARE_IDS) | head -$$n | cmp -s - build/firmware/ids.txt && \
+	  echo "firmware-example: $$n ids equal llama2.c's" || { echo "firmware-example: ids differ from llama2.c's"; exit 1; }; \
+	fi
+
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 $(LIB) $(OFFLINE_LIB) $(DESTDIR)$(PREFIX)/lib/
@@ -277,6 +296,7 @@ help:
 	@echo "                  32-bit armhf under qemu-arm"
 	@echo "make demo         convert stories260K and generate a story"
 	@echo "make bench        benchmarks (memory bandwidth, kernels, end to end)"
+	@echo "make firmware-example  single header + none platform + model in a const array"
 	@echo "make amalgamation build/pmpd.h, the single-header library"
 	@echo "make fuzz FUZZ_SECONDS=N   run every libFuzzer harness for N seconds"
 	@echo "make size         text/data/bss of the runtime, host and aarch64"
