@@ -78,17 +78,6 @@ static void aps_schedule_4_3_2(pmpd_precision_schedule *schedule, uint32_t to_3,
     schedule->from_step[2] = to_2;
 }
 
-/* The greedy choice (lowest id on ties). */
-static int32_t aps_argmax(const float *logits, uint32_t vocab)
-{
-    int32_t next = 0;
-    uint32_t i;
-    for (i = 1; i < vocab; i++)
-        if (logits[i] > logits[next])
-            next = (int32_t)i;
-    return next;
-}
-
 /* Logits after the prompt and after each greedy decode step, in order. */
 static void aps_run(aps_model *m, const pmpd_precision_schedule *schedule, float *out, unsigned *widths)
 {
@@ -102,7 +91,7 @@ static void aps_run(aps_model *m, const pmpd_precision_schedule *schedule, float
     assert_int_equal(pmpd_session_prefill(s, aps_prompt, APS_PROMPT_TOKENS, &logits), PMPD_OK);
     memcpy(out, logits, vocab * sizeof(float));
     for (step = 0; step < APS_DECODE_TOKENS; step++) {
-        int32_t next = aps_argmax(logits, vocab);
+        int32_t next = test_argmax(logits, vocab);
         assert_int_equal(pmpd_session_decode_step(s), step);
         if (widths)
             widths[step] = pmpd_session_decode_bits(s);
@@ -181,7 +170,7 @@ static void test_schedule_switches_between_tokens(void **state)
     assert_int_equal(pmpd_session_prefill(s, aps_prompt, APS_PROMPT_TOKENS, &logits), PMPD_OK);
     memcpy(by_hand, logits, vocab * sizeof(float));
     for (step = 0; step < APS_DECODE_TOKENS; step++) {
-        int32_t next = aps_argmax(logits, vocab);
+        int32_t next = test_argmax(logits, vocab);
         pmpd_precision_schedule_uniform(&manual, 4, step < 2 ? 4 : step < 5 ? 3 : 2);
         assert_int_equal(pmpd_session_set_precision(s, &manual), PMPD_OK);
         assert_int_equal(pmpd_session_decode(s, next, &logits), PMPD_OK);

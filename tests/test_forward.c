@@ -90,10 +90,7 @@ static void check_greedy(const pmpd_model *model, const pmpd_session_config *con
     size_t i;
     assert_int_equal(pmpd_session_prefill(s, ids, n_prompt, &logits), PMPD_OK);
     for (i = n_prompt; i < n_ids; i++) {
-        int32_t best = 0, t;
-        for (t = 1; t < 512; t++)
-            if (logits[t] > logits[best])
-                best = t;
+        int32_t best = test_argmax(logits, 512);
         if (best != ids[i])
             fail_msg("position %zu: greedy token %d, llama2.c %d", i, (int)best, (int)ids[i]);
         if (i + 1 < n_ids)

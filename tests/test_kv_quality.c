@@ -42,15 +42,6 @@ static pmpd_session *open_session(uint32_t kv_type, uint32_t context, void **blo
     return test_session_open(&model->model, &config, block);
 }
 
-static int32_t argmax(const float *logits)
-{
-    uint32_t i, best = 0;
-    for (i = 1; i < model->model.info.vocab_size; i++)
-        if (logits[i] > logits[best])
-            best = i;
-    return (int32_t)best;
-}
-
 static int32_t sample(const float *logits, test_rng *rng)
 {
     uint32_t i, n = model->model.info.vocab_size;
@@ -166,7 +157,7 @@ static int setup(void **state)
         assert_int_equal(pmpd_session_prefill(s, prompts[p], PROMPT_LENGTH, &logits), PMPD_OK);
         for (i = 0; i < CONTINUATION; i++) {
             memcpy(reference_logits + (p * CONTINUATION + i) * vocab, logits, vocab * sizeof(float));
-            reference[p][i] = argmax(logits);
+            reference[p][i] = test_argmax(logits, model->model.info.vocab_size);
             if (i + 1 < CONTINUATION)
                 assert_int_equal(pmpd_session_decode(s, reference[p][i], &logits), PMPD_OK);
         }
@@ -217,14 +208,14 @@ static quality evaluate(uint32_t kv_type, const char *label)
         for (i = 0; i < CONTINUATION; i++) {
             const float *ref = reference_logits + (p * CONTINUATION + i) * vocab;
             q.kl += test_softmax_kl(ref, logits, vocab);
-            q.top1 += argmax(logits) == reference[p][i];
+            q.top1 += test_argmax(logits, model->model.info.vocab_size) == reference[p][i];
             if (i + 1 < CONTINUATION)
                 assert_int_equal(pmpd_session_decode(s, reference[p][i], &logits), PMPD_OK);
         }
         assert_int_equal(pmpd_session_reset(s), PMPD_OK);
         assert_int_equal(pmpd_session_prefill(s, prompts[p], PROMPT_LENGTH, &logits), PMPD_OK);
         for (i = 0; i < CONTINUATION; i++) {
-            own[i] = argmax(logits);
+            own[i] = test_argmax(logits, model->model.info.vocab_size);
             if (i + 1 < CONTINUATION)
                 assert_int_equal(pmpd_session_decode(s, own[i], &logits), PMPD_OK);
         }

@@ -89,15 +89,6 @@ static float *qm_teacher_forced(const qm_model *m, const qm_sequence *s)
     return out;
 }
 
-static size_t qm_argmax(const float *x, size_t n)
-{
-    size_t i, best = 0;
-    for (i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
-}
-
 typedef struct qm_quality {
     double kl, top1, prefill_kl;
     size_t greedy_prefix;
@@ -120,11 +111,11 @@ static qm_quality qm_measure(uint32_t type, const float *ref_bos, const float *r
     once = qm_teacher_forced(&m, &qm_once);
     for (i = 0; i + 1 < qm_bos.n; i++, n++) {
         kl += test_softmax_kl(ref_bos + i * vocab, bos + i * vocab, vocab);
-        agree += qm_argmax(ref_bos + i * vocab, vocab) == qm_argmax(bos + i * vocab, vocab);
+        agree += test_argmax(ref_bos + i * vocab, vocab) == test_argmax(bos + i * vocab, vocab);
     }
     for (i = 0; i + 1 < qm_once.n; i++, n++) {
         kl += test_softmax_kl(ref_once + i * vocab, once + i * vocab, vocab);
-        agree += qm_argmax(ref_once + i * vocab, vocab) == qm_argmax(once + i * vocab, vocab);
+        agree += test_argmax(ref_once + i * vocab, vocab) == test_argmax(once + i * vocab, vocab);
     }
     q.kl = kl / (double)n;
     q.top1 = (double)agree / (double)n;
@@ -142,7 +133,7 @@ static qm_quality qm_measure(uint32_t type, const float *ref_bos, const float *r
     assert_int_equal(pmpd_session_prefill(s, qm_bos.ids, 1, &logits), PMPD_OK);
     q.greedy_prefix = 0;
     for (i = 1; i < qm_bos.n; i++) {
-        int32_t next = (int32_t)qm_argmax(logits, vocab);
+        int32_t next = test_argmax(logits, vocab);
         matched += next == qm_bos.ids[i];
         if (matched == i)
             q.greedy_prefix = i;

@@ -60,6 +60,15 @@ size_t test_read_vector_ids(const char *name, int32_t *ids, size_t max)
     return n;
 }
 
+int32_t test_argmax(const float *logits, size_t n)
+{
+    size_t i, best = 0;
+    for (i = 1; i < n; i++)
+        if (logits[i] > logits[best])
+            best = i;
+    return (int32_t)best;
+}
+
 double test_softmax_kl(const float *ref, const float *got, size_t n)
 {
     double mr = ref[0], mg = got[0], zr = 0.0, zg = 0.0, kl = 0.0;

@@ -21,6 +21,10 @@ unsigned char *test_read_file(const char *path, size_t *size);
  * cannot be read. */
 size_t test_read_vector_ids(const char *name, int32_t *ids, size_t max);
 
+/* The greedy choice among n logits: the index of the largest, the lowest
+ * index on ties. */
+int32_t test_argmax(const float *logits, size_t n);
+
 /* KL(p_ref || p_got) of the softmax distributions of two logit vectors of
  * length n, in double precision. */
 double test_softmax_kl(const float *ref, const float *got, size_t n);
