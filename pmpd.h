@@ -314,237 +314,6 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path,
 #endif
 
 /* ======================================================================
- * Nested any-precision weights, PMPD
- * ====================================================================== */
-
-/* Widest code a PMPD_TENSOR_ANYPREC tensor may hold. */
-#define PMPD_ANYPREC_MAX_BITS 8
-
-/* Bytes of a PMPD_TENSOR_ANYPREC tensor of rows x cols whose tree starts
- * with a seed_bits-bit k-means and is split down to parent_bits bits
- * (1 <= seed_bits <= parent_bits <= PMPD_ANYPREC_MAX_BITS); layout in
- * README.md, "ANYPREC tensors".  Such a tensor can be used at any width
- * from seed_bits to parent_bits.
- * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL bytes, widths out of range, zero
- * or over 2^31 rows or cols), PMPD_ERR_OVERFLOW. */
-pmpd_status pmpd_anyprec_size(uint64_t rows, uint64_t cols, unsigned seed_bits, unsigned parent_bits,
-                              uint64_t *bytes);
-
-/* Precision in a session.  A model whose matrices are PMPD_TENSOR_ANYPREC
- * runs each forward pass at one width (bits per weight).  Prefill runs at
- * prefill_bits; decode step t (t = 0 for the first decode call after a
- * prefill) runs at decode_bits[i] for the last i with from_step[i] <= t.
- * Widths only go down: decode_bits is strictly decreasing and from_step
- * non-decreasing with from_step[0] == 0; PMPD_SCHEDULE_NEVER marks a width
- * never reached.  A width of 0 means each tensor's widest; a width outside
- * what a tensor holds is clamped to its range.  Changing width between two
- * tokens costs nothing: the kernels read fewer bit-planes and another
- * centroid table of the same weights. */
-#define PMPD_SCHEDULE_MAX_WIDTHS 8
-#define PMPD_SCHEDULE_NEVER UINT32_MAX
-
-typedef struct pmpd_precision_schedule {
-    uint32_t prefill_bits;
-    uint32_t n_widths;                              /* 1..PMPD_SCHEDULE_MAX_WIDTHS */
-    uint32_t decode_bits[PMPD_SCHEDULE_MAX_WIDTHS];
-    uint32_t from_step[PMPD_SCHEDULE_MAX_WIDTHS];
-} pmpd_precision_schedule;
-
-/* Fills *schedule with one prefill width and one decode width. */
-void pmpd_precision_schedule_uniform(pmpd_precision_schedule *schedule, unsigned prefill_bits,
-                                     unsigned decode_bits);
-
-/* The decode width at decode step `step` (0 = widest). */
-unsigned pmpd_precision_schedule_bits_at(const pmpd_precision_schedule *schedule, uint32_t step);
-
-/* Checks the rules above.  Errors: PMPD_ERR_INVALID_ARGUMENT. */
-pmpd_status pmpd_precision_schedule_check(const pmpd_precision_schedule *schedule);
-
-/* Serialized form (the PMPD_SECTION_PRECISION_SCHEDULE section, version 1):
- * little-endian u32 prefill_bits, n_widths, then n_widths pairs
- * (decode_bits, from_step).  Writes at most capacity bytes to out and the
- * size to *size.  Errors: PMPD_ERR_INVALID_ARGUMENT (bad schedule, NULL, or
- * capacity too small: *size then holds the bytes needed). */
-pmpd_status pmpd_precision_schedule_encode(const pmpd_precision_schedule *schedule, void *out,
-                                           size_t capacity, size_t *size);
-
-/* Reads the model's static schedule section.  Errors: PMPD_ERR_NOT_FOUND
- * (no such section), PMPD_ERR_FORMAT_VERSION, PMPD_ERR_FORMAT_SHAPE (size
- * disagrees with n_widths), PMPD_ERR_FORMAT_VALUE (rules broken), with err
- * naming the field. */
-pmpd_status pmpd_precision_schedule_from_model(const pmpd_model *model, pmpd_precision_schedule *schedule,
-                                               pmpd_error *err);
-
-/* Smallest seed width and largest parent width over the model's ANYPREC
- * tensors.  Errors: PMPD_ERR_NOT_FOUND (the model has none). */
-pmpd_status pmpd_model_anyprec_widths(const pmpd_model *model, unsigned *seed_bits, unsigned *parent_bits);
-
-/* Makes the session follow schedule from now on (NULL: widest everywhere).
- * The schedule is copied.  Errors: PMPD_ERR_INVALID_ARGUMENT (NULL session,
- * bad schedule), PMPD_ERR_STATE (destroyed session). */
-struct pmpd_session;
-pmpd_status pmpd_session_set_precision(struct pmpd_session *session, const pmpd_precision_schedule *schedule);
-
-/* The width the next decode call will use (0 = widest) and the number of
- * decode calls since the last prefill. */
-unsigned pmpd_session_decode_bits(const struct pmpd_session *session);
-uint32_t pmpd_session_decode_step(const struct pmpd_session *session);
-
-/* Learned PMPD scheduler: call right after a prefill.  Pools the last
- * layer's keys and values of the prompt with the learned classifiers (one
- * per pair of adjacent widths, layout in
- * pmpd_impl/precision/learned_scheduler.h), picks each pair's switch step,
- * and replaces the session's decode schedule (the prefill width is kept).
- * weights/size are the PMPD_SECTION_LEARNED_SCHEDULER bytes, or NULL to use
- * the model's section.  Working memory, about 4*(T*(D+M) + 3*M*D + H + N)
- * bytes plus 7*64 for T prompt positions, comes from scratch and is given
- * back before returning.  Errors: PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_STATE
- * (destroyed session or no prefill), PMPD_ERR_NOT_FOUND (no section),
- * PMPD_ERR_FORMAT_* (malformed weights, feature size not 2*head_dim),
- * PMPD_ERR_UNSUPPORTED (KV cache neither f32 nor f16),
- * PMPD_ERR_OUT_OF_MEMORY (scratch too small). */
-pmpd_status pmpd_session_apply_learned_scheduler(struct pmpd_session *session, const void *weights, size_t size,
-                                                 pmpd_arena *scratch);
-
-#if defined(PMPD_OFFLINE) && PMPD_OFFLINE
-/* Quantizes rows [row_begin, row_end) of the row-major float matrix
- * w[rows][cols] into out (out_size bytes, at least pmpd_anyprec_size, and
- * zero-filled by the caller before the first call), also writing the
- * header.  Per row: a weighted 1-D k-means with 2^seed_bits clusters, then
- * every cluster split by the optimal weighted 2-means, level by level, up to
- * parent_bits.  importance[cols] weighs the columns (e.g. mean squared
- * input activation); NULL weighs them equally.  Deterministic.  Call it on
- * row ranges to show progress.  Uses the heap.
- * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL, bad widths, bad range, out_size
- * too small, importance not positive and finite), PMPD_ERR_FORMAT_NONFINITE
- * (a weight is NaN or infinite), PMPD_ERR_OUT_OF_MEMORY. */
-pmpd_status pmpd_anyprec_quantize(const float *w, uint64_t rows, uint64_t cols, const float *importance,
-                                  unsigned seed_bits, unsigned parent_bits, uint64_t row_begin,
-                                  uint64_t row_end, void *out, size_t out_size);
-
-/* ---- Calibration (offline, heap): data-free sets and quality metrics ---- */
-
-/* How a calibration set is drawn from the float model: n_prompts prompts of
- * BOS + prompt_length tokens sampled at temperature (BOS excluded), each
- * continued greedily for output_length tokens by the float model. */
-typedef struct pmpd_calibration_config {
-    uint32_t n_prompts;
-    uint32_t prompt_length;
-    uint32_t output_length;  /* OL */
-    uint64_t seed;
-    float temperature;
-} pmpd_calibration_config;
-
-/* 32 prompts of 8 tokens, 48 output tokens, temperature 1. */
-void pmpd_calibration_config_init(pmpd_calibration_config *config);
-
-/* Which set a sample is for; each uses its own range of seeds, so the sets
- * never share a prompt stream. */
-#define PMPD_CALIBRATION_TRAIN 0u
-#define PMPD_CALIBRATION_VALIDATION 1u
-#define PMPD_CALIBRATION_TEST 2u
-
-typedef struct pmpd_calibration_set {
-    uint32_t n_prompts, prompt_length, output_length, vocab_size;
-    int32_t *prompts;         /* [n_prompts][prompt_length], BOS first */
-    int32_t *reference;       /* [n_prompts][output_length] float greedy tokens */
-    float *reference_logits;  /* [n_prompts][output_length][vocab] float logits */
-} pmpd_calibration_set;
-
-/* Samples set `which` (PMPD_CALIBRATION_*) from float_model.  Free with
- * pmpd_calibration_set_free.  Errors: PMPD_ERR_INVALID_ARGUMENT (prompt +
- * output longer than seq_len), PMPD_ERR_OUT_OF_MEMORY, session errors. */
-pmpd_status pmpd_calibration_set_sample(const pmpd_model *float_model, const pmpd_calibration_config *config,
-                                        uint32_t which, pmpd_calibration_set *set);
-void pmpd_calibration_set_free(pmpd_calibration_set *set);
-
-/* The same from a user's prompts: n_prompts rows of prompt_length tokens
- * (BOS first, as the set stores them), continued by the float model.
- * Errors: as above, plus PMPD_ERR_TOKEN_RANGE. */
-pmpd_status pmpd_calibration_set_from_prompts(const pmpd_model *float_model, const int32_t *prompts,
-                                              uint32_t n_prompts, uint32_t prompt_length, uint32_t output_length,
-                                              pmpd_calibration_set *set);
-
-/* Quality against the float reference, averaged over the set: token-level
- * Rouge-L (LCS F-measure) of the greedy output, next-token KL(float ||
- * model) in nats and top-1 agreement under teacher forcing along the
- * reference, and the mean width of the decode steps. */
-typedef struct pmpd_calibration_quality {
-    double rouge_l, kl, top1, average_decode_bits;
-} pmpd_calibration_quality;
-
-/* Runs every prompt of set through `model` at the schedule's widths (NULL:
- * widest).  A model without ANYPREC tensors reports 32 decode bits. */
-pmpd_status pmpd_calibration_evaluate(const pmpd_model *model, const pmpd_calibration_set *set,
-                                      const pmpd_precision_schedule *schedule, pmpd_calibration_quality *quality);
-
-/* Every configuration a solver evaluated, for tables and plots. */
-#define PMPD_CALIBRATION_MAX_CANDIDATES 64
-typedef struct pmpd_calibration_report {
-    uint32_t n;
-    pmpd_precision_schedule schedule[PMPD_CALIBRATION_MAX_CANDIDATES];
-    pmpd_calibration_quality quality[PMPD_CALIBRATION_MAX_CANDIDATES];
-} pmpd_calibration_report;
-
-/* Phase-aware allocation: evaluates every (prefill, decode) width pair with
- * decode <= prefill on the set and picks the one with the lowest decode
- * width, then the lowest prefill width, whose Rouge-L is at least the
- * widest pair's minus epsilon.  *best gets it as a uniform schedule,
- * *reference the widest pair's quality; report (may be NULL) every pair. */
-pmpd_status pmpd_precision_phase_aware(const pmpd_model *nested, const pmpd_calibration_set *validation,
-                                       double epsilon, pmpd_precision_schedule *best,
-                                       pmpd_calibration_quality *reference, pmpd_calibration_report *report);
-
-/* Static PMPD scheduler: with prefill at prefill_bits, decode widths from
- * the widest down to the seed width, and each width's switch step one of
- * n_candidates points {0, OL/(N-1), ..., never} (never earlier than a wider
- * width's), keeps the schedule with the lowest average decode width (then
- * the best Rouge-L) whose Rouge-L is at least the widest pair's minus
- * epsilon.  Errors: PMPD_ERR_INVALID_ARGUMENT (n_candidates outside 2..8),
- * PMPD_ERR_NOT_FOUND (no ANYPREC tensors), evaluation errors. */
-pmpd_status pmpd_precision_static_solve(const pmpd_model *nested, const pmpd_calibration_set *validation,
-                                        double epsilon, unsigned prefill_bits, unsigned n_candidates,
-                                        pmpd_precision_schedule *best, pmpd_calibration_report *report);
-
-/* As pmpd_calibration_evaluate, but each prompt's decode schedule comes
- * from the learned scheduler (weights: section bytes) applied after its
- * prefill at prefill_bits. */
-pmpd_status pmpd_calibration_evaluate_learned(const pmpd_model *nested, const pmpd_calibration_set *set,
-                                              unsigned prefill_bits, const void *weights, size_t size,
-                                              pmpd_calibration_quality *quality);
-
-/* Learned-scheduler training: N candidate switch steps, M pooling queries,
- * H hidden units, epochs over class-balanced (oversampled) data, Adam's
- * learning rate, and the seed of the initial weights and sampling. */
-typedef struct pmpd_learned_train_config {
-    uint32_t n_candidates, n_queries, hidden, epochs;
-    float learning_rate;
-    uint64_t seed;
-} pmpd_learned_train_config;
-
-/* N = 4, M = 4, H = 32, 150 epochs, learning rate 0.01. */
-void pmpd_learned_train_config_init(pmpd_learned_train_config *config);
-
-typedef struct pmpd_learned_train_report {
-    uint32_t n_pairs;
-    uint32_t label_counts[PMPD_SCHEDULE_MAX_WIDTHS][8]; /* [pair][candidate] */
-    double train_accuracy[PMPD_SCHEDULE_MAX_WIDTHS];
-} pmpd_learned_train_report;
-
-/* Trains one classifier per pair of adjacent widths (widest first) on the
- * training set's prompts, prefilled at prefill_bits.  Label of a prompt for
- * pair high -> low: the earliest candidate step whose greedy output's
- * Rouge-L against the float reference is at least that of staying at high.
- * *weights (malloc'ed, free() it) receives the section bytes, *size their
- * count; config NULL = defaults; report may be NULL.  Errors:
- * PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_NOT_FOUND (no ANYPREC tensors),
- * PMPD_ERR_OUT_OF_MEMORY, session errors. */
-pmpd_status pmpd_learned_scheduler_train(const pmpd_model *nested, const pmpd_calibration_set *train,
-                                         unsigned prefill_bits, const pmpd_learned_train_config *config,
-                                         void **weights, size_t *size, pmpd_learned_train_report *report);
-#endif
-
-/* ======================================================================
  * Inference: sessions, forward pass, sampler
  * ====================================================================== */
 
@@ -689,6 +458,236 @@ pmpd_status pmpd_sampler_init(pmpd_sampler *sampler, const pmpd_sampler_config *
  * state give the same token.  Errors: PMPD_ERR_INVALID_ARGUMENT. */
 pmpd_status pmpd_sampler_sample(pmpd_sampler *sampler, const float *logits, pmpd_rng *rng,
                                 int32_t *token);
+
+/* ======================================================================
+ * Nested any-precision weights, PMPD
+ * ====================================================================== */
+
+/* Widest code a PMPD_TENSOR_ANYPREC tensor may hold. */
+#define PMPD_ANYPREC_MAX_BITS 8
+
+/* Bytes of a PMPD_TENSOR_ANYPREC tensor of rows x cols whose tree starts
+ * with a seed_bits-bit k-means and is split down to parent_bits bits
+ * (1 <= seed_bits <= parent_bits <= PMPD_ANYPREC_MAX_BITS); layout in
+ * README.md, "ANYPREC tensors".  Such a tensor can be used at any width
+ * from seed_bits to parent_bits.
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL bytes, widths out of range, zero
+ * or over 2^31 rows or cols), PMPD_ERR_OVERFLOW. */
+pmpd_status pmpd_anyprec_size(uint64_t rows, uint64_t cols, unsigned seed_bits, unsigned parent_bits,
+                              uint64_t *bytes);
+
+/* Precision in a session.  A model whose matrices are PMPD_TENSOR_ANYPREC
+ * runs each forward pass at one width (bits per weight).  Prefill runs at
+ * prefill_bits; decode step t (t = 0 for the first decode call after a
+ * prefill) runs at decode_bits[i] for the last i with from_step[i] <= t.
+ * Widths only go down: decode_bits is strictly decreasing and from_step
+ * non-decreasing with from_step[0] == 0; PMPD_SCHEDULE_NEVER marks a width
+ * never reached.  A width of 0 means each tensor's widest; a width outside
+ * what a tensor holds is clamped to its range.  Changing width between two
+ * tokens costs nothing: the kernels read fewer bit-planes and another
+ * centroid table of the same weights. */
+#define PMPD_SCHEDULE_MAX_WIDTHS 8
+#define PMPD_SCHEDULE_NEVER UINT32_MAX
+
+typedef struct pmpd_precision_schedule {
+    uint32_t prefill_bits;
+    uint32_t n_widths;                              /* 1..PMPD_SCHEDULE_MAX_WIDTHS */
+    uint32_t decode_bits[PMPD_SCHEDULE_MAX_WIDTHS];
+    uint32_t from_step[PMPD_SCHEDULE_MAX_WIDTHS];
+} pmpd_precision_schedule;
+
+/* Fills *schedule with one prefill width and one decode width. */
+void pmpd_precision_schedule_uniform(pmpd_precision_schedule *schedule, unsigned prefill_bits,
+                                     unsigned decode_bits);
+
+/* The decode width at decode step `step` (0 = widest). */
+unsigned pmpd_precision_schedule_bits_at(const pmpd_precision_schedule *schedule, uint32_t step);
+
+/* Checks the rules above.  Errors: PMPD_ERR_INVALID_ARGUMENT. */
+pmpd_status pmpd_precision_schedule_check(const pmpd_precision_schedule *schedule);
+
+/* Serialized form (the PMPD_SECTION_PRECISION_SCHEDULE section, version 1):
+ * little-endian u32 prefill_bits, n_widths, then n_widths pairs
+ * (decode_bits, from_step).  Writes at most capacity bytes to out and the
+ * size to *size.  Errors: PMPD_ERR_INVALID_ARGUMENT (bad schedule, NULL, or
+ * capacity too small: *size then holds the bytes needed). */
+pmpd_status pmpd_precision_schedule_encode(const pmpd_precision_schedule *schedule, void *out,
+                                           size_t capacity, size_t *size);
+
+/* Reads the model's static schedule section.  Errors: PMPD_ERR_NOT_FOUND
+ * (no such section), PMPD_ERR_FORMAT_VERSION, PMPD_ERR_FORMAT_SHAPE (size
+ * disagrees with n_widths), PMPD_ERR_FORMAT_VALUE (rules broken), with err
+ * naming the field. */
+pmpd_status pmpd_precision_schedule_from_model(const pmpd_model *model, pmpd_precision_schedule *schedule,
+                                               pmpd_error *err);
+
+/* Smallest seed width and largest parent width over the model's ANYPREC
+ * tensors.  Errors: PMPD_ERR_NOT_FOUND (the model has none). */
+pmpd_status pmpd_model_anyprec_widths(const pmpd_model *model, unsigned *seed_bits, unsigned *parent_bits);
+
+/* Makes the session follow schedule from now on (NULL: widest everywhere).
+ * The schedule is copied.  Errors: PMPD_ERR_INVALID_ARGUMENT (NULL session,
+ * bad schedule), PMPD_ERR_STATE (destroyed session). */
+pmpd_status pmpd_session_set_precision(pmpd_session *session, const pmpd_precision_schedule *schedule);
+
+/* The width the next decode call will use (0 = widest) and the number of
+ * decode calls since the last prefill. */
+unsigned pmpd_session_decode_bits(const pmpd_session *session);
+uint32_t pmpd_session_decode_step(const pmpd_session *session);
+
+/* Learned PMPD scheduler: call right after a prefill.  Pools the last
+ * layer's keys and values of the prompt with the learned classifiers (one
+ * per pair of adjacent widths, layout in
+ * pmpd_impl/precision/learned_scheduler.h), picks each pair's switch step,
+ * and replaces the session's decode schedule (the prefill width is kept).
+ * weights/size are the PMPD_SECTION_LEARNED_SCHEDULER bytes, or NULL to use
+ * the model's section.  Working memory, about 4*(T*(D+M) + 3*M*D + H + N)
+ * bytes plus 7*64 for T prompt positions, comes from scratch and is given
+ * back before returning.  Errors: PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_STATE
+ * (destroyed session or no prefill), PMPD_ERR_NOT_FOUND (no section),
+ * PMPD_ERR_FORMAT_* (malformed weights, feature size not 2*head_dim),
+ * PMPD_ERR_UNSUPPORTED (KV cache neither f32 nor f16),
+ * PMPD_ERR_OUT_OF_MEMORY (scratch too small). */
+pmpd_status pmpd_session_apply_learned_scheduler(pmpd_session *session, const void *weights, size_t size,
+                                                 pmpd_arena *scratch);
+
+#if defined(PMPD_OFFLINE) && PMPD_OFFLINE
+/* Quantizes rows [row_begin, row_end) of the row-major float matrix
+ * w[rows][cols] into out (out_size bytes, at least pmpd_anyprec_size, and
+ * zero-filled by the caller before the first call), also writing the
+ * header.  Per row: a weighted 1-D k-means with 2^seed_bits clusters, then
+ * every cluster split by the optimal weighted 2-means, level by level, up to
+ * parent_bits.  importance[cols] weighs the columns (e.g. mean squared
+ * input activation); NULL weighs them equally.  Deterministic.  Call it on
+ * row ranges to show progress.  Uses the heap.
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL, bad widths, bad range, out_size
+ * too small, importance not positive and finite), PMPD_ERR_FORMAT_NONFINITE
+ * (a weight is NaN or infinite), PMPD_ERR_OUT_OF_MEMORY. */
+pmpd_status pmpd_anyprec_quantize(const float *w, uint64_t rows, uint64_t cols, const float *importance,
+                                  unsigned seed_bits, unsigned parent_bits, uint64_t row_begin,
+                                  uint64_t row_end, void *out, size_t out_size);
+
+/* ---- Calibration (offline, heap): data-free sets and quality metrics ---- */
+
+/* How a calibration set is drawn from the float model: n_prompts prompts of
+ * BOS + prompt_length tokens sampled at temperature (BOS excluded), each
+ * continued greedily for output_length tokens by the float model. */
+typedef struct pmpd_calibration_config {
+    uint32_t n_prompts;
+    uint32_t prompt_length;
+    uint32_t output_length;  /* OL */
+    uint64_t seed;
+    float temperature;
+} pmpd_calibration_config;
+
+/* 32 prompts of 8 tokens, 48 output tokens, temperature 1. */
+void pmpd_calibration_config_init(pmpd_calibration_config *config);
+
+/* Which set a sample is for; each uses its own range of seeds, so the sets
+ * never share a prompt stream. */
+#define PMPD_CALIBRATION_TRAIN 0u
+#define PMPD_CALIBRATION_VALIDATION 1u
+#define PMPD_CALIBRATION_TEST 2u
+
+typedef struct pmpd_calibration_set {
+    uint32_t n_prompts, prompt_length, output_length, vocab_size;
+    int32_t *prompts;         /* [n_prompts][prompt_length], BOS first */
+    int32_t *reference;       /* [n_prompts][output_length] float greedy tokens */
+    float *reference_logits;  /* [n_prompts][output_length][vocab] float logits */
+} pmpd_calibration_set;
+
+/* Samples set `which` (PMPD_CALIBRATION_*) from float_model.  Free with
+ * pmpd_calibration_set_free.  Errors: PMPD_ERR_INVALID_ARGUMENT (prompt +
+ * output longer than seq_len), PMPD_ERR_OUT_OF_MEMORY, session errors. */
+pmpd_status pmpd_calibration_set_sample(const pmpd_model *float_model, const pmpd_calibration_config *config,
+                                        uint32_t which, pmpd_calibration_set *set);
+void pmpd_calibration_set_free(pmpd_calibration_set *set);
+
+/* The same from a user's prompts: n_prompts rows of prompt_length tokens
+ * (BOS first, as the set stores them), continued by the float model.
+ * Errors: as above, plus PMPD_ERR_TOKEN_RANGE. */
+pmpd_status pmpd_calibration_set_from_prompts(const pmpd_model *float_model, const int32_t *prompts,
+                                              uint32_t n_prompts, uint32_t prompt_length, uint32_t output_length,
+                                              pmpd_calibration_set *set);
+
+/* Quality against the float reference, averaged over the set: token-level
+ * Rouge-L (LCS F-measure) of the greedy output, next-token KL(float ||
+ * model) in nats and top-1 agreement under teacher forcing along the
+ * reference, and the mean width of the decode steps. */
+typedef struct pmpd_calibration_quality {
+    double rouge_l, kl, top1, average_decode_bits;
+} pmpd_calibration_quality;
+
+/* Runs every prompt of set through `model` at the schedule's widths (NULL:
+ * widest).  A model without ANYPREC tensors reports 32 decode bits. */
+pmpd_status pmpd_calibration_evaluate(const pmpd_model *model, const pmpd_calibration_set *set,
+                                      const pmpd_precision_schedule *schedule, pmpd_calibration_quality *quality);
+
+/* Every configuration a solver evaluated, for tables and plots. */
+#define PMPD_CALIBRATION_MAX_CANDIDATES 64
+typedef struct pmpd_calibration_report {
+    uint32_t n;
+    pmpd_precision_schedule schedule[PMPD_CALIBRATION_MAX_CANDIDATES];
+    pmpd_calibration_quality quality[PMPD_CALIBRATION_MAX_CANDIDATES];
+} pmpd_calibration_report;
+
+/* Phase-aware allocation: evaluates every (prefill, decode) width pair with
+ * decode <= prefill on the set and picks the one with the lowest decode
+ * width, then the lowest prefill width, whose Rouge-L is at least the
+ * widest pair's minus epsilon.  *best gets it as a uniform schedule,
+ * *reference the widest pair's quality; report (may be NULL) every pair. */
+pmpd_status pmpd_precision_phase_aware(const pmpd_model *nested, const pmpd_calibration_set *validation,
+                                       double epsilon, pmpd_precision_schedule *best,
+                                       pmpd_calibration_quality *reference, pmpd_calibration_report *report);
+
+/* Static PMPD scheduler: with prefill at prefill_bits, decode widths from
+ * the widest down to the seed width, and each width's switch step one of
+ * n_candidates points {0, OL/(N-1), ..., never} (never earlier than a wider
+ * width's), keeps the schedule with the lowest average decode width (then
+ * the best Rouge-L) whose Rouge-L is at least the widest pair's minus
+ * epsilon.  Errors: PMPD_ERR_INVALID_ARGUMENT (n_candidates outside 2..8),
+ * PMPD_ERR_NOT_FOUND (no ANYPREC tensors), evaluation errors. */
+pmpd_status pmpd_precision_static_solve(const pmpd_model *nested, const pmpd_calibration_set *validation,
+                                        double epsilon, unsigned prefill_bits, unsigned n_candidates,
+                                        pmpd_precision_schedule *best, pmpd_calibration_report *report);
+
+/* As pmpd_calibration_evaluate, but each prompt's decode schedule comes
+ * from the learned scheduler (weights: section bytes) applied after its
+ * prefill at prefill_bits. */
+pmpd_status pmpd_calibration_evaluate_learned(const pmpd_model *nested, const pmpd_calibration_set *set,
+                                              unsigned prefill_bits, const void *weights, size_t size,
+                                              pmpd_calibration_quality *quality);
+
+/* Learned-scheduler training: N candidate switch steps, M pooling queries,
+ * H hidden units, epochs over class-balanced (oversampled) data, Adam's
+ * learning rate, and the seed of the initial weights and sampling. */
+typedef struct pmpd_learned_train_config {
+    uint32_t n_candidates, n_queries, hidden, epochs;
+    float learning_rate;
+    uint64_t seed;
+} pmpd_learned_train_config;
+
+/* N = 4, M = 4, H = 32, 150 epochs, learning rate 0.01. */
+void pmpd_learned_train_config_init(pmpd_learned_train_config *config);
+
+typedef struct pmpd_learned_train_report {
+    uint32_t n_pairs;
+    uint32_t label_counts[PMPD_SCHEDULE_MAX_WIDTHS][8]; /* [pair][candidate] */
+    double train_accuracy[PMPD_SCHEDULE_MAX_WIDTHS];
+} pmpd_learned_train_report;
+
+/* Trains one classifier per pair of adjacent widths (widest first) on the
+ * training set's prompts, prefilled at prefill_bits.  Label of a prompt for
+ * pair high -> low: the earliest candidate step whose greedy output's
+ * Rouge-L against the float reference is at least that of staying at high.
+ * *weights (malloc'ed, free() it) receives the section bytes, *size their
+ * count; config NULL = defaults; report may be NULL.  Errors:
+ * PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_NOT_FOUND (no ANYPREC tensors),
+ * PMPD_ERR_OUT_OF_MEMORY, session errors. */
+pmpd_status pmpd_learned_scheduler_train(const pmpd_model *nested, const pmpd_calibration_set *train,
+                                         unsigned prefill_bits, const pmpd_learned_train_config *config,
+                                         void **weights, size_t *size, pmpd_learned_train_report *report);
+#endif
 
 /* ======================================================================
  * Product-quantized KV cache
