@@ -116,6 +116,23 @@ static void test_llama2c_legacy(void **state)
     free(good);
 }
 
+/* Counts each below 2^24 whose implied tensor bytes sum to 2^64 + the file's
+ * real size: a wrapping sum would pass the exact-size check and read past the
+ * end (found in review; also kept in fuzz/regressions/llama2c). */
+static void test_llama2c_size_sum_cannot_wrap(void **state)
+{
+    static const int32_t header[7] = {8192, 11179346, 16777216, 4096, 2, 3, 1};
+    const size_t size = 131108;
+    unsigned char *p = (unsigned char *)calloc(1, size);
+    size_t i;
+    (void)state;
+    assert_non_null(p);
+    for (i = 0; i < 7; i++)
+        wr32(p + 4 * i, (uint32_t)header[i]);
+    expect_refusal(LLAMA2C, p, size, PMPD_ERR_FORMAT_HPARAMS, 0, "2^64");
+    free(p);
+}
+
 static void test_llama2c_version1(void **state)
 {
     size_t size, i;
@@ -379,6 +396,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama2c_legacy),
+        cmocka_unit_test(test_llama2c_size_sum_cannot_wrap),
         cmocka_unit_test(test_llama2c_version1),
         cmocka_unit_test(test_tokenizer_bin),
         cmocka_unit_test(test_gguf_header_and_truncation),

@@ -162,14 +162,19 @@ PMPD_INTERNAL pmpd_status pmpd_import_llama2c(const unsigned char *data, size_t 
     if (h->bos_id >= h->vocab_size || h->eos_id >= h->vocab_size)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_HPARAMS, fields + 20,
                               "vocab_size %u leaves no room for BOS (1) and EOS (2)", (unsigned)h->vocab_size);
-    /* Sizes: every count is below 2^24, so the products fit in 64 bits. */
+    /* Counts below 2^24 still multiply past 2^64 (4 * dim * hidden * layers),
+     * and a wrapped sum could equal the real file size: check every step. */
     expected = header;
     for (i = 0; i < n_order; i++) {
-        uint64_t rows, cols;
+        uint64_t rows, cols, tensor_bytes;
         const char *name;
         int per_layer;
         llama2c_shape(h, order[i], &rows, &cols, &name, &per_layer);
-        expected += 4 * (rows ? rows : 1) * cols * (per_layer ? h->n_layers : 1);
+        if (!pmpd_checked_mul_u64(4 * (rows ? rows : 1), cols, &tensor_bytes) ||
+            !pmpd_checked_mul_u64(tensor_bytes, per_layer ? h->n_layers : 1, &tensor_bytes) ||
+            !pmpd_checked_add_u64(expected, tensor_bytes, &expected))
+            return pmpd_error_set(err, PMPD_ERR_FORMAT_HPARAMS, fields,
+                                  "llama2.c header implies more than 2^64 bytes of tensors");
     }
     if (expected != size)
         return pmpd_error_set(err, size < expected ? PMPD_ERR_FORMAT_TRUNCATED : PMPD_ERR_FORMAT_BOUNDS,
@@ -191,6 +196,8 @@ PMPD_INTERNAL pmpd_status pmpd_import_llama2c(const unsigned char *data, size_t 
                     snprintf(full, sizeof full, "blk.%u.%s.weight", (unsigned)l, name);
                 else
                     snprintf(full, sizeof full, "%s", name);
+                if (bytes > size - at)
+                    return pmpd_error_set(err, PMPD_ERR_FORMAT_TRUNCATED, at, "tensor %s runs past the end", full);
                 status = pmpd_build_add_tensor(out, full, PMPD_TENSOR_F32, rows ? 2 : 1, dims, data + at, bytes);
                 if (status != PMPD_OK)
                     return pmpd_error_set(err, status, at, "cannot store tensor %s", full);
