@@ -302,6 +302,7 @@ static void test_pq_window_and_bytes(void **state)
     memcpy(prompt, prompts[0], sizeof prompt);
     memset(&section, 0, sizeof section);
     section.kind = PMPD_SECTION_KV_CODEBOOKS;
+    section.version = 1;
     section.data = data;
     section.size = size;
     model->model.sections = &section;

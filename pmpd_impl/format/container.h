@@ -60,6 +60,12 @@
 #define PMPD_MAX_SECTIONS 256u
 #define PMPD_MAX_HPARAM (1u << 24)
 
+/* Versions of the section layouts this build reads (see the sections' own
+ * parsers for the layouts). */
+#define PMPD_PRECISION_SCHEDULE_VERSION 1u
+#define PMPD_LEARNED_SCHEDULER_VERSION 1u
+#define PMPD_KV_CODEBOOKS_VERSION 1u
+
 /* Tokenizer section, version 1. */
 #define PMPD_TOKENIZER_VERSION 1u
 #define PMPD_TOK_N_TOKENS 0

@@ -17,8 +17,6 @@
 #include "pmpd_impl/kernels/qformat.h"
 #include "pmpd_impl/precision/anyprec.h"
 
-#define PMPD_KNOWN_SECTION_KINDS 6u
-
 /* A data region of the file, for the overlap check. */
 typedef struct loader_region {
     uint64_t offset;
@@ -307,6 +305,30 @@ static pmpd_status loader_read_tensor(const unsigned char *p, uint32_t index, ui
     return status;
 }
 
+/* The version of each section kind this build can read; 0 for kinds it has
+ * no reader for (their required copies are refused, optional ones skipped). */
+static uint32_t loader_section_version_read(uint32_t kind)
+{
+    switch (kind) {
+    case PMPD_SECTION_TOKENIZER: return PMPD_TOKENIZER_VERSION;
+    case PMPD_SECTION_PRECISION_SCHEDULE: return PMPD_PRECISION_SCHEDULE_VERSION;
+    case PMPD_SECTION_LEARNED_SCHEDULER: return PMPD_LEARNED_SCHEDULER_VERSION;
+    case PMPD_SECTION_KV_CODEBOOKS: return PMPD_KV_CODEBOOKS_VERSION;
+    default: return 0;
+    }
+}
+
+static const char *loader_section_name(uint32_t kind)
+{
+    switch (kind) {
+    case PMPD_SECTION_TOKENIZER: return "tokenizer";
+    case PMPD_SECTION_PRECISION_SCHEDULE: return "precision schedule";
+    case PMPD_SECTION_LEARNED_SCHEDULER: return "learned scheduler";
+    case PMPD_SECTION_KV_CODEBOOKS: return "KV codebooks";
+    default: return "unknown";
+    }
+}
+
 static pmpd_status loader_read_section(const unsigned char *p, uint64_t at, uint64_t data_start, uint64_t file_size,
                                        pmpd_section *s, pmpd_error *err)
 {
@@ -318,9 +340,14 @@ static pmpd_status loader_read_section(const unsigned char *p, uint64_t at, uint
     if ((s->flags & ~PMPD_SECTION_FLAG_REQUIRED) != 0)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, at + PMPD_SE_FLAGS, "section flags 0x%x have unknown bits",
                               (unsigned)s->flags);
-    if ((s->kind == 0 || s->kind > PMPD_KNOWN_SECTION_KINDS) && (s->flags & PMPD_SECTION_FLAG_REQUIRED))
+    if ((s->flags & PMPD_SECTION_FLAG_REQUIRED) && loader_section_version_read(s->kind) == 0)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_REQUIRED_SECTION, at + PMPD_SE_KIND,
                               "section kind %u is unknown to this build and marked required", (unsigned)s->kind);
+    if ((s->flags & PMPD_SECTION_FLAG_REQUIRED) && s->version != loader_section_version_read(s->kind))
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_VERSION, at + PMPD_SE_VERSION,
+                              "required %s section is version %u; this build reads version %u",
+                              loader_section_name(s->kind), (unsigned)s->version,
+                              (unsigned)loader_section_version_read(s->kind));
     return loader_check_region("section", at + PMPD_SE_OFFSET, pmpd_le_u64(e + PMPD_SE_OFFSET), s->size, data_start,
                                file_size, err);
 }
@@ -587,19 +614,14 @@ static pmpd_status loader_open(const unsigned char *p, size_t size, pmpd_arena *
     if (status != PMPD_OK)
         return status;
     tok = pmpd_model_find_section(m, PMPD_SECTION_TOKENIZER);
-    if (tok) {
+    /* A required section of another version was refused with the directory;
+     * an optional one is skipped like an unknown kind. */
+    if (tok && tok->version == PMPD_TOKENIZER_VERSION) {
         uint64_t at = (uint64_t)((const unsigned char *)tok->data - p);
-        if (tok->version != PMPD_TOKENIZER_VERSION) {
-            if (tok->flags & PMPD_SECTION_FLAG_REQUIRED)
-                return pmpd_error_set(err, PMPD_ERR_FORMAT_VERSION, at,
-                                      "tokenizer section version %u is not supported (this build reads %u)",
-                                      (unsigned)tok->version, PMPD_TOKENIZER_VERSION);
-        } else {
-            status = pmpd_tokenizer_parse(&m->tokenizer, (const unsigned char *)tok->data, tok->size, at,
-                                          m->info.vocab_size, m->info.bos_id, m->info.eos_id, err);
-            if (status != PMPD_OK)
-                return status;
-        }
+        status = pmpd_tokenizer_parse(&m->tokenizer, (const unsigned char *)tok->data, tok->size, at,
+                                      m->info.vocab_size, m->info.bos_id, m->info.eos_id, err);
+        if (status != PMPD_OK)
+            return status;
     }
     *out = m;
     return PMPD_OK;
@@ -709,4 +731,3 @@ PMPD_INTERNAL const pmpd_section *pmpd_model_find_section(const pmpd_model *mode
     return NULL;
 }
 
-#undef PMPD_KNOWN_SECTION_KINDS

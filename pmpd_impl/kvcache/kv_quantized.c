@@ -23,7 +23,8 @@ static pmpd_status kv_quantized_find_codebooks(const pmpd_model *model, pmpd_pq_
 {
     uint32_t i;
     for (i = 0; i < model->n_sections; i++)
-        if (model->sections[i].kind == PMPD_SECTION_KV_CODEBOOKS)
+        if (model->sections[i].kind == PMPD_SECTION_KV_CODEBOOKS &&
+            model->sections[i].version == PMPD_PQ_SECTION_VERSION)
             return pmpd_pq_codebook_set_parse(model->sections[i].data, model->sections[i].size,
                                               model->info.head_dim, model->info.n_layers, out, NULL);
     return PMPD_ERR_FORMAT_MISSING;
