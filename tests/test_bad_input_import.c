@@ -388,6 +388,11 @@ static void test_gguf_tensor_infos(void **state)
     at = gguf_tensor_at(p, size, "token_embd.weight");
     p[at - 5] = 'X';
     expect_refusal(GGUF, p, size, PMPD_ERR_FORMAT_MISSING, ANY_OFFSET, "token_embd");
+    /* A name byte outside printable ASCII (a NUL would make "x\0y" collide with "x"). */
+    memcpy(p, g, size);
+    at = gguf_tensor_at(p, size, "blk.1.attn_k.weight");
+    p[at - 3] = '\0';
+    expect_refusal(GGUF, p, size, PMPD_ERR_FORMAT_VALUE, at - 3, "printable");
     free(p);
     free(g);
 }

@@ -416,6 +416,13 @@ static pmpd_status gguf_read_tensor_infos(gguf_reader *r, uint64_t n, gguf_tenso
         if (t->name_length == 0 || t->name_length > PMPD_TENSOR_NAME_MAX)
             return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, t->info_at, "GGUF tensor %llu name length %llu",
                                   (unsigned long long)i, (unsigned long long)t->name_length);
+        /* The container allows printable ASCII only; a NUL inside a name would
+         * also make two names collide once truncated. */
+        for (j = 0; j < t->name_length; j++)
+            if (t->name[j] < 0x21 || t->name[j] > 0x7E)
+                return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, t->info_at + 8 + j,
+                                      "GGUF tensor %llu name byte %llu (0x%02x) is not printable ASCII",
+                                      (unsigned long long)i, (unsigned long long)j, (unsigned)t->name[j]);
         if (t->n_dims == 0 || t->n_dims > GGUF_MAX_DIMS)
             return pmpd_error_set(r->err, PMPD_ERR_FORMAT_SHAPE, r->at - 4, "GGUF tensor %.*s has %u dimensions",
                                   (int)t->name_length, (const char *)t->name, (unsigned)t->n_dims);
@@ -626,6 +633,15 @@ PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t siz
     if (!emb || emb->n_dims != 2)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_MISSING, PMPD_NO_OFFSET, "GGUF token_embd.weight is missing or not 2-D");
     out->info.vocab_size = (uint32_t)(emb->dims[0] > PMPD_MAX_HPARAM ? PMPD_MAX_HPARAM + 1 : emb->dims[0]);
+    if (out->info.bos_id >= out->info.vocab_size || out->info.eos_id >= out->info.vocab_size)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_HPARAMS, values[GGUF_KEY_BOS].present ? values[GGUF_KEY_BOS].at : PMPD_NO_OFFSET,
+                              "GGUF BOS %u / EOS %u outside the %u-token vocabulary", (unsigned)out->info.bos_id,
+                              (unsigned)out->info.eos_id, (unsigned)out->info.vocab_size);
+    if (!(out->info.norm_eps > 0.0f && out->info.norm_eps < 1.0f) || !(out->info.rope_theta > 1.0f) ||
+        out->info.rope_theta > 1e30f)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_HPARAMS, PMPD_NO_OFFSET,
+                              "GGUF norm epsilon %g or rope base %g is out of range", (double)out->info.norm_eps,
+                              (double)out->info.rope_theta);
     if (values[GGUF_KEY_TOKENS].present && gguf_string_is(&r, &values[GGUF_KEY_TOK_MODEL], "llama")) {
         status = gguf_read_vocab(&r, values, &vocab);
         if (status == PMPD_OK && vocab.n_tokens != out->info.vocab_size)
