@@ -27,7 +27,7 @@ if have apt-get && [ "$(id -u)" = 0 ]; then
         esac
     done
     echo "installing them with apt-get"
-    apt-get update -q >/dev/null &&
+    { apt-get update -q >/dev/null || echo "apt-get update reported errors; trying the install anyway" >&2; } &&
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q $missing >/dev/null && exit 0
     echo "apt-get could not install:$missing" >&2
     exit 1
