@@ -124,6 +124,14 @@ PMPD_INTERNAL pmpd_build_tensor *pmpd_build_find(const pmpd_build_model *b, cons
     return NULL;
 }
 
+PMPD_INTERNAL void pmpd_build_replace_data(pmpd_build_tensor *t, uint32_t type, unsigned char *data, uint64_t size)
+{
+    free(t->data);
+    t->data = data;
+    t->size = size;
+    t->type = type;
+}
+
 PMPD_INTERNAL pmpd_status pmpd_build_convert_matrices(pmpd_build_model *b, uint32_t type)
 {
     uint32_t i;
@@ -145,10 +153,7 @@ PMPD_INTERNAL pmpd_status pmpd_build_convert_matrices(pmpd_build_model *b, uint3
             half[2 * j] = (unsigned char)h;
             half[2 * j + 1] = (unsigned char)(h >> 8);
         }
-        free(t->data);
-        t->data = half;
-        t->size = n * 2;
-        t->type = PMPD_TENSOR_F16;
+        pmpd_build_replace_data(t, PMPD_TENSOR_F16, half, n * 2);
     }
     return PMPD_OK;
 }

@@ -66,6 +66,10 @@ PMPD_INTERNAL pmpd_status pmpd_build_add_section(pmpd_build_model *b, uint32_t k
 
 PMPD_INTERNAL pmpd_build_tensor *pmpd_build_find(const pmpd_build_model *b, const char *name);
 
+/* Gives t new contents of another type: frees its old data and takes
+ * ownership of data (size bytes, from malloc). */
+PMPD_INTERNAL void pmpd_build_replace_data(pmpd_build_tensor *t, uint32_t type, unsigned char *data, uint64_t size);
+
 /* Stores every 2-D f32 tensor as f16 (vectors such as norms stay f32). */
 PMPD_INTERNAL pmpd_status pmpd_build_convert_matrices(pmpd_build_model *b, uint32_t type);
 

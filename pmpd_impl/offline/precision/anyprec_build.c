@@ -57,10 +57,7 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsign
             free(out);
             return status;
         }
-        free(t->data);
-        t->data = out;
-        t->size = bytes;
-        t->type = PMPD_TENSOR_ANYPREC;
+        pmpd_build_replace_data(t, PMPD_TENSOR_ANYPREC, out, bytes);
     }
     return PMPD_OK;
 }

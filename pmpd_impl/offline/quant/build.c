@@ -45,10 +45,7 @@ PMPD_INTERNAL pmpd_status pmpd_quant_build_convert(pmpd_build_model *b, uint32_t
             free(out);
             return status;
         }
-        free(t->data);
-        t->data = out;
-        t->size = bytes;
-        t->type = target;
+        pmpd_build_replace_data(t, target, out, bytes);
         if (progress)
             progress(context, ++done, total);
     }
