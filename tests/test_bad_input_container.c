@@ -426,11 +426,41 @@ static void test_names_shapes_and_missing_tensors(void **state)
     wr64(f->p + e + PMPD_TE_DIMS + 8, 64);
     fix_header_crc(f);
     expect_refusal(f, PMPD_ERR_FORMAT_SHAPE, e + PMPD_TE_DIMS, "vector");
-    /* More layers than tensors. */
+}
+
+/* n_layers sizes the layer table, so it is held against the tensor count
+ * (9 per layer + embedding + final norm; stories260K has exactly 47) before
+ * anything per-layer is allocated: only the model record may have been
+ * taken from the arena when the refusal comes. */
+static void test_more_layers_than_tensors(void **state)
+{
+    fixture *f = (fixture *)*state;
+    pmpd_arena arena;
+    pmpd_model *model;
+    pmpd_error err;
     reset(f);
     wr32(f->p + PMPD_HDR_N_LAYERS, 6);
     fix_header_crc(f);
-    expect_refusal(f, PMPD_ERR_FORMAT_MISSING, PMPD_HDR_N_TENSORS, "blk.5.");
+    expect_refusal(f, PMPD_ERR_FORMAT_HPARAMS, PMPD_HDR_N_LAYERS, "56 tensors");
+    /* The most layers the header allows, with a KV cache that fits even a
+     * 32-bit size_t (1 position, one 8-wide KV head), so that only the
+     * tensor count can refuse it: a 1.2 GB layer table otherwise. */
+    reset(f);
+    wr32(f->p + PMPD_HDR_N_LAYERS, PMPD_MAX_HPARAM);
+    wr32(f->p + PMPD_HDR_SEQ_LEN, 1);
+    wr32(f->p + PMPD_HDR_N_KV_HEADS, 1);
+    fix_header_crc(f);
+    pmpd_arena_init(&arena, arena_memory, sizeof arena_memory);
+    assert_int_equal(pmpd_model_open_memory(f->p, f->size, &arena, &model, &err), PMPD_ERR_FORMAT_HPARAMS);
+    assert_int_equal(err.offset, PMPD_HDR_N_LAYERS);
+    assert_non_null(strstr(err.message, "n_layers 16777216"));
+    assert_int_equal(arena.used, 0);
+    assert_true(arena.high_water <= sizeof(pmpd_model) + PMPD_ARENA_ALIGNMENT);
+    /* Fewer layers than the file holds is fine: the rest are extra tensors. */
+    reset(f);
+    wr32(f->p + PMPD_HDR_N_LAYERS, 4);
+    fix_header_crc(f);
+    expect_success(f);
 }
 
 static void test_nonfinite_norms(void **state)
@@ -600,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_broken_hyperparameters),
         cmocka_unit_test(test_tensor_entries),
         cmocka_unit_test(test_names_shapes_and_missing_tensors),
+        cmocka_unit_test(test_more_layers_than_tensors),
         cmocka_unit_test(test_nonfinite_norms),
         cmocka_unit_test(test_sections),
         cmocka_unit_test(test_duplicate_section_kind),

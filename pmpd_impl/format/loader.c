@@ -557,6 +557,24 @@ static pmpd_status loader_read_directory(const unsigned char *p, size_t size, ui
     return PMPD_OK;
 }
 
+/* Each slot of a layer's weights is one required tensor. */
+#define LOADER_TENSORS_PER_LAYER (sizeof(pmpd_layer_weights) / sizeof(const pmpd_tensor *))
+
+/* The layer table is sized from n_layers, so n_layers is held against the
+ * directory before that table is allocated: a header claiming 2^24 layers
+ * over a 47-tensor file must not reserve a gigabyte first. */
+static pmpd_status loader_check_layer_count(const pmpd_model *m, pmpd_error *err)
+{
+    uint64_t needed = (uint64_t)m->info.n_layers * LOADER_TENSORS_PER_LAYER + 2;
+    if (needed > m->n_tensors)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_HPARAMS, PMPD_HDR_N_LAYERS,
+                              "n_layers %u needs at least %llu tensors (%u per layer, the embedding and the final "
+                              "norm) but the directory has %u",
+                              (unsigned)m->info.n_layers, (unsigned long long)needed,
+                              (unsigned)LOADER_TENSORS_PER_LAYER, (unsigned)m->n_tensors);
+    return PMPD_OK;
+}
+
 static pmpd_status loader_open(const unsigned char *p, size_t size, pmpd_arena *arena, unsigned flags,
                                pmpd_model **out, pmpd_error *err)
 {
@@ -588,6 +606,9 @@ static pmpd_status loader_open(const unsigned char *p, size_t size, pmpd_arena *
     m->byte_count = size;
     m->n_tensors = pmpd_le_u32(p + PMPD_HDR_N_TENSORS);
     m->n_sections = pmpd_le_u32(p + PMPD_HDR_N_SECTIONS);
+    status = loader_check_layer_count(m, err);
+    if (status != PMPD_OK)
+        return status;
     if ((status = pmpd_arena_alloc_array(arena, m->n_tensors, sizeof *m->tensors, PMPD_ARENA_ALIGNMENT, (void **)&m->tensors)) != PMPD_OK ||
         (status = pmpd_arena_alloc_array(arena, m->n_sections, sizeof *m->sections, PMPD_ARENA_ALIGNMENT, (void **)&m->sections)) !=
             PMPD_OK ||
@@ -731,3 +752,4 @@ PMPD_INTERNAL const pmpd_section *pmpd_model_find_section(const pmpd_model *mode
     return NULL;
 }
 
+#undef LOADER_TENSORS_PER_LAYER
