@@ -249,13 +249,16 @@ const pmpd_model_info *pmpd_model_get_info(const pmpd_model *model);
  * llama2.c's run.c does: optional BOS, a leading space token when the text is
  * not empty (if the tokenizer asks for it), one token per UTF-8 character or
  * its <0xNN> byte tokens, then the highest-scoring merges, then optional EOS.
- * The ids go to tokens[0 .. *n_tokens).  scratch provides the working
- * buffer, 8 * (strlen(text) + 3) bytes, and is restored before returning;
- * nothing is allocated from the heap.
+ * The merges take O(n log n) time in the text's length n (run.c's loop is
+ * O(n^2)) with the same result.  The ids go to tokens[0 .. *n_tokens).
+ * scratch provides the working buffer, 24 * (strlen(text) + 3) bytes from a
+ * 64-byte-aligned fill level, and is restored before returning; nothing is
+ * allocated from the heap.
  * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL arguments or a measuring scratch
  * arena, or max_tokens too small: *n_tokens then holds the count needed),
  * PMPD_ERR_FORMAT_MISSING (the container has no tokenizer),
- * PMPD_ERR_OUT_OF_MEMORY (scratch too small). */
+ * PMPD_ERR_OUT_OF_MEMORY (scratch too small), PMPD_ERR_OVERFLOW (text of
+ * 2^31 - 3 bytes or more). */
 pmpd_status pmpd_tokenize(const pmpd_model *model, const char *text, int add_bos, int add_eos,
                           int32_t *tokens, size_t max_tokens, size_t *n_tokens,
                           pmpd_arena *scratch);

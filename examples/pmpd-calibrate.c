@@ -161,9 +161,9 @@ static pmpd_status calibrate_user_sets(const calibrate_options *o, const pmpd_mo
     if (text) {
         text = (unsigned char *)realloc(text, size + 1);
         ids = (int32_t *)malloc((size + 3) * sizeof(int32_t));
-        /* The tokenizer's working memory: two ids per input byte. */
-        scratch_block = malloc((size + 3) * 2 * sizeof(int32_t) + 2 * PMPD_ARENA_ALIGNMENT);
-        pmpd_arena_init(&scratch, scratch_block, (size + 3) * 2 * sizeof(int32_t) + 2 * PMPD_ARENA_ALIGNMENT);
+        /* The tokenizer's working memory: 24 bytes per input byte (pmpd.h). */
+        scratch_block = malloc((size + 3) * 24 + 2 * PMPD_ARENA_ALIGNMENT);
+        pmpd_arena_init(&scratch, scratch_block, (size + 3) * 24 + 2 * PMPD_ARENA_ALIGNMENT);
         for (s = 0; s < 3; s++)
             tokens[s] = (int32_t *)malloc((size / 2 + 1) * length * sizeof(int32_t));
         if (!text || !ids || !scratch_block || !tokens[0] || !tokens[1] || !tokens[2])

@@ -7,6 +7,7 @@
 #include "pmpd_impl/format/container.h"
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/model/model.h"
+#include "pmpd_impl/tokenizer/merge.h"
 
 PMPD_INTERNAL const unsigned char *pmpd_tokenizer_piece(const pmpd_tokenizer *tok, uint32_t id, size_t *length)
 {
@@ -203,48 +204,6 @@ static size_t tok_emit_chunk(const pmpd_tokenizer *tok, const unsigned char *chu
     return length;
 }
 
-static int32_t tok_pair(const pmpd_tokenizer *tok, int32_t left, int32_t right)
-{
-    size_t a_length, b_length;
-    const unsigned char *a = pmpd_tokenizer_piece(tok, (uint32_t)left, &a_length);
-    const unsigned char *b = pmpd_tokenizer_piece(tok, (uint32_t)right, &b_length);
-    return pmpd_tokenizer_lookup(tok, a, a_length, b, b_length);
-}
-
-/* run.c's merge loop: repeatedly replace the leftmost adjacent pair whose
- * merged piece has the highest score (above -1e10).  pair[i] caches the
- * merge of ids[i] and ids[i+1], so each round looks up only two pairs. */
-static size_t tok_merge(const pmpd_tokenizer *tok, int32_t *ids, int32_t *pair, size_t n)
-{
-    size_t i;
-    for (i = 0; i + 1 < n; i++)
-        pair[i] = tok_pair(tok, ids[i], ids[i + 1]);
-    for (;;) {
-        float best_score = -1e10f;
-        size_t best = n;
-        for (i = 0; i + 1 < n; i++) {
-            if (pair[i] >= 0) {
-                float score = pmpd_le_f32(tok->scores + 4u * (uint32_t)pair[i]);
-                if (score > best_score) {
-                    best_score = score;
-                    best = i;
-                }
-            }
-        }
-        if (best == n)
-            return n;
-        ids[best] = pair[best];
-        memmove(ids + best + 1, ids + best + 2, (n - best - 2) * sizeof *ids);
-        if (best + 2 < n)
-            memmove(pair + best + 1, pair + best + 2, (n - best - 2) * sizeof *pair);
-        n--;
-        if (best + 1 < n)
-            pair[best] = tok_pair(tok, ids[best], ids[best + 1]);
-        if (best > 0)
-            pair[best - 1] = tok_pair(tok, ids[best - 1], ids[best]);
-    }
-}
-
 PMPD_INTERNAL pmpd_status pmpd_tokenizer_encode(const pmpd_tokenizer *tok, const char *text, int add_bos,
                                                 int add_eos, int32_t *tokens, size_t max_tokens,
                                                 size_t *n_tokens, pmpd_arena *scratch)
@@ -252,7 +211,8 @@ PMPD_INTERNAL pmpd_status pmpd_tokenizer_encode(const pmpd_tokenizer *tok, const
     const unsigned char *s = (const unsigned char *)text;
     size_t length, capacity, n = 0, i, chunk_length = 0;
     unsigned char chunk[4];
-    int32_t *ids, *pair;
+    int32_t *ids;
+    unsigned char *work;
     pmpd_arena_mark mark;
     pmpd_status status;
     if (n_tokens)
@@ -262,13 +222,14 @@ PMPD_INTERNAL pmpd_status pmpd_tokenizer_encode(const pmpd_tokenizer *tok, const
     if (tok->n_tokens == 0)
         return PMPD_ERR_FORMAT_MISSING;
     length = strlen(text);
-    if (!pmpd_checked_add(length, 3, &capacity))
+    if (!pmpd_checked_add(length, 3, &capacity) || capacity > PMPD_TOK_MERGE_MAX_SYMBOLS)
         return PMPD_ERR_OVERFLOW;
     mark = pmpd_arena_save(scratch);
-    status = pmpd_arena_alloc_array(scratch, capacity, 2 * sizeof(int32_t), PMPD_ARENA_ALIGNMENT, (void **)&ids);
+    status = pmpd_arena_alloc_array(scratch, capacity, sizeof(int32_t) + PMPD_TOK_MERGE_BYTES_PER_SYMBOL,
+                                    PMPD_ARENA_ALIGNMENT, (void **)&ids);
     if (status != PMPD_OK)
         return status;
-    pair = ids + capacity;
+    work = (unsigned char *)(ids + capacity);
     if (add_bos)
         ids[n++] = (int32_t)tok->bos_id;
     if (length > 0 && (tok->flags & PMPD_TOK_FLAG_SPACE_PREFIX))
@@ -283,7 +244,7 @@ PMPD_INTERNAL pmpd_status pmpd_tokenizer_encode(const pmpd_tokenizer *tok, const
         n += tok_emit_chunk(tok, chunk, chunk_length, ids + n);
         chunk_length = 0;
     }
-    n = tok_merge(tok, ids, pair, n);
+    n = pmpd_tokenizer_merge(tok, ids, n, work);
     if (add_eos)
         ids[n++] = (int32_t)tok->eos_id;
     *n_tokens = n;
