@@ -96,7 +96,17 @@ $(RUNTIME_OBJ): $(BUILD)/obj/%.o: %.c
 
 $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT_OBJ) $(OFFLINE_LIB) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(OFFLINE_CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_SUPPORT_OBJ) $(OFFLINE_LIB) $(LIB) -lcmocka $(LIBS)
+	$(CC) $(OFFLINE_CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_PORT) $(TEST_SUPPORT_OBJ) $(OFFLINE_LIB) $(LIB) -lcmocka $(LIBS)
+
+# test_model_read_fallback links a POSIX port built with PMPD_USE_MMAP=0
+# ahead of the library (whose own port object is then never pulled in), so
+# pmpd_model_open_file takes its read-into-the-arena path.
+NO_MMAP_PORT := $(BUILD)/obj/no-mmap/platform/posix.o
+$(NO_MMAP_PORT): platform/posix.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -DPMPD_USE_MMAP=0 -c -o $@ $<
+$(BUILD)/tests/test_model_read_fallback: $(NO_MMAP_PORT)
+$(BUILD)/tests/test_model_read_fallback: TEST_PORT := $(NO_MMAP_PORT)
 
 # Shared example code as an archive, so each tool links only what it uses.
 EXAMPLE_COMMON_LIB := $(BUILD)/libpmpd_examples.a

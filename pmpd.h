@@ -232,9 +232,14 @@ pmpd_status pmpd_model_open_memory(const void *data, size_t size, pmpd_arena *ar
                                    pmpd_model **out, pmpd_error *err);
 
 /* Opens a container file: mapped read-only through the platform layer where
- * possible, otherwise read into the arena (which then needs room for the
- * whole file).  Same validation and errors as pmpd_model_open_memory, plus
- * PMPD_ERR_NOT_FOUND and PMPD_ERR_IO. */
+ * possible, otherwise (mmap failed, or the POSIX port was built with
+ * PMPD_USE_MMAP=0) read into the arena.  Reading takes the file's size
+ * rounded up to a multiple of 64 bytes, before the model's tables, so the
+ * arena then needs that many bytes more than pmpd_model_open_memory would
+ * take for the same container (counted from a 64-byte-aligned fill level).
+ * Same validation and errors as pmpd_model_open_memory, plus
+ * PMPD_ERR_NOT_FOUND and PMPD_ERR_IO; on any failure the arena is restored
+ * to its level at the call. */
 pmpd_status pmpd_model_open_file(const char *path, pmpd_arena *arena, pmpd_model **out,
                                  pmpd_error *err);
 

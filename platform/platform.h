@@ -3,7 +3,8 @@
  * system.  Nothing outside platform/ includes an OS header.
  *
  * Two ports ship with pmpd, chosen at compile time (pmpd_impl/core/config.h):
- *   posix.c  files through mmap (read() as a fallback), CLOCK_MONOTONIC, pthreads;
+ *   posix.c  files through mmap (read() into the arena where mmap fails or is
+ *            compiled out with PMPD_USE_MMAP=0), CLOCK_MONOTONIC, pthreads;
  *   none.c   no filesystem and no threads, for firmware that links the model
  *            into flash and opens it from memory.
  * A new port implements the functions below in a file of its own.

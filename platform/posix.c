@@ -1,4 +1,5 @@
-/* POSIX port: mmap for model files, CLOCK_MONOTONIC, pthreads. */
+/* POSIX port: mmap for model files (unless PMPD_USE_MMAP=0), CLOCK_MONOTONIC,
+ * pthreads. */
 #include "pmpd_impl/core/config.h"
 
 #if PMPD_PLATFORM_POSIX
@@ -11,7 +12,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#if PMPD_USE_MMAP
 #include <sys/mman.h>
+#endif
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,6 +67,7 @@ PMPD_INTERNAL pmpd_status pmpd_platform_read_file(const char *path, void *buffer
     return PMPD_OK;
 }
 
+#if PMPD_USE_MMAP
 PMPD_INTERNAL pmpd_status pmpd_platform_map_file(const char *path, pmpd_mapped_file *out)
 {
     struct stat st;
@@ -111,6 +115,23 @@ PMPD_INTERNAL void pmpd_platform_unmap_file(pmpd_mapped_file *file)
     file->size = 0;
     file->is_mapped = 0;
 }
+#else
+/* Built without mapping: pmpd_model_open_file reads the file into the arena. */
+PMPD_INTERNAL pmpd_status pmpd_platform_map_file(const char *path, pmpd_mapped_file *out)
+{
+    if (!path || !out)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    out->data = NULL;
+    out->size = 0;
+    out->is_mapped = 0;
+    return PMPD_ERR_UNSUPPORTED;
+}
+
+PMPD_INTERNAL void pmpd_platform_unmap_file(pmpd_mapped_file *file)
+{
+    (void)file;
+}
+#endif
 
 PMPD_INTERNAL uint64_t pmpd_platform_now_ns(void)
 {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -615,6 +616,19 @@ static void test_arena_usable_after_failures(void **state)
     assert_int_equal(pmpd_model_open_memory(f->p, f->size, &arena, &model, &err), PMPD_OK);
     assert_int_equal(pmpd_model_open_file("/nonexistent/model.pmpd", &arena, &model, &err), PMPD_ERR_NOT_FOUND);
     assert_int_equal(pmpd_model_open_file("/", &arena, &model, &err), PMPD_ERR_IO);
+    {
+        /* An empty file maps to an empty view, refused as empty. */
+        char path[64];
+        FILE *file;
+        snprintf(path, sizeof path, "/tmp/pmpd-test-bad-input-%ld-empty.pmpd", (long)getpid());
+        file = fopen(path, "wb");
+        assert_non_null(file);
+        fclose(file);
+        assert_int_equal(pmpd_model_open_file(path, &arena, &model, &err), PMPD_ERR_FORMAT_TRUNCATED);
+        remove(path);
+        assert_int_equal(err.offset, 0);
+        assert_non_null(strstr(err.message, "empty"));
+    }
     assert_int_equal(pmpd_model_open_memory(NULL, 10, &arena, &model, &err), PMPD_ERR_INVALID_ARGUMENT);
     assert_int_equal(pmpd_model_open_memory(f->p, f->size, NULL, &model, &err), PMPD_ERR_INVALID_ARGUMENT);
 }

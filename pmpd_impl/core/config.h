@@ -13,6 +13,9 @@
  *   PMPD_USE_AVX2     x86 AVX2+FMA kernels.           default: __AVX2__ && __FMA__
  *   PMPD_PLATFORM_POSIX  files via mmap, pthreads.     default: 1 on Unix-like systems
  *   PMPD_PLATFORM_NONE   no filesystem, no threads.    default: 1 elsewhere
+ *   PMPD_USE_MMAP     map model files (POSIX port); 0 makes
+ *                     pmpd_model_open_file read them into the arena.
+ *                                                      default: PMPD_PLATFORM_POSIX
  *   PMPD_MAX_THREADS  upper bound on worker threads.   default: 8
  *   PMPD_OFFLINE      compile the offline tools (importers, quantizers,
  *                     calibration); they use the heap.  default: 0
@@ -90,6 +93,13 @@
 #endif
 #if PMPD_PLATFORM_POSIX + PMPD_PLATFORM_NONE != 1
 #error "choose exactly one of PMPD_PLATFORM_POSIX and PMPD_PLATFORM_NONE"
+#endif
+
+#ifndef PMPD_USE_MMAP
+#define PMPD_USE_MMAP PMPD_PLATFORM_POSIX
+#endif
+#if PMPD_USE_MMAP && !PMPD_PLATFORM_POSIX
+#error "PMPD_USE_MMAP=1 needs PMPD_PLATFORM_POSIX"
 #endif
 
 #ifndef PMPD_MAX_THREADS
