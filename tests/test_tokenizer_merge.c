@@ -115,7 +115,8 @@ static int32_t oracle_lookup(const pmpd_vocab *v, const unsigned char *a, size_t
     for (id = 0; id < v->n_tokens; id++) {
         size_t length;
         const unsigned char *p = oracle_piece(v, (int32_t)id, &length);
-        if (length == a_length + b_length && memcmp(p, a, a_length) == 0 && memcmp(p + a_length, b, b_length) == 0)
+        if (length == a_length + b_length && memcmp(p, a, a_length) == 0 &&
+            (b_length == 0 || memcmp(p + a_length, b, b_length) == 0))
             return (int32_t)id;
     }
     return -1;
