@@ -212,7 +212,6 @@ PMPD_INTERNAL pmpd_status pmpd_tokenizer_encode(const pmpd_tokenizer *tok, const
     size_t length, capacity, n = 0, i, chunk_length = 0;
     unsigned char chunk[4];
     int32_t *ids;
-    unsigned char *work;
     pmpd_arena_mark mark;
     pmpd_status status;
     if (n_tokens)
@@ -229,7 +228,6 @@ PMPD_INTERNAL pmpd_status pmpd_tokenizer_encode(const pmpd_tokenizer *tok, const
                                     PMPD_ARENA_ALIGNMENT, (void **)&ids);
     if (status != PMPD_OK)
         return status;
-    work = (unsigned char *)(ids + capacity);
     if (add_bos)
         ids[n++] = (int32_t)tok->bos_id;
     if (length > 0 && (tok->flags & PMPD_TOK_FLAG_SPACE_PREFIX))
@@ -244,7 +242,7 @@ PMPD_INTERNAL pmpd_status pmpd_tokenizer_encode(const pmpd_tokenizer *tok, const
         n += tok_emit_chunk(tok, chunk, chunk_length, ids + n);
         chunk_length = 0;
     }
-    n = pmpd_tokenizer_merge(tok, ids, n, work);
+    n = pmpd_tokenizer_merge(tok, ids, n, ids + capacity);
     if (add_eos)
         ids[n++] = (int32_t)tok->eos_id;
     *n_tokens = n;
