@@ -5,9 +5,12 @@
  *                  [--epsilon E] [--prompts N] [--prompt-length N]
  *                  [--output-length N] [--candidates N] [--seed S]
  *                  [--epochs N] [--prompt-file FILE] [--csv FILE] [--svg FILE]
+ *                  [--weighted]
  *
  * Imports a llama2.c checkpoint (or GGUF), quantizes its layer matrices to
- * nested any-precision weights, and, with prompts and continuations sampled
+ * nested any-precision weights (with --weighted, each weight column weighed
+ * by the mean square of its input over the training set's text), and, with
+ * prompts and continuations sampled
  * from the float model itself (no dataset needed; disjoint seeds for the
  * training, validation and test sets), runs phase-aware allocation and the
  * static PMPD schedule solver on the validation set and trains the learned
@@ -40,6 +43,7 @@
 typedef struct calibrate_options {
     const char *checkpoint, *out, *tokenizer, *csv, *svg, *prompt_file;
     unsigned seed_bits, parent_bits, candidates;
+    int weighted;
     double epsilon;
     pmpd_calibration_config sets;
     pmpd_learned_train_config learned;
@@ -55,7 +59,7 @@ static int calibrate_usage(void)
 {
     fprintf(stderr, "usage: pmpd-calibrate CHECKPOINT OUT --tokenizer FILE [--bits SEED:PARENT] [--epsilon E]\n"
                     "       [--prompts N] [--prompt-length N] [--output-length N] [--candidates N] [--seed S]\n"
-                    "       [--epochs N] [--prompt-file FILE] [--csv FILE] [--svg FILE]\n");
+                    "       [--epochs N] [--prompt-file FILE] [--csv FILE] [--svg FILE] [--weighted]\n");
     return 2;
 }
 
@@ -79,6 +83,10 @@ static int calibrate_parse(int argc, char **argv, calibrate_options *o)
                 o->out = a;
             else
                 return 0;
+            continue;
+        }
+        if (!strcmp(a, "--weighted")) {
+            o->weighted = 1;
             continue;
         }
         if (!v)
@@ -306,7 +314,9 @@ int main(int argc, char **argv)
     size_t section_size = 0;
     unsigned k;
     FILE *csv = NULL, *svg = NULL;
+    pmpd_anyprec_importance importance;
     pmpd_status st;
+    memset(&importance, 0, sizeof importance);
     if (!calibrate_parse(argc, argv, &o))
         return calibrate_usage();
     memset(&float_model, 0, sizeof float_model);
@@ -314,13 +324,8 @@ int main(int argc, char **argv)
     st = calibrate_import(&o, &b);
     if (st == PMPD_OK)
         st = example_model_open(&b, CALIBRATE_MODEL_ARENA_BYTES, &float_model);
-    if (st == PMPD_OK)
-        st = pmpd_anyprec_build_convert(&b, o.seed_bits, o.parent_bits,
-                                        isatty(fileno(stderr)) ? calibrate_progress : NULL, NULL);
-    if (st == PMPD_OK)
-        st = example_model_open(&b, CALIBRATE_MODEL_ARENA_BYTES, &nested);
     if (st != PMPD_OK) {
-        fprintf(stderr, "pmpd-calibrate: cannot prepare the models: %s\n", pmpd_strerror(st));
+        fprintf(stderr, "pmpd-calibrate: cannot open the float model: %s\n", pmpd_strerror(st));
         return 1;
     }
     if (o.prompt_file) {
@@ -339,6 +344,20 @@ int main(int argc, char **argv)
             st = pmpd_calibration_set_sample(float_model.model, &o.sets, PMPD_CALIBRATION_VALIDATION, &validation);
         if (st == PMPD_OK)
             st = pmpd_calibration_set_sample(float_model.model, &o.sets, PMPD_CALIBRATION_TEST, &test);
+    }
+    if (st == PMPD_OK && o.weighted) {
+        fprintf(stderr, "pmpd-calibrate: weighing weight columns by the training set's activations\n");
+        st = pmpd_anyprec_importance_collect(float_model.model, &train, &importance);
+    }
+    if (st == PMPD_OK)
+        st = pmpd_anyprec_build_convert(&b, o.seed_bits, o.parent_bits, o.weighted ? &importance : NULL,
+                                        isatty(fileno(stderr)) ? calibrate_progress : NULL, NULL);
+    pmpd_anyprec_importance_free(&importance);
+    if (st == PMPD_OK)
+        st = example_model_open(&b, CALIBRATE_MODEL_ARENA_BYTES, &nested);
+    if (st != PMPD_OK) {
+        fprintf(stderr, "pmpd-calibrate: cannot sample the calibration sets or build the nested model: %s\n", pmpd_strerror(st));
+        return 1;
     }
     if (st == PMPD_OK) {
         fprintf(stderr, "pmpd-calibrate: phase-aware allocation (epsilon %.3f)\n", o.epsilon);

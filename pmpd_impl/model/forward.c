@@ -31,6 +31,13 @@ static void pmpd_forward_attention_items(void *ctx, size_t begin, size_t end, un
     }
 }
 
+static void pmpd_forward_linear(pmpd_session *s, const pmpd_tensor *w, const float *x, size_t n, float *y)
+{
+    if (s->linear_observer)
+        s->linear_observer(s->linear_observer_context, w, x, n);
+    pmpd_linear(w, x, n, y, s->linear_scratch, s->pool, s->weight_bits);
+}
+
 static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n)
 {
     const pmpd_model_info *info = &s->model->info;
@@ -43,9 +50,9 @@ static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n)
     for (t = 0; t < n; t++)
         pmpd_ops_rmsnorm(s->xb + t * dim, s->x + t * dim, (const float *)w->attn_norm->data, dim,
                          info->norm_eps);
-    pmpd_linear(w->wq, s->xb, n, s->q, s->linear_scratch, s->pool, s->weight_bits);
-    pmpd_linear(w->wk, s->xb, n, s->k, s->linear_scratch, s->pool, s->weight_bits);
-    pmpd_linear(w->wv, s->xb, n, s->v, s->linear_scratch, s->pool, s->weight_bits);
+    pmpd_forward_linear(s, w->wq, s->xb, n, s->q);
+    pmpd_forward_linear(s, w->wk, s->xb, n, s->k);
+    pmpd_forward_linear(s, w->wv, s->xb, n, s->v);
     for (t = 0; t < n; t++) {
         pmpd_ops_rope_apply(s->q + t * q_dim, info->n_heads, head_dim, s->rope_cos + t * half,
                             s->rope_sin + t * half);
@@ -59,16 +66,16 @@ static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n)
     attention.first_position = s->position;
     pmpd_pool_run(s->pool, pmpd_forward_attention_items, &attention, n * info->n_kv_heads, 1);
 
-    pmpd_linear(w->wo, s->att, n, s->xb, s->linear_scratch, s->pool, s->weight_bits);
+    pmpd_forward_linear(s, w->wo, s->att, n, s->xb);
     pmpd_ops_add(s->x, s->xb, n * dim);
 
     for (t = 0; t < n; t++)
         pmpd_ops_rmsnorm(s->xb + t * dim, s->x + t * dim, (const float *)w->ffn_norm->data, dim,
                          info->norm_eps);
-    pmpd_linear(w->w_gate, s->xb, n, s->hb, s->linear_scratch, s->pool, s->weight_bits);
-    pmpd_linear(w->w_up, s->xb, n, s->hb2, s->linear_scratch, s->pool, s->weight_bits);
+    pmpd_forward_linear(s, w->w_gate, s->xb, n, s->hb);
+    pmpd_forward_linear(s, w->w_up, s->xb, n, s->hb2);
     pmpd_ops_swiglu(s->hb, s->hb2, n * hidden);
-    pmpd_linear(w->w_down, s->hb, n, s->xb, s->linear_scratch, s->pool, s->weight_bits);
+    pmpd_forward_linear(s, w->w_down, s->hb, n, s->xb);
     pmpd_ops_add(s->x, s->xb, n * dim);
 }
 
@@ -90,6 +97,6 @@ PMPD_INTERNAL void pmpd_forward(pmpd_session *s, const int32_t *tokens, size_t n
     if (want_logits) {
         const float *last = s->x + (n - 1) * dim;
         pmpd_ops_rmsnorm(s->xb, last, (const float *)s->model->final_norm->data, dim, info->norm_eps);
-        pmpd_linear(s->model->classifier, s->xb, 1, s->logits, s->linear_scratch, s->pool, s->weight_bits);
+        pmpd_forward_linear(s, s->model->classifier, s->xb, 1, s->logits);
     }
 }

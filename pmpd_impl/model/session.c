@@ -123,6 +123,8 @@ static pmpd_status pmpd_session_layout(const pmpd_model *model, const pmpd_sessi
     pmpd_precision_schedule_uniform(&s->precision, 0, 0);
     s->weight_bits = 0;
     s->decode_step = 0;
+    s->linear_observer = NULL;
+    s->linear_observer_context = NULL;
 
     st = pmpd_kv_cache_init(&s->kv, arena, config->kv_type, info->n_layers, info->n_kv_heads,
                             info->head_dim, config->context_length, model, config->kv_window);

@@ -9,6 +9,11 @@
 #include "pmpd_impl/model/kv_cache.h"
 #include "pmpd_impl/model/model.h"
 
+/* Sees the input of every linear layer (x: n_tokens rows of the weights'
+ * column count) just before it runs.  Offline calibration uses it to weigh
+ * weight columns by their activations; sessions start without one. */
+typedef void (*pmpd_linear_observer)(void *context, const pmpd_tensor *weights, const float *x, size_t n_tokens);
+
 struct pmpd_session {
     uint32_t live;                /* PMPD_SESSION_LIVE until destroyed */
     const pmpd_model *model;
@@ -38,6 +43,8 @@ struct pmpd_session {
     pmpd_precision_schedule precision;
     unsigned weight_bits;
     uint32_t decode_step;
+    pmpd_linear_observer linear_observer; /* NULL outside calibration */
+    void *linear_observer_context;
 };
 
 #define PMPD_SESSION_LIVE 0x706d7064u

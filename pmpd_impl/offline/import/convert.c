@@ -160,7 +160,7 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const p
         summary->failed_input = PMPD_CONVERT_INPUT_MODEL;
         if (options && options->type == PMPD_TENSOR_ANYPREC)
             status = pmpd_anyprec_build_convert(&b, options->anyprec_seed_bits ? options->anyprec_seed_bits : 2,
-                                                options->anyprec_parent_bits ? options->anyprec_parent_bits : 4,
+                                                options->anyprec_parent_bits ? options->anyprec_parent_bits : 4, NULL,
                                                 options->progress, options->progress_context);
         else if (options && pmpd_qformat_is_quantized(options->type))
             status = pmpd_quant_build_convert(&b, options->type, options->progress, options->progress_context);

@@ -15,6 +15,7 @@ static int anyprec_build_wanted(const pmpd_build_tensor *t)
 }
 
 PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsigned seed_bits, unsigned parent_bits,
+                                                     const pmpd_anyprec_importance *importance,
                                                      void (*progress)(void *context, uint64_t done, uint64_t total),
                                                      void *context)
 {
@@ -26,6 +27,7 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsign
     for (i = 0; i < b->n_tensors; i++) {
         pmpd_build_tensor *t = &b->tensors[i];
         uint64_t rows = t->dims[0], cols = t->dims[1];
+        const float *weights = pmpd_anyprec_importance_find(importance, t->name, cols);
         unsigned char *out;
         float *w;
         pmpd_status status;
@@ -47,7 +49,7 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsign
         memcpy(w, t->data, (size_t)t->size);
         for (row = 0; row < rows && status == PMPD_OK; row += ANYPREC_BUILD_ROWS_PER_STEP) {
             uint64_t end = rows - row < ANYPREC_BUILD_ROWS_PER_STEP ? rows : row + ANYPREC_BUILD_ROWS_PER_STEP;
-            status = pmpd_anyprec_quantize(w, rows, cols, NULL, seed_bits, parent_bits, row, end, out, (size_t)bytes);
+            status = pmpd_anyprec_quantize(w, rows, cols, weights, seed_bits, parent_bits, row, end, out, (size_t)bytes);
             done += end - row;
             if (progress)
                 progress(context, done, total);

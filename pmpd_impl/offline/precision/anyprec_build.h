@@ -5,15 +5,19 @@
 #include "pmpd.h"
 #include "pmpd_impl/core/config.h"
 #include "pmpd_impl/offline/format/builder.h"
+#include "pmpd_impl/offline/precision/importance.h"
 
 #if PMPD_OFFLINE
 
 /* Replaces every 2-D f32 tensor of b except the token embedding and the
  * classifier (kept exact, as Any-Precision LLM keeps them) by a
- * PMPD_TENSOR_ANYPREC tensor quantized from seed_bits up to parent_bits.
- * progress (may be NULL) is called with rows done and total rows.
+ * PMPD_TENSOR_ANYPREC tensor quantized from seed_bits up to parent_bits,
+ * its columns weighed by importance where it has the tensor (NULL, or a
+ * tensor it lacks: equally).  progress (may be NULL) is called with rows
+ * done and total rows.
  * Errors: those of pmpd_anyprec_quantize. */
 PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsigned seed_bits, unsigned parent_bits,
+                                                     const pmpd_anyprec_importance *importance,
                                                      void (*progress)(void *context, uint64_t done, uint64_t total),
                                                      void *context);
 

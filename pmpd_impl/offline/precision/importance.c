@@ -1,0 +1,133 @@
+/* Column importance from the float model's activations (importance.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmpd_impl/model/session.h"
+#include "pmpd_impl/offline/precision/calibration_session.h"
+#include "pmpd_impl/offline/precision/importance.h"
+
+static pmpd_importance_tensor *importance_entry(pmpd_anyprec_importance *imp, const pmpd_tensor *w)
+{
+    pmpd_importance_tensor *e;
+    uint32_t i;
+    for (i = 0; i < imp->n_tensors; i++)
+        if (imp->tensors[i].key == (const void *)w)
+            return &imp->tensors[i];
+    if (imp->n_tensors == imp->capacity) {
+        uint32_t capacity = imp->capacity ? 2 * imp->capacity : 32;
+        e = (pmpd_importance_tensor *)realloc(imp->tensors, capacity * sizeof *e);
+        if (!e)
+            return NULL;
+        imp->tensors = e;
+        imp->capacity = capacity;
+    }
+    e = &imp->tensors[imp->n_tensors];
+    memset(e, 0, sizeof *e);
+    e->key = w;
+    e->cols = w->dims[1];
+    memcpy(e->name, w->name, w->name_length);
+    e->name[w->name_length] = '\0';
+    e->sum_squares = (double *)calloc((size_t)e->cols, sizeof(double));
+    if (!e->sum_squares)
+        return NULL;
+    imp->n_tensors++;
+    return e;
+}
+
+static void importance_observe(void *context, const pmpd_tensor *w, const float *x, size_t n_tokens)
+{
+    pmpd_anyprec_importance *imp = (pmpd_anyprec_importance *)context;
+    pmpd_importance_tensor *e;
+    size_t t, c;
+    if (imp->status != PMPD_OK)
+        return;
+    e = importance_entry(imp, w);
+    if (!e) {
+        imp->status = PMPD_ERR_OUT_OF_MEMORY;
+        return;
+    }
+    for (t = 0; t < n_tokens; t++, x += e->cols)
+        for (c = 0; c < e->cols; c++)
+            e->sum_squares[c] += (double)x[c] * x[c];
+    e->rows_seen += n_tokens;
+}
+
+static pmpd_status importance_finish(pmpd_importance_tensor *e)
+{
+    double mean = 0.0, floor;
+    uint64_t c;
+    e->weights = (float *)malloc((size_t)e->cols * sizeof(float));
+    if (!e->weights)
+        return PMPD_ERR_OUT_OF_MEMORY;
+    for (c = 0; c < e->cols; c++)
+        mean += e->sum_squares[c] / (double)e->rows_seen;
+    mean /= (double)e->cols;
+    /* A column that never fired still gets a little weight: the quantizer
+     * wants every weight positive, and the calibration text may simply
+     * have missed what excites it. */
+    floor = mean > 0.0 ? 1e-6 * mean : 1.0;
+    for (c = 0; c < e->cols; c++) {
+        double w = e->sum_squares[c] / (double)e->rows_seen;
+        e->weights[c] = (float)(w > floor ? w : floor);
+    }
+    return PMPD_OK;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_anyprec_importance_collect(const pmpd_model *float_model,
+                                                          const pmpd_calibration_set *set,
+                                                          pmpd_anyprec_importance *importance)
+{
+    size_t length = (size_t)set->prompt_length + set->output_length;
+    pmpd_calibration_session cs;
+    int32_t *tokens;
+    uint32_t p, i;
+    pmpd_status st;
+    memset(importance, 0, sizeof *importance);
+    tokens = (int32_t *)malloc(length * sizeof *tokens);
+    if (!tokens)
+        return PMPD_ERR_OUT_OF_MEMORY;
+    st = pmpd_calibration_session_open(float_model, (uint32_t)length, &cs);
+    if (st == PMPD_OK) {
+        cs.session->linear_observer = importance_observe;
+        cs.session->linear_observer_context = importance;
+    }
+    for (p = 0; p < set->n_prompts && st == PMPD_OK && importance->status == PMPD_OK; p++) {
+        const float *logits;
+        memcpy(tokens, set->prompts + (size_t)p * set->prompt_length, set->prompt_length * sizeof *tokens);
+        memcpy(tokens + set->prompt_length, set->reference + (size_t)p * set->output_length,
+               set->output_length * sizeof *tokens);
+        st = pmpd_session_reset(cs.session);
+        if (st == PMPD_OK)
+            st = pmpd_session_prefill(cs.session, tokens, length, &logits);
+    }
+    pmpd_calibration_session_close(&cs);
+    free(tokens);
+    if (st == PMPD_OK)
+        st = importance->status;
+    for (i = 0; i < importance->n_tensors && st == PMPD_OK; i++)
+        st = importance_finish(&importance->tensors[i]);
+    return st;
+}
+
+PMPD_INTERNAL const float *pmpd_anyprec_importance_find(const pmpd_anyprec_importance *importance, const char *name,
+                                                        uint64_t cols)
+{
+    uint32_t i;
+    if (!importance)
+        return NULL;
+    for (i = 0; i < importance->n_tensors; i++)
+        if (strcmp(importance->tensors[i].name, name) == 0 && importance->tensors[i].cols == cols)
+            return importance->tensors[i].weights;
+    return NULL;
+}
+
+PMPD_INTERNAL void pmpd_anyprec_importance_free(pmpd_anyprec_importance *importance)
+{
+    uint32_t i;
+    for (i = 0; i < importance->n_tensors; i++) {
+        free(importance->tensors[i].sum_squares);
+        free(importance->tensors[i].weights);
+    }
+    free(importance->tensors);
+    memset(importance, 0, sizeof *importance);
+}
