@@ -1,10 +1,11 @@
 /* pmpd_model_open_file's read-into-the-arena path.  The Makefile links this
  * test with a POSIX port built with PMPD_USE_MMAP=0, so every open here
  * reads the file.  The model read that way reproduces llama2.c (the prompt's
- * tokens and the greedy continuation in ../shared/vectors), the arena
+ * tokens, logits and the greedy continuation in ../shared/vectors), the arena
  * accounting is the one pmpd.h states (the file rounded up to 64 bytes plus
  * what opening the same bytes from memory takes), and short arenas, bad and
  * truncated files are refused with the arena restored. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -116,21 +117,29 @@ static void test_reads_into_exactly_the_documented_arena(void **state)
     free(block);
 }
 
+/* llama2.c's prompt tokens, its logits at the first 16 positions and its
+ * 256-token greedy run from BOS. */
 static void test_read_model_reproduces_llama2c(void **state)
 {
     fixture *f = (fixture *)*state;
     static int32_t bos_ids[MAX_IDS], once_ids[MAX_IDS];
+    char path[512];
     size_t n_bos = test_read_vector_ids("stories260K_bos_greedy.ids", bos_ids, MAX_IDS);
     size_t n_once = test_read_vector_ids("stories260K_once_greedy.ids", once_ids, MAX_IDS);
-    size_t need = documented_arena_bytes(f), n_prompt = 0, i;
+    size_t need = documented_arena_bytes(f), n_prompt = 0, logits_size = 0, pos, i;
+    float *expected_logits = (float *)test_read_file(
+        test_shared_path(path, sizeof path, "vectors/stories260K_bos_logits16.f32"), &logits_size);
     void *block = malloc(need + PMPD_ARENA_ALIGNMENT), *session_block;
     unsigned char scratch_memory[4096];
     int32_t prompt[64];
     const float *logits = NULL;
+    float worst = 0.0f;
     pmpd_arena arena, scratch;
     pmpd_model *model;
     pmpd_session *s;
     assert_true(n_bos == 257 && n_once > 8);
+    assert_non_null(expected_logits);
+    assert_int_equal(logits_size, 16 * 512 * sizeof(float));
     pmpd_arena_init(&arena, test_aligned(block), need);
     assert_int_equal(pmpd_model_open_file(f->path, &arena, &model, NULL), PMPD_OK);
     pmpd_arena_init(&scratch, scratch_memory, sizeof scratch_memory);
@@ -138,16 +147,22 @@ static void test_read_model_reproduces_llama2c(void **state)
     assert_true(n_prompt >= 2 && n_prompt < n_once);
     assert_memory_equal(prompt, once_ids, n_prompt * sizeof(int32_t));
     s = test_session_open(model, NULL, &session_block);
-    assert_int_equal(pmpd_session_decode(s, bos_ids[0], &logits), PMPD_OK);
-    for (i = 1; i < n_bos; i++) {
-        int32_t next = test_argmax(logits, 512);
-        if (next != bos_ids[i])
-            fail_msg("position %zu: pmpd %d, llama2.c %d", i, (int)next, (int)bos_ids[i]);
-        if (i + 1 < n_bos)
-            assert_int_equal(pmpd_session_decode(s, next, &logits), PMPD_OK);
+    for (pos = 0; pos + 1 < n_bos; pos++) {
+        int32_t next;
+        assert_int_equal(pmpd_session_decode(s, bos_ids[pos], &logits), PMPD_OK);
+        for (i = 0; pos < 16 && i < 512; i++) {
+            float d = fabsf(logits[i] - expected_logits[pos * 512 + i]);
+            if (!(d <= worst))
+                worst = d;
+        }
+        next = test_argmax(logits, 512);
+        if (next != bos_ids[pos + 1])
+            fail_msg("position %zu: pmpd %d, llama2.c %d", pos + 1, (int)next, (int)bos_ids[pos + 1]);
     }
+    assert_true(worst <= 1e-4f);
     test_session_close(s, session_block);
     pmpd_model_close(model);
+    free(expected_logits);
     free(block);
 }
 
