@@ -549,13 +549,15 @@ uint32_t pmpd_session_decode_step(const pmpd_session *session);
  * pmpd_impl/precision/learned_scheduler.h), picks each pair's switch step,
  * and replaces the session's decode schedule (the prefill width is kept).
  * weights/size are the PMPD_SECTION_LEARNED_SCHEDULER bytes, or NULL to use
- * the model's section.  Working memory, about 4*(T*(D+M) + 3*M*D + H + N)
- * bytes plus 7*64 for T prompt positions, comes from scratch and is given
- * back before returning.  Errors: PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_STATE
- * (destroyed session or no prefill), PMPD_ERR_NOT_FOUND (no section),
- * PMPD_ERR_FORMAT_* (malformed weights, feature size not 2*head_dim),
- * PMPD_ERR_UNSUPPORTED (KV cache neither f32 nor f16),
- * PMPD_ERR_OUT_OF_MEMORY (scratch too small). */
+ * the model's section.  The features come from the last layer's K and V
+ * in any KV-cache mode (the compressed modes give what their attention
+ * sees; the scheduler is trained on f32 ones).  Working memory, about
+ * 4*((T+1)*D + T*M + 3*M*D + H + N) bytes plus 7*64 for T prompt positions,
+ * comes from scratch and is given back before returning.  Errors:
+ * PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_STATE (destroyed session or no
+ * prefill), PMPD_ERR_NOT_FOUND (no section), PMPD_ERR_FORMAT_* (malformed
+ * weights, feature size not 2*head_dim), PMPD_ERR_OUT_OF_MEMORY (scratch
+ * too small). */
 pmpd_status pmpd_session_apply_learned_scheduler(pmpd_session *session, const void *weights, size_t size,
                                                  pmpd_arena *scratch);
 

@@ -214,6 +214,41 @@ static void test_decision_becomes_monotone_schedule(void **state)
     lst_close(&m);
 }
 
+/* The features come from whatever the KV cache stores: a compressed cache
+ * serves the scheduler as well (here the int8 baseline, which needs no
+ * codebooks). */
+static void test_decision_with_compressed_kv(void **state)
+{
+    static const int32_t prompt[4] = {1, 403, 407, 261};
+    static const uint32_t choice[2] = {1, 0}; /* 4->3 at OL/3 = 10, 3->2 at once, so also from 10 */
+    pmpd_session_config config;
+    pmpd_session *s;
+    pmpd_arena scratch;
+    size_t size;
+    unsigned char *section;
+    void *block, *scratch_block = malloc(65536);
+    lst_model m;
+    (void)state;
+    lst_open(&m);
+    section = lst_constant_section(2 * pmpd_model_get_info(m.model)->head_dim, choice, &size);
+    pmpd_session_config_init(&config);
+    config.kv_type = PMPD_KV_INT8;
+    s = test_session_open(m.model, &config, &block);
+    pmpd_arena_init(&scratch, scratch_block, 65536);
+    assert_int_equal(pmpd_session_prefill(s, prompt, 4, NULL), PMPD_OK);
+    assert_int_equal(pmpd_session_apply_learned_scheduler(s, section, size, &scratch), PMPD_OK);
+    assert_int_equal(scratch.used, 0);
+    while (pmpd_session_decode_step(s) < 14) {
+        uint32_t step = pmpd_session_decode_step(s);
+        assert_int_equal(pmpd_session_decode_bits(s), step < 10 ? 4 : 2);
+        assert_int_equal(pmpd_session_decode(s, 300, NULL), PMPD_OK);
+    }
+    test_session_close(s, block);
+    free(section);
+    free(scratch_block);
+    lst_close(&m);
+}
+
 static void test_training_end_to_end(void **state)
 {
     pmpd_calibration_config config;
@@ -270,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_backward_matches_finite_differences),
         cmocka_unit_test(test_parse_refuses_bad_sections),
         cmocka_unit_test(test_decision_becomes_monotone_schedule),
+        cmocka_unit_test(test_decision_with_compressed_kv),
         cmocka_unit_test(test_training_end_to_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -97,6 +97,19 @@ static size_t kv_quantized_row(const pmpd_kv_quantized *q, uint32_t layer, size_
     return (((size_t)layer * q->capacity + pos) * q->n_kv_heads + kv_head) * q->row_bytes;
 }
 
+void pmpd_kv_quantized_read(const pmpd_kv_quantized *q, uint32_t layer, size_t pos, uint32_t kv_head, float *key,
+                            float *value)
+{
+    size_t row;
+    if (q->type == PMPD_KV_PQ) {
+        pmpd_pq_cache_read(&q->layers[layer], kv_head, pos, key, value);
+        return;
+    }
+    row = kv_quantized_row(q, layer, pos, kv_head);
+    pmpd_kv_uniform_decode(q->keys + row, q->head_dim, kv_quantized_bits(q->type), key);
+    pmpd_kv_uniform_decode(q->values + row, q->head_dim, kv_quantized_bits(q->type), value);
+}
+
 void pmpd_kv_quantized_write(pmpd_kv_quantized *q, uint32_t layer, size_t pos, size_t n, const float *k,
                              const float *v)
 {

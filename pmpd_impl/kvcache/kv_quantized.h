@@ -46,6 +46,11 @@ PMPD_INTERNAL void pmpd_kv_quantized_clear(pmpd_kv_quantized *q);
 PMPD_INTERNAL void pmpd_kv_quantized_write(pmpd_kv_quantized *q, uint32_t layer, size_t pos, size_t n,
                                            const float *k, const float *v);
 
+/* The key and value (head_dim floats each) stored for (layer, pos,
+ * kv_head), as attention sees them. */
+PMPD_INTERNAL void pmpd_kv_quantized_read(const pmpd_kv_quantized *q, uint32_t layer, size_t pos, uint32_t kv_head,
+                                          float *key, float *value);
+
 PMPD_INTERNAL pmpd_status pmpd_kv_quantized_scratch_bytes(const pmpd_kv_quantized *q, size_t *bytes);
 
 /* Attention of the first `heads` (<= group) query heads of kv_head's group

@@ -89,3 +89,17 @@ pmpd_status pmpd_pq_cache_append(pmpd_pq_cache *cache, const float *key, const f
     cache->n_recent++;
     return PMPD_OK;
 }
+
+PMPD_INTERNAL void pmpd_pq_cache_read(const pmpd_pq_cache *cache, uint32_t kv_head, size_t pos, float *key,
+                                      float *value)
+{
+    if (pos < cache->n_coded) {
+        size_t token = (size_t)kv_head * cache->capacity + pos;
+        pmpd_pq_decode(&cache->keys, cache->key_codes + token * cache->keys.layout.code_bytes, key);
+        pmpd_pq_decode(&cache->values, cache->value_codes + token * cache->values.layout.code_bytes, value);
+    } else {
+        size_t offset = ((size_t)kv_head * cache->window + (pos - cache->n_coded)) * cache->head_dim;
+        memcpy(key, cache->key_recent + offset, cache->head_dim * sizeof(float));
+        memcpy(value, cache->value_recent + offset, cache->head_dim * sizeof(float));
+    }
+}

@@ -47,6 +47,11 @@ PMPD_INTERNAL pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq
                                              const pmpd_pq_codebook *values, uint32_t n_kv_heads,
                                              uint32_t capacity, uint32_t window, pmpd_arena *arena);
 
+/* The key and value (head_dim floats each) kv_head stores for token pos
+ * (< n_coded + n_recent): the codes' centroids, or the window's floats. */
+PMPD_INTERNAL void pmpd_pq_cache_read(const pmpd_pq_cache *cache, uint32_t kv_head, size_t pos, float *key,
+                                      float *value);
+
 /* Forgets every token (a new sequence). */
 PMPD_INTERNAL void pmpd_pq_cache_reset(pmpd_pq_cache *cache);
 

@@ -51,3 +51,15 @@ void pmpd_pq_encode(const pmpd_pq_codebook *book, const float *vectors, size_t s
         }
     }
 }
+
+PMPD_INTERNAL void pmpd_pq_decode(const pmpd_pq_codebook *book, const uint8_t *codes, float *vector)
+{
+    const pmpd_pq_layout *lay = &book->layout;
+    uint32_t s, j;
+    for (s = 0; s < lay->n_sub; s++) {
+        const float *centroid =
+            book->centroids + ((size_t)s * lay->n_centroids + pmpd_pq_code(lay, codes, s)) * lay->sub_dim;
+        for (j = 0; j < lay->sub_dim; j++)
+            vector[s * lay->sub_dim + j] = centroid[j];
+    }
+}

@@ -56,4 +56,8 @@ PMPD_INTERNAL size_t pmpd_pq_codebook_floats(const pmpd_pq_layout *layout);
 PMPD_INTERNAL void pmpd_pq_encode(const pmpd_pq_codebook *book, const float *vectors, size_t stride,
                                   size_t count, uint8_t *codes);
 
+/* The vector one vector's codes stand for (dim floats).  Attention never
+ * needs it; the learned precision scheduler reads its prompt features so. */
+PMPD_INTERNAL void pmpd_pq_decode(const pmpd_pq_codebook *book, const uint8_t *codes, float *vector);
+
 #endif

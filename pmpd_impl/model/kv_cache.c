@@ -87,6 +87,27 @@ PMPD_INTERNAL void pmpd_kv_cache_write(pmpd_kv_cache *cache, uint32_t layer, siz
     }
 }
 
+PMPD_INTERNAL void pmpd_kv_cache_read(const pmpd_kv_cache *cache, uint32_t layer, size_t pos, uint32_t kv_head,
+                                      float *key, float *value)
+{
+    size_t base = pmpd_kv_cache_index(cache, layer, pos) + (size_t)kv_head * cache->head_dim, i;
+    switch (cache->type) {
+    case PMPD_KV_F32:
+        memcpy(key, (const float *)cache->k + base, cache->head_dim * sizeof(float));
+        memcpy(value, (const float *)cache->v + base, cache->head_dim * sizeof(float));
+        break;
+    case PMPD_KV_F16:
+        for (i = 0; i < cache->head_dim; i++) {
+            key[i] = pmpd_f16_to_f32(((const uint16_t *)cache->k)[base + i]);
+            value[i] = pmpd_f16_to_f32(((const uint16_t *)cache->v)[base + i]);
+        }
+        break;
+    default:
+        pmpd_kv_quantized_read(&cache->quantized, layer, pos, kv_head, key, value);
+        break;
+    }
+}
+
 PMPD_INTERNAL pmpd_status pmpd_kv_cache_attend_scratch_bytes(const pmpd_kv_cache *cache, size_t *bytes)
 {
     size_t floats;

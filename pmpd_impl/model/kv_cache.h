@@ -52,6 +52,11 @@ PMPD_INTERNAL void pmpd_kv_cache_clear(pmpd_kv_cache *cache);
 PMPD_INTERNAL void pmpd_kv_cache_write(pmpd_kv_cache *cache, uint32_t layer, size_t pos, size_t n,
                                        const float *k, const float *v);
 
+/* The key and value (head_dim floats each) stored for (layer, pos,
+ * kv_head), pos already written, in whatever form the mode keeps them. */
+PMPD_INTERNAL void pmpd_kv_cache_read(const pmpd_kv_cache *cache, uint32_t layer, size_t pos, uint32_t kv_head,
+                                      float *key, float *value);
+
 /* Per-thread scratch bytes pmpd_kv_cache_attend needs (64-byte aligned). */
 PMPD_INTERNAL pmpd_status pmpd_kv_cache_attend_scratch_bytes(const pmpd_kv_cache *cache, size_t *bytes);
 

@@ -8,7 +8,6 @@
 #include "pmpd_impl/core/error.h"
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/format/loader.h"
-#include "pmpd_impl/model/f16.h"
 #include "pmpd_impl/model/session.h"
 #include "pmpd_impl/precision/learned_scheduler.h"
 
@@ -141,26 +140,21 @@ PMPD_INTERNAL uint32_t pmpd_learned_candidate_step(uint32_t j, uint32_t n_candid
 }
 
 /* x[t] = [mean over KV heads of K_t | the same of V_t], last layer. */
-PMPD_INTERNAL void pmpd_learned_session_features(const pmpd_session *s, float *x)
+PMPD_INTERNAL void pmpd_learned_session_features(const pmpd_session *s, float *x, float *work)
 {
     const pmpd_kv_cache *kv = &s->kv;
-    const size_t hd = kv->head_dim, layer_base = (size_t)(kv->n_layers - 1) * kv->capacity * kv->kv_dim;
-    size_t t, head, i;
+    const size_t hd = kv->head_dim;
+    size_t t, i;
+    uint32_t head;
     for (t = 0; t < s->position; t++) {
         float *row = x + t * 2 * hd;
         for (i = 0; i < 2 * hd; i++)
             row[i] = 0.0f;
-        for (head = 0; head < kv->n_kv_heads; head++)
-            for (i = 0; i < hd; i++) {
-                size_t at = layer_base + t * kv->kv_dim + head * hd + i;
-                if (kv->type == PMPD_KV_F32) {
-                    row[i] += ((const float *)kv->k)[at];
-                    row[hd + i] += ((const float *)kv->v)[at];
-                } else {
-                    row[i] += pmpd_f16_to_f32(((const uint16_t *)kv->k)[at]);
-                    row[hd + i] += pmpd_f16_to_f32(((const uint16_t *)kv->v)[at]);
-                }
-            }
+        for (head = 0; head < kv->n_kv_heads; head++) {
+            pmpd_kv_cache_read(kv, kv->n_layers - 1, t, head, work, work + hd);
+            for (i = 0; i < 2 * hd; i++)
+                row[i] += work[i];
+        }
         for (i = 0; i < 2 * hd; i++)
             row[i] /= (float)kv->n_kv_heads;
     }
@@ -203,12 +197,10 @@ pmpd_status pmpd_session_apply_learned_scheduler(pmpd_session *session, const vo
         return st;
     if (v.feature_dim != 2 * session->kv.head_dim)
         return PMPD_ERR_FORMAT_SHAPE;
-    if (session->kv.type != PMPD_KV_F32 && session->kv.type != PMPD_KV_F16)
-        return PMPD_ERR_UNSUPPORTED;
     t_count = session->position;
     f = (size_t)v.n_queries * v.feature_dim;
     mark = pmpd_arena_save(scratch);
-    st = learned_floats(scratch, t_count * v.feature_dim, &x);
+    st = learned_floats(scratch, (t_count + 1) * v.feature_dim, &x);
     if (st == PMPD_OK) st = learned_floats(scratch, t_count * v.n_queries, &trace.attention);
     if (st == PMPD_OK) st = learned_floats(scratch, f, &trace.pooled);
     if (st == PMPD_OK) st = learned_floats(scratch, f, &trace.normed);
@@ -219,7 +211,7 @@ pmpd_status pmpd_session_apply_learned_scheduler(pmpd_session *session, const vo
         pmpd_arena_restore(scratch, mark);
         return st != PMPD_OK ? st : PMPD_ERR_INVALID_ARGUMENT; /* a measuring arena cannot run it */
     }
-    pmpd_learned_session_features(session, x);
+    pmpd_learned_session_features(session, x, x + t_count * v.feature_dim);
     schedule = session->precision;
     schedule.n_widths = v.n_pairs + 1;
     schedule.decode_bits[0] = v.high_bits[0];

@@ -56,8 +56,9 @@ PMPD_INTERNAL void pmpd_learned_classify(const pmpd_learned_view *v, const pmpd_
                                          size_t t_count, pmpd_learned_trace *trace);
 
 /* The feature rows of a session after its prefill: positions x 2*head_dim
- * floats (F32 and F16 KV caches only). */
-PMPD_INTERNAL void pmpd_learned_session_features(const pmpd_session *session, float *x);
+ * floats, read from any KV-cache mode (compressed modes give the K and V
+ * their attention sees).  work: 2*head_dim floats. */
+PMPD_INTERNAL void pmpd_learned_session_features(const pmpd_session *session, float *x, float *work);
 
 /* Candidate j's first decode step (PMPD_SCHEDULE_NEVER for the last). */
 PMPD_INTERNAL uint32_t pmpd_learned_candidate_step(uint32_t j, uint32_t n_candidates, uint32_t output_length);

@@ -162,13 +162,12 @@ static pmpd_status learned_train_features(const pmpd_model *nested, const pmpd_c
         st = pmpd_session_set_precision(session, &s);
     if (st == PMPD_OK)
         st = pmpd_session_prefill(session, set->prompts + (size_t)p * set->prompt_length, set->prompt_length, NULL);
-    if (st == PMPD_OK && session->kv.type != PMPD_KV_F32 && session->kv.type != PMPD_KV_F16)
-        st = PMPD_ERR_UNSUPPORTED;
     if (st == PMPD_OK) {
         sample->t_count = set->prompt_length;
-        sample->x = (float *)malloc(sample->t_count * 2 * session->kv.head_dim * sizeof(float));
+        /* One row more than the features: the reader's work area. */
+        sample->x = (float *)malloc((sample->t_count + 1) * 2 * session->kv.head_dim * sizeof(float));
         if (sample->x)
-            pmpd_learned_session_features(session, sample->x);
+            pmpd_learned_session_features(session, sample->x, sample->x + sample->t_count * 2 * session->kv.head_dim);
         else
             st = PMPD_ERR_OUT_OF_MEMORY;
     }
