@@ -1,6 +1,8 @@
 /* Exact attention over K/V rows of any stored format (see exact_attention.h). */
 #include "pmpd_impl/kvcache/exact_attention.h"
 
+#include <math.h>
+
 #include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/kvcache/attention_kernels.h"
 #include "pmpd_impl/kvcache/uniform_quant.h"
@@ -63,4 +65,26 @@ void pmpd_attn_exact_partial(const float *qt, uint32_t lanes, uint32_t dim, cons
         const float *rows = exact_rows_as_f32(values, dim, first, count, block, &stride);
         PMPD_KV_KERNEL(pmpd_kv_row_accumulate)(scores + first * lanes, lanes, dim, rows, stride, count, out->acc);
     }
+}
+
+/* Scratch layout: transposed query [dim][lanes], the partial result (max,
+ * sum, acc), then pmpd_attn_exact_partial's own scratch. */
+int pmpd_attn_exact_group_scratch_floats(size_t n, uint32_t max_heads, uint32_t dim, size_t *out)
+{
+    size_t exact, lanes = pmpd_kv_lanes(max_heads);
+    return pmpd_attn_exact_scratch_floats(n, (uint32_t)lanes, dim, &exact) &&
+           pmpd_checked_add(exact, lanes * (2 * (size_t)dim + 2), out);
+}
+
+void pmpd_attn_exact_group(const float *query, uint32_t heads, uint32_t dim, const pmpd_kv_rows *keys,
+                           const pmpd_kv_rows *values, size_t n, float *scratch, float *out)
+{
+    uint32_t lanes = pmpd_kv_lanes(heads);
+    pmpd_attn_partial part;
+    part.max = scratch + (size_t)dim * lanes;
+    part.sum = part.max + lanes;
+    part.acc = part.sum + lanes;
+    pmpd_attn_transpose_query(query, dim, heads, dim, 1.0f / sqrtf((float)dim), scratch);
+    pmpd_attn_exact_partial(scratch, lanes, dim, keys, values, n, part.acc + (size_t)dim * lanes, &part);
+    pmpd_attn_partial_finish(&part, heads, dim, out, dim);
 }

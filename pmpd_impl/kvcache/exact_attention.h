@@ -41,4 +41,16 @@ PMPD_INTERNAL void pmpd_attn_exact_partial(const float *qt, uint32_t lanes, uint
                                            const pmpd_kv_rows *keys, const pmpd_kv_rows *values, size_t n,
                                            float *scratch, pmpd_attn_partial *out);
 
+/* Floats of scratch pmpd_attn_exact_group needs for n rows and groups of
+ * up to max_heads query heads. */
+PMPD_INTERNAL int pmpd_attn_exact_group_scratch_floats(size_t n, uint32_t max_heads, uint32_t dim, size_t *out);
+
+/* Causal attention of `heads` query heads sharing one KV head (query and
+ * out: [heads][dim], query already rotated) over rows [0, n):
+ * out[h] = softmax(query[h]·K / sqrt(dim)) V, with the group's heads
+ * processed together so each K and V row is read once. */
+PMPD_INTERNAL void pmpd_attn_exact_group(const float *query, uint32_t heads, uint32_t dim,
+                                         const pmpd_kv_rows *keys, const pmpd_kv_rows *values, size_t n,
+                                         float *scratch, float *out);
+
 #endif

@@ -1,5 +1,4 @@
 /* PQ and uniform-integer storage for a session's KV cache. */
-#include <math.h>
 #include <string.h>
 
 #include "pmpd_impl/kvcache/kv_quantized.h"
@@ -131,15 +130,6 @@ void pmpd_kv_quantized_write(pmpd_kv_quantized *q, uint32_t layer, size_t pos, s
     }
 }
 
-/* INT-mode scratch, in floats: transposed query, a partial result, then
- * the exact-attention scratch. */
-static int kv_quantized_int_scratch(const pmpd_kv_quantized *q, size_t *floats)
-{
-    size_t exact, lanes = pmpd_kv_lanes(q->group);
-    return pmpd_attn_exact_scratch_floats(q->capacity, (uint32_t)lanes, q->head_dim, &exact) &&
-           pmpd_checked_add(exact, lanes * (2 * (size_t)q->head_dim + 2), floats);
-}
-
 pmpd_status pmpd_kv_quantized_scratch_bytes(const pmpd_kv_quantized *q, size_t *bytes)
 {
     size_t floats;
@@ -155,7 +145,7 @@ pmpd_status pmpd_kv_quantized_scratch_bytes(const pmpd_kv_quantized *q, size_t *
         shape.window = q->window;
         if ((st = pmpd_pq_attention_scratch_floats(&shape, q->n_kv_heads * q->group, &floats)) != PMPD_OK)
             return st;
-    } else if (!kv_quantized_int_scratch(q, &floats)) {
+    } else if (!pmpd_attn_exact_group_scratch_floats(q->capacity, q->group, q->head_dim, &floats)) {
         return PMPD_ERR_OVERFLOW;
     }
     return pmpd_checked_mul(floats, sizeof(float), bytes) ? PMPD_OK : PMPD_ERR_OVERFLOW;
@@ -164,24 +154,16 @@ pmpd_status pmpd_kv_quantized_scratch_bytes(const pmpd_kv_quantized *q, size_t *
 void pmpd_kv_quantized_attend(const pmpd_kv_quantized *q, uint32_t layer, uint32_t kv_head, const float *query,
                               uint32_t heads, size_t n_visible, void *scratch, float *out)
 {
-    float *f = (float *)scratch;
     pmpd_kv_rows keys, values;
-    pmpd_attn_partial part;
-    size_t lanes = pmpd_kv_lanes(heads), dim = q->head_dim;
     if (q->type == PMPD_KV_PQ) {
-        pmpd_pq_cache_attend_group(&q->layers[layer], kv_head, query, heads, n_visible, out, f);
+        pmpd_pq_cache_attend_group(&q->layers[layer], kv_head, query, heads, n_visible, out, (float *)scratch);
         return;
     }
     keys.format = values.format = q->type == PMPD_KV_INT8 ? PMPD_KV_ROW_INT8 : PMPD_KV_ROW_INT4;
     keys.row_bytes = values.row_bytes = (size_t)q->n_kv_heads * q->row_bytes;
     keys.data = q->keys + kv_quantized_row(q, layer, 0, kv_head);
     values.data = q->values + kv_quantized_row(q, layer, 0, kv_head);
-    part.max = f + dim * lanes;
-    part.sum = part.max + lanes;
-    part.acc = part.sum + lanes;
-    pmpd_attn_transpose_query(query, dim, heads, q->head_dim, 1.0f / sqrtf((float)dim), f);
-    pmpd_attn_exact_partial(f, (uint32_t)lanes, q->head_dim, &keys, &values, n_visible, part.acc + dim * lanes, &part);
-    pmpd_attn_partial_finish(&part, heads, q->head_dim, out, dim);
+    pmpd_attn_exact_group(query, heads, q->head_dim, &keys, &values, n_visible, (float *)scratch, out);
 }
 
 size_t pmpd_kv_quantized_bytes_in_use(const pmpd_kv_quantized *q, size_t positions)

@@ -1,9 +1,9 @@
 #include "pmpd_impl/model/kv_cache.h"
 
-#include <math.h>
 #include <string.h>
 
 #include "pmpd_impl/core/checked.h"
+#include "pmpd_impl/kvcache/exact_attention.h"
 #include "pmpd_impl/model/f16.h"
 
 PMPD_INTERNAL pmpd_status pmpd_kv_cache_init(pmpd_kv_cache *cache, pmpd_arena *arena, uint32_t type,
@@ -13,6 +13,7 @@ PMPD_INTERNAL pmpd_status pmpd_kv_cache_init(pmpd_kv_cache *cache, pmpd_arena *a
 {
     size_t kv_dim, bytes;
     pmpd_status st;
+    cache->group = model->info.n_heads / n_kv_heads;
     if (pmpd_kv_quantized_handles(type)) {
         cache->type = type;
         cache->n_layers = n_layers;
@@ -113,71 +114,28 @@ PMPD_INTERNAL pmpd_status pmpd_kv_cache_attend_scratch_bytes(const pmpd_kv_cache
     size_t floats;
     if (pmpd_kv_quantized_handles(cache->type))
         return pmpd_kv_quantized_scratch_bytes(&cache->quantized, bytes);
-    /* One score per visible position, then one row widened from f16. */
-    return pmpd_checked_add(cache->capacity, cache->head_dim, &floats) &&
+    return pmpd_attn_exact_group_scratch_floats(cache->capacity, cache->group, cache->head_dim, &floats) &&
                    pmpd_checked_mul(floats, sizeof(float), bytes)
                ? PMPD_OK
                : PMPD_ERR_OVERFLOW;
-}
-
-/* The head_dim numbers stored at element offset index, as floats: in
- * place for f32, widened into row for f16. */
-static const float *pmpd_kv_cache_row(const pmpd_kv_cache *cache, const void *data, size_t index, float *row)
-{
-    size_t i;
-    if (cache->type != PMPD_KV_F16)
-        return (const float *)data + index;
-    for (i = 0; i < cache->head_dim; i++)
-        row[i] = pmpd_f16_to_f32(((const uint16_t *)data)[index + i]);
-    return row;
-}
-
-PMPD_INTERNAL void pmpd_kv_cache_attend(const pmpd_kv_cache *cache, uint32_t layer, uint32_t kv_head,
-                                        const float *q, size_t n_visible, void *scratch, float *out)
-{
-    float *scores = (float *)scratch, *widened = scores + cache->capacity;
-    size_t d = cache->head_dim, head_offset = (size_t)kv_head * d, t, i;
-    size_t base = pmpd_kv_cache_index(cache, layer, 0) + head_offset;
-    float scale = sqrtf((float)d), max_score, sum = 0.0f;
-    if (pmpd_kv_quantized_handles(cache->type)) {
-        pmpd_kv_quantized_attend(&cache->quantized, layer, kv_head, q, 1, n_visible, scratch, out);
-        return;
-    }
-    for (t = 0; t < n_visible; t++) {
-        const float *k = pmpd_kv_cache_row(cache, cache->k, base + t * cache->kv_dim, widened);
-        float dot = 0.0f;
-        for (i = 0; i < d; i++)
-            dot += q[i] * k[i];
-        scores[t] = dot / scale;
-    }
-    max_score = scores[0];
-    for (t = 1; t < n_visible; t++)
-        if (scores[t] > max_score)
-            max_score = scores[t];
-    for (t = 0; t < n_visible; t++) {
-        scores[t] = expf(scores[t] - max_score);
-        sum += scores[t];
-    }
-    for (i = 0; i < d; i++)
-        out[i] = 0.0f;
-    for (t = 0; t < n_visible; t++) {
-        const float *v = pmpd_kv_cache_row(cache, cache->v, base + t * cache->kv_dim, widened);
-        float weight = scores[t] / sum;
-        for (i = 0; i < d; i++)
-            out[i] += weight * v[i];
-    }
 }
 
 PMPD_INTERNAL void pmpd_kv_cache_attend_group(const pmpd_kv_cache *cache, uint32_t layer, uint32_t kv_head,
                                               const float *q, uint32_t heads, size_t n_visible, void *scratch,
                                               float *out)
 {
-    uint32_t h;
+    pmpd_kv_rows keys, values;
+    size_t base;
     if (pmpd_kv_quantized_handles(cache->type)) {
         pmpd_kv_quantized_attend(&cache->quantized, layer, kv_head, q, heads, n_visible, scratch, out);
         return;
     }
-    for (h = 0; h < heads; h++)
-        pmpd_kv_cache_attend(cache, layer, kv_head, q + (size_t)h * cache->head_dim, n_visible, scratch,
-                             out + (size_t)h * cache->head_dim);
+    /* A KV head's rows lie kv_dim elements apart; the exact path reads
+     * them at that stride and widens f16 a block at a time. */
+    base = (pmpd_kv_cache_index(cache, layer, 0) + (size_t)kv_head * cache->head_dim) * cache->element_size;
+    keys.format = values.format = cache->type == PMPD_KV_F16 ? PMPD_KV_ROW_F16 : PMPD_KV_ROW_F32;
+    keys.row_bytes = values.row_bytes = cache->kv_dim * cache->element_size;
+    keys.data = (const unsigned char *)cache->k + base;
+    values.data = (const unsigned char *)cache->v + base;
+    pmpd_attn_exact_group(q, heads, cache->head_dim, &keys, &values, n_visible, (float *)scratch, out);
 }

@@ -21,6 +21,7 @@ typedef struct pmpd_kv_cache {
     uint32_t n_layers;
     uint32_t n_kv_heads;
     uint32_t head_dim;
+    uint32_t group;       /* query heads per KV head */
     size_t kv_dim;        /* n_kv_heads * head_dim */
     size_t capacity;      /* positions */
     size_t element_size;  /* bytes per stored number */
@@ -30,7 +31,8 @@ typedef struct pmpd_kv_cache {
 } pmpd_kv_cache;
 
 /* Allocates the cache in the arena (the same call plans with a measuring
- * arena).  model supplies the PQ codebooks (its KV codebook section);
+ * arena).  model gives the query heads per KV head and the PQ codebooks
+ * (its KV codebook section);
  * pq_window is the PQ recent window in tokens (0 = head_dim).
  * Errors: PMPD_ERR_INVALID_ARGUMENT (unknown type), PMPD_ERR_OVERFLOW,
  * PMPD_ERR_OUT_OF_MEMORY, PMPD_ERR_FORMAT_* (PQ: codebook section missing
@@ -57,20 +59,18 @@ PMPD_INTERNAL void pmpd_kv_cache_write(pmpd_kv_cache *cache, uint32_t layer, siz
 PMPD_INTERNAL void pmpd_kv_cache_read(const pmpd_kv_cache *cache, uint32_t layer, size_t pos, uint32_t kv_head,
                                       float *key, float *value);
 
-/* Per-thread scratch bytes pmpd_kv_cache_attend needs (64-byte aligned). */
+/* Per-thread scratch bytes pmpd_kv_cache_attend_group needs (64-byte
+ * aligned). */
 PMPD_INTERNAL pmpd_status pmpd_kv_cache_attend_scratch_bytes(const pmpd_kv_cache *cache, size_t *bytes);
 
-/* The same for the first `heads` query heads of kv_head's group at once
- * (q and out: [heads][head_dim]); the compressed modes build their lookup
- * tables once for the whole group. */
+/* Causal attention of the first `heads` query heads of kv_head's group
+ * (q and out: [heads][head_dim], q already rotated) over positions
+ * [0, n_visible) of layer: out[h] = softmax(q[h]·K / sqrt(head_dim)) V.
+ * The group is processed together, so every stored row is read once, and
+ * the compressed modes build their lookup tables once.  scratch:
+ * pmpd_kv_cache_attend_scratch_bytes bytes. */
 PMPD_INTERNAL void pmpd_kv_cache_attend_group(const pmpd_kv_cache *cache, uint32_t layer, uint32_t kv_head,
                                               const float *q, uint32_t heads, size_t n_visible, void *scratch,
                                               float *out);
-
-/* Causal attention of query q (head_dim floats, already rotated) over
- * positions [0, n_visible) of kv_head in layer: out = softmax(q·K / sqrt(d)) V.
- * scratch: pmpd_kv_cache_attend_scratch_bytes bytes. */
-PMPD_INTERNAL void pmpd_kv_cache_attend(const pmpd_kv_cache *cache, uint32_t layer, uint32_t kv_head,
-                                        const float *q, size_t n_visible, void *scratch, float *out);
 
 #endif
