@@ -179,9 +179,24 @@ static void test_parse_refuses_bad_sections(void **state)
     free(bytes);
 }
 
+/* Applies section to a prefilled session and follows the decode: 4 bits
+ * before switch_step, 2 from there (the 3-bit stretch is empty). */
+static void lst_apply_and_follow(pmpd_session *s, const unsigned char *section, size_t size, pmpd_arena *scratch,
+                                 uint32_t switch_step)
+{
+    assert_int_equal(pmpd_session_apply_learned_scheduler(s, section, size, scratch), PMPD_OK);
+    assert_int_equal(scratch->used, 0);
+    while (pmpd_session_decode_step(s) < switch_step + 5) {
+        uint32_t step = pmpd_session_decode_step(s);
+        assert_int_equal(pmpd_session_decode_bits(s), step < switch_step ? 4 : 2);
+        assert_int_equal(pmpd_session_decode(s, 300, NULL), PMPD_OK);
+    }
+}
+
+static const int32_t lst_prompt[4] = {1, 403, 407, 261};
+
 static void test_decision_becomes_monotone_schedule(void **state)
 {
-    static const int32_t prompt[4] = {1, 403, 407, 261};
     static const uint32_t choice[2] = {2, 1}; /* 4->3 at 2*OL/3 = 20, 3->2 at OL/3 = 10 */
     pmpd_session *s;
     pmpd_arena scratch;
@@ -198,16 +213,9 @@ static void test_decision_becomes_monotone_schedule(void **state)
     assert_int_equal(pmpd_session_apply_learned_scheduler(s, section, size, &scratch), PMPD_ERR_STATE);
     pmpd_precision_schedule_uniform(&start, 3, 0);
     assert_int_equal(pmpd_session_set_precision(s, &start), PMPD_OK);
-    assert_int_equal(pmpd_session_prefill(s, prompt, 4, NULL), PMPD_OK);
+    assert_int_equal(pmpd_session_prefill(s, lst_prompt, 4, NULL), PMPD_OK);
     assert_int_equal(pmpd_session_apply_learned_scheduler(s, NULL, 0, &scratch), PMPD_ERR_NOT_FOUND);
-    assert_int_equal(pmpd_session_apply_learned_scheduler(s, section, size, &scratch), PMPD_OK);
-    assert_int_equal(scratch.used, 0);
-    assert_int_equal(pmpd_session_decode_bits(s), 4);
-    while (pmpd_session_decode_step(s) < 25) {
-        uint32_t step = pmpd_session_decode_step(s);
-        assert_int_equal(pmpd_session_decode_bits(s), step < 20 ? 4 : 2);
-        assert_int_equal(pmpd_session_decode(s, 300, NULL), PMPD_OK);
-    }
+    lst_apply_and_follow(s, section, size, &scratch, 20);
     test_session_close(s, block);
     free(section);
     free(scratch_block);
@@ -219,7 +227,6 @@ static void test_decision_becomes_monotone_schedule(void **state)
  * codebooks). */
 static void test_decision_with_compressed_kv(void **state)
 {
-    static const int32_t prompt[4] = {1, 403, 407, 261};
     static const uint32_t choice[2] = {1, 0}; /* 4->3 at OL/3 = 10, 3->2 at once, so also from 10 */
     pmpd_session_config config;
     pmpd_session *s;
@@ -235,14 +242,8 @@ static void test_decision_with_compressed_kv(void **state)
     config.kv_type = PMPD_KV_INT8;
     s = test_session_open(m.model, &config, &block);
     pmpd_arena_init(&scratch, scratch_block, 65536);
-    assert_int_equal(pmpd_session_prefill(s, prompt, 4, NULL), PMPD_OK);
-    assert_int_equal(pmpd_session_apply_learned_scheduler(s, section, size, &scratch), PMPD_OK);
-    assert_int_equal(scratch.used, 0);
-    while (pmpd_session_decode_step(s) < 14) {
-        uint32_t step = pmpd_session_decode_step(s);
-        assert_int_equal(pmpd_session_decode_bits(s), step < 10 ? 4 : 2);
-        assert_int_equal(pmpd_session_decode(s, 300, NULL), PMPD_OK);
-    }
+    assert_int_equal(pmpd_session_prefill(s, lst_prompt, 4, NULL), PMPD_OK);
+    lst_apply_and_follow(s, section, size, &scratch, 10);
     test_session_close(s, block);
     free(section);
     free(scratch_block);
