@@ -2,7 +2,10 @@
  * run: the machine's memory bandwidth first, then every kernel and model
  * figure as a ratio to it and to the scalar reference.
  *
- *   pmpd-bench [--quick] [--csv FILE] [--threads N] [--stream-mib N]
+ *   pmpd-bench [--quick] [--gemv] [--csv FILE] [--threads N] [--stream-mib N]
+ *
+ * --gemv runs only the bandwidth probe and the group-quantized GEMV rows
+ * (every type and shape, 1 and all threads): the loop for kernel work.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +16,8 @@
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: pmpd-bench [--quick] [--csv FILE] [--threads N] [--stream-mib N]\n");
+    fprintf(stderr, "usage: pmpd-bench [--quick] [--gemv] [--csv FILE] [--threads N] [--stream-mib N]\n"
+                    "  --gemv  only the bandwidth probe and the streamed GEMV rows\n");
 }
 
 int main(int argc, char **argv)
@@ -26,6 +30,8 @@ int main(int argc, char **argv)
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             ctx.quick = 1;
+        } else if (strcmp(argv[i], "--gemv") == 0) {
+            ctx.gemv_only = 1;
         } else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
             ctx.csv = fopen(argv[++i], "w");
             if (!ctx.csv) {
@@ -52,11 +58,11 @@ int main(int argc, char **argv)
            llc >> 20, ctx.stream_bytes >> 20);
     if (bench_memory_bandwidth(&ctx) != 0)
         return 1;
-    if (bench_anyprec(&ctx) != 0)
+    if (!ctx.gemv_only && bench_anyprec(&ctx) != 0)
         return 1;
     if (bench_kernels(&ctx) != 0)
         return 1;
-    if (bench_attention(&ctx) != 0)
+    if (!ctx.gemv_only && bench_attention(&ctx) != 0)
         return 1;
     if (ctx.csv)
         fclose(ctx.csv);

@@ -26,10 +26,13 @@ typedef struct shape {
 } shape;
 
 /* 1 row, rows not a multiple of 4, K not a multiple of 32, K = 32, large K,
- * more tokens than a GEMM token block (135 = 2 x 64 + 7). */
+ * more tokens than a GEMM token block (135 = 2 x 64 + 7); one-token (GEMV)
+ * shapes with an even and an odd number of row blocks, so kernels that walk
+ * several row blocks side by side meet their remainder. */
 static const shape qmm_shapes[] = {
-    {1, 32, 1}, {1, 33, 1}, {3, 40, 2}, {4, 32, 4}, {5, 64, 3}, {7, 31, 5}, {9, 100, 8},
-    {13, 257, 9}, {2, 4096, 1}, {6, 4096, 3}, {33, 160, 17}, {37, 544, 12}, {9, 96, 135},
+    {1, 32, 1},   {1, 33, 1},    {3, 40, 2},    {4, 32, 4},   {5, 64, 3},  {7, 31, 5},
+    {9, 100, 8},  {13, 257, 9},  {2, 4096, 1},  {6, 4096, 3}, {33, 160, 17}, {37, 544, 12},
+    {9, 96, 135}, {12, 96, 1},   {21, 200, 1},  {45, 1000, 1}, {64, 4096, 1},
 };
 static const uint32_t qmm_types[] = {PMPD_TENSOR_Q8, PMPD_TENSOR_Q4, PMPD_TENSOR_Q2CB};
 

@@ -18,6 +18,7 @@ typedef struct bench_context {
     double bw_one_gbs;         /* measured single-thread read bandwidth, GB/s */
     double bw_all_gbs;         /* measured all-thread read bandwidth, GB/s */
     int quick;                 /* fewer repetitions (smoke runs) */
+    int gemv_only;             /* kernels: only the streamed GEMV rows */
     FILE *csv;                 /* NULL, or where CSV rows go */
 } bench_context;
 
@@ -81,7 +82,8 @@ int bench_attention(bench_context *ctx);
 /* Group-quantized kernels (q8, q4, q2cb) beside f32 and their scalar
  * references: GEMV streamed from RAM against the bandwidth, GEMM at 64 and
  * 512 tokens in GFLOP/s, and decode / prefill tokens/s of a synthetic
- * model of real shape in each type (bench_kernels.c). */
+ * model of real shape in each type (bench_kernels.c).  With
+ * ctx->gemv_only, only the streamed GEMV rows. */
 int bench_kernels(bench_context *ctx);
 
 /* Table output: a section header, then rows of name, value, unit and a

@@ -164,7 +164,7 @@ static int bench_kernels_shape(bench_context *ctx, pmpd_pool *pool, pmpd_pool *s
     job.base = weights;
     job.stride = stride;
 
-    if (type != PMPD_TENSOR_F32) {
+    if (type != PMPD_TENSOR_F32 && !ctx->gemv_only) {
         job.scalar = 1;
         scalar_gbs = (double)bytes / bench_kernels_time(ctx, single, &job, 1, 0.2) * 1e-9;
         job.scalar = 0;
@@ -172,7 +172,7 @@ static int bench_kernels_shape(bench_context *ctx, pmpd_pool *pool, pmpd_pool *s
     seconds = bench_kernels_time(ctx, single, &job, copies, 1.0);
     gbs = (double)bytes / seconds * 1e-9;
     snprintf(name, sizeof name, "%s GEMV %zux%zu 1 thread", bench_kernels_type_name(type), rows, cols);
-    if (type == PMPD_TENSOR_F32)
+    if (type == PMPD_TENSOR_F32 || ctx->gemv_only)
         snprintf(note, sizeof note, "%.0f%% of 1-thread bw; %.1f us", 100.0 * gbs / ctx->bw_one_gbs, seconds * 1e6);
     else
         snprintf(note, sizeof note, "%.0f%% of 1-thread bw; %.1f us; scalar %.2f GB/s", 100.0 * gbs / ctx->bw_one_gbs,
@@ -186,7 +186,7 @@ static int bench_kernels_shape(bench_context *ctx, pmpd_pool *pool, pmpd_pool *s
         snprintf(note, sizeof note, "%.0f%% of all-thread bw; %.1f us", 100.0 * gbs / ctx->bw_all_gbs, seconds * 1e6);
         bench_row(ctx, "kernels", name, gbs, "GB/s", note);
     }
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < 2 && !ctx->gemv_only; i++) {
         double flops = 2.0 * (double)rows * (double)cols * (double)token_counts[i], one, all = 0.0;
         job.n_tokens = token_counts[i];
         one = flops / bench_kernels_time(ctx, single, &job, 1, 1.0) * 1e-9;
@@ -342,7 +342,7 @@ int bench_kernels(bench_context *ctx)
         for (t = 0; t < 4 && status == 0; t++)
             status = bench_kernels_shape(ctx, pools.all, pools.single, types[t], shapes[s][0], shapes[s][1]);
     bench_pools_stop(&pools);
-    return status == 0 ? bench_kernels_model(ctx) : status;
+    return status == 0 && !ctx->gemv_only ? bench_kernels_model(ctx) : status;
 }
 
 #undef BENCH_KERNELS_MAX_TOTAL

@@ -11,12 +11,16 @@
  *   PMPD_USE_DOTPROD  Arm SDOT kernels.               default: __ARM_FEATURE_DOTPROD
  *   PMPD_USE_I8MM     Arm SMMLA (int8 matmul) GEMM.   default: __ARM_FEATURE_MATMUL_INT8
  *   PMPD_USE_AVX2     x86 AVX2+FMA kernels.           default: __AVX2__ && __FMA__
+ *   PMPD_USE_AVX512   x86 AVX-512 GEMV (decode).      default: AVX-512 F, BW, VNNI, VBMI
+ *                     and GFNI targeted, with PMPD_USE_AVX2
  *   PMPD_PLATFORM_POSIX  files via mmap, pthreads.     default: 1 on Unix-like systems
  *   PMPD_PLATFORM_NONE   no filesystem, no threads.    default: 1 elsewhere
  *   PMPD_USE_MMAP     map model files (POSIX port); 0 makes
  *                     pmpd_model_open_file read them into the arena.
  *                                                      default: PMPD_PLATFORM_POSIX
  *   PMPD_MAX_THREADS  upper bound on worker threads.   default: 8
+ *   PMPD_POOL_MIN_PARALLEL_WORK  jobs of fewer multiply-adds run on the
+ *                     calling thread alone.            default: 262144
  *   PMPD_OFFLINE      compile the offline tools (importers, quantizers,
  *                     calibration); they use the heap.  default: 0
  */
@@ -44,6 +48,13 @@
 #define PMPD_HAVE_AVX2_TARGET 0
 #endif
 
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__AVX512VBMI__) && \
+    defined(__GFNI__)
+#define PMPD_HAVE_AVX512_TARGET 1
+#else
+#define PMPD_HAVE_AVX512_TARGET 0
+#endif
+
 #ifndef PMPD_USE_NEON
 #define PMPD_USE_NEON PMPD_HAVE_NEON_TARGET
 #endif
@@ -55,6 +66,9 @@
 #endif
 #ifndef PMPD_USE_AVX2
 #define PMPD_USE_AVX2 PMPD_HAVE_AVX2_TARGET
+#endif
+#ifndef PMPD_USE_AVX512
+#define PMPD_USE_AVX512 (PMPD_HAVE_AVX512_TARGET && PMPD_USE_AVX2)
 #endif
 
 #if PMPD_USE_NEON && !PMPD_HAVE_NEON_TARGET
@@ -71,6 +85,12 @@
 #endif
 #if PMPD_USE_AVX2 && !PMPD_HAVE_AVX2_TARGET
 #error "PMPD_USE_AVX2=1 but the compiler is not targeting AVX2 and FMA (add -mavx2 -mfma or -march=native)"
+#endif
+#if PMPD_USE_AVX512 && !PMPD_HAVE_AVX512_TARGET
+#error "PMPD_USE_AVX512=1 but the target lacks AVX-512 F/BW/VNNI/VBMI or GFNI (e.g. -march=icelake-server or native)"
+#endif
+#if PMPD_USE_AVX512 && !PMPD_USE_AVX2
+#error "PMPD_USE_AVX512 needs PMPD_USE_AVX2 (the GEMM kernels)"
 #endif
 #if PMPD_USE_AVX2 && PMPD_USE_NEON
 #error "PMPD_USE_AVX2 and PMPD_USE_NEON cannot both be on"
@@ -104,6 +124,11 @@
 
 #ifndef PMPD_MAX_THREADS
 #define PMPD_MAX_THREADS 8
+#endif
+#ifndef PMPD_POOL_MIN_PARALLEL_WORK
+/* Waking a worker and waiting for it costs 10-50 us, the time one core
+ * needs for a few hundred thousand multiply-adds. */
+#define PMPD_POOL_MIN_PARALLEL_WORK 262144u
 #endif
 #if PMPD_MAX_THREADS < 1 || PMPD_MAX_THREADS > 256
 #error "PMPD_MAX_THREADS must be between 1 and 256"

@@ -12,6 +12,8 @@
  * dropped).
  *
  * pmpd_qmatmul runs the best kernel compiled in, chosen at compile time:
+ *   x86-64 AVX-512           x86_avx512/qmatmul.c for one token (GEMV),
+ *                            x86_avx2/qmatmul.c for 2+ tokens
  *   x86-64 AVX2              x86_avx2/qmatmul.c (GEMV and GEMM)
  *   AArch64 NEON + i8mm      arm_neon/qgemm_smmla.c for 2+ tokens (SMMLA)
  *   AArch64 NEON + dotprod   arm_neon/qmatmul.c, SDOT step (GEMV, GEMM)
@@ -34,6 +36,7 @@
 #define PMPD_QMATMUL_NEON 0
 #endif
 #define PMPD_QMATMUL_SMMLA (PMPD_QMATMUL_NEON && PMPD_USE_I8MM)
+#define PMPD_QMATMUL_AVX512 (PMPD_USE_AVX2 && PMPD_USE_AVX512)
 
 /* GEMM kernels take the tokens in blocks of this many, each block passing
  * over all the row blocks: 64 tokens of activations (256 KiB at K = 4096)
@@ -50,6 +53,11 @@ PMPD_INTERNAL void pmpd_qmatmul_scalar(const pmpd_qmatrix *w, const pmpd_qact *a
 #if PMPD_USE_AVX2
 PMPD_INTERNAL void pmpd_qmatmul_avx2(const pmpd_qmatrix *w, const pmpd_qact *act, size_t row_begin,
                                      size_t row_end, float *y, size_t ldy);
+#endif
+#if PMPD_QMATMUL_AVX512
+/* act->n_tokens must be 1; writes y[r] for r in the range. */
+PMPD_INTERNAL void pmpd_qgemv_avx512(const pmpd_qmatrix *w, const pmpd_qact *act, size_t row_begin,
+                                     size_t row_end, float *y);
 #endif
 #if PMPD_QMATMUL_NEON
 PMPD_INTERNAL void pmpd_qmatmul_neon(const pmpd_qmatrix *w, const pmpd_qact *act, size_t row_begin,

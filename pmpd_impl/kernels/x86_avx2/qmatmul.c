@@ -28,7 +28,9 @@
 #include "pmpd_impl/model/f16.h"
 
 #define PMPD_AVX2_TOKENS 4
-#define PMPD_AVX2_PREFETCH 4096
+#ifndef PMPD_AVX2_PREFETCH
+#define PMPD_AVX2_PREFETCH 1024
+#endif
 
 #if defined(__AVXVNNI__)
 #define PMPD_AVX2_VNNI 1
@@ -204,13 +206,9 @@ PMPD_AVX2_INLINE void pmpd_avx2_store(__m256 acc, float *y, size_t ldy, size_t t
     pmpd_qmatmul_store(y, ldy, t, first_row, row_end, result);
 }
 
-/* GEMV of row block rb with token t: even and odd groups go to separate
- * accumulators, halving the chain of dependent FMAs (one token offers no
- * other independent work).  The weights are prefetched 4 KiB ahead: with
- * the hardware prefetcher alone, streaming from RAM reached 63% (q4) and
- * 34% (q2cb) of the bandwidth probe, with it 81% and 77% (measured in
- * thread CPU time on the shared machine).  A prefetch never faults, so
- * running past the end of the matrix is harmless. */
+/* GEMV of row block rb with token t (a GEMM's leftover tokens): even and
+ * odd groups go to separate accumulators, halving the chain of dependent
+ * FMAs. */
 PMPD_AVX2_INLINE void pmpd_avx2_gemv(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
                                      const __m256i *codebooks, size_t rb, size_t t, size_t row_end, float *y,
                                      size_t ldy)
@@ -219,16 +217,52 @@ PMPD_AVX2_INLINE void pmpd_avx2_gemv(uint32_t type, const pmpd_qmatrix *w, const
     size_t g, n_groups = act->n_groups, step = pmpd_qformat_block_bytes(type);
     __m256 even = _mm256_setzero_ps(), odd = _mm256_setzero_ps();
     for (g = 0; g + 2 <= n_groups; g += 2) {
-        size_t line;
-#pragma GCC unroll 8
-        for (line = 0; line < 2 * step; line += 64)
-            _mm_prefetch((const char *)(blocks + g * step + line) + PMPD_AVX2_PREFETCH, _MM_HINT_T0);
         even = pmpd_avx2_gemv_group(type, blocks + g * step, act, codebooks, t, g, even);
         odd = pmpd_avx2_gemv_group(type, blocks + (g + 1) * step, act, codebooks, t, g + 1, odd);
     }
     if (g < n_groups)
         even = pmpd_avx2_gemv_group(type, blocks + g * step, act, codebooks, t, g, even);
     pmpd_avx2_store(_mm256_add_ps(even, odd), y, ldy, t, rb * PMPD_QROWS, row_end);
+}
+
+/* The decode GEMV (one token): the range's row blocks are cut into four
+ * quarters and row block i of every quarter is computed side by side, so
+ * the weights stream from RAM as four long sequential streams (what the
+ * hardware prefetchers keep busy enough to reach the bandwidth; one stream
+ * of a kernel this slow does not), each prefetched PMPD_AVX2_PREFETCH bytes
+ * ahead into L2, and the four row blocks give independent FMA chains.
+ * Streams past the last row block repeat the first and are not stored. */
+PMPD_AVX2_INLINE void pmpd_avx2_decode(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
+                                       const __m256i *codebooks, size_t row_begin, size_t row_end, float *y)
+{
+    const size_t step = pmpd_qformat_block_bytes(type), n_groups = act->n_groups;
+    size_t rb0 = row_begin / PMPD_QROWS, rb_end = (row_end + PMPD_QROWS - 1) / PMPD_QROWS;
+    size_t quarter = (rb_end - rb0 + 3) / 4, i, j, g;
+    for (i = 0; i < quarter; i++) {
+        const unsigned char *blocks[4];
+        __m256 acc[4];
+#pragma GCC unroll 4
+        for (j = 0; j < 4; j++) {
+            size_t rb = rb0 + i + j * quarter;
+            blocks[j] = pmpd_qformat_block(w, rb < rb_end ? rb : rb0 + i, 0);
+            acc[j] = _mm256_setzero_ps();
+        }
+        for (g = 0; g < n_groups; g++) {
+#pragma GCC unroll 4
+            for (j = 0; j < 4; j++) {
+                const unsigned char *block = blocks[j] + g * step;
+                size_t line;
+#pragma GCC unroll 4
+                for (line = 0; line < step; line += 64)
+                    _mm_prefetch((const char *)(block + line) + PMPD_AVX2_PREFETCH, _MM_HINT_T1);
+                acc[j] = pmpd_avx2_gemv_group(type, block, act, codebooks, 0, g, acc[j]);
+            }
+        }
+#pragma GCC unroll 4
+        for (j = 0; j < 4; j++)
+            if (rb0 + i + j * quarter < rb_end)
+                pmpd_avx2_store(acc[j], y, 0, 0, (rb0 + i + j * quarter) * PMPD_QROWS, row_end);
+    }
 }
 
 /* GEMM: row block rb by tokens t0..t0+PMPD_AVX2_TOKENS-1, each unpacked
@@ -274,6 +308,10 @@ PMPD_AVX2_INLINE void pmpd_avx2_walk(uint32_t type, const pmpd_qmatrix *w, const
                                      size_t ldy)
 {
     size_t rb, t0, first;
+    if (act->n_tokens == 1) {
+        pmpd_avx2_decode(type, w, act, codebooks, row_begin, row_end, y);
+        return;
+    }
     for (first = 0; first < act->n_tokens; first += PMPD_QMATMUL_TOKEN_BLOCK) {
         size_t last = act->n_tokens - first < PMPD_QMATMUL_TOKEN_BLOCK ? act->n_tokens
                                                                        : first + PMPD_QMATMUL_TOKEN_BLOCK;
