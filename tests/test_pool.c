@@ -1,5 +1,6 @@
 /* Worker pool: every item computed exactly once, ranges in whole granules,
- * many jobs in a row on the same workers, exact arena figure, bad counts. */
+ * many jobs in a row on the same workers, small jobs kept on the calling
+ * thread, exact arena figure, bad counts. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -87,6 +88,39 @@ static void test_every_item_once_for_every_thread_count(void **state)
                 check_job(n, counts[c], granules[g]);
 }
 
+/* Workers that computed at least one item of a weighed job. */
+static unsigned weighed_workers(pmpd_pool *pool, size_t item_work)
+{
+    static pool_test_job job;
+    unsigned t, used = 0;
+    size_t i;
+    memset(&job, 0, sizeof job);
+    pmpd_pool_run_weighed(pool, pool_test_task, &job, N_ITEMS, 4, item_work);
+    for (i = 0; i < N_ITEMS; i++)
+        assert_int_equal(job.hits[i], 1);
+    for (t = 0; t < PMPD_MAX_THREADS; t++)
+        used += job.count[t] != 0;
+    return used;
+}
+
+static void test_small_jobs_stay_on_the_caller(void **state)
+{
+    const size_t threshold_item = PMPD_POOL_MIN_PARALLEL_WORK / N_ITEMS;
+    unsigned n = PMPD_MAX_THREADS < 3 ? PMPD_MAX_THREADS : 3;
+    pmpd_arena arena;
+    pmpd_pool *pool = NULL;
+    (void)state;
+    assert_int_equal(pmpd_arena_init(&arena, pool_buffer, (size_t)1 << 16), PMPD_OK);
+    assert_int_equal(pmpd_pool_create(&arena, n, &pool), PMPD_OK);
+    assert_int_equal(weighed_workers(pool, 0), 1);
+    assert_int_equal(weighed_workers(pool, 1), 1);
+    assert_int_equal(weighed_workers(pool, threshold_item - 1), 1);
+    assert_int_equal(weighed_workers(pool, threshold_item + 1), n);
+    /* n_items * item_work would overflow: still one big job. */
+    assert_int_equal(weighed_workers(pool, SIZE_MAX), n);
+    pmpd_pool_destroy(pool);
+}
+
 static void test_plan_is_exact(void **state)
 {
     unsigned n;
@@ -124,6 +158,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_item_once_for_every_thread_count),
+        cmocka_unit_test(test_small_jobs_stay_on_the_caller),
         cmocka_unit_test(test_plan_is_exact),
         cmocka_unit_test(test_bad_thread_counts),
     };

@@ -228,6 +228,18 @@ PMPD_INTERNAL void pmpd_pool_run(pmpd_pool *pool, pmpd_pool_task task, void *ctx
     pmpd_mutex_unlock(&pool->mutex);
 }
 
+PMPD_INTERNAL void pmpd_pool_run_weighed(pmpd_pool *pool, pmpd_pool_task task, void *ctx, size_t n_items,
+                                         size_t granule, size_t item_work)
+{
+    /* Compared by division, so a huge job cannot overflow into a small one. */
+    if (n_items == 0 || item_work == 0 || n_items < PMPD_POOL_MIN_PARALLEL_WORK / item_work) {
+        if (n_items > 0)
+            task(ctx, 0, n_items, 0);
+        return;
+    }
+    pmpd_pool_run(pool, task, ctx, n_items, granule);
+}
+
 PMPD_INTERNAL unsigned pmpd_pool_threads(const pmpd_pool *pool)
 {
     return pool->n_threads;

@@ -41,6 +41,13 @@ PMPD_INTERNAL pmpd_status pmpd_pool_create(pmpd_arena *arena, unsigned n_threads
 PMPD_INTERNAL void pmpd_pool_run(pmpd_pool *pool, pmpd_pool_task task, void *ctx,
                                  size_t n_items, size_t granule);
 
+/* The same for a job whose items cost about item_work multiply-adds each:
+ * below PMPD_POOL_MIN_PARALLEL_WORK in all, the calling thread does the
+ * whole job, because waking the workers would cost more than they save
+ * (a tiny model's layers are all such jobs). */
+PMPD_INTERNAL void pmpd_pool_run_weighed(pmpd_pool *pool, pmpd_pool_task task, void *ctx, size_t n_items,
+                                         size_t granule, size_t item_work);
+
 PMPD_INTERNAL unsigned pmpd_pool_threads(const pmpd_pool *pool);
 
 /* Stops and joins the workers.  The arena storage stays with the caller. */

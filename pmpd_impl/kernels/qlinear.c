@@ -57,8 +57,8 @@ PMPD_INTERNAL void pmpd_qlinear(const pmpd_tensor *w, const float *x, size_t n_t
     if (n_tokens == 1)
         pmpd_qact_quantize(&act, x, job.w.cols, n_tokens, job.w.cols);
     else
-        pmpd_pool_run(pool, pmpd_qlinear_quantize, &job, n_tokens + (n_tokens & 1), 2);
-    pmpd_pool_run(pool, pmpd_qlinear_rows, &job, job.w.rows, PMPD_QROWS);
+        pmpd_pool_run_weighed(pool, pmpd_qlinear_quantize, &job, n_tokens + (n_tokens & 1), 2, job.w.cols);
+    pmpd_pool_run_weighed(pool, pmpd_qlinear_rows, &job, job.w.rows, PMPD_QROWS, job.w.cols * n_tokens);
 }
 
 PMPD_INTERNAL void pmpd_qlinear_row(const pmpd_tensor *w, size_t r, float *out)

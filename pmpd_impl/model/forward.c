@@ -64,7 +64,10 @@ static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n)
     attention.session = s;
     attention.layer = layer;
     attention.first_position = s->position;
-    pmpd_pool_run(s->pool, pmpd_forward_attention_items, &attention, n * info->n_kv_heads, 1);
+    /* An item (a token's query group) scores and sums over up to
+     * position + n cached rows. */
+    pmpd_pool_run_weighed(s->pool, pmpd_forward_attention_items, &attention, n * info->n_kv_heads, 1,
+                          (s->position + n) * head_dim * 2 * (info->n_heads / info->n_kv_heads));
 
     pmpd_forward_linear(s, w->wo, s->att, n, s->xb);
     pmpd_ops_add(s->x, s->xb, n * dim);

@@ -155,9 +155,9 @@ PMPD_INTERNAL void pmpd_linear(const pmpd_tensor *w, const float *x, size_t n_to
     case PMPD_TENSOR_F16:
 #if PMPD_LINEAR_FLOAT_SIMD
         /* Granules of 4 rows keep the vector kernels on their 4-row path. */
-        pmpd_pool_run(pool, pmpd_linear_float_simd_rows, &job, job.rows, 4);
+        pmpd_pool_run_weighed(pool, pmpd_linear_float_simd_rows, &job, job.rows, 4, job.cols * n_tokens);
 #else
-        pmpd_pool_run(pool, pmpd_linear_float_rows, &job, job.rows, 1);
+        pmpd_pool_run_weighed(pool, pmpd_linear_float_rows, &job, job.rows, 1, job.cols * n_tokens);
 #endif
         break;
     case PMPD_TENSOR_ANYPREC:
@@ -171,7 +171,7 @@ PMPD_INTERNAL void pmpd_linear(const pmpd_tensor *w, const float *x, size_t n_to
             job.xscale = xscale;
         }
         /* Granules of 4 rows keep the SIMD kernels on their 4-row path. */
-        pmpd_pool_run(pool, pmpd_linear_anyprec_rows, &job, job.rows, 4);
+        pmpd_pool_run_weighed(pool, pmpd_linear_anyprec_rows, &job, job.rows, 4, job.cols * n_tokens);
         break;
     case PMPD_TENSOR_Q8:
     case PMPD_TENSOR_Q4:
