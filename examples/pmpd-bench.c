@@ -4,8 +4,9 @@
  *
  *   pmpd-bench [--quick] [--gemv] [--csv FILE] [--threads N] [--stream-mib N]
  *
- * --gemv runs only the bandwidth probe and the group-quantized GEMV rows
- * (every type and shape, 1 and all threads): the loop for kernel work.
+ * --gemv runs only the bandwidth probe and the GEMV rows (every type and
+ * shape, 1 and all threads), plus each quantized kernel's ceiling with the
+ * weights in L2: the loop for kernel work.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@
 static void usage(void)
 {
     fprintf(stderr, "usage: pmpd-bench [--quick] [--gemv] [--csv FILE] [--threads N] [--stream-mib N]\n"
-                    "  --gemv  only the bandwidth probe and the streamed GEMV rows\n");
+                    "  --gemv  only the bandwidth probe, the streamed GEMV rows and the kernels' L2 ceilings\n");
 }
 
 int main(int argc, char **argv)

@@ -61,6 +61,15 @@ static void bench_kernels_product_of_copy(void *raw, size_t copy)
     bench_kernels_product(job, job->pool);
 }
 
+/* The kernel alone on copy 0 (copy is ignored), activations already quantized. */
+static void bench_kernels_rows_cached(void *raw, size_t copy)
+{
+    bench_kernels_job *job = (bench_kernels_job *)raw;
+    (void)copy;
+    job->w.data = job->base;
+    pmpd_pool_run(job->pool, bench_kernels_rows, job, job->w.rows, PMPD_QROWS);
+}
+
 /* Seconds per product, cycling through the copies. */
 static double bench_kernels_time(const bench_context *ctx, pmpd_pool *pool, bench_kernels_job *job, size_t copies,
                                  double budget)
@@ -105,6 +114,27 @@ static const char *bench_kernels_type_name(uint32_t type)
     case PMPD_TENSOR_Q4: return "q4";
     default: return "q2cb";
     }
+}
+
+/* With --gemv: the kernel's own ceiling, the first rows of the matrix that
+ * fit in 1 MiB (in L2) computed over and over by one thread. */
+static void bench_kernels_cached(bench_context *ctx, pmpd_pool *single, bench_kernels_job *job, size_t bytes)
+{
+    size_t rows = job->w.rows, sub = ((size_t)1 << 20) / (bytes / rows) / PMPD_QROWS * PMPD_QROWS;
+    double seconds, gbs;
+    char name[96];
+    if (sub < PMPD_QROWS)
+        sub = PMPD_QROWS;
+    if (sub > rows)
+        sub = rows;
+    job->w.rows = sub;
+    job->pool = single;
+    pmpd_qact_quantize(job->act, job->x, job->w.cols, 1, job->w.cols);
+    seconds = bench_seconds_per_call(ctx, 0.5, 0.1, 1, bench_kernels_rows_cached, job);
+    gbs = (double)bytes * (double)sub / (double)rows / seconds * 1e-9;
+    job->w.rows = rows;
+    snprintf(name, sizeof name, "%s GEMV %zux%zu in L2", bench_kernels_type_name(job->w.type), sub, job->w.cols);
+    bench_row(ctx, "kernels", name, gbs, "GB/s", "kernel alone, 1 thread");
 }
 
 static int bench_kernels_shape(bench_context *ctx, pmpd_pool *pool, pmpd_pool *single, uint32_t type, size_t rows,
@@ -178,6 +208,8 @@ static int bench_kernels_shape(bench_context *ctx, pmpd_pool *pool, pmpd_pool *s
         snprintf(note, sizeof note, "%.0f%% of 1-thread bw; %.1f us; scalar %.2f GB/s", 100.0 * gbs / ctx->bw_one_gbs,
                  seconds * 1e6, scalar_gbs);
     bench_row(ctx, "kernels", name, gbs, "GB/s", note);
+    if (ctx->gemv_only && type != PMPD_TENSOR_F32)
+        bench_kernels_cached(ctx, single, &job, bytes);
     if (ctx->threads > 1) {
         seconds = bench_kernels_time(ctx, pool, &job, copies, 1.0);
         gbs = (double)bytes / seconds * 1e-9;

@@ -1,6 +1,7 @@
 #include "pmpd_impl/kernels/qact.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/kernels/qformat.h"
@@ -65,10 +66,20 @@ static void pmpd_qact_group(pmpd_qact *act, size_t t, size_t g, const float *x, 
     act->sum[t * act->n_groups + g] = sum;
 }
 
+/* The padding token: what pmpd_qact_group makes of zeros, written directly
+ * (a one-token GEMV pays for it on every call). */
+static void pmpd_qact_zero_group(pmpd_qact *act, size_t t, size_t g)
+{
+    size_t c;
+    for (c = 0; c < PMPD_QGROUP / 8; c++)
+        memset((int8_t *)pmpd_qact_chunk(act, t, g * (PMPD_QGROUP / 8) + c), 0, 8);
+    act->scale[t * act->n_groups + g] = 0.0f;
+    act->sum[t * act->n_groups + g] = 0;
+}
+
 PMPD_INTERNAL void pmpd_qact_quantize_tokens(pmpd_qact *act, const float *x, size_t ldx, size_t cols,
                                              size_t begin, size_t end)
 {
-    static const float pmpd_qact_zero_token[PMPD_QGROUP] = {0};
     size_t t, g;
     for (t = begin; t < end; t++) {
         for (g = 0; g < act->n_groups; g++) {
@@ -77,7 +88,7 @@ PMPD_INTERNAL void pmpd_qact_quantize_tokens(pmpd_qact *act, const float *x, siz
             if (t < act->n_tokens)
                 pmpd_qact_group(act, t, g, x + t * ldx + first, n);
             else
-                pmpd_qact_group(act, t, g, pmpd_qact_zero_token, PMPD_QGROUP);
+                pmpd_qact_zero_group(act, t, g);
         }
     }
 }
