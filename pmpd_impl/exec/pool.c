@@ -17,7 +17,7 @@ struct pmpd_pool {
     pmpd_cond done;
     /* The job: workers notice a new one by the generation changing. */
     unsigned long generation;
-    unsigned pending;
+    unsigned long pending;
     int stop;
     pmpd_pool_task task;
     void *ctx;
@@ -92,6 +92,26 @@ static void pmpd_pool_do_share(pmpd_pool *pool, unsigned t)
         pool->task(pool->ctx, begin, end, t);
 }
 
+/* Before blocking on a condition variable, a thread polls the state it waits
+ * for this many times (each a mutex unlock and lock, ~0.1-0.4 ms in all):
+ * products come back to back (a decode step runs dozens), and waking a
+ * blocked thread costs 10-50 us, so without polling every product paid a
+ * worker wake-up at its start and a caller wake-up at its end.  Measured
+ * (4096x4096 one-token GEMV, 2 threads): q4 20 -> 27 GB/s, q2cb 19 -> 25. */
+#define PMPD_POOL_POLLS 4096
+
+/* Called and returns with the mutex held: polls until (*value == v) equals
+ * until_equal, the pool stops or the budget is spent (the caller then
+ * blocks if need be). */
+static void pmpd_pool_poll(pmpd_pool *pool, const unsigned long *value, unsigned long v, int until_equal)
+{
+    unsigned polls;
+    for (polls = 0; polls < PMPD_POOL_POLLS && (*value == v) != until_equal && !pool->stop; polls++) {
+        pmpd_mutex_unlock(&pool->mutex);
+        pmpd_mutex_lock(&pool->mutex);
+    }
+}
+
 static void pmpd_pool_worker_main(void *arg)
 {
     pmpd_pool_worker *worker = (pmpd_pool_worker *)arg;
@@ -99,6 +119,7 @@ static void pmpd_pool_worker_main(void *arg)
     unsigned long seen = 0;
     for (;;) {
         pmpd_mutex_lock(&pool->mutex);
+        pmpd_pool_poll(pool, &pool->generation, seen, 0);
         while (pool->generation == seen && !pool->stop)
             pmpd_cond_wait(&pool->start, &pool->mutex);
         if (pool->stop) {
@@ -223,6 +244,7 @@ PMPD_INTERNAL void pmpd_pool_run(pmpd_pool *pool, pmpd_pool_task task, void *ctx
     pmpd_pool_do_share(pool, 0);
 
     pmpd_mutex_lock(&pool->mutex);
+    pmpd_pool_poll(pool, &pool->pending, 0, 1);
     while (pool->pending > 0)
         pmpd_cond_wait(&pool->done, &pool->mutex);
     pmpd_mutex_unlock(&pool->mutex);
@@ -253,3 +275,5 @@ PMPD_INTERNAL void pmpd_pool_destroy(pmpd_pool *pool)
     pmpd_pool_destroy_sync(pool);
     pool->n_threads = 1;
 }
+
+#undef PMPD_POOL_POLLS
