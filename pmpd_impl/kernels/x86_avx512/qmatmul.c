@@ -4,13 +4,13 @@
  *
  * Memory.  A thread's rows are cut into four quarters and a tile takes one
  * row block from each, so the weights are read as four long sequential
- * streams.  Streaming from RAM, that is what reaches the bandwidth: with
- * the tile's 4 row blocks adjacent instead (4 interleaved streams 3-30 KB
- * apart, or 2 sharing a 4 KiB page when a row block is shorter than that),
- * q2cb reached 60-75% of the bandwidth probe and q4 80-90% whatever the
- * software prefetch; quartered, both stream at or above the probe (a
- * single sequential stream), and each stream is prefetched
- * PMPD_AVX512_PREFETCH bytes ahead into L2 on top.
+ * streams, each prefetched PMPD_AVX512_PREFETCH bytes ahead into L2.
+ * Streaming from RAM, that is what reaches the bandwidth: with the tile's 4
+ * row blocks adjacent instead (4 interleaved streams 3-30 KB apart), q2cb
+ * reached 57-75% of the bandwidth probe and q4 ~85% with prefetch distances
+ * up to 12 KiB, and distances of 16 KiB or more did not help q2cb where a
+ * row block is shorter than a 4 KiB page; quartered, both stream at or near
+ * the probe (a single sequential stream) at every shape tried.
  *
  * Compute.  A tile walks its 4 row blocks one group at a time and ends each
  * group with a single 16-lane vector holding the integer dot product of
@@ -37,8 +37,9 @@
  *           (one vector per tile), VPERMB looks the byte up in the 64-byte
  *           table of all 16 codebooks biased by +64 (bias 64), and the
  *           activation operand is 4 bytes broadcast from memory: no fold.
- * With the weights in L2 (512 x 1024, one thread) this runs q4 at ~40 and
- * q2cb at ~21 GB/s of weights, against ~31 and ~12 for the AVX2 kernel.
+ * With the weights in L2 (pmpd-bench --gemv, one thread) this runs q4 at ~40
+ * and q2cb at ~20 GB/s of weights, against ~34 and ~12 for the AVX2 kernel
+ * with AVX-VNNI.
  *
  * Lanes of a tile past the last row block repeat its first row block and
  * are not stored.
