@@ -29,33 +29,30 @@ static float bench_attn_random(uint64_t *state)
 
 /* Exact attention of every head over rows stored as f32 or f16, head-major
  * ([kv_head][position][dim]): each KV head's rows are one sequential stream,
- * the layout most favourable to the full-precision modes. */
+ * the layout most favourable to the full-precision modes.  The same call
+ * sessions make for their f32/f16 caches. */
 typedef struct bench_attn_exact {
     pmpd_kv_row_format format;
     const unsigned char *keys, *values;
     size_t element_bytes, n;
-    float *scratch, *qt, *out;
+    float *scratch, *out;
     const float *q;
-    pmpd_attn_partial part;
 } bench_attn_exact;
 
 static void bench_attn_exact_step(bench_attn_exact *e)
 {
-    uint32_t kv, lanes = pmpd_kv_lanes(BENCH_ATTN_GROUP);
+    uint32_t kv;
     size_t row_bytes = (size_t)BENCH_ATTN_DIM * e->element_bytes;
     for (kv = 0; kv < BENCH_ATTN_KV_HEADS; kv++) {
         pmpd_kv_rows k, v;
         size_t head_offset = (size_t)kv * BENCH_ATTN_MAX_CONTEXT * row_bytes;
-        const float *q = e->q + (size_t)kv * BENCH_ATTN_GROUP * BENCH_ATTN_DIM;
+        size_t group_offset = (size_t)kv * BENCH_ATTN_GROUP * BENCH_ATTN_DIM;
         k.format = v.format = e->format;
         k.row_bytes = v.row_bytes = row_bytes;
         k.data = e->keys + head_offset;
         v.data = e->values + head_offset;
-        pmpd_attn_transpose_query(q, BENCH_ATTN_DIM, BENCH_ATTN_GROUP, BENCH_ATTN_DIM,
-                                  1.0f / sqrtf((float)BENCH_ATTN_DIM), e->qt);
-        pmpd_attn_exact_partial(e->qt, lanes, BENCH_ATTN_DIM, &k, &v, e->n, e->scratch, &e->part);
-        pmpd_attn_partial_finish(&e->part, BENCH_ATTN_GROUP, BENCH_ATTN_DIM,
-                                 e->out + (size_t)kv * BENCH_ATTN_GROUP * BENCH_ATTN_DIM, BENCH_ATTN_DIM);
+        pmpd_attn_exact_group(e->q + group_offset, BENCH_ATTN_GROUP, BENCH_ATTN_DIM, &k, &v, e->n, e->scratch,
+                              e->out + group_offset);
     }
 }
 
@@ -187,15 +184,14 @@ int bench_attention(bench_context *ctx)
     float *k32 = (float *)malloc(elements * sizeof(float)), *v32 = (float *)malloc(elements * sizeof(float));
     uint16_t *k16 = (uint16_t *)malloc(elements * sizeof(uint16_t)), *v16 = (uint16_t *)malloc(elements * sizeof(uint16_t));
     float q[BENCH_ATTN_HEADS * BENCH_ATTN_DIM], out[BENCH_ATTN_HEADS * BENCH_ATTN_DIM];
-    float qt[BENCH_ATTN_DIM * PMPD_KV_LANES], part_max[PMPD_KV_LANES], part_sum[PMPD_KV_LANES];
-    float part_acc[BENCH_ATTN_DIM * PMPD_KV_LANES];
     bench_attn_pq pq2, pq4;
     bench_attn_exact exact;
     int status = 0;
     bench_section(ctx, "KV-cache attention: one decode step, 32 heads x 64 dims, 8 KV heads, 1 thread");
     bench_attn_bytes(ctx);
     if (!k32 || !v32 || !k16 || !v16 || bench_attn_pq_init(&pq2, 2, &rng) != 0 || bench_attn_pq_init(&pq4, 4, &rng) != 0 ||
-        !pmpd_attn_exact_scratch_floats(BENCH_ATTN_MAX_CONTEXT, PMPD_KV_LANES, BENCH_ATTN_DIM, &scratch_floats) ||
+        !pmpd_attn_exact_group_scratch_floats(BENCH_ATTN_MAX_CONTEXT, BENCH_ATTN_GROUP, BENCH_ATTN_DIM,
+                                              &scratch_floats) ||
         !(exact.scratch = (float *)malloc(scratch_floats * sizeof(float)))) {
         fprintf(stderr, "pmpd-bench: attention buffers do not fit\n");
         return 1;
@@ -209,11 +205,7 @@ int bench_attention(bench_context *ctx)
     for (i = 0; i < BENCH_ATTN_HEADS * BENCH_ATTN_DIM; i++)
         q[i] = 2.0f * bench_attn_random(&rng);
     exact.q = q;
-    exact.qt = qt;
     exact.out = out;
-    exact.part.max = part_max;
-    exact.part.sum = part_sum;
-    exact.part.acc = part_acc;
     for (c = 0; c < n_contexts; c++) {
         size_t n = contexts[c];
         double t32, t16, tpq2, tpq4;

@@ -67,24 +67,49 @@ void pmpd_attn_exact_partial(const float *qt, uint32_t lanes, uint32_t dim, cons
     }
 }
 
-/* Scratch layout: transposed query [dim][lanes], the partial result (max,
- * sum, acc), then pmpd_attn_exact_partial's own scratch. */
+/* Rows of one pass of pmpd_attn_exact_group: their scores stay in L1/L2
+ * while the pass reads K, exponentiates and reads V, and the scratch no
+ * longer grows with the context. */
+#define EXACT_GROUP_CHUNK 512
+
+/* Scratch layout: transposed query [dim][lanes], the running and the
+ * chunk's partial results (max, sum, acc each), then
+ * pmpd_attn_exact_partial's own scratch for one chunk. */
 int pmpd_attn_exact_group_scratch_floats(size_t n, uint32_t max_heads, uint32_t dim, size_t *out)
 {
     size_t exact, lanes = pmpd_kv_lanes(max_heads);
-    return pmpd_attn_exact_scratch_floats(n, (uint32_t)lanes, dim, &exact) &&
-           pmpd_checked_add(exact, lanes * (2 * (size_t)dim + 2), out);
+    size_t rows = n < EXACT_GROUP_CHUNK ? n : EXACT_GROUP_CHUNK;
+    return pmpd_attn_exact_scratch_floats(rows, (uint32_t)lanes, dim, &exact) &&
+           pmpd_checked_add(exact, lanes * (3 * (size_t)dim + 4), out);
+}
+
+static float *exact_group_partial(float *at, uint32_t lanes, uint32_t dim, pmpd_attn_partial *p)
+{
+    p->max = at;
+    p->sum = p->max + lanes;
+    p->acc = p->sum + lanes;
+    return p->acc + (size_t)dim * lanes;
 }
 
 void pmpd_attn_exact_group(const float *query, uint32_t heads, uint32_t dim, const pmpd_kv_rows *keys,
                            const pmpd_kv_rows *values, size_t n, float *scratch, float *out)
 {
     uint32_t lanes = pmpd_kv_lanes(heads);
-    pmpd_attn_partial part;
-    part.max = scratch + (size_t)dim * lanes;
-    part.sum = part.max + lanes;
-    part.acc = part.sum + lanes;
+    pmpd_attn_partial total, chunk;
+    float *rest = exact_group_partial(scratch + (size_t)dim * lanes, lanes, dim, &total);
+    size_t first;
+    rest = exact_group_partial(rest, lanes, dim, &chunk);
     pmpd_attn_transpose_query(query, dim, heads, dim, 1.0f / sqrtf((float)dim), scratch);
-    pmpd_attn_exact_partial(scratch, lanes, dim, keys, values, n, part.acc + (size_t)dim * lanes, &part);
-    pmpd_attn_partial_finish(&part, heads, dim, out, dim);
+    pmpd_attn_partial_clear(&total, lanes, dim);
+    for (first = 0; first < n; first += EXACT_GROUP_CHUNK) {
+        size_t count = n - first < EXACT_GROUP_CHUNK ? n - first : EXACT_GROUP_CHUNK;
+        pmpd_kv_rows k = *keys, v = *values;
+        k.data += first * k.row_bytes;
+        v.data += first * v.row_bytes;
+        pmpd_attn_exact_partial(scratch, lanes, dim, &k, &v, count, rest, &chunk);
+        pmpd_attn_partial_merge(&total, &chunk, lanes, dim);
+    }
+    pmpd_attn_partial_finish(&total, heads, dim, out, dim);
 }
+
+#undef EXACT_GROUP_CHUNK
