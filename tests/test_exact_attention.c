@@ -22,33 +22,6 @@
 #define EA_ROWS 1300
 #define EA_STRIDE (2 * EA_DIM) /* floats from one row to the next */
 
-/* out[h] = softmax(q[h]·K / sqrt(dim)) V in double, rows at EA_STRIDE. */
-static void ea_oracle(const float *q, const float *k, const float *v, size_t n, double *out)
-{
-    static double s[EA_ROWS];
-    size_t h, t, d;
-    for (h = 0; h < EA_HEADS; h++) {
-        double max = -INFINITY, sum = 0.0;
-        for (t = 0; t < n; t++) {
-            s[t] = 0.0;
-            for (d = 0; d < EA_DIM; d++)
-                s[t] += (double)q[h * EA_DIM + d] * k[t * EA_STRIDE + d];
-            s[t] /= sqrt((double)EA_DIM);
-            max = s[t] > max ? s[t] : max;
-        }
-        for (d = 0; d < EA_DIM; d++)
-            out[h * EA_DIM + d] = 0.0;
-        for (t = 0; t < n; t++) {
-            double w = exp(s[t] - max);
-            sum += w;
-            for (d = 0; d < EA_DIM; d++)
-                out[h * EA_DIM + d] += w * v[t * EA_STRIDE + d];
-        }
-        for (d = 0; d < EA_DIM; d++)
-            out[h * EA_DIM + d] /= sum;
-    }
-}
-
 static void test_group_matches_double_softmax(void **state)
 {
     static const size_t lengths[] = {1, 2, 511, 512, 513, 1024, 1025, EA_ROWS};
@@ -75,7 +48,7 @@ static void test_group_matches_double_softmax(void **state)
     assert_non_null(scratch);
     for (c = 0; c < sizeof lengths / sizeof lengths[0]; c++) {
         size_t n = lengths[c];
-        ea_oracle(q, k, v, n, expect);
+        test_softmax_attention(q, EA_HEADS, EA_DIM, k, v, EA_STRIDE, n, expect);
         for (f16 = 0; f16 <= 1; f16++) {
             pmpd_kv_rows keys, values;
             keys.format = values.format = f16 ? PMPD_KV_ROW_F16 : PMPD_KV_ROW_F32;

@@ -51,32 +51,6 @@ static void test_uniform_error_bound(void **state)
         }
 }
 
-/* Double-precision softmax attention of heads queries over rows. */
-static void oracle(const float *q, const float *k, const float *v, size_t n, double *out)
-{
-    size_t h, t, d;
-    for (h = 0; h < HEADS; h++) {
-        double s[ROWS], max = -INFINITY, sum = 0.0;
-        for (t = 0; t < n; t++) {
-            s[t] = 0.0;
-            for (d = 0; d < DIM; d++)
-                s[t] += (double)q[h * DIM + d] * k[t * DIM + d];
-            s[t] /= sqrt((double)DIM);
-            max = s[t] > max ? s[t] : max;
-        }
-        for (d = 0; d < DIM; d++)
-            out[h * DIM + d] = 0.0;
-        for (t = 0; t < n; t++) {
-            double w = exp(s[t] - max);
-            sum += w;
-            for (d = 0; d < DIM; d++)
-                out[h * DIM + d] += w * v[t * DIM + d];
-        }
-        for (d = 0; d < DIM; d++)
-            out[h * DIM + d] /= sum;
-    }
-}
-
 static void test_exact_attention(void **state)
 {
     test_rng rng;
@@ -113,7 +87,7 @@ static void test_exact_attention(void **state)
         values.data = (const unsigned char *)v;
         pmpd_attn_exact_partial(qt, 4, DIM, &keys, &values, n, scratch, &part);
         pmpd_attn_partial_finish(&part, HEADS, DIM, out, DIM);
-        oracle(q, k, v, n, expect);
+        test_softmax_attention(q, HEADS, DIM, k, v, DIM, n, expect);
         for (i = 0; i < HEADS * DIM; i++)
             assert_true(fabs(out[i] - expect[i]) <= 1e-5 * (1.0 + fabs(expect[i])));
         /* int8 rows: close to the exact result, not equal. */

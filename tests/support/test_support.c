@@ -116,3 +116,38 @@ float test_rng_normal(test_rng *rng)
     double u2 = (double)test_rng_u32(rng) / 4294967296.0;
     return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }
+
+/* Scores are computed twice (for the maximum, then for the weights) so no
+ * buffer depends on n. */
+static double test_attention_score(const float *q, const float *k, size_t dim)
+{
+    double s = 0.0;
+    size_t d;
+    for (d = 0; d < dim; d++)
+        s += (double)q[d] * k[d];
+    return s / sqrt((double)dim);
+}
+
+void test_softmax_attention(const float *q, size_t heads, size_t dim, const float *k, const float *v,
+                            size_t row_stride, size_t n, double *out)
+{
+    size_t h, t, d;
+    for (h = 0; h < heads; h++) {
+        const float *qh = q + h * dim;
+        double max = -INFINITY, sum = 0.0;
+        for (t = 0; t < n; t++) {
+            double s = test_attention_score(qh, k + t * row_stride, dim);
+            max = s > max ? s : max;
+        }
+        for (d = 0; d < dim; d++)
+            out[h * dim + d] = 0.0;
+        for (t = 0; t < n; t++) {
+            double w = exp(test_attention_score(qh, k + t * row_stride, dim) - max);
+            sum += w;
+            for (d = 0; d < dim; d++)
+                out[h * dim + d] += w * v[t * row_stride + d];
+        }
+        for (d = 0; d < dim; d++)
+            out[h * dim + d] /= sum;
+    }
+}

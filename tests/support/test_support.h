@@ -29,6 +29,12 @@ int32_t test_argmax(const float *logits, size_t n);
  * length n, in double precision. */
 double test_softmax_kl(const float *ref, const float *got, size_t n);
 
+/* Reference attention in double precision: for each of `heads` queries
+ * (q: [heads][dim]) over rows t < n of k and v (row t at t * row_stride
+ * floats), out[h][d] = sum_t softmax_t(q_h·k_t / sqrt(dim)) v_t[d]. */
+void test_softmax_attention(const float *q, size_t heads, size_t dim, const float *k, const float *v,
+                            size_t row_stride, size_t n, double *out);
+
 /* Deterministic pseudo-random numbers for test data (xorshift64*). */
 typedef struct test_rng {
     uint64_t state;
