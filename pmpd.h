@@ -250,6 +250,16 @@ void pmpd_model_close(pmpd_model *model);
 /* The model's hyperparameters; valid until the model is closed. */
 const pmpd_model_info *pmpd_model_get_info(const pmpd_model *model);
 
+/* Bytes of weight data one decode step reads: every layer matrix and norm,
+ * the classifier, the final norm and one embedding row (its share of the
+ * embedding table).  Nested any-precision weights count at width bits
+ * (0 = their widest; clamped to the widths the tensors hold): only the
+ * planes and the table that width reads.  Divide a decode rate's bytes per
+ * second by a measured memory bandwidth to see how close to memory speed a
+ * kernel runs.  Thread-safe (reads the model only).
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL model or bytes). */
+pmpd_status pmpd_model_weight_bytes_per_token(const pmpd_model *model, unsigned bits, uint64_t *bytes);
+
 /* Encodes NUL-terminated UTF-8 text with the model's tokenizer exactly as
  * llama2.c's run.c does: optional BOS, a leading space token when the text is
  * not empty (if the tokenizer asks for it), one token per UTF-8 character or

@@ -2,8 +2,9 @@
  * run: the machine's memory bandwidth first, then every kernel and model
  * figure as a ratio to it and to the scalar reference.
  *
- *   pmpd-bench [--quick] [--gemv] [--csv FILE] [--threads N] [--stream-mib N]
+ *   pmpd-bench [--quick] [--gemv] [--probe] [--csv FILE] [--threads N] [--stream-mib N]
  *
+ * --probe runs only the bandwidth probe (make bench-compare uses it).
  * --gemv runs only the bandwidth probe and the GEMV rows (every type and
  * shape, 1 and all threads), plus each quantized kernel's ceiling with the
  * weights in L2: the loop for kernel work.
@@ -17,15 +18,17 @@
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: pmpd-bench [--quick] [--gemv] [--csv FILE] [--threads N] [--stream-mib N]\n"
-                    "  --gemv  only the bandwidth probe, the streamed GEMV rows and the kernels' L2 ceilings\n");
+    fprintf(stderr, "usage: pmpd-bench [--quick] [--gemv] [--probe] [--csv FILE] [--threads N] [--stream-mib N]\n"
+                    "  --gemv   only the bandwidth probe, the streamed GEMV rows and the kernels' L2 ceilings\n"
+                    "  --probe  only the bandwidth probe\n");
 }
 
 int main(int argc, char **argv)
 {
     bench_context ctx;
     size_t llc = bench_last_level_cache_bytes(), stream_mib = 0;
-    int i;
+    char cpu[128];
+    int i, probe_only = 0;
     memset(&ctx, 0, sizeof ctx);
     ctx.threads = pmpd_platform_cpu_count();
     for (i = 1; i < argc; i++) {
@@ -33,6 +36,8 @@ int main(int argc, char **argv)
             ctx.quick = 1;
         } else if (strcmp(argv[i], "--gemv") == 0) {
             ctx.gemv_only = 1;
+        } else if (strcmp(argv[i], "--probe") == 0) {
+            probe_only = 1;
         } else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
             ctx.csv = fopen(argv[++i], "w");
             if (!ctx.csv) {
@@ -55,10 +60,17 @@ int main(int argc, char **argv)
     }
     /* Four times the last-level cache (at least 256 MiB) defeats caching. */
     ctx.stream_bytes = stream_mib ? stream_mib << 20 : (4 * llc > ((size_t)256 << 20) ? 4 * llc : (size_t)256 << 20);
+    bench_cpu_model(cpu, sizeof cpu);
+    printf("pmpd-bench: %s; %s\n", cpu, bench_kernel_paths());
     printf("pmpd-bench: %d threads, last-level cache %zu MiB, streamed buffers %zu MiB\n", ctx.threads,
            llc >> 20, ctx.stream_bytes >> 20);
     if (bench_memory_bandwidth(&ctx) != 0)
         return 1;
+    if (probe_only) {
+        if (ctx.csv)
+            fclose(ctx.csv);
+        return 0;
+    }
     if (!ctx.gemv_only && bench_anyprec(&ctx) != 0)
         return 1;
     if (bench_kernels(&ctx) != 0)

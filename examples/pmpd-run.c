@@ -3,8 +3,9 @@
  *
  *   pmpd-run MODEL [-p PROMPT] [-n TOKENS] [-t TEMP] [-k TOPK] [--top-p P]
  *            [-s SEED] [--ctx N] [--kv f32|f16|pq|int8|int4] [--kv-window N] [--batch N]
- *            [--threads N] [--ids]
- *            [--bits PREFILL:DECODE] [--learned]
+ *            [--threads N] [--ids] [--prompt-file FILE] [--prompt-tokens N]
+ *            [--ignore-eos] [--bits PREFILL:DECODE] [--schedule P:D1,D2,...]
+ *            [--learned]
  *
  * Streams the text as it is generated (or, with --ids, prints the whole id
  * sequence: BOS, prompt and generated ids), stops early when the model
@@ -44,7 +45,12 @@ typedef struct run_options {
     uint32_t kv_type;
     long kv_window;
     int print_ids;
+    const char *prompt_file;            /* --prompt-file: the prompt read from a file */
+    long prompt_tokens;                 /* --prompt-tokens: keep the first N (BOS included); 0 = all */
+    int ignore_eos;                     /* --ignore-eos: generate exactly -n tokens */
     unsigned prefill_bits, decode_bits; /* --bits; 0 = the model's schedule */
+    pmpd_precision_schedule schedule;   /* --schedule, when n_schedule_widths > 0 */
+    unsigned n_schedule_widths;
     int learned;                        /* --learned */
 } run_options;
 
@@ -65,8 +71,15 @@ static void run_usage(FILE *out)
             "  --batch N      prompt tokens per prefill step (default 32)\n"
             "  --threads N    threads (default 1)\n"
             "  --ids          print the token ids instead of text\n"
+            "  --prompt-file FILE  the prompt is the text of FILE\n"
+            "  --prompt-tokens N   keep only the prompt's first N tokens (BOS included)\n"
+            "  --ignore-eos   do not stop when the model emits BOS: generate exactly -n tokens\n"
+            "                 (for timing; prints the weight bytes read per decoded token)\n"
             "  --bits P:D     any-precision models: prefill and decode widths\n"
             "                 (default: the model's schedule, else the widest)\n"
+            "  --schedule P:D1,D2,...  any-precision models: prefill at P bits, then\n"
+            "                 decode at D1, D2, ... bits (decreasing), each for an equal\n"
+            "                 share of the -n tokens (e.g. 4:4,3,2 = 4/3/2 at thirds)\n"
             "  --learned      any-precision models: the learned scheduler picks the decode widths\n");
 }
 
@@ -94,6 +107,40 @@ static int run_parse_float(const char *text, float *out)
     return 1;
 }
 
+/* "P:D1,D2,..." into o->schedule; the switch steps are set once -n is
+ * known (run_schedule_steps). */
+static int run_parse_schedule(const char *text, run_options *o)
+{
+    pmpd_precision_schedule *s = &o->schedule;
+    char *end;
+    unsigned long v;
+    memset(s, 0, sizeof *s);
+    v = strtoul(text, &end, 10);
+    if (end == text || *end != ':' || v < 1 || v > PMPD_ANYPREC_MAX_BITS)
+        return 0;
+    s->prefill_bits = (uint32_t)v;
+    text = end;
+    while (*text == ':' || *text == ',') {
+        if (s->n_widths == PMPD_SCHEDULE_MAX_WIDTHS)
+            return 0;
+        v = strtoul(text + 1, &end, 10);
+        if (end == text + 1 || v < 1 || v > PMPD_ANYPREC_MAX_BITS)
+            return 0;
+        s->decode_bits[s->n_widths++] = (uint32_t)v;
+        text = end;
+    }
+    o->n_schedule_widths = s->n_widths;
+    return *text == 0 && s->n_widths > 0;
+}
+
+/* Width i of the --schedule starts after i equal shares of the decode steps. */
+static void run_schedule_steps(run_options *o)
+{
+    unsigned i;
+    for (i = 0; i < o->n_schedule_widths; i++)
+        o->schedule.from_step[i] = (uint32_t)((unsigned long)o->n_generate * i / o->n_schedule_widths);
+}
+
 static int run_parse(int argc, char **argv, run_options *o)
 {
     int i;
@@ -114,6 +161,10 @@ static int run_parse(int argc, char **argv, run_options *o)
             o->learned = 1;
             continue;
         }
+        if (!strcmp(a, "--ignore-eos")) {
+            o->ignore_eos = 1;
+            continue;
+        }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             run_usage(stdout);
             exit(0);
@@ -132,6 +183,9 @@ static int run_parse(int argc, char **argv, run_options *o)
         }
         i++;
         if (!strcmp(a, "-p")) o->prompt = v;
+        else if (!strcmp(a, "--prompt-file")) o->prompt_file = v;
+        else if (!strcmp(a, "--prompt-tokens")) ok = run_parse_long(v, 1, &o->prompt_tokens);
+        else if (!strcmp(a, "--schedule")) ok = run_parse_schedule(v, o);
         else if (!strcmp(a, "-n")) ok = run_parse_long(v, 0, &o->n_generate);
         else if (!strcmp(a, "-t")) ok = run_parse_float(v, &o->temperature) && o->temperature >= 0.0f;
         else if (!strcmp(a, "-k")) ok = run_parse_long(v, 0, &o->top_k);
@@ -209,7 +263,10 @@ static pmpd_status run_precision_start(const run_options *o, const pmpd_model *m
     memset(p, 0, sizeof *p);
     if (pmpd_model_anyprec_widths(model, &seed_bits, &p->parent_bits) != PMPD_OK)
         return PMPD_OK;
-    if (o->prefill_bits || o->decode_bits || pmpd_precision_schedule_from_model(model, &schedule, NULL) != PMPD_OK)
+    if (o->n_schedule_widths)
+        schedule = o->schedule;
+    else if (o->prefill_bits || o->decode_bits ||
+             pmpd_precision_schedule_from_model(model, &schedule, NULL) != PMPD_OK)
         pmpd_precision_schedule_uniform(&schedule, o->prefill_bits, o->decode_bits);
     p->prefill_bits = schedule.prefill_bits ? schedule.prefill_bits : p->parent_bits;
     return pmpd_session_set_precision(session, &schedule);
@@ -239,6 +296,31 @@ static void run_precision_report(const run_precision *p)
     if (p->learned_bytes)
         fprintf(stderr, "learned scheduler: %.1f us and %zu arena bytes per prompt\n", p->learned_seconds * 1e6,
                 p->learned_bytes);
+}
+
+/* Weight bytes per decoded token (averaged over the widths used) and the
+ * rate the weights were read at: the figure to hold against a bandwidth. */
+static void run_weight_report(const pmpd_model *model, const run_precision *p, size_t decoded, double seconds)
+{
+    double bytes = 0.0;
+    size_t counted = 0;
+    uint64_t b;
+    unsigned k;
+    if (!p->parent_bits) {
+        if (pmpd_model_weight_bytes_per_token(model, 0, &b) == PMPD_OK)
+            bytes = (double)b, counted = 1;
+    } else {
+        for (k = 1; k <= PMPD_ANYPREC_MAX_BITS; k++)
+            if (p->at_width[k] && pmpd_model_weight_bytes_per_token(model, k, &b) == PMPD_OK) {
+                bytes += (double)b * (double)p->at_width[k];
+                counted += p->at_width[k];
+            }
+    }
+    if (!counted || seconds <= 0.0)
+        return;
+    bytes /= (double)counted;
+    fprintf(stderr, "weights: %.0f bytes read per decoded token, %.2f GB/s\n", bytes,
+            bytes * (double)decoded / seconds * 1e-9);
 }
 
 static int run_generate(const run_options *o, const pmpd_model *model, int32_t *ids, size_t n_prompt)
@@ -326,7 +408,7 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
     while (n < n_prompt + (size_t)o->n_generate) {
         int32_t next;
         pmpd_sampler_sample(&sampler, logits, &rng, &next);
-        if (next == (int32_t)info->bos_id)
+        if (next == (int32_t)info->bos_id && !o->ignore_eos)
             break;
         ids[n++] = next;
         if (!o->print_ids) {
@@ -364,12 +446,50 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
                 n_prompt, prefill_s > 0 ? (double)n_prompt / prefill_s : 0.0, generated,
                 decode_s > 0 ? (double)decoded / decode_s : 0.0, arena.high_water, planned);
         run_precision_report(&precision);
+        if (o->ignore_eos)
+            run_weight_report(model, &precision, decoded, decode_s);
         if (pmpd_session_kv_bytes(session, &kv_bytes) == PMPD_OK)
             fprintf(stderr, "KV cache: %zu bytes for %zu positions\n", kv_bytes, pmpd_session_position(session));
     }
     pmpd_session_destroy(session);
     free(block);
     return 0;
+}
+
+/* The whole file as a NUL-terminated string (NUL bytes inside end it). */
+static char *run_read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    size_t size = 0, capacity = 0, got;
+    if (!f) {
+        fprintf(stderr, "pmpd-run: %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    do {
+        if (capacity - size < 4096) {
+            char *grown = (char *)realloc(text, capacity * 2 + 4096);
+            if (!grown) {
+                free(text);
+                fclose(f);
+                fprintf(stderr, "pmpd-run: %s: out of memory\n", path);
+                return NULL;
+            }
+            text = grown;
+            capacity = capacity * 2 + 4096;
+        }
+        got = fread(text + size, 1, capacity - size - 1, f);
+        size += got;
+    } while (got > 0);
+    if (ferror(f)) {
+        fprintf(stderr, "pmpd-run: %s: read error\n", path);
+        free(text);
+        text = NULL;
+    } else {
+        text[size] = 0;
+    }
+    fclose(f);
+    return text;
 }
 
 int main(int argc, char **argv)
@@ -381,6 +501,7 @@ int main(int argc, char **argv)
     pmpd_status st;
     const pmpd_model_info *info;
     int32_t *ids;
+    char *prompt_text = NULL; /* --prompt-file's contents */
     size_t n_prompt = 0, capacity;
     void *model_block;
     int rc;
@@ -409,9 +530,16 @@ int main(int argc, char **argv)
     /* Generation stops at the end of the context, so no more ids than that. */
     if (o.n_generate > (long)info->seq_len)
         o.n_generate = (long)info->seq_len;
+    run_schedule_steps(&o);
+    if (o.prompt_file && !(o.prompt = prompt_text = run_read_file(o.prompt_file))) {
+        pmpd_model_close(model);
+        free(model_block);
+        return 1;
+    }
     capacity = (o.prompt ? strlen(o.prompt) : 0) + 3 + (size_t)o.n_generate;
     ids = (int32_t *)malloc(capacity * sizeof *ids);
     if (!ids) {
+        free(prompt_text);
         pmpd_model_close(model);
         free(model_block);
         return run_fail("token buffer", PMPD_ERR_OUT_OF_MEMORY);
@@ -420,6 +548,7 @@ int main(int argc, char **argv)
         st = pmpd_tokenize(model, o.prompt, 1, 0, ids, capacity, &n_prompt, &model_arena);
         if (st != PMPD_OK) {
             free(ids);
+            free(prompt_text);
             pmpd_model_close(model);
             free(model_block);
             return run_fail("prompt", st);
@@ -428,7 +557,10 @@ int main(int argc, char **argv)
         ids[0] = (int32_t)info->bos_id;
         n_prompt = 1;
     }
+    if (o.prompt_tokens && n_prompt > (size_t)o.prompt_tokens)
+        n_prompt = (size_t)o.prompt_tokens;
     rc = run_generate(&o, model, ids, n_prompt);
+    free(prompt_text);
     free(ids);
     pmpd_model_close(model);
     free(model_block);

@@ -5,10 +5,71 @@
 #include <string.h>
 
 #include "platform/platform.h"
+#include "pmpd_impl/core/config.h"
 
 double bench_now_seconds(void)
 {
     return (double)pmpd_platform_now_ns() * 1e-9;
+}
+
+/* The value of a "key : value" line of /proc/cpuinfo, if line is that key. */
+static int bench_cpuinfo_value(char *line, const char *key, char **value)
+{
+    size_t n = strlen(key);
+    char *colon = strchr(line, ':');
+    if (!colon || strncmp(line, key, n) || (line[n] != ' ' && line[n] != '\t' && line[n] != ':'))
+        return 0;
+    *value = colon + 1;
+    while (**value == ' ' || **value == '\t')
+        (*value)++;
+    (*value)[strcspn(*value, "\n")] = 0;
+    return 1;
+}
+
+void bench_cpu_model(char *out, size_t size)
+{
+    /* A hypervisor may report only "AMD EPYC": family and model (x86) or
+     * implementer and part (Arm) tell the microarchitecture apart. */
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[256], name[96] = "unknown CPU", family[16] = "", model[16] = "";
+    char *v;
+    if (f) {
+        /* The first CPU's block ends at the first blank line. */
+        while (fgets(line, sizeof line, f) && line[0] != '\n') {
+            if (bench_cpuinfo_value(line, "model name", &v))
+                snprintf(name, sizeof name, "%s", v);
+            else if (bench_cpuinfo_value(line, "cpu family", &v) || bench_cpuinfo_value(line, "CPU implementer", &v))
+                snprintf(family, sizeof family, "%s", v);
+            else if (bench_cpuinfo_value(line, "model", &v) || bench_cpuinfo_value(line, "CPU part", &v))
+                snprintf(model, sizeof model, "%s", v);
+        }
+        fclose(f);
+    }
+    if (family[0])
+        snprintf(out, size, "%s (family %s, model %s)", name, family, model);
+    else
+        snprintf(out, size, "%s", name);
+}
+
+const char *bench_kernel_paths(void)
+{
+    /* The kernels compiled in, as chosen by the target macros (config.h). */
+    return ""
+#if PMPD_USE_AVX512
+           "AVX-512 VNNI GEMV (q8/q4/q2cb); "
+#endif
+#if PMPD_USE_AVX2
+           "AVX2+FMA kernels"
+#elif PMPD_USE_I8MM
+           "NEON with SDOT and SMMLA kernels"
+#elif PMPD_USE_DOTPROD
+           "NEON with SDOT kernels"
+#elif PMPD_USE_NEON
+           "NEON kernels (Armv8.0)"
+#else
+           "scalar kernels"
+#endif
+        ;
 }
 
 size_t bench_last_level_cache_bytes(void)

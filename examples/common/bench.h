@@ -27,6 +27,11 @@ double bench_now_seconds(void);
 /* Last-level cache size in bytes as the OS reports it (0 if unknown). */
 size_t bench_last_level_cache_bytes(void);
 
+/* The CPU's model name from /proc/cpuinfo ("unknown CPU" without one), and
+ * the kernel paths this build compiled in: what a figure depends on. */
+void bench_cpu_model(char *out, size_t size);
+const char *bench_kernel_paths(void);
+
 /* Measures read bandwidth over ctx->stream_bytes with 1 and ctx->threads
  * threads and fills bw_one_gbs / bw_all_gbs. Prints its own table rows. */
 int bench_memory_bandwidth(bench_context *ctx);
