@@ -65,7 +65,7 @@ LIB := $(BUILD)/libpmpd.a
 OFFLINE_LIB := $(BUILD)/libpmpd_offline.a
 
 .PHONY: all lib examples tests test check amalgamation amalgamation-test heap-check \
-        check-native check-asan check-aarch64 check-arm32 deps size install bench demo firmware-example fuzz fuzz-replay \
+        check-native check-asan check-aarch64 check-arm32 deps size install bench bench-compare demo firmware-example fuzz fuzz-replay \
         clean help
 
 all: lib examples
@@ -278,6 +278,11 @@ $(DEMO_MODEL): $(BUILD)/pmpd-convert
 bench: $(BUILD)/pmpd-bench
 	$(BUILD)/pmpd-bench
 
+# pmpd beside llama.cpp (npm node-llama-cpp, or LLAMA_BENCH=path/to/llama-bench)
+# on a synthetic model of real shape: bench/compare.sh says what it times.
+bench-compare: $(BUILD)/pmpd-mkgguf $(BUILD)/pmpd-convert $(BUILD)/pmpd-run $(BUILD)/pmpd-bench
+	BUILD=$(BUILD) sh bench/compare.sh
+
 # Firmware-style embedding (examples/firmware): the single header on the
 # "none" platform, the model linked in as a const array, one static arena.
 # Its ids must equal llama2.c's greedy continuation of "Once upon a time".
@@ -313,6 +318,7 @@ help:
 	@echo "                  32-bit armhf under qemu-arm"
 	@echo "make demo         convert stories260K and generate a story"
 	@echo "make bench        benchmarks (memory bandwidth, kernels, end to end)"
+	@echo "make bench-compare  pmpd beside llama.cpp on a 1.1B synthetic model (bench/compare.sh)"
 	@echo "make firmware-example  single header + none platform + model in a const array"
 	@echo "make amalgamation build/pmpd.h, the single-header library"
 	@echo "make fuzz FUZZ_SECONDS=N   run every libFuzzer harness for N seconds"
