@@ -356,7 +356,7 @@ typedef struct pmpd_session_config {
                                 matrix x matrix product; 0 = 32; capped at
                                 context_length */
     uint32_t n_threads;      /* threads including the caller's, at most
-                                PMPD_MAX_THREADS; 0 = 1 (no worker threads) */
+                                pmpd_max_threads(); 0 = 1 (no worker threads) */
     uint32_t kv_window;      /* PMPD_KV_PQ only: newest tokens kept in full
                                 precision, coded as one batch when full;
                                 0 = head_dim; capped at context_length */
@@ -364,6 +364,10 @@ typedef struct pmpd_session_config {
 
 /* Sets the defaults: whole context, f32 KV cache, batch 32, one thread. */
 void pmpd_session_config_init(pmpd_session_config *config);
+
+/* The largest n_threads a session accepts: PMPD_MAX_THREADS as this library
+ * was compiled (default 64; always 1 on the none platform).  Thread-safe. */
+unsigned pmpd_max_threads(void);
 
 /* A conversation with a model: KV cache, activations and worker threads,
  * all in the caller's arena.  Several sessions may share one model, each

@@ -353,6 +353,11 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
                 (unsigned)info->seq_len);
         return 1;
     }
+    if (o->threads > (long)pmpd_max_threads()) {
+        fprintf(stderr, "pmpd-run: --threads %ld: this build takes at most %u (PMPD_MAX_THREADS)\n", o->threads,
+                pmpd_max_threads());
+        return 1;
+    }
     if ((st = pmpd_session_plan(model, &config, &session_bytes)) != PMPD_OK)
         return run_fail("session configuration", st);
     if ((st = pmpd_sampler_plan(info->vocab_size, &sampler_bytes)) != PMPD_OK)

@@ -18,7 +18,7 @@
  *   PMPD_USE_MMAP     map model files (POSIX port); 0 makes
  *                     pmpd_model_open_file read them into the arena.
  *                                                      default: PMPD_PLATFORM_POSIX
- *   PMPD_MAX_THREADS  upper bound on worker threads.   default: 8
+ *   PMPD_MAX_THREADS  upper bound on threads per session.   default: 64
  *   PMPD_POOL_MIN_PARALLEL_WORK  jobs of fewer multiply-adds run on the
  *                     calling thread alone.            default: 262144
  *   PMPD_OFFLINE      compile the offline tools (importers, quantizers,
@@ -123,7 +123,9 @@
 #endif
 
 #ifndef PMPD_MAX_THREADS
-#define PMPD_MAX_THREADS 8
+/* A ceiling, not a cost: a session starts only the threads it is asked for,
+ * and nothing is sized by this number.  64 covers hosts as well as boards. */
+#define PMPD_MAX_THREADS 64
 #endif
 #ifndef PMPD_POOL_MIN_PARALLEL_WORK
 /* Waking a worker and waiting for it costs 10-50 us, the time one core

@@ -19,6 +19,11 @@ void pmpd_session_config_init(pmpd_session_config *config)
     config->kv_window = 0;
 }
 
+unsigned pmpd_max_threads(void)
+{
+    return PMPD_MAX_THREADS;
+}
+
 /* Replaces the "default" zeros and checks every field (the KV type is
  * checked by the KV cache, which knows its modes). */
 static pmpd_status pmpd_session_resolve(const pmpd_model *model, const pmpd_session_config *in,
