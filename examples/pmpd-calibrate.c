@@ -37,6 +37,7 @@
 #include "pmpd_impl/offline/format/builder.h"
 #include "pmpd_impl/offline/import/import.h"
 #include "pmpd_impl/offline/precision/anyprec_build.h"
+#include "pmpd_impl/offline/quant/build.h"
 
 #define CALIBRATE_MODEL_ARENA_BYTES ((size_t)64 << 20)
 
@@ -352,6 +353,9 @@ int main(int argc, char **argv)
     if (st == PMPD_OK)
         st = pmpd_anyprec_build_convert(&b, o.seed_bits, o.parent_bits, o.weighted ? &importance : NULL,
                                         isatty(fileno(stderr)) ? calibrate_progress : NULL, NULL);
+    /* Embedding and classifier in q8, as pmpd-convert --type anyprec does. */
+    if (st == PMPD_OK)
+        st = pmpd_quant_build_convert(&b, PMPD_TENSOR_Q8, NULL, NULL);
     pmpd_anyprec_importance_free(&importance);
     if (st == PMPD_OK)
         st = example_model_open(&b, CALIBRATE_MODEL_ARENA_BYTES, &nested);

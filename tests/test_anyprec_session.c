@@ -17,7 +17,9 @@
 #include <cmocka.h>
 
 #include "pmpd.h"
+#include "pmpd_impl/kernels/qformat.h"
 #include "pmpd_impl/offline/precision/anyprec_build.h"
+#include "pmpd_impl/offline/quant/quant.h"
 #include "tests/support/test_models.h"
 #include "tests/support/test_support.h"
 
@@ -249,7 +251,8 @@ static void test_loader_checks_anyprec_tensors(void **state)
     aps_free(&m);
 }
 
-/* pmpd-convert's path (--type anyprec --bits 2:4) writes the same tensors. */
+/* pmpd-convert's path (--type anyprec --bits 2:4) writes the same layer
+ * tensors, and the embedding/classifier in q8. */
 static void test_converter_writes_the_same_tensors(void **state)
 {
     char in[512], tok[512], out[96];
@@ -275,10 +278,26 @@ static void test_converter_writes_the_same_tensors(void **state)
     aps_build(&built, 4, NULL);
     assert_int_equal(converted->n_tensors, built.model->n_tensors);
     for (i = 0; i < converted->n_tensors; i++) {
-        assert_int_equal(converted->tensors[i].type, built.model->tensors[i].type);
-        assert_true(converted->tensors[i].size == built.model->tensors[i].size);
-        assert_memory_equal(converted->tensors[i].data, built.model->tensors[i].data,
-                            (size_t)converted->tensors[i].size);
+        const pmpd_tensor *c = &converted->tensors[i], *f = &built.model->tensors[i];
+        if (f->type == PMPD_TENSOR_F32 && f->n_dims == 2) {
+            /* The vocabulary matrices: q8 of the same floats. */
+            uint64_t bytes;
+            unsigned char *expected;
+            assert_int_equal(c->type, PMPD_TENSOR_Q8);
+            assert_int_equal(pmpd_qformat_tensor_bytes(PMPD_TENSOR_Q8, f->dims[0], f->dims[1], &bytes), PMPD_OK);
+            assert_true(c->size == bytes);
+            expected = (unsigned char *)malloc((size_t)bytes);
+            assert_non_null(expected);
+            assert_int_equal(pmpd_quant_matrix(PMPD_TENSOR_Q8, (const float *)f->data, (size_t)f->dims[0],
+                                               (size_t)f->dims[1], expected, (size_t)bytes),
+                             PMPD_OK);
+            assert_memory_equal(c->data, expected, (size_t)bytes);
+            free(expected);
+            continue;
+        }
+        assert_int_equal(c->type, f->type);
+        assert_true(c->size == f->size);
+        assert_memory_equal(c->data, f->data, (size_t)c->size);
     }
     pmpd_model_close(converted);
     aps_free(&built);

@@ -158,11 +158,16 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const p
     status = convert_import(in_path, options, &b, summary, err);
     if (status == PMPD_OK) {
         summary->failed_input = PMPD_CONVERT_INPUT_MODEL;
-        if (options && options->type == PMPD_TENSOR_ANYPREC)
+        if (options && options->type == PMPD_TENSOR_ANYPREC) {
             status = pmpd_anyprec_build_convert(&b, options->anyprec_seed_bits ? options->anyprec_seed_bits : 2,
                                                 options->anyprec_parent_bits ? options->anyprec_parent_bits : 4, NULL,
                                                 options->progress, options->progress_context);
-        else if (options && pmpd_qformat_is_quantized(options->type))
+            /* The embedding and classifier (all that is left in f32) go to q8,
+             * as with the other quantized types: in f32 a 32,000-token
+             * vocabulary would be most of what a decode step reads. */
+            if (status == PMPD_OK)
+                status = pmpd_quant_build_convert(&b, PMPD_TENSOR_Q8, NULL, NULL);
+        } else if (options && pmpd_qformat_is_quantized(options->type))
             status = pmpd_quant_build_convert(&b, options->type, options->progress, options->progress_context);
         else
             status = pmpd_build_convert_matrices(&b, options ? (uint32_t)options->type : PMPD_TENSOR_F32);
