@@ -778,8 +778,9 @@ typedef struct pmpd_pq_calibration_options {
  * of 256 tokens, 20 iterations, seed 1. */
 void pmpd_pq_calibration_options_init(pmpd_pq_calibration_options *options);
 
-/* Data-free calibration: the float model (f32 KV cache) samples its own
- * texts at temperature 1; their post-rotary keys and their values train
+/* Data-free calibration: the model itself (f32 KV cache; nested weights at
+ * their widest width, other types as stored) samples its own texts at
+ * temperature 1; their post-rotary keys and their values train
  * the codebooks (at most 65536 evenly spread vectors per codebook).
  * *section receives a malloc'ed PMPD_SECTION_KV_CODEBOOKS body (free it)
  * and *size its length.  Deterministic for a given model and options.
@@ -788,10 +789,12 @@ void pmpd_pq_calibration_options_init(pmpd_pq_calibration_options *options);
 pmpd_status pmpd_pq_calibrate(const pmpd_model *model, const pmpd_pq_calibration_options *options,
                               void **section, size_t *size);
 
-/* Opens the container at in_path, calibrates as above and writes a copy to
- * out_path with the codebook section added (replacing any earlier one).
- * Errors: those of pmpd_model_open_file (err filled) and pmpd_pq_calibrate,
- * PMPD_ERR_IO when out_path cannot be written (nothing is left behind). */
+/* Opens the container at in_path (any weight type), calibrates as above and
+ * writes a copy to out_path: every tensor and section kept byte for byte,
+ * the codebook section added (replacing any earlier one).  The copy goes to
+ * out_path.tmp first and is renamed when complete.  Errors: those of
+ * pmpd_model_open_file and pmpd_pq_calibrate, PMPD_ERR_IO when out_path
+ * cannot be written (nothing is left behind); err names the step. */
 pmpd_status pmpd_pq_calibrate_file(const char *in_path, const char *out_path,
                                    const pmpd_pq_calibration_options *options, pmpd_error *err);
 #endif

@@ -11,9 +11,11 @@
 
 #include "pmpd.h"
 #include "pmpd_impl/core/checked.h"
+#include "pmpd_impl/core/error.h"
 #include "pmpd_impl/kvcache/pq_codebook_set.h"
 #include "pmpd_impl/model/session.h"
 #include "pmpd_impl/offline/format/builder.h"
+#include "pmpd_impl/offline/precision/anyprec_build.h"
 
 /* Enough vectors for 256 centroids per subspace, few enough for minutes. */
 #define PQ_CALIBRATE_MAX_VECTORS 65536u
@@ -161,8 +163,10 @@ pmpd_status pmpd_pq_calibrate(const pmpd_model *model, const pmpd_pq_calibration
 }
 
 /* The container again, every tensor and section copied, the codebook
- * section replaced by the new one. */
-static pmpd_status pq_calibrate_rebuild(const pmpd_model *model, const void *section, size_t size, const char *out_path)
+ * section replaced by the new one; written to OUT.tmp and renamed, so a
+ * failure leaves nothing behind.  err names what failed. */
+static pmpd_status pq_calibrate_rebuild(const pmpd_model *model, const void *section, size_t size, const char *out_path,
+                                        pmpd_error *err)
 {
     pmpd_build_model b;
     void *block = NULL;
@@ -170,7 +174,10 @@ static pmpd_status pq_calibrate_rebuild(const pmpd_model *model, const void *sec
     size_t bytes;
     uint32_t i;
     FILE *f;
+    char tmp[4096];
     pmpd_status st = PMPD_OK;
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", out_path) >= sizeof tmp)
+        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "output path too long");
     pmpd_build_init(&b);
     b.info = model->info;
     for (i = 0; st == PMPD_OK && i < model->n_tensors; i++) {
@@ -178,25 +185,37 @@ static pmpd_status pq_calibrate_rebuild(const pmpd_model *model, const void *sec
         char name[PMPD_TENSOR_NAME_MAX + 1];
         memcpy(name, t->name, t->name_length);
         name[t->name_length] = '\0';
-        st = pmpd_build_add_tensor(&b, name, t->type, t->n_dims, t->dims, t->data, t->size);
+        /* Nested tensors size themselves from their own header. */
+        if (t->type == PMPD_TENSOR_ANYPREC)
+            st = pmpd_anyprec_build_add(&b, name, t->dims[0], t->dims[1], t->data, t->size);
+        else
+            st = pmpd_build_add_tensor(&b, name, t->type, t->n_dims, t->dims, t->data, t->size);
+        if (st != PMPD_OK)
+            pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot copy tensor %s", name);
     }
     for (i = 0; st == PMPD_OK && i < model->n_sections; i++) {
         const pmpd_section *s = &model->sections[i];
         if (s->kind != PMPD_SECTION_KV_CODEBOOKS)
             st = pmpd_build_add_section(&b, s->kind, s->version, s->flags, s->data, s->size);
+        if (st != PMPD_OK)
+            pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot copy section %u", (unsigned)i);
     }
     if (st == PMPD_OK)
         st = pmpd_build_add_section(&b, PMPD_SECTION_KV_CODEBOOKS, PMPD_PQ_SECTION_VERSION, 0, section, size);
-    if (st == PMPD_OK)
-        st = pmpd_build_serialize(&b, &block, &data, &bytes);
+    if (st == PMPD_OK && (st = pmpd_build_serialize(&b, &block, &data, &bytes)) != PMPD_OK)
+        pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot build the container");
     if (st == PMPD_OK) {
-        f = fopen(out_path, "wb");
+        f = fopen(tmp, "wb");
         if (!f || fwrite(data, 1, bytes, f) != bytes)
             st = PMPD_ERR_IO;
         if (f && fclose(f) != 0)
             st = PMPD_ERR_IO;
-        if (st != PMPD_OK)
-            remove(out_path);
+        if (st == PMPD_OK && rename(tmp, out_path) != 0)
+            st = PMPD_ERR_IO;
+        if (st != PMPD_OK) {
+            remove(tmp);
+            pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot write %s", out_path);
+        }
     }
     free(block);
     pmpd_build_free(&b);
@@ -218,10 +237,13 @@ pmpd_status pmpd_pq_calibrate_file(const char *in_path, const char *out_path,
         return PMPD_ERR_OUT_OF_MEMORY;
     pmpd_arena_init(&arena, arena_block, arena_bytes);
     st = pmpd_model_open_file(in_path, &arena, &model, err);
+    if (st == PMPD_OK && (st = pmpd_pq_calibrate(model, options, &section, &section_size)) != PMPD_OK)
+        pmpd_error_set(err, st, PMPD_NO_OFFSET,
+                       st == PMPD_ERR_INVALID_ARGUMENT ? "calibration options out of range (bits 1-8, sequences >= 1, "
+                                                         "length >= 2)"
+                                                       : "sampling the calibration texts or training failed");
     if (st == PMPD_OK)
-        st = pmpd_pq_calibrate(model, options, &section, &section_size);
-    if (st == PMPD_OK)
-        st = pq_calibrate_rebuild(model, section, section_size, out_path);
+        st = pq_calibrate_rebuild(model, section, section_size, out_path, err);
     if (model)
         pmpd_model_close(model);
     free(section);
