@@ -329,6 +329,49 @@ typedef struct pmpd_convert_summary {
 pmpd_status pmpd_convert_file(const char *in_path, const char *out_path,
                               const pmpd_convert_options *options,
                               pmpd_convert_summary *summary, pmpd_error *err);
+
+/* ---- Offline tools: synthetic Llama models as GGUF (heap-using) ---- */
+
+/* ggml tensor types a synthetic GGUF can hold; the values are ggml's. */
+typedef enum pmpd_ggml_type {
+    PMPD_GGML_F32 = 0,
+    PMPD_GGML_F16 = 1,
+    PMPD_GGML_Q4_0 = 2,  /* 32 weights: f16 scale + 16 bytes of nibbles */
+    PMPD_GGML_Q8_0 = 8   /* 32 weights: f16 scale + 32 int8 */
+} pmpd_ggml_type;
+
+typedef struct pmpd_synth_options {
+    uint32_t dim, hidden_dim, n_layers, n_heads, n_kv_heads, seq_len;
+    pmpd_ggml_type type;          /* every matrix, embedding and classifier included */
+    uint64_t seed;                /* same seed, same shape: same weights */
+    int tied;                     /* 1: no output.weight (the classifier is the embedding) */
+    const char *tokenizer_path;   /* llama2.c tokenizer.bin (required); its size is the vocabulary */
+    /* Called after each tensor with bytes written and the file's total; may be NULL. */
+    void (*progress)(void *context, uint64_t done, uint64_t total);
+    void *progress_context;
+} pmpd_synth_options;
+
+typedef struct pmpd_synth_summary {
+    uint32_t n_tensors;
+    uint32_t vocab_size;
+    uint64_t parameters;
+    uint64_t bytes;               /* size of the written file */
+} pmpd_synth_summary;
+
+/* TinyLlama-1.1B's shape (dim 2048, hidden 5632, 22 layers, 32 heads, 4 KV
+ * heads, context 2048), Q4_0, seed 1, untied; tokenizer_path NULL (set it). */
+void pmpd_synth_options_default(pmpd_synth_options *options);
+
+/* Writes a Llama-architecture GGUF v3 file that llama.cpp loads: weights
+ * drawn from normal(0, 0.02) by a generator seeded with options->seed,
+ * RMSNorm weights 1.0 (always F32), the tokenizer as tokenizer.ggml.*.
+ * Streams one row at a time; the file is written to "<out_path>.tmp" and
+ * renamed, so no partial output is left on failure.  summary may be NULL.
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (an impossible shape or type, err says
+ * which), PMPD_ERR_NOT_FOUND / PMPD_ERR_IO (err names the file),
+ * PMPD_ERR_FORMAT_* (a malformed tokenizer), PMPD_ERR_OUT_OF_MEMORY. */
+pmpd_status pmpd_synth_gguf(const char *out_path, const pmpd_synth_options *options,
+                            pmpd_synth_summary *summary, pmpd_error *err);
 #endif
 
 /* ======================================================================

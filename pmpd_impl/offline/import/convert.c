@@ -15,7 +15,7 @@
 
 #define CONVERT_CHUNK (1u << 20)
 
-static pmpd_status convert_read_file(const char *path, unsigned char **data, size_t *size, pmpd_error *err)
+PMPD_INTERNAL pmpd_status pmpd_import_read_file(const char *path, unsigned char **data, size_t *size, pmpd_error *err)
 {
     FILE *f = fopen(path, "rb");
     long length;
@@ -108,7 +108,7 @@ static pmpd_status convert_import(const char *in_path, const pmpd_convert_option
     unsigned char *data;
     size_t size;
     pmpd_vocab vocab;
-    pmpd_status status = convert_read_file(in_path, &data, &size, err);
+    pmpd_status status = pmpd_import_read_file(in_path, &data, &size, err);
     if (status != PMPD_OK)
         return status;
     if (size >= 4 && memcmp(data, "GGUF", 4) == 0)
@@ -119,7 +119,7 @@ static pmpd_status convert_import(const char *in_path, const pmpd_convert_option
     if (status != PMPD_OK || !options || !options->tokenizer_path)
         return status;
     summary->failed_input = PMPD_CONVERT_INPUT_TOKENIZER;
-    status = convert_read_file(options->tokenizer_path, &data, &size, err);
+    status = pmpd_import_read_file(options->tokenizer_path, &data, &size, err);
     if (status != PMPD_OK)
         return status;
     status = pmpd_import_llama2c_tokenizer(data, size, b->info.vocab_size, &vocab, err);

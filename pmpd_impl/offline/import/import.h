@@ -23,6 +23,10 @@ PMPD_INTERNAL pmpd_status pmpd_import_llama2c_tokenizer(const unsigned char *dat
 /* GGUF v3 file of Llama architecture, with its tokenizer if present. */
 PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t size, pmpd_build_model *out, pmpd_error *err);
 
+/* Reads a whole file into a new malloc'ed buffer (*data, *size bytes).
+ * Errors: PMPD_ERR_NOT_FOUND (cannot open), PMPD_ERR_IO; err names path. */
+PMPD_INTERNAL pmpd_status pmpd_import_read_file(const char *path, unsigned char **data, size_t *size, pmpd_error *err);
+
 /* Checks hyperparameters an importer read (the same rules the loader
  * applies); field_offset names the input offset for messages. */
 PMPD_INTERNAL pmpd_status pmpd_import_check_hparams(const pmpd_model_info *h, uint64_t field_offset, pmpd_error *err);

@@ -1,0 +1,161 @@
+/* pmpd-mkgguf OUT [options]: writes a Llama GGUF v3 file of deterministic
+ * random weights (normal, std 0.02) with a real tokenizer, in TinyLlama-1.1B's
+ * shape unless told otherwise: a model of real size for speed measurements,
+ * loadable by llama.cpp and by pmpd-convert.  Run with --help for options.
+ *
+ * Progress goes to stderr only when it is a terminal.  The file is written
+ * to OUT.tmp and renamed; an interrupt (Ctrl-C, SIGTERM) removes OUT.tmp. */
+#define _POSIX_C_SOURCE 200809L
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pmpd.h"
+
+#define MKGGUF_DEFAULT_TOKENIZER "../shared/models/llama2_tokenizer.bin"
+
+/* The partial file an interrupt must not leave behind. */
+static char mkgguf_tmp_path[4096];
+
+static void mkgguf_interrupted(int sig)
+{
+    unlink(mkgguf_tmp_path); /* async-signal-safe, unlike remove() */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void mkgguf_progress(void *context, uint64_t done, uint64_t total)
+{
+    (void)context;
+    fprintf(stderr, "\rpmpd-mkgguf: %llu / %llu MB (%3.0f%%)", (unsigned long long)(done >> 20),
+            (unsigned long long)(total >> 20), total ? 100.0 * (double)done / (double)total : 100.0);
+    if (done == total)
+        fputc('\n', stderr);
+}
+
+static int usage(FILE *to, int status)
+{
+    fprintf(to,
+            "usage: pmpd-mkgguf OUT [options]\n"
+            "Writes a Llama GGUF v3 file with random weights (normal, std 0.02; RMSNorm weights 1).\n"
+            "  --type f32|f16|q8_0|q4_0  type of every matrix, embedding and output included (q4_0);\n"
+            "                            norm vectors are always f32\n"
+            "  --dim N          embedding width (2048)\n"
+            "  --hidden N       feed-forward width (5632)\n"
+            "  --layers N       transformer blocks (22)\n"
+            "  --heads N        attention heads (32)\n"
+            "  --kv-heads N     key/value heads (4)\n"
+            "  --seq-len N      context length (2048)\n"
+            "  --seed N         weight generator seed (1); the same seed gives the same file\n"
+            "  --tied           no output.weight: the classifier is the token embedding\n"
+            "  --tokenizer PATH llama2.c tokenizer.bin, which sets the vocabulary\n"
+            "                   (" MKGGUF_DEFAULT_TOKENIZER ")\n"
+            "Defaults are TinyLlama-1.1B's shape.  q8_0 and q4_0 need dim and hidden multiples of 32.\n");
+    return status;
+}
+
+static int mkgguf_number(const char *text, unsigned long long max, unsigned long long *out)
+{
+    char *end;
+    if (text[0] < '0' || text[0] > '9')
+        return 0;
+    *out = strtoull(text, &end, 10);
+    return *end == '\0' && *out <= max;
+}
+
+static int mkgguf_type(const char *text, pmpd_ggml_type *type)
+{
+    static const struct {
+        const char *name;
+        pmpd_ggml_type type;
+    } types[] = {{"f32", PMPD_GGML_F32}, {"f16", PMPD_GGML_F16}, {"q8_0", PMPD_GGML_Q8_0}, {"q4_0", PMPD_GGML_Q4_0}};
+    size_t i;
+    for (i = 0; i < sizeof types / sizeof types[0]; i++) {
+        if (strcmp(text, types[i].name) == 0) {
+            *type = types[i].type;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static const char *mkgguf_type_name(pmpd_ggml_type type)
+{
+    switch (type) {
+    case PMPD_GGML_F16: return "f16";
+    case PMPD_GGML_Q8_0: return "q8_0";
+    case PMPD_GGML_Q4_0: return "q4_0";
+    default: return "f32";
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const shape_flags[] = {"--dim", "--hidden", "--layers", "--heads", "--kv-heads", "--seq-len"};
+    const char *out = NULL;
+    pmpd_synth_options options;
+    pmpd_synth_summary summary;
+    pmpd_error err;
+    pmpd_status status;
+    uint32_t *shape[6];
+    unsigned long long value;
+    int i;
+    size_t k;
+    pmpd_synth_options_default(&options);
+    options.tokenizer_path = MKGGUF_DEFAULT_TOKENIZER;
+    shape[0] = &options.dim;
+    shape[1] = &options.hidden_dim;
+    shape[2] = &options.n_layers;
+    shape[3] = &options.n_heads;
+    shape[4] = &options.n_kv_heads;
+    shape[5] = &options.seq_len;
+    for (i = 1; i < argc; i++) {
+        const char *arg = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+        for (k = 0; k < 6 && strcmp(arg, shape_flags[k]) != 0; k++)
+            continue;
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)
+            return usage(stdout, 0);
+        if (k < 6 && next && mkgguf_number(next, 0xFFFFFFFFu, &value)) {
+            *shape[k] = (uint32_t)value;
+            i++;
+        } else if (strcmp(arg, "--seed") == 0 && next && mkgguf_number(next, ~0ull, &value)) {
+            options.seed = value;
+            i++;
+        } else if (strcmp(arg, "--type") == 0 && next && mkgguf_type(next, &options.type)) {
+            i++;
+        } else if (strcmp(arg, "--tokenizer") == 0 && next) {
+            options.tokenizer_path = next;
+            i++;
+        } else if (strcmp(arg, "--tied") == 0) {
+            options.tied = 1;
+        } else if (arg[0] == '-' || out) {
+            fprintf(stderr, "pmpd-mkgguf: bad argument %s%s%s\n", arg, next && arg[0] == '-' ? " " : "",
+                    next && arg[0] == '-' ? next : "");
+            return usage(stderr, 2);
+        } else {
+            out = arg;
+        }
+    }
+    if (!out)
+        return usage(stderr, 2);
+    if (strlen(out) + 5 > sizeof mkgguf_tmp_path) {
+        fprintf(stderr, "pmpd-mkgguf: %s: path too long\n", out);
+        return 1;
+    }
+    sprintf(mkgguf_tmp_path, "%s.tmp", out);
+    signal(SIGINT, mkgguf_interrupted);
+    signal(SIGTERM, mkgguf_interrupted);
+    if (isatty(fileno(stderr)))
+        options.progress = mkgguf_progress;
+    status = pmpd_synth_gguf(out, &options, &summary, &err);
+    if (status != PMPD_OK) {
+        fprintf(stderr, "pmpd-mkgguf: %s: %s\n", pmpd_strerror(status), err.message);
+        return 1;
+    }
+    printf("pmpd-mkgguf: %s: %u tensors, %u tokens, %llu parameters, %llu bytes (%s%s)\n", out,
+           (unsigned)summary.n_tensors, (unsigned)summary.vocab_size, (unsigned long long)summary.parameters,
+           (unsigned long long)summary.bytes, mkgguf_type_name(options.type), options.tied ? ", tied" : "");
+    return 0;
+}

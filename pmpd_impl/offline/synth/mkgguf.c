@@ -1,0 +1,231 @@
+/* pmpd_synth_gguf: a Llama GGUF v3 file of random weights, for measuring
+ * speed at real shapes and for checking that llama.cpp and pmpd read the
+ * same file alike.
+ *
+ * The file is streamed: header and metadata, the tensor infos (every
+ * offset follows from the shapes), then the data one row at a time, so
+ * memory stays at a row however large the model.  It goes to OUT.tmp,
+ * renamed to OUT only once complete. */
+#include "pmpd_impl/offline/synth/synth.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmpd_impl/core/error.h"
+#include "pmpd_impl/offline/import/import.h"
+
+#define SYNTH_RMS_EPS 1e-5f
+#define SYNTH_ROPE_BASE 10000.0f
+#define SYNTH_STREAM_BUFFER (1u << 20)
+
+void pmpd_synth_options_default(pmpd_synth_options *options)
+{
+    memset(options, 0, sizeof *options);
+    options->dim = 2048;
+    options->hidden_dim = 5632;
+    options->n_layers = 22;
+    options->n_heads = 32;
+    options->n_kv_heads = 4;
+    options->seq_len = 2048;
+    options->type = PMPD_GGML_Q4_0;
+    options->seed = 1;
+}
+
+/* ggml's general.file_type for a model whose matrices are all `type`. */
+static uint32_t synth_file_type(pmpd_ggml_type type)
+{
+    switch (type) {
+    case PMPD_GGML_F16: return 1;  /* MOSTLY_F16 */
+    case PMPD_GGML_Q4_0: return 2; /* MOSTLY_Q4_0 */
+    case PMPD_GGML_Q8_0: return 7; /* MOSTLY_Q8_0 */
+    default: return 0;             /* ALL_F32 */
+    }
+}
+
+static pmpd_status synth_load_vocab(const char *path, pmpd_vocab *v, pmpd_error *err)
+{
+    unsigned char *data;
+    size_t size;
+    pmpd_status status = pmpd_import_read_file(path, &data, &size, err);
+    if (status != PMPD_OK)
+        return status;
+    status = pmpd_import_llama2c_tokenizer(data, size, 0, v, err);
+    free(data);
+    if (status == PMPD_OK && v->n_tokens < 3)
+        status = pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, PMPD_NO_OFFSET,
+                                "%u tokens leave no room for <unk>, <s> and </s> (ids 0, 1, 2)",
+                                (unsigned)v->n_tokens);
+    if (status != PMPD_OK && err) {
+        /* Name the file: the importer's message only knows offsets. */
+        char reason[PMPD_ERROR_MESSAGE_SIZE];
+        memcpy(reason, err->message, sizeof reason);
+        pmpd_error_set(err, status, err->offset, "tokenizer %s: %s", path, reason);
+    }
+    return status;
+}
+
+static void synth_write_metadata(pmpd_gguf_out *o, const pmpd_synth_options *opt, const pmpd_vocab *v)
+{
+    pmpd_gguf_kv_string(o, "general.architecture", "llama");
+    pmpd_gguf_kv_string(o, "general.name", "pmpd synthetic llama");
+    pmpd_gguf_kv_u32(o, "general.alignment", PMPD_SYNTH_ALIGNMENT);
+    pmpd_gguf_kv_u32(o, "general.file_type", synth_file_type(opt->type));
+    pmpd_gguf_kv_u32(o, "llama.context_length", opt->seq_len);
+    pmpd_gguf_kv_u32(o, "llama.embedding_length", opt->dim);
+    pmpd_gguf_kv_u32(o, "llama.block_count", opt->n_layers);
+    pmpd_gguf_kv_u32(o, "llama.feed_forward_length", opt->hidden_dim);
+    pmpd_gguf_kv_u32(o, "llama.attention.head_count", opt->n_heads);
+    pmpd_gguf_kv_u32(o, "llama.attention.head_count_kv", opt->n_kv_heads);
+    pmpd_gguf_kv_u32(o, "llama.rope.dimension_count", opt->dim / opt->n_heads);
+    pmpd_gguf_kv_f32(o, "llama.rope.freq_base", SYNTH_ROPE_BASE);
+    pmpd_gguf_kv_f32(o, "llama.attention.layer_norm_rms_epsilon", SYNTH_RMS_EPS);
+    pmpd_gguf_kv_u32(o, "llama.vocab_size", v->n_tokens);
+    pmpd_synth_write_vocab(o, v);
+}
+
+static void synth_write_header(pmpd_gguf_out *o, const pmpd_synth_options *opt, const pmpd_vocab *v,
+                               const pmpd_synth_plan *plan)
+{
+    pmpd_gguf_out count;
+    uint32_t i, d;
+    memset(&count, 0, sizeof count);
+    synth_write_metadata(&count, opt, v);
+    pmpd_gguf_bytes(o, "GGUF", 4);
+    pmpd_gguf_u32(o, 3);
+    pmpd_gguf_u64(o, plan->n_tensors);
+    pmpd_gguf_u64(o, count.n_keys);
+    synth_write_metadata(o, opt, v);
+    for (i = 0; i < plan->n_tensors; i++) {
+        const pmpd_synth_tensor *t = &plan->tensors[i];
+        pmpd_gguf_string(o, t->name, strlen(t->name));
+        pmpd_gguf_u32(o, t->n_dims);
+        for (d = 0; d < t->n_dims; d++)
+            pmpd_gguf_u64(o, t->ne[d]);
+        pmpd_gguf_u32(o, (uint32_t)t->type);
+        pmpd_gguf_u64(o, t->offset);
+    }
+    pmpd_gguf_pad(o);
+}
+
+/* Tensor `index`'s data: norms all 1.0, matrices row after row of draws
+ * from its own stream.  x and row hold one row as floats and as bytes. */
+static void synth_write_tensor(pmpd_gguf_out *o, const pmpd_synth_tensor *t, uint32_t index, uint64_t seed, float *x,
+                               unsigned char *row)
+{
+    uint64_t state = pmpd_synth_stream(seed, index), r;
+    size_t n = (size_t)t->ne[0], i, row_bytes = (size_t)pmpd_ggml_row_bytes(t->type, t->ne[0]);
+    for (r = 0; r < t->ne[1] && !o->failed; r++) {
+        if (t->n_dims == 1)
+            for (i = 0; i < n; i++)
+                x[i] = 1.0f;
+        else
+            pmpd_synth_normal(&state, PMPD_SYNTH_STD, x, n);
+        pmpd_ggml_encode_row(t->type, x, n, row);
+        pmpd_gguf_bytes(o, row, row_bytes);
+    }
+    pmpd_gguf_pad(o);
+}
+
+/* Writes the whole file to f (named path in messages); *bytes counts what
+ * was written. */
+static pmpd_status synth_write_file(FILE *f, const char *path, const pmpd_synth_options *opt, const pmpd_vocab *v,
+                                    const pmpd_synth_plan *plan, uint64_t *bytes, pmpd_error *err)
+{
+    pmpd_gguf_out o;
+    size_t widest = opt->dim > opt->hidden_dim ? opt->dim : opt->hidden_dim;
+    float *x = (float *)malloc(widest * sizeof *x);
+    unsigned char *row = (unsigned char *)malloc(widest * sizeof *x);
+    uint64_t total;
+    uint32_t i;
+    memset(&o, 0, sizeof o);
+    o.f = f;
+    if (!x || !row) {
+        free(x);
+        free(row);
+        return pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory for a row of %zu weights",
+                              widest);
+    }
+    synth_write_header(&o, opt, v, plan);
+    total = o.written + plan->data_bytes;
+    for (i = 0; i < plan->n_tensors && !o.failed; i++) {
+        synth_write_tensor(&o, &plan->tensors[i], i, opt->seed, x, row);
+        if (opt->progress)
+            opt->progress(opt->progress_context, o.written, total);
+    }
+    free(x);
+    free(row);
+    *bytes = o.written;
+    if (!o.failed && fflush(f) != 0)
+        o.failed = errno > 0 ? errno : -1;
+    if (o.failed)
+        return pmpd_error_set(err, PMPD_ERR_IO, o.written, "cannot write %s: %s", path,
+                              o.failed > 0 ? strerror(o.failed) : "write failed");
+    return PMPD_OK;
+}
+
+/* Writes to "<out_path>.tmp" and renames it; removes it on any failure. */
+static pmpd_status synth_write_atomically(const char *out_path, const pmpd_synth_options *opt, const pmpd_vocab *v,
+                                          const pmpd_synth_plan *plan, uint64_t *bytes, pmpd_error *err)
+{
+    size_t length = strlen(out_path);
+    char *tmp = (char *)malloc(length + 5);
+    pmpd_status status;
+    FILE *f;
+    if (!tmp)
+        return pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory");
+    memcpy(tmp, out_path, length);
+    memcpy(tmp + length, ".tmp", 5);
+    f = fopen(tmp, "wb");
+    if (!f) {
+        status = pmpd_error_set(err, PMPD_ERR_IO, PMPD_NO_OFFSET, "cannot create %s: %s", tmp, strerror(errno));
+        free(tmp);
+        return status;
+    }
+    setvbuf(f, NULL, _IOFBF, SYNTH_STREAM_BUFFER);
+    status = synth_write_file(f, tmp, opt, v, plan, bytes, err);
+    if (fclose(f) != 0 && status == PMPD_OK)
+        status = pmpd_error_set(err, PMPD_ERR_IO, PMPD_NO_OFFSET, "cannot close %s: %s", tmp, strerror(errno));
+    if (status == PMPD_OK && rename(tmp, out_path) != 0)
+        status = pmpd_error_set(err, PMPD_ERR_IO, PMPD_NO_OFFSET, "cannot rename %s to %s: %s", tmp, out_path,
+                                strerror(errno));
+    if (status != PMPD_OK)
+        remove(tmp);
+    free(tmp);
+    return status;
+}
+
+pmpd_status pmpd_synth_gguf(const char *out_path, const pmpd_synth_options *options, pmpd_synth_summary *summary,
+                            pmpd_error *err)
+{
+    pmpd_synth_summary local;
+    pmpd_synth_plan plan;
+    pmpd_vocab vocab;
+    uint64_t bytes = 0;
+    pmpd_status status;
+    if (!summary)
+        summary = &local;
+    memset(summary, 0, sizeof *summary);
+    pmpd_error_clear(err);
+    if (!out_path || !options || !options->tokenizer_path)
+        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
+                              "an output path, options and a tokenizer path are required");
+    if ((status = synth_load_vocab(options->tokenizer_path, &vocab, err)) != PMPD_OK)
+        return status;
+    status = pmpd_synth_plan_make(options, vocab.n_tokens, &plan, err);
+    if (status == PMPD_OK)
+        status = synth_write_atomically(out_path, options, &vocab, &plan, &bytes, err);
+    if (status == PMPD_OK) {
+        summary->n_tensors = plan.n_tensors;
+        summary->vocab_size = vocab.n_tokens;
+        summary->parameters = plan.parameters;
+        summary->bytes = bytes;
+    }
+    pmpd_synth_plan_free(&plan);
+    pmpd_vocab_free(&vocab);
+    return status;
+}
+
+#undef SYNTH_RMS_EPS
+#undef SYNTH_ROPE_BASE
+#undef SYNTH_STREAM_BUFFER

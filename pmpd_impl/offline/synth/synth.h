@@ -1,0 +1,95 @@
+/* The parts of the synthetic GGUF generator (offline): the tensor plan,
+ * the weight stream, ggml's block encodings and a streaming GGUF writer. */
+#ifndef PMPD_OFFLINE_SYNTH_SYNTH_H
+#define PMPD_OFFLINE_SYNTH_SYNTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pmpd.h"
+#include "pmpd_impl/core/config.h"
+#include "pmpd_impl/offline/format/builder.h"
+
+#if PMPD_OFFLINE
+
+#define PMPD_SYNTH_ALIGNMENT 32u
+#define PMPD_SYNTH_STD 0.02f
+
+/* ---- ggml_blocks.c: llama.cpp's row encodings ---- */
+
+/* Weights per block of a ggml type (1 for F32 and F16). */
+PMPD_INTERNAL uint32_t pmpd_ggml_block_size(pmpd_ggml_type type);
+
+/* Bytes of a row of n weights (n a multiple of the block size). */
+PMPD_INTERNAL uint64_t pmpd_ggml_row_bytes(pmpd_ggml_type type, uint64_t n);
+
+/* Encodes n floats as type into out (pmpd_ggml_row_bytes bytes). */
+PMPD_INTERNAL void pmpd_ggml_encode_row(pmpd_ggml_type type, const float *x, size_t n, unsigned char *out);
+
+/* ---- normal.c: the weight stream ---- */
+
+/* The generator state of tensor `index` under `seed`: each tensor draws
+ * from its own stream, so leaving out one (--tied) changes no other. */
+PMPD_INTERNAL uint64_t pmpd_synth_stream(uint64_t seed, uint32_t index);
+
+/* Fills out with n draws from normal(0, std), advancing *state. */
+PMPD_INTERNAL void pmpd_synth_normal(uint64_t *state, float std, float *out, size_t n);
+
+/* ---- plan.c: which tensors, in which order, where ---- */
+
+typedef struct pmpd_synth_tensor {
+    char name[32];
+    uint32_t n_dims;        /* 1 for norms (all ones, F32), 2 for matrices */
+    uint64_t ne[2];         /* ggml order: ne[0] is the row length */
+    pmpd_ggml_type type;
+    uint64_t offset;        /* from the start of the data, aligned */
+    uint64_t bytes;
+} pmpd_synth_tensor;
+
+typedef struct pmpd_synth_plan {
+    pmpd_synth_tensor *tensors; /* malloc'ed */
+    uint32_t n_tensors;
+    uint64_t data_bytes;        /* the data section, padding included */
+    uint64_t parameters;
+} pmpd_synth_plan;
+
+/* Checks the shape against the type (err says what is impossible) and
+ * lists the tensors of a Llama model with vocab_size tokens. */
+PMPD_INTERNAL pmpd_status pmpd_synth_plan_make(const pmpd_synth_options *o, uint32_t vocab_size, pmpd_synth_plan *plan,
+                                               pmpd_error *err);
+PMPD_INTERNAL void pmpd_synth_plan_free(pmpd_synth_plan *plan);
+
+/* ---- gguf_out.c: a GGUF stream; the first write error sticks ---- */
+
+typedef struct pmpd_gguf_out {
+    FILE *f;            /* NULL: only count bytes and keys (to size the header) */
+    uint64_t written;
+    uint64_t n_keys;    /* metadata entries written */
+    int failed;         /* 0, or the errno of the first failed write (-1: none set) */
+} pmpd_gguf_out;
+
+PMPD_INTERNAL void pmpd_gguf_bytes(pmpd_gguf_out *o, const void *data, size_t n);
+PMPD_INTERNAL void pmpd_gguf_u32(pmpd_gguf_out *o, uint32_t v);
+PMPD_INTERNAL void pmpd_gguf_u64(pmpd_gguf_out *o, uint64_t v);
+PMPD_INTERNAL void pmpd_gguf_string(pmpd_gguf_out *o, const char *s, size_t n);
+/* Zero bytes up to the next multiple of PMPD_SYNTH_ALIGNMENT. */
+PMPD_INTERNAL void pmpd_gguf_pad(pmpd_gguf_out *o);
+
+/* Metadata entries: key, value type, value. */
+PMPD_INTERNAL void pmpd_gguf_kv_u32(pmpd_gguf_out *o, const char *key, uint32_t v);
+PMPD_INTERNAL void pmpd_gguf_kv_f32(pmpd_gguf_out *o, const char *key, float v);
+PMPD_INTERNAL void pmpd_gguf_kv_bool(pmpd_gguf_out *o, const char *key, int v);
+PMPD_INTERNAL void pmpd_gguf_kv_string(pmpd_gguf_out *o, const char *key, const char *v);
+/* The head of an array entry; count elements of element_type follow. */
+PMPD_INTERNAL void pmpd_gguf_kv_array(pmpd_gguf_out *o, const char *key, uint32_t element_type, uint64_t count);
+
+enum { PMPD_GGUF_UINT32 = 4, PMPD_GGUF_INT32 = 5, PMPD_GGUF_FLOAT32 = 6, PMPD_GGUF_BOOL = 7, PMPD_GGUF_STRING = 8,
+       PMPD_GGUF_ARRAY = 9 };
+
+/* ---- vocab_gguf.c: a llama2.c vocabulary as tokenizer.ggml.* ---- */
+
+PMPD_INTERNAL void pmpd_synth_write_vocab(pmpd_gguf_out *o, const pmpd_vocab *v);
+
+#endif /* PMPD_OFFLINE */
+#endif
