@@ -4,8 +4,10 @@
 # Llama 2 vocabulary), decode and prefill, 1 thread and all cores, pmpd and
 # llama.cpp run alternately for ROUNDS rounds; the median of each is reported.
 #
-# llama.cpp comes from the npm package node-llama-cpp (pinned in
-# bench/package-lock.json, installed under BUILD/bench-compare/npm), or, with
+# llama.cpp comes from the npm package node-llama-cpp (pinned to 3.22.1 in
+# bench/package.json, its dependencies by bench/package-lock.json; installed
+# under BUILD/bench-compare/npm with `npm install`, since npm ci refuses a
+# lock that lists only this platform's prebuilt binaries), or, with
 # LLAMA_BENCH=/path/to/llama-bench, from a natively built llama-bench.
 #
 # Environment (all optional):
@@ -55,7 +57,7 @@ if [ -z "$LLAMA_BENCH" ]; then
         say "bench-compare: installing node-llama-cpp (pinned) into $DIR/npm"
         rm -rf "$DIR/npm" && mkdir -p "$DIR/npm"
         cp "$here/package.json" "$here/package-lock.json" "$here/llamacpp-bench.mjs" "$DIR/npm/"
-        (cd "$DIR/npm" && npm ci --no-audit --no-fund --ignore-scripts >/dev/null) ||
+        (cd "$DIR/npm" && npm install --no-audit --no-fund --ignore-scripts >/dev/null 2>&1) ||
             die "npm ci failed (is the npm registry reachable?)"
     fi
     cp "$here/llamacpp-bench.mjs" "$DIR/npm/"
@@ -206,14 +208,14 @@ for metric in decode prefill; do
             ref=llama-$w
             grep -q "^$metric $ref $threads " "$RAW" || ref=llama-q4_0
             l=$(awk -v m=$metric -v w="$ref" -v t="$threads" '$1 == m && $2 == w && $3 == t { print $4 }' "$RAW" | median)
-            ratio=$(awk -v a="$p" -v b="$l" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }')
-            echo "$metric,$w,$threads,$p,$l,$ratio" >> "$CSV"
+            ratio=$(awk -v a="$p" -v b="$l" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+            printf '%s,%s,%s,%.1f,%.1f,%s\n' $metric "$w" "$threads" "$p" "$l" "$ratio" >> "$CSV"
             bw=$BWALL
             [ "$threads" = 1 ] && bw=$BW1
             if [ $metric = decode ]; then
                 gbs=$(awk -v b="$bytes" -v r="$p" 'BEGIN { printf "%.2f", b * r * 1e-9 }')
-                frac=$(awk -v g="$gbs" -v p="$bw" 'BEGIN { printf "%.0f%%", p > 0 ? 100 * g / p : 0 }')
-                echo "$metric,$w,$threads,$bytes,$gbs,$bw,$(awk -v g="$gbs" -v p="$bw" 'BEGIN { printf "%.3f", p > 0 ? g / p : 0 }')" >> "$BW_CSV"
+                frac=$(awk -v g="$gbs" -v p="$bw" 'BEGIN { printf "%.0f%%", (p > 0 ? 100 * g / p : 0) }')
+                echo "$metric,$w,$threads,$bytes,$gbs,$bw,$(awk -v g="$gbs" -v p="$bw" 'BEGIN { printf "%.3f", (p > 0 ? g / p : 0) }')" >> "$BW_CSV"
             else
                 gbs=-; frac=-; bytes=-
             fi
