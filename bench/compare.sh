@@ -113,10 +113,12 @@ pmpd_rate() {
     echo "$rate $bytes"
 }
 
-# ---- models (made once; remade when the tool that makes them changes) -----
+# ---- models (made once per shape; remade when the tool that makes them changes)
+MODELS=$DIR/shape-$(printf '%s' "${MKGGUF_ARGS:-default}" | tr -c 'A-Za-z0-9' '_')
+mkdir -p "$MODELS"
 fresh() { [ -f "$1" ] && [ ! "$2" -nt "$1" ]; }
 gguf() { # gguf TYPE -> path
-    f=$DIR/model-$1.gguf
+    f=$MODELS/model-$1.gguf
     if ! fresh "$f" "$BUILD/pmpd-mkgguf"; then
         say "bench-compare: writing $f"
         # shellcheck disable=SC2086  # MKGGUF_ARGS holds options
@@ -127,7 +129,7 @@ gguf() { # gguf TYPE -> path
 container() { # container NAME pmpd-convert-options... -> path
     name=$1
     shift
-    f=$DIR/model-$name.pmpd
+    f=$MODELS/model-$name.pmpd
     if ! fresh "$f" "$BUILD/pmpd-convert" || [ "$F16" -nt "$f" ]; then
         say "bench-compare: converting to $f"
         start=$(date +%s)
