@@ -18,6 +18,7 @@
 #   TOKENIZER      llama2.c tokenizer.bin for the vocabulary
 #                  (default ../shared/models/llama2_tokenizer.bin)
 #   LLAMA_BENCH    path of a llama-bench binary to time instead of the npm package
+#   LLAMA_BENCH_LABEL  what that binary is (snapshot, build flags), for the table
 #   CASES          weights to time (default "q4 q8 q2cb anyprec4 anyprec3 anyprec2 anyprec-static")
 #
 # Writes BUILD/bench-compare.csv (metric,weights,threads,pmpd,llamacpp,ratio)
@@ -64,7 +65,8 @@ if [ -z "$LLAMA_BENCH" ]; then
     LLAMA_VERSION="node-llama-cpp $(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$DIR/npm/node_modules/node-llama-cpp/package.json")"
 else
     [ -x "$LLAMA_BENCH" ] || die "LLAMA_BENCH=$LLAMA_BENCH is not an executable"
-    LLAMA_VERSION="llama-bench $("$LLAMA_BENCH" --version 2>&1 | sed -n 's/^version: //p' | head -1) ($LLAMA_BENCH)"
+    # llama-bench has no --version; say which build it is with LLAMA_BENCH_LABEL.
+    LLAMA_VERSION="llama-bench ${LLAMA_BENCH_LABEL:-$LLAMA_BENCH}"
 fi
 
 # The prompt: this README, which gives well over 512 tokens.
