@@ -610,29 +610,35 @@ static void expect_failure(const char *out, const pmpd_synth_options *o, pmpd_st
 
 static void test_bad_input(void **state)
 {
+    /* Impossible shapes and types, each with what its message must name. */
+    static const struct {
+        uint32_t dim, hidden, layers, heads, kv_heads;
+        pmpd_ggml_type type;
+        const char *names;
+    } shapes[] = {
+        {64, 96, 2, 6, 2, PMPD_GGML_F32, "heads 6 do not divide dim 64"},
+        {64, 96, 2, 4, 3, PMPD_GGML_F32, "kv-heads 3 do not divide heads 4"},
+        {40, 72, 2, 4, 2, PMPD_GGML_Q4_0, "multiples of 32"},
+        {64, 100, 2, 4, 2, PMPD_GGML_Q8_0, "hidden 100"},
+        {64, 96, 0, 4, 2, PMPD_GGML_F32, "positive"},
+        {64, 96, 2, 4, 2, (pmpd_ggml_type)3, "type 3"},
+    };
     const char *out = "build/test_mkgguf_bad.gguf";
     pmpd_synth_options o;
+    size_t i;
     (void)state;
+    for (i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        tiny_options(&o, block_shape, shapes[i].type);
+        o.dim = shapes[i].dim;
+        o.hidden_dim = shapes[i].hidden;
+        o.n_layers = shapes[i].layers;
+        o.n_heads = shapes[i].heads;
+        o.n_kv_heads = shapes[i].kv_heads;
+        expect_failure(out, &o, PMPD_ERR_INVALID_ARGUMENT, shapes[i].names);
+    }
     tiny_options(&o, block_shape, PMPD_GGML_Q4_0);
     o.tokenizer_path = "build/no_such_tokenizer.bin";
     expect_failure(out, &o, PMPD_ERR_NOT_FOUND, "build/no_such_tokenizer.bin");
-    tiny_options(&o, block_shape, PMPD_GGML_F32);
-    o.n_heads = 6;
-    expect_failure(out, &o, PMPD_ERR_INVALID_ARGUMENT, "heads 6 do not divide dim 64");
-    tiny_options(&o, block_shape, PMPD_GGML_F32);
-    o.n_kv_heads = 3;
-    expect_failure(out, &o, PMPD_ERR_INVALID_ARGUMENT, "kv-heads 3 do not divide heads 4");
-    tiny_options(&o, odd_shape, PMPD_GGML_Q4_0);
-    expect_failure(out, &o, PMPD_ERR_INVALID_ARGUMENT, "multiples of 32");
-    tiny_options(&o, block_shape, PMPD_GGML_Q8_0);
-    o.hidden_dim = 100;
-    expect_failure(out, &o, PMPD_ERR_INVALID_ARGUMENT, "hidden 100");
-    tiny_options(&o, block_shape, PMPD_GGML_F32);
-    o.n_layers = 0;
-    expect_failure(out, &o, PMPD_ERR_INVALID_ARGUMENT, "positive");
-    tiny_options(&o, block_shape, PMPD_GGML_F32);
-    o.type = (pmpd_ggml_type)3;
-    expect_failure(out, &o, PMPD_ERR_INVALID_ARGUMENT, "type 3");
     tiny_options(&o, block_shape, PMPD_GGML_F32);
     expect_failure("build/no_such_dir/x.gguf", &o, PMPD_ERR_IO, "build/no_such_dir/x.gguf.tmp");
 }

@@ -3,6 +3,7 @@
  * loader, and write it atomically (OUT.tmp, then rename). */
 #include "pmpd_impl/offline/import/import.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "pmpd_impl/core/error.h"
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/kernels/qformat.h"
+#include "pmpd_impl/offline/format/atomic_file.h"
 #include "pmpd_impl/offline/quant/build.h"
 #include "pmpd_impl/offline/precision/anyprec_build.h"
 
@@ -73,33 +75,22 @@ static pmpd_status convert_verify(const pmpd_build_model *b, const unsigned char
 static pmpd_status convert_write(const char *path, const unsigned char *data, size_t size,
                                  const pmpd_convert_options *options, pmpd_error *err)
 {
-    size_t length = strlen(path), done = 0;
-    char *tmp = (char *)malloc(length + 5);
-    FILE *f;
-    if (!tmp)
-        return pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory");
-    memcpy(tmp, path, length);
-    memcpy(tmp + length, ".tmp", 5);
-    f = fopen(tmp, "wb");
-    if (!f) {
-        free(tmp);
-        return pmpd_error_set(err, PMPD_ERR_IO, PMPD_NO_OFFSET, "cannot create %s.tmp", path);
-    }
+    pmpd_atomic_file out;
+    size_t done = 0;
+    pmpd_status status = pmpd_atomic_open(&out, path, err);
+    if (status != PMPD_OK)
+        return status;
     while (done < size) {
         size_t chunk = size - done < CONVERT_CHUNK ? size - done : CONVERT_CHUNK;
-        if (fwrite(data + done, 1, chunk, f) != chunk)
+        if (fwrite(data + done, 1, chunk, out.f) != chunk)
             break;
         done += chunk;
         if (options && options->progress)
             options->progress(options->progress_context, done, size);
     }
-    if (fclose(f) != 0 || done != size || rename(tmp, path) != 0) {
-        remove(tmp);
-        free(tmp);
-        return pmpd_error_set(err, PMPD_ERR_IO, done, "cannot write %s", path);
-    }
-    free(tmp);
-    return PMPD_OK;
+    if (done != size)
+        status = pmpd_error_set(err, PMPD_ERR_IO, done, "cannot write %s: %s", out.tmp, strerror(errno));
+    return pmpd_atomic_finish(&out, status, err);
 }
 
 static pmpd_status convert_import(const char *in_path, const pmpd_convert_options *options, pmpd_build_model *b,

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "pmpd_impl/core/error.h"
+#include "pmpd_impl/offline/format/atomic_file.h"
 #include "pmpd_impl/offline/import/import.h"
 
 #define SYNTH_RMS_EPS 1e-5f
@@ -21,15 +22,9 @@
 
 void pmpd_synth_options_default(pmpd_synth_options *options)
 {
-    memset(options, 0, sizeof *options);
-    options->dim = 2048;
-    options->hidden_dim = 5632;
-    options->n_layers = 22;
-    options->n_heads = 32;
-    options->n_kv_heads = 4;
-    options->seq_len = 2048;
-    options->type = PMPD_GGML_Q4_0;
-    options->seed = 1;
+    /* TinyLlama-1.1B: dim, hidden, layers, heads, KV heads, context. */
+    static const pmpd_synth_options tinyllama = {2048, 5632, 22, 32, 4, 2048, PMPD_GGML_Q4_0, 1, 0, NULL, NULL, NULL};
+    *options = tinyllama;
 }
 
 /* ggml's general.file_type for a model whose matrices are all `type`. */
@@ -164,43 +159,13 @@ static pmpd_status synth_write_file(FILE *f, const char *path, const pmpd_synth_
     return PMPD_OK;
 }
 
-/* Writes to "<out_path>.tmp" and renames it; removes it on any failure. */
-static pmpd_status synth_write_atomically(const char *out_path, const pmpd_synth_options *opt, const pmpd_vocab *v,
-                                          const pmpd_synth_plan *plan, uint64_t *bytes, pmpd_error *err)
-{
-    size_t length = strlen(out_path);
-    char *tmp = (char *)malloc(length + 5);
-    pmpd_status status;
-    FILE *f;
-    if (!tmp)
-        return pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory");
-    memcpy(tmp, out_path, length);
-    memcpy(tmp + length, ".tmp", 5);
-    f = fopen(tmp, "wb");
-    if (!f) {
-        status = pmpd_error_set(err, PMPD_ERR_IO, PMPD_NO_OFFSET, "cannot create %s: %s", tmp, strerror(errno));
-        free(tmp);
-        return status;
-    }
-    setvbuf(f, NULL, _IOFBF, SYNTH_STREAM_BUFFER);
-    status = synth_write_file(f, tmp, opt, v, plan, bytes, err);
-    if (fclose(f) != 0 && status == PMPD_OK)
-        status = pmpd_error_set(err, PMPD_ERR_IO, PMPD_NO_OFFSET, "cannot close %s: %s", tmp, strerror(errno));
-    if (status == PMPD_OK && rename(tmp, out_path) != 0)
-        status = pmpd_error_set(err, PMPD_ERR_IO, PMPD_NO_OFFSET, "cannot rename %s to %s: %s", tmp, out_path,
-                                strerror(errno));
-    if (status != PMPD_OK)
-        remove(tmp);
-    free(tmp);
-    return status;
-}
-
 pmpd_status pmpd_synth_gguf(const char *out_path, const pmpd_synth_options *options, pmpd_synth_summary *summary,
                             pmpd_error *err)
 {
     pmpd_synth_summary local;
     pmpd_synth_plan plan;
     pmpd_vocab vocab;
+    pmpd_atomic_file out;
     uint64_t bytes = 0;
     pmpd_status status;
     if (!summary)
@@ -213,8 +178,11 @@ pmpd_status pmpd_synth_gguf(const char *out_path, const pmpd_synth_options *opti
     if ((status = synth_load_vocab(options->tokenizer_path, &vocab, err)) != PMPD_OK)
         return status;
     status = pmpd_synth_plan_make(options, vocab.n_tokens, &plan, err);
-    if (status == PMPD_OK)
-        status = synth_write_atomically(out_path, options, &vocab, &plan, &bytes, err);
+    if (status == PMPD_OK && (status = pmpd_atomic_open(&out, out_path, err)) == PMPD_OK) {
+        setvbuf(out.f, NULL, _IOFBF, SYNTH_STREAM_BUFFER);
+        status = synth_write_file(out.f, out.tmp, options, &vocab, &plan, &bytes, err);
+        status = pmpd_atomic_finish(&out, status, err);
+    }
     if (status == PMPD_OK) {
         summary->n_tensors = plan.n_tensors;
         summary->vocab_size = vocab.n_tokens;
