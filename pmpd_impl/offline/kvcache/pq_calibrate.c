@@ -14,6 +14,7 @@
 #include "pmpd_impl/core/error.h"
 #include "pmpd_impl/kvcache/pq_codebook_set.h"
 #include "pmpd_impl/model/session.h"
+#include "pmpd_impl/offline/format/atomic_file.h"
 #include "pmpd_impl/offline/format/builder.h"
 #include "pmpd_impl/offline/precision/anyprec_build.h"
 
@@ -173,11 +174,8 @@ static pmpd_status pq_calibrate_rebuild(const pmpd_model *model, const void *sec
     unsigned char *data;
     size_t bytes;
     uint32_t i;
-    FILE *f;
-    char tmp[4096];
+    pmpd_atomic_file out;
     pmpd_status st = PMPD_OK;
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", out_path) >= sizeof tmp)
-        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "output path too long");
     pmpd_build_init(&b);
     b.info = model->info;
     for (i = 0; st == PMPD_OK && i < model->n_tensors; i++) {
@@ -204,18 +202,11 @@ static pmpd_status pq_calibrate_rebuild(const pmpd_model *model, const void *sec
         st = pmpd_build_add_section(&b, PMPD_SECTION_KV_CODEBOOKS, PMPD_PQ_SECTION_VERSION, 0, section, size);
     if (st == PMPD_OK && (st = pmpd_build_serialize(&b, &block, &data, &bytes)) != PMPD_OK)
         pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot build the container");
-    if (st == PMPD_OK) {
-        f = fopen(tmp, "wb");
-        if (!f || fwrite(data, 1, bytes, f) != bytes)
-            st = PMPD_ERR_IO;
-        if (f && fclose(f) != 0)
-            st = PMPD_ERR_IO;
-        if (st == PMPD_OK && rename(tmp, out_path) != 0)
-            st = PMPD_ERR_IO;
-        if (st != PMPD_OK) {
-            remove(tmp);
-            pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot write %s", out_path);
-        }
+    if (st == PMPD_OK && (st = pmpd_atomic_open(&out, out_path, err)) == PMPD_OK) {
+        st = fwrite(data, 1, bytes, out.f) == bytes ? PMPD_OK : PMPD_ERR_IO;
+        if (st != PMPD_OK)
+            pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot write %s", out.tmp);
+        st = pmpd_atomic_finish(&out, st, err);
     }
     free(block);
     pmpd_build_free(&b);
