@@ -2,9 +2,10 @@
  * run: the machine's memory bandwidth first, then every kernel and model
  * figure as a ratio to it and to the scalar reference.
  *
- *   pmpd-bench [--quick] [--gemv] [--probe] [--csv FILE] [--threads N] [--stream-mib N]
+ *   pmpd-bench [--quick] [--gemv] [--probe] [--attention] [--csv FILE] [--threads N] [--stream-mib N]
  *
- * --probe runs only the bandwidth probe (make bench-compare uses it).
+ * --probe runs only the bandwidth probe (make bench-compare uses it);
+ * --attention the probe and the KV-cache attention rows.
  * --gemv runs only the bandwidth probe and the GEMV rows (every type and
  * shape, 1 and all threads), plus each quantized kernel's ceiling with the
  * weights in L2: the loop for kernel work.
@@ -18,9 +19,10 @@
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: pmpd-bench [--quick] [--gemv] [--probe] [--csv FILE] [--threads N] [--stream-mib N]\n"
+    fprintf(stderr, "usage: pmpd-bench [--quick] [--gemv] [--probe] [--attention] [--csv FILE] [--threads N] [--stream-mib N]\n"
                     "  --gemv   only the bandwidth probe, the streamed GEMV rows and the kernels' L2 ceilings\n"
-                    "  --probe  only the bandwidth probe\n");
+                    "  --probe  only the bandwidth probe\n"
+                    "  --attention  only the bandwidth probe and the attention rows\n");
 }
 
 int main(int argc, char **argv)
@@ -28,7 +30,7 @@ int main(int argc, char **argv)
     bench_context ctx;
     size_t llc = bench_last_level_cache_bytes(), stream_mib = 0;
     char cpu[128];
-    int i, probe_only = 0;
+    int i, probe_only = 0, attention_only = 0;
     memset(&ctx, 0, sizeof ctx);
     ctx.threads = pmpd_platform_cpu_count();
     for (i = 1; i < argc; i++) {
@@ -38,6 +40,8 @@ int main(int argc, char **argv)
             ctx.gemv_only = 1;
         } else if (strcmp(argv[i], "--probe") == 0) {
             probe_only = 1;
+        } else if (strcmp(argv[i], "--attention") == 0) {
+            attention_only = 1;
         } else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
             ctx.csv = fopen(argv[++i], "w");
             if (!ctx.csv) {
@@ -66,10 +70,11 @@ int main(int argc, char **argv)
            llc >> 20, ctx.stream_bytes >> 20);
     if (bench_memory_bandwidth(&ctx) != 0)
         return 1;
-    if (probe_only) {
+    if (probe_only || attention_only) {
+        int rc = attention_only && bench_attention(&ctx) != 0;
         if (ctx.csv)
             fclose(ctx.csv);
-        return 0;
+        return rc;
     }
     if (!ctx.gemv_only && bench_anyprec(&ctx) != 0)
         return 1;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "pmpd_impl/kvcache/attention_kernels.h"
+#include "pmpd_impl/model/f16.h"
 #include "tests/support/test_support.h"
 
 #if PMPD_USE_AVX2 || PMPD_KV_USE_NEON
@@ -37,47 +38,87 @@ static float *random_floats(test_rng *rng, size_t n, float scale)
     return x;
 }
 
-static void assert_close(const float *a, const float *b, size_t n)
+/* Within float rounding of sums of `terms` products of magnitude ~1,
+ * added in another order (0 for results of a few operations). */
+static void assert_close_sum(const float *a, const float *b, size_t n, uint32_t terms)
 {
     size_t i;
     for (i = 0; i < n; i++)
-        assert_true(fabsf(a[i] - b[i]) <= 1e-5f * (1.0f + fabsf(b[i])));
+        assert_true(fabsf(a[i] - b[i]) <= 1e-5f * (1.0f + fabsf(b[i])) + 1e-6f * (float)terms);
 }
 
-static void check_row_kernels(uint32_t lanes)
+static void assert_close(const float *a, const float *b, size_t n)
 {
+    assert_close_sum(a, b, n, 0);
+}
+
+/* Rows of dim elements at a stride of dim + 3 (rows inside a larger
+ * record), as f32 and as binary16. */
+static void check_row_kernels(uint32_t lanes, uint32_t dim)
+{
+    const size_t stride = (size_t)dim + 3, n_rows = (size_t)TOKENS * stride;
     test_rng rng;
-    float *qt, *rows, *scores_ref, *scores, max_ref[8], max[8], sum_ref[8], sum[8], *acc_ref, *acc;
+    float *qt, *rows, *widened, *scores_ref, *scores, max_ref[8], max[8], sum_ref[8], sum[8], *acc_ref, *acc, *acc_start;
+    uint16_t *halves;
+    size_t i;
     uint32_t l;
-    test_rng_seed(&rng, lanes);
-    qt = random_floats(&rng, (size_t)DIM * lanes, 0.5f);
-    rows = random_floats(&rng, (size_t)TOKENS * (DIM + 3), 1.0f);
+    test_rng_seed(&rng, lanes * 1000 + dim);
+    qt = random_floats(&rng, (size_t)dim * lanes, 0.5f);
+    rows = random_floats(&rng, n_rows, 1.0f);
+    halves = malloc(n_rows * sizeof *halves);
+    widened = malloc(n_rows * sizeof(float));
     scores_ref = malloc(TOKENS * lanes * sizeof(float));
     scores = malloc(TOKENS * lanes * sizeof(float));
-    acc_ref = random_floats(&rng, (size_t)DIM * lanes, 1.0f);
-    acc = malloc((size_t)DIM * lanes * sizeof(float));
-    assert_true(scores_ref && scores && acc);
-    memcpy(acc, acc_ref, (size_t)DIM * lanes * sizeof(float));
+    acc_start = random_floats(&rng, (size_t)dim * lanes, 1.0f);
+    acc_ref = malloc((size_t)dim * lanes * sizeof(float));
+    acc = malloc((size_t)dim * lanes * sizeof(float));
+    assert_true(halves && widened && scores_ref && scores && acc_ref && acc);
+    for (i = 0; i < n_rows; i++)
+        halves[i] = pmpd_f32_to_f16(rows[i]);
+    pmpd_kv_f16_to_f32_scalar(halves, n_rows, widened);
+
     for (l = 0; l < lanes; l++) {
         max_ref[l] = max[l] = -INFINITY;
         sum_ref[l] = sum[l] = 0.5f;
     }
-    /* Rows with a stride wider than dim, as f32 rows inside a larger record. */
-    pmpd_kv_row_scores_scalar(qt, lanes, DIM, rows, DIM + 3, TOKENS, scores_ref, max_ref);
-    SIMD_KERNEL(pmpd_kv_row_scores)(qt, lanes, DIM, rows, DIM + 3, TOKENS, scores, max);
-    assert_close(scores, scores_ref, TOKENS * lanes);
-    assert_close(max, max_ref, lanes);
+    pmpd_kv_row_scores_scalar(qt, lanes, dim, rows, stride, TOKENS, scores_ref, max_ref);
+    SIMD_KERNEL(pmpd_kv_row_scores)(qt, lanes, dim, rows, stride, TOKENS, scores, max);
+    assert_close_sum(scores, scores_ref, TOKENS * lanes, dim);
+    assert_close_sum(max, max_ref, lanes, dim);
     pmpd_kv_exp_scalar(scores_ref, lanes, TOKENS, max_ref, sum_ref);
     SIMD_KERNEL(pmpd_kv_exp)(scores, lanes, TOKENS, max_ref, sum);
     assert_close(scores, scores_ref, TOKENS * lanes);
     assert_close(sum, sum_ref, lanes);
-    pmpd_kv_row_accumulate_scalar(scores_ref, lanes, DIM, rows, DIM + 3, TOKENS, acc_ref);
-    SIMD_KERNEL(pmpd_kv_row_accumulate)(scores_ref, lanes, DIM, rows, DIM + 3, TOKENS, acc);
-    assert_close(acc, acc_ref, (size_t)DIM * lanes);
+    memcpy(acc_ref, acc_start, (size_t)dim * lanes * sizeof(float));
+    memcpy(acc, acc_start, (size_t)dim * lanes * sizeof(float));
+    pmpd_kv_row_accumulate_scalar(scores_ref, lanes, dim, rows, stride, TOKENS, acc_ref);
+    SIMD_KERNEL(pmpd_kv_row_accumulate)(scores_ref, lanes, dim, rows, stride, TOKENS, acc);
+    assert_close_sum(acc, acc_ref, (size_t)dim * lanes, TOKENS);
+
+    /* Binary16 rows: the f32 reference over the same values widened. */
+    for (l = 0; l < lanes; l++)
+        max_ref[l] = max[l] = -INFINITY;
+    pmpd_kv_row_scores_scalar(qt, lanes, dim, widened, stride, TOKENS, scores_ref, max_ref);
+    pmpd_kv_row_scores_f16_scalar(qt, lanes, dim, halves, stride, TOKENS, scores, max);
+    assert_memory_equal(scores, scores_ref, TOKENS * lanes * sizeof(float));
+    SIMD_KERNEL(pmpd_kv_row_scores_f16)(qt, lanes, dim, halves, stride, TOKENS, scores, max);
+    assert_close_sum(scores, scores_ref, TOKENS * lanes, dim);
+    assert_close_sum(max, max_ref, lanes, dim);
+    memcpy(acc_ref, acc_start, (size_t)dim * lanes * sizeof(float));
+    memcpy(acc, acc_start, (size_t)dim * lanes * sizeof(float));
+    pmpd_kv_row_accumulate_scalar(scores_ref, lanes, dim, widened, stride, TOKENS, acc_ref);
+    SIMD_KERNEL(pmpd_kv_row_accumulate_f16)(scores_ref, lanes, dim, halves, stride, TOKENS, acc);
+    assert_close_sum(acc, acc_ref, (size_t)dim * lanes, TOKENS);
+    memcpy(acc, acc_start, (size_t)dim * lanes * sizeof(float));
+    pmpd_kv_row_accumulate_f16_scalar(scores_ref, lanes, dim, halves, stride, TOKENS, acc);
+    assert_memory_equal(acc, acc_ref, (size_t)dim * lanes * sizeof(float));
     free(qt);
     free(rows);
+    free(halves);
+    free(widened);
     free(scores_ref);
     free(scores);
+    free(acc_start);
     free(acc_ref);
     free(acc);
 }
@@ -147,8 +188,14 @@ static void test_row_kernels(void **state)
 {
     (void)state;
 #if KERNELS_SIMD
-    check_row_kernels(4);
-    check_row_kernels(8);
+    /* Head dims with and without a tail of 8 and 16 elements, and one longer
+     * than the AVX2 kernels' 256-dimension query pass. */
+    static const uint32_t dims[] = {24, 13, 64, 300};
+    size_t i;
+    for (i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+        check_row_kernels(4, dims[i]);
+        check_row_kernels(8, dims[i]);
+    }
 #else
     skip();
 #endif

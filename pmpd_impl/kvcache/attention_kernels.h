@@ -28,6 +28,13 @@
     PMPD_INTERNAL void pmpd_kv_row_accumulate_##isa(const float *weights, uint32_t lanes,           \
                                                     uint32_t dim, const float *rows, size_t stride, \
                                                     size_t n, float *acc);                          \
+    /* the same two over binary16 rows, widened as they are read */                                 \
+    PMPD_INTERNAL void pmpd_kv_row_scores_f16_##isa(const float *qt, uint32_t lanes, uint32_t dim,  \
+                                                    const uint16_t *rows, size_t stride, size_t n,  \
+                                                    float *scores, float *max);                     \
+    PMPD_INTERNAL void pmpd_kv_row_accumulate_f16_##isa(const float *weights, uint32_t lanes,       \
+                                                        uint32_t dim, const uint16_t *rows,         \
+                                                        size_t stride, size_t n, float *acc);       \
     /* x[t][l] = exp(x[t][l] - max[l]); sum[l] += x[t][l]  (x <= max: no overflow) */              \
     PMPD_INTERNAL void pmpd_kv_exp_##isa(float *x, uint32_t lanes, size_t n, const float *max,      \
                                          float *sum);                                               \

@@ -56,6 +56,51 @@ void pmpd_kv_row_accumulate_neon(const float *weights, uint32_t lanes, uint32_t 
 
 #undef PQ_NEON_ROW_BLOCK
 
+/* Binary16 rows: each row widened (fcvtl) into a buffer and passed to the
+ * f32 kernels above; rows longer than the buffer take the scalar path. */
+#define KV_NEON_WIDEN_MAX 256
+
+static void kv_neon_widen(const uint16_t *src, uint32_t dim, float *dst)
+{
+    uint32_t d;
+    for (d = 0; d + 4 <= dim; d += 4)
+        vst1q_f32(dst + d, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(src + d))));
+    for (; d < dim; d++)
+        pmpd_kv_f16_to_f32_scalar(src + d, 1, dst + d);
+}
+
+void pmpd_kv_row_scores_f16_neon(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *rows, size_t stride,
+                                 size_t n, float *scores, float *max)
+{
+    float row[KV_NEON_WIDEN_MAX];
+    size_t t;
+    if (dim > KV_NEON_WIDEN_MAX) {
+        pmpd_kv_row_scores_f16_scalar(qt, lanes, dim, rows, stride, n, scores, max);
+        return;
+    }
+    for (t = 0; t < n; t++) {
+        kv_neon_widen(rows + t * stride, dim, row);
+        pmpd_kv_row_scores_neon(qt, lanes, dim, row, dim, 1, scores + t * lanes, max);
+    }
+}
+
+void pmpd_kv_row_accumulate_f16_neon(const float *weights, uint32_t lanes, uint32_t dim, const uint16_t *rows,
+                                     size_t stride, size_t n, float *acc)
+{
+    float row[KV_NEON_WIDEN_MAX];
+    size_t t;
+    if (dim > KV_NEON_WIDEN_MAX) {
+        pmpd_kv_row_accumulate_f16_scalar(weights, lanes, dim, rows, stride, n, acc);
+        return;
+    }
+    for (t = 0; t < n; t++) {
+        kv_neon_widen(rows + t * stride, dim, row);
+        pmpd_kv_row_accumulate_neon(weights + t * lanes, lanes, dim, row, dim, 1, acc);
+    }
+}
+
+#undef KV_NEON_WIDEN_MAX
+
 /* exp(x) for x <= 0, as in the AVX2 version: x = k ln2 + r, a degree-6
  * polynomial for e^r, 2^k in the exponent field, inputs clamped at -87. */
 static float32x4_t pq_neon_exp(float32x4_t x)

@@ -5,51 +5,6 @@
 
 #include "pmpd_impl/kvcache/attention_kernels.h"
 
-void pmpd_kv_row_scores_scalar(const float *qt, uint32_t lanes, uint32_t dim, const float *rows,
-                               size_t stride, size_t n, float *scores, float *max)
-{
-    size_t t;
-    uint32_t d, l;
-    for (t = 0; t < n; t++) {
-        const float *row = rows + t * stride;
-        float *s = scores + t * lanes;
-        for (l = 0; l < lanes; l++)
-            s[l] = 0.0f;
-        for (d = 0; d < dim; d++)
-            for (l = 0; l < lanes; l++)
-                s[l] += qt[d * lanes + l] * row[d];
-        for (l = 0; l < lanes; l++)
-            if (s[l] > max[l])
-                max[l] = s[l];
-    }
-}
-
-void pmpd_kv_row_accumulate_scalar(const float *weights, uint32_t lanes, uint32_t dim,
-                                   const float *rows, size_t stride, size_t n, float *acc)
-{
-    size_t t;
-    uint32_t d, l;
-    for (t = 0; t < n; t++) {
-        const float *row = rows + t * stride;
-        const float *w = weights + t * lanes;
-        for (d = 0; d < dim; d++)
-            for (l = 0; l < lanes; l++)
-                acc[d * lanes + l] += w[l] * row[d];
-    }
-}
-
-void pmpd_kv_exp_scalar(float *x, uint32_t lanes, size_t n, const float *max, float *sum)
-{
-    size_t t;
-    uint32_t l;
-    for (t = 0; t < n; t++)
-        for (l = 0; l < lanes; l++) {
-            float e = expf(x[t * lanes + l] - max[l]);
-            x[t * lanes + l] = e;
-            sum[l] += e;
-        }
-}
-
 /* Bit-level conversion so that the reference needs no compiler half type. */
 static float pq_scalar_half_to_float(uint16_t h)
 {
@@ -68,6 +23,86 @@ static float pq_scalar_half_to_float(uint16_t h)
     memcpy(&f, &bits, sizeof f);
     return f;
 }
+
+/* Element d of row t, stored as f32 or binary16. */
+static float kv_scalar_row_value(const void *rows, size_t stride, size_t t, uint32_t d, int half)
+{
+    if (half)
+        return pq_scalar_half_to_float(((const uint16_t *)rows)[t * stride + d]);
+    return ((const float *)rows)[t * stride + d];
+}
+
+static void kv_scalar_row_scores(const float *qt, uint32_t lanes, uint32_t dim, const void *rows, size_t stride,
+                                 size_t n, float *scores, float *max, int half)
+{
+    size_t t;
+    uint32_t d, l;
+    for (t = 0; t < n; t++) {
+        float *s = scores + t * lanes;
+        for (l = 0; l < lanes; l++)
+            s[l] = 0.0f;
+        for (d = 0; d < dim; d++) {
+            float v = kv_scalar_row_value(rows, stride, t, d, half);
+            for (l = 0; l < lanes; l++)
+                s[l] += qt[d * lanes + l] * v;
+        }
+        for (l = 0; l < lanes; l++)
+            if (s[l] > max[l])
+                max[l] = s[l];
+    }
+}
+
+static void kv_scalar_row_accumulate(const float *weights, uint32_t lanes, uint32_t dim, const void *rows,
+                                     size_t stride, size_t n, float *acc, int half)
+{
+    size_t t;
+    uint32_t d, l;
+    for (t = 0; t < n; t++) {
+        const float *w = weights + t * lanes;
+        for (d = 0; d < dim; d++) {
+            float v = kv_scalar_row_value(rows, stride, t, d, half);
+            for (l = 0; l < lanes; l++)
+                acc[d * lanes + l] += w[l] * v;
+        }
+    }
+}
+
+void pmpd_kv_row_scores_scalar(const float *qt, uint32_t lanes, uint32_t dim, const float *rows, size_t stride,
+                               size_t n, float *scores, float *max)
+{
+    kv_scalar_row_scores(qt, lanes, dim, rows, stride, n, scores, max, 0);
+}
+
+void pmpd_kv_row_accumulate_scalar(const float *weights, uint32_t lanes, uint32_t dim, const float *rows,
+                                   size_t stride, size_t n, float *acc)
+{
+    kv_scalar_row_accumulate(weights, lanes, dim, rows, stride, n, acc, 0);
+}
+
+void pmpd_kv_row_scores_f16_scalar(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *rows,
+                                   size_t stride, size_t n, float *scores, float *max)
+{
+    kv_scalar_row_scores(qt, lanes, dim, rows, stride, n, scores, max, 1);
+}
+
+void pmpd_kv_row_accumulate_f16_scalar(const float *weights, uint32_t lanes, uint32_t dim, const uint16_t *rows,
+                                       size_t stride, size_t n, float *acc)
+{
+    kv_scalar_row_accumulate(weights, lanes, dim, rows, stride, n, acc, 1);
+}
+
+void pmpd_kv_exp_scalar(float *x, uint32_t lanes, size_t n, const float *max, float *sum)
+{
+    size_t t;
+    uint32_t l;
+    for (t = 0; t < n; t++)
+        for (l = 0; l < lanes; l++) {
+            float e = expf(x[t * lanes + l] - max[l]);
+            x[t * lanes + l] = e;
+            sum[l] += e;
+        }
+}
+
 
 void pmpd_kv_f16_to_f32_scalar(const uint16_t *src, size_t n, float *dst)
 {

@@ -14,56 +14,69 @@ int pmpd_attn_exact_scratch_floats(size_t n, uint32_t lanes, uint32_t dim, size_
            pmpd_checked_add(scores, block, out);
 }
 
-/* Rows [first, first + count) as f32: in place for f32 storage, otherwise
- * widened into block.  *stride receives the distance between rows. */
-static const float *exact_rows_as_f32(const pmpd_kv_rows *rows, uint32_t dim, size_t first, size_t count,
-                                      float *block, size_t *stride)
+/* Rows [first, first + count) of a uniformly quantized cache, decoded into
+ * block (f32 and f16 rows go to the kernels as they are stored). */
+static const float *exact_rows_decoded(const pmpd_kv_rows *rows, uint32_t dim, size_t first, size_t count,
+                                       float *block)
 {
     const unsigned char *src = rows->data + first * rows->row_bytes;
+    unsigned bits = rows->format == PMPD_KV_ROW_INT8 ? 8 : rows->format == PMPD_KV_ROW_INT4 ? 4 : 2;
     size_t i;
-    if (rows->format == PMPD_KV_ROW_F32) {
-        *stride = rows->row_bytes / sizeof(float);
-        return (const float *)(const void *)src;
-    }
-    *stride = dim;
-    for (i = 0; i < count; i++, src += rows->row_bytes) {
-        switch (rows->format) {
-        case PMPD_KV_ROW_F16:
-            PMPD_KV_KERNEL(pmpd_kv_f16_to_f32)((const uint16_t *)(const void *)src, dim, block + i * dim);
-            break;
-        case PMPD_KV_ROW_INT8:
-            pmpd_kv_uniform_decode(src, dim, 8, block + i * dim);
-            break;
-        case PMPD_KV_ROW_INT4:
-            pmpd_kv_uniform_decode(src, dim, 4, block + i * dim);
-            break;
-        case PMPD_KV_ROW_INT2:
-        default:
-            pmpd_kv_uniform_decode(src, dim, 2, block + i * dim);
-            break;
-        }
-    }
+    for (i = 0; i < count; i++, src += rows->row_bytes)
+        pmpd_kv_uniform_decode(src, dim, bits, block + i * dim);
     return block;
+}
+
+static void exact_scores(const float *qt, uint32_t lanes, uint32_t dim, const pmpd_kv_rows *keys, size_t first,
+                         size_t count, float *block, float *scores, float *max)
+{
+    const unsigned char *src = keys->data + first * keys->row_bytes;
+    if (keys->format == PMPD_KV_ROW_F32)
+        PMPD_KV_KERNEL(pmpd_kv_row_scores)(qt, lanes, dim, (const float *)(const void *)src,
+                                           keys->row_bytes / sizeof(float), count, scores, max);
+    else if (keys->format == PMPD_KV_ROW_F16)
+        PMPD_KV_KERNEL(pmpd_kv_row_scores_f16)(qt, lanes, dim, (const uint16_t *)(const void *)src,
+                                               keys->row_bytes / sizeof(uint16_t), count, scores, max);
+    else
+        PMPD_KV_KERNEL(pmpd_kv_row_scores)(qt, lanes, dim, exact_rows_decoded(keys, dim, first, count, block), dim,
+                                           count, scores, max);
+}
+
+static void exact_accumulate(const float *weights, uint32_t lanes, uint32_t dim, const pmpd_kv_rows *values,
+                             size_t first, size_t count, float *block, float *acc)
+{
+    const unsigned char *src = values->data + first * values->row_bytes;
+    if (values->format == PMPD_KV_ROW_F32)
+        PMPD_KV_KERNEL(pmpd_kv_row_accumulate)(weights, lanes, dim, (const float *)(const void *)src,
+                                               values->row_bytes / sizeof(float), count, acc);
+    else if (values->format == PMPD_KV_ROW_F16)
+        PMPD_KV_KERNEL(pmpd_kv_row_accumulate_f16)(weights, lanes, dim, (const uint16_t *)(const void *)src,
+                                                   values->row_bytes / sizeof(uint16_t), count, acc);
+    else
+        PMPD_KV_KERNEL(pmpd_kv_row_accumulate)(weights, lanes, dim, exact_rows_decoded(values, dim, first, count, block),
+                                               dim, count, acc);
 }
 
 void pmpd_attn_exact_partial(const float *qt, uint32_t lanes, uint32_t dim, const pmpd_kv_rows *keys,
                              const pmpd_kv_rows *values, size_t n, float *scratch, pmpd_attn_partial *out)
 {
     float *scores = scratch, *block = scratch + n * lanes;
+    /* f32 and f16 rows go to the kernels in one call; quantized rows are
+     * decoded a block at a time into the scratch. */
+    size_t step = keys->format == PMPD_KV_ROW_F32 || keys->format == PMPD_KV_ROW_F16 ? n : PMPD_KV_EXACT_BLOCK;
     size_t first;
     pmpd_attn_partial_clear(out, lanes, dim);
     if (n == 0)
         return;
-    for (first = 0; first < n; first += PMPD_KV_EXACT_BLOCK) {
-        size_t count = n - first < PMPD_KV_EXACT_BLOCK ? n - first : PMPD_KV_EXACT_BLOCK, stride;
-        const float *rows = exact_rows_as_f32(keys, dim, first, count, block, &stride);
-        PMPD_KV_KERNEL(pmpd_kv_row_scores)(qt, lanes, dim, rows, stride, count, scores + first * lanes, out->max);
+    for (first = 0; first < n; first += step) {
+        size_t count = n - first < step ? n - first : step;
+        exact_scores(qt, lanes, dim, keys, first, count, block, scores + first * lanes, out->max);
     }
     PMPD_KV_KERNEL(pmpd_kv_exp)(scores, lanes, n, out->max, out->sum);
-    for (first = 0; first < n; first += PMPD_KV_EXACT_BLOCK) {
-        size_t count = n - first < PMPD_KV_EXACT_BLOCK ? n - first : PMPD_KV_EXACT_BLOCK, stride;
-        const float *rows = exact_rows_as_f32(values, dim, first, count, block, &stride);
-        PMPD_KV_KERNEL(pmpd_kv_row_accumulate)(scores + first * lanes, lanes, dim, rows, stride, count, out->acc);
+    step = values->format == PMPD_KV_ROW_F32 || values->format == PMPD_KV_ROW_F16 ? n : PMPD_KV_EXACT_BLOCK;
+    for (first = 0; first < n; first += step) {
+        size_t count = n - first < step ? n - first : step;
+        exact_accumulate(scores + first * lanes, lanes, dim, values, first, count, block, out->acc);
     }
 }
 
