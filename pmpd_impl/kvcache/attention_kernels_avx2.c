@@ -337,11 +337,49 @@ void pmpd_pq_lut_avx2(const pmpd_pq_codebook *book, const float *qt, uint32_t la
     }
 }
 
+/* Tokens per block of the byte-code kernels below. */
+#define PQ_AVX2_TOKEN_BLOCK 128
+
+/* One query group of four heads with a code byte per subspace (8-bit
+ * codes), the common case.  The whole LUT (n_sub x 256 entries of 16
+ * bytes: 128 KB for 2-dim subspaces of a 64-dim head) does not fit in L1,
+ * so a block of tokens is scored two subspaces at a time: the two 4 KB
+ * tables, the block's codes and its scores stay in L1. */
+static void pq_avx2_scores_bytes4(const float *lut, uint32_t n_sub, size_t row, const uint8_t *codes, size_t n,
+                                  float *scores, float *max)
+{
+    __m128 m = _mm_loadu_ps(max);
+    size_t t0, t;
+    uint32_t s;
+    for (t0 = 0; t0 < n; t0 += PQ_AVX2_TOKEN_BLOCK) {
+        size_t t1 = n - t0 < PQ_AVX2_TOKEN_BLOCK ? n : t0 + PQ_AVX2_TOKEN_BLOCK;
+        for (t = t0; t < t1; t++)
+            _mm_storeu_ps(scores + t * 4, _mm_setzero_ps());
+        for (s = 0; s < n_sub; s += 2) {
+            const float *l0 = lut + s * row, *l1 = s + 1 < n_sub ? l0 + row : NULL;
+            for (t = t0; t < t1; t++) {
+                const uint8_t *code = codes + t * n_sub + s;
+                __m128 v = _mm_loadu_ps(l0 + (size_t)code[0] * 4);
+                if (l1)
+                    v = _mm_add_ps(v, _mm_loadu_ps(l1 + (size_t)code[1] * 4));
+                _mm_storeu_ps(scores + t * 4, _mm_add_ps(_mm_loadu_ps(scores + t * 4), v));
+            }
+        }
+        for (t = t0; t < t1; t++)
+            m = _mm_max_ps(m, _mm_loadu_ps(scores + t * 4));
+    }
+    _mm_storeu_ps(max, m);
+}
+
 void pmpd_pq_scores_avx2(const float *lut, const pmpd_pq_layout *layout, uint32_t lanes, const uint8_t *codes,
                          size_t n, float *scores, float *max)
 {
     size_t t, row = (size_t)layout->n_centroids * lanes;
     uint32_t s, l, n_sub = layout->n_sub;
+    if (lanes == 4 && !layout->packed) {
+        pq_avx2_scores_bytes4(lut, n_sub, row, codes, n, scores, max);
+        return;
+    }
     for (t = 0; t < n; t++) {
         const uint8_t *code = codes + t * layout->code_bytes;
         for (l = 0; l < lanes; l += 4) {
@@ -363,11 +401,35 @@ void pmpd_pq_scores_avx2(const float *lut, const pmpd_pq_layout *layout, uint32_
     }
 }
 
+/* Four heads, byte codes: each token adds its four weights to one bin per
+ * subspace; a block of tokens at a time, one subspace (a 4 KB table of
+ * bins) after another, for the same reason as the scores. */
+static void pq_avx2_bins_bytes4(const float *weights, uint32_t n_sub, size_t row, const uint8_t *codes, size_t n,
+                                float *bins)
+{
+    size_t t0, t;
+    uint32_t s;
+    for (t0 = 0; t0 < n; t0 += PQ_AVX2_TOKEN_BLOCK) {
+        size_t t1 = n - t0 < PQ_AVX2_TOKEN_BLOCK ? n : t0 + PQ_AVX2_TOKEN_BLOCK;
+        for (s = 0; s < n_sub; s++) {
+            float *table = bins + s * row;
+            for (t = t0; t < t1; t++) {
+                float *bin = table + (size_t)codes[t * n_sub + s] * 4;
+                _mm_storeu_ps(bin, _mm_add_ps(_mm_loadu_ps(bin), _mm_loadu_ps(weights + t * 4)));
+            }
+        }
+    }
+}
+
 void pmpd_pq_bins_avx2(const float *weights, uint32_t lanes, const pmpd_pq_layout *layout, const uint8_t *codes,
                        size_t n, float *bins)
 {
     size_t t, row = (size_t)layout->n_centroids * lanes;
     uint32_t s, l, n_sub = layout->n_sub;
+    if (lanes == 4 && !layout->packed) {
+        pq_avx2_bins_bytes4(weights, n_sub, row, codes, n, bins);
+        return;
+    }
     for (t = 0; t < n; t++) {
         const uint8_t *code = codes + t * layout->code_bytes;
         for (l = 0; l < lanes; l += 4) {
@@ -379,6 +441,8 @@ void pmpd_pq_bins_avx2(const float *weights, uint32_t lanes, const pmpd_pq_layou
         }
     }
 }
+
+#undef PQ_AVX2_TOKEN_BLOCK
 
 void pmpd_pq_bins_times_codebook_avx2(const float *bins, const pmpd_pq_codebook *book, uint32_t lanes, float *acc)
 {
