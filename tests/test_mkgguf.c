@@ -608,8 +608,19 @@ static void expect_failure(const char *out, const pmpd_synth_options *o, pmpd_st
     assert_false(file_exists(tmp));
 }
 
+static void write_bytes(const char *path, const unsigned char *bytes, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
 static void test_bad_input(void **state)
 {
+    /* tokenizer.bin with two tokens: max length 5, then (score, length, bytes) each. */
+    static const unsigned char short_tokenizer[] = {5, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, '<', 'u', 'n', 'k', '>',
+                                                    0, 0, 0, 0, 3, 0, 0, 0, '<', 's', '>'};
     /* Impossible shapes and types, each with what its message must name. */
     static const struct {
         uint32_t dim, hidden, layers, heads, kv_heads;
@@ -639,6 +650,13 @@ static void test_bad_input(void **state)
     tiny_options(&o, block_shape, PMPD_GGML_Q4_0);
     o.tokenizer_path = "build/no_such_tokenizer.bin";
     expect_failure(out, &o, PMPD_ERR_NOT_FOUND, "build/no_such_tokenizer.bin");
+    /* A tokenizer cut inside its second entry, and one too small for <unk>, <s>, </s>. */
+    o.tokenizer_path = "build/test_mkgguf_tokenizer.bin";
+    write_bytes(o.tokenizer_path, short_tokenizer, sizeof short_tokenizer - 3);
+    expect_failure(out, &o, PMPD_ERR_FORMAT_TRUNCATED, "tokenizer build/test_mkgguf_tokenizer.bin: ");
+    write_bytes(o.tokenizer_path, short_tokenizer, sizeof short_tokenizer);
+    expect_failure(out, &o, PMPD_ERR_FORMAT_VALUE, "no room for <unk>");
+    remove(o.tokenizer_path);
     tiny_options(&o, block_shape, PMPD_GGML_F32);
     expect_failure("build/no_such_dir/x.gguf", &o, PMPD_ERR_IO, "build/no_such_dir/x.gguf.tmp");
 }

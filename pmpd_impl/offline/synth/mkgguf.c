@@ -51,11 +51,14 @@ static pmpd_status synth_load_vocab(const char *path, pmpd_vocab *v, pmpd_error 
         status = pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, PMPD_NO_OFFSET,
                                 "%u tokens leave no room for <unk>, <s> and </s> (ids 0, 1, 2)",
                                 (unsigned)v->n_tokens);
-    if (status != PMPD_OK && err) {
-        /* Name the file: the importer's message only knows offsets. */
-        char reason[PMPD_ERROR_MESSAGE_SIZE];
-        memcpy(reason, err->message, sizeof reason);
-        pmpd_error_set(err, status, err->offset, "tokenizer %s: %s", path, reason);
+    if (status != PMPD_OK) {
+        pmpd_vocab_free(v);
+        if (err) {
+            /* Name the file: the importer's message only knows offsets. */
+            char reason[PMPD_ERROR_MESSAGE_SIZE];
+            memcpy(reason, err->message, sizeof reason);
+            pmpd_error_set(err, status, err->offset, "tokenizer %s: %s", path, reason);
+        }
     }
     return status;
 }
