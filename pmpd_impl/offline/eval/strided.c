@@ -9,6 +9,7 @@
 /* Sums over the scored positions. */
 typedef struct pmpd_eval_sums {
     double nll, ref_nll, kl, top1;
+    size_t scored;
 } pmpd_eval_sums;
 
 /* One token through a session: the one-token call that yields its logits. */
@@ -43,6 +44,7 @@ static pmpd_status pmpd_eval_window(pmpd_session *model, pmpd_session *ref, cons
             st = pmpd_eval_step(ref, decode, tokens[p - 1], &r);
         if (st != PMPD_OK)
             break;
+        sums->scored++;
         sums->nll += pmpd_next_token_nll(m, vocab, tokens[p]);
         if (ref) {
             sums->ref_nll += pmpd_next_token_nll(r, vocab, tokens[p]);
@@ -72,7 +74,7 @@ PMPD_INTERNAL pmpd_status pmpd_eval_strided(pmpd_session *model, pmpd_session *r
     memset(&sums, 0, sizeof sums);
     ctx = options->ctx;
     stride = options->stride;
-    if (n < 2 || ctx < 2 || stride < 1 || stride > ctx || !pmpd_eval_fits(model, ctx) ||
+    if (n < 2 || ctx < 2 || stride < 1 || stride >= ctx || !pmpd_eval_fits(model, ctx) ||
         (ref && (!pmpd_eval_fits(ref, ctx) || ref->model->info.vocab_size != model->model->info.vocab_size)))
         return PMPD_ERR_INVALID_ARGUMENT;
     /* scored_until: positions below it are scored (position 0 never is). */
@@ -92,7 +94,7 @@ PMPD_INTERNAL pmpd_status pmpd_eval_strided(pmpd_session *model, pmpd_session *r
     }
     if (st != PMPD_OK)
         return st;
-    result->scored = n - 1;
+    result->scored = sums.scored;
     result->nll = sums.nll / (double)result->scored;
     result->ppl = exp(result->nll);
     if (ref) {

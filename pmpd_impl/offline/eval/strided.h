@@ -6,7 +6,9 @@
  * (p >= 1) that no earlier window scored, i.e. position p is scored by the
  * first window whose end lies beyond p, with the window's tokens before p
  * as its only context.  Position 0 is never scored (nothing predicts it).
- * Every position from 1 to n-1 is scored exactly once when stride <= ctx.
+ * Every position from 1 to n-1 is scored exactly once as stride < ctx
+ * (with stride == ctx each window's first token would have no context in
+ * its window and go unscored).
  *
  * The session API hands back only the last position's logits of a call,
  * so each scored position's logits come from a one-token step: the
@@ -31,7 +33,7 @@
 #if PMPD_OFFLINE
 typedef struct pmpd_eval_options {
     size_t ctx;    /* tokens per window, >= 2, at most each session's context */
-    size_t stride; /* 1 <= stride <= ctx */
+    size_t stride; /* 1 <= stride < ctx */
     int decode;    /* 1: score with pmpd_session_decode (decode width) */
     /* Called after each window with positions scored so far and in all;
      * may be NULL. */
