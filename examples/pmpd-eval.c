@@ -6,7 +6,9 @@
  *             [--threads N] [--kv MODE] [--bits P:D] [--decode] [--csv]
  *
  * TEXT is tokenized whole with MODEL's tokenizer, BOS first (as pmpd-run
- * encodes a prompt), and cut to its first N tokens.  The strided evaluation
+ * encodes a prompt), and cut to its first N tokens.  Logits come from
+ * pmpd_session_prefill_all (every position of a batched prefill), or with
+ * --decode from decode steps.  The strided evaluation
  * (windows, what is scored, how the logits are computed) is
  * pmpd_eval_strided in pmpd_impl/offline/eval/strided.h; --help states it
  * too.  Sessions live in heap arenas of exactly the planned size.
@@ -26,6 +28,9 @@
 /* About a minute for pycode21M f32 with a reference on 2 threads
  * (README, "Measuring quality"). */
 #define EVAL_DEFAULT_TOKENS 8192L
+
+/* Tokens per pmpd_session_prefill_all call (the sessions' prefill batch). */
+#define EVAL_CHUNK 32
 
 typedef struct eval_cli {
     const char *model_path, *text_path, *ref_path;
@@ -52,21 +57,22 @@ static void eval_usage(FILE *out)
             "  --kv MODE      MODEL's KV cache: f32 (default), f16, pq, int8, int4\n"
             "  --bits P:D     nested (anyprec) MODEL: prefill and decode widths\n"
             "                 (default: the model's schedule, else the widest)\n"
-            "  --decode       score with decode steps (width D) instead of one-token\n"
-            "                 prefill steps (width P)\n"
+            "  --decode       score with decode steps at width D (generation's kernels)\n"
+            "                 instead of batched prefill at width P\n"
             "  --csv          print one line model,ref,tokens,ppl,ref_ppl,kl,top1 on stdout\n"
             "                 (tokens: N, BOS included; the summary goes to stderr)\n"
             "What is scored: every position 1..N-1 exactly once (BOS at position 0 never),\n"
-            "as -log p(token | the tokens before it in its window).  Windows of ctx tokens\n"
-            "start at 0, stride, 2*stride, ... and each runs in a fresh session (no BOS is\n"
-            "inserted: a window starts with whatever token lies there); a window scores only\n"
-            "the positions no earlier window scored, so every scored token has at least\n"
-            "ctx - stride tokens of context once past the first window.  A window's context\n"
-            "up to the first position it scores goes in as one batched prefill, unscored;\n"
-            "then each token is fed alone (pmpd_session_prefill of one token, at the\n"
-            "prefill width P; with --decode pmpd_session_decode, at the decode width D)\n"
-            "and its logits score the next token: the API returns only a call's last logits.\n"
-            "perplexity = exp(mean of those negative log-likelihoods).\n",
+            "as -log p(token | the tokens before it in its window), natural log.  Windows of\n"
+            "ctx tokens start at 0, stride, 2*stride, ... and each runs in a fresh session\n"
+            "(no BOS is inserted: a window starts with whatever token lies there); a window\n"
+            "scores only the positions no earlier window scored, so past the first window\n"
+            "every scored token has at least ctx - stride tokens of context.  A window's\n"
+            "context before the first position it scores is prefilled unscored; the rest\n"
+            "goes through pmpd_session_prefill_all, which returns the logits after every\n"
+            "token (batched prefill, the prefill width P), or with --decode one\n"
+            "pmpd_session_decode per token (width D).  perplexity = exp(mean NLL).\n"
+            "KL and top-1 (with --ref) are over exactly the same positions: KL from the full\n"
+            "softmax of each model, top-1 whether the two argmaxes are the same token.\n",
             EVAL_DEFAULT_TOKENS);
 }
 
@@ -210,6 +216,7 @@ typedef struct eval_state {
     eval_session session, ref_session;
     int32_t *ids;
     char *text;
+    float *logits, *ref_logits; /* EVAL_CHUNK rows each, for pmpd_session_prefill_all */
 } eval_state;
 
 static void eval_state_close(eval_state *s)
@@ -222,6 +229,8 @@ static void eval_state_close(eval_state *s)
         example_model_file_close(&s->ref);
     free(s->ids);
     free(s->text);
+    free(s->logits);
+    free(s->ref_logits);
 }
 
 static void eval_report(const eval_cli *o, const pmpd_eval_options *eo, size_t n_text, size_t n,
@@ -238,7 +247,7 @@ static void eval_report(const eval_cli *o, const pmpd_eval_options *eo, size_t n
             fprintf(out, "  logits      decode steps at the decode width(s) after a %u-bit context prefill\n",
                     prefill_bits);
         else
-            fprintf(out, "  logits      one-token prefill steps at the prefill width, %u bits\n", prefill_bits);
+            fprintf(out, "  logits      batched prefill at the prefill width, %u bits\n", prefill_bits);
     }
     fprintf(out, "  perplexity  %.4f (mean NLL %.5f nats/token)\n", r->ppl, r->nll);
     if (o->ref_path)
@@ -311,6 +320,13 @@ int main(int argc, char **argv)
     eo.ctx = o.ctx ? (size_t)o.ctx : info->seq_len;
     eo.stride = o.stride ? (size_t)o.stride : (eo.ctx / 2 ? eo.ctx / 2 : 1);
     eo.decode = o.decode;
+    eo.chunk = EVAL_CHUNK;
+    s.logits = (float *)malloc((size_t)EVAL_CHUNK * info->vocab_size * sizeof(float));
+    s.ref_logits = (float *)malloc((size_t)EVAL_CHUNK * info->vocab_size * sizeof(float));
+    if (!s.logits || !s.ref_logits)
+        return eval_fail(&s, "logit buffers", PMPD_ERR_OUT_OF_MEMORY);
+    eo.logits = s.logits;
+    eo.ref_logits = s.ref_logits;
     eo.progress = isatty(2) ? eval_progress : NULL;
     if (eo.ctx > info->seq_len || (s.ref.model && eo.ctx > pmpd_model_get_info(s.ref.model)->seq_len) ||
         eo.stride >= eo.ctx) {

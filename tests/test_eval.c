@@ -8,8 +8,8 @@
  * independently trained) as the reference; pseudo-random token ids so the
  * perplexity and KL are far from trivial.  Cases: overlapping windows
  * (stride < ctx), stride 1, stride ctx - 1 (the largest), a text shorter than one window,
- * a model against itself (KL 0, top-1 1), decode steps equal to one-token
- * prefill steps on a float model, and the argument checks. */
+ * a model against itself (KL 0, top-1 1), scoring by decode steps instead
+ * of pmpd_session_prefill_all, and the argument checks. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,6 +26,10 @@
 
 #define EVAL_TEST_CONTEXT 32
 #define EVAL_TEST_TOKENS 40
+#define EVAL_TEST_VOCAB 512
+/* Tokens per pmpd_session_prefill_all call: odd, so calls straddle the
+ * session's prefill batches and the windows' ends. */
+#define EVAL_TEST_CHUNK 7
 
 typedef struct eval_model {
     test_container container;
@@ -35,6 +39,7 @@ typedef struct eval_model {
 
 static eval_model stories, xs;
 static int32_t tokens[EVAL_TEST_TOKENS];
+static float model_rows[EVAL_TEST_CHUNK * EVAL_TEST_VOCAB], ref_rows[EVAL_TEST_CHUNK * EVAL_TEST_VOCAB];
 
 static int eval_model_open(const char *file, eval_model *m)
 {
@@ -106,7 +111,7 @@ static void oracle_logits(pmpd_session *s, size_t start, size_t p, float *out, s
 static void oracle(pmpd_session *model, pmpd_session *ref, size_t n, size_t ctx, size_t stride,
                    pmpd_eval_result *r)
 {
-    enum { VOCAB = 512 };
+    enum { VOCAB = EVAL_TEST_VOCAB };
     float m[VOCAB], q[VOCAB];
     size_t p, last_window = SIZE_MAX;
     memset(r, 0, sizeof *r);
@@ -149,23 +154,28 @@ static void eval_options(pmpd_eval_options *o, size_t ctx, size_t stride)
     memset(o, 0, sizeof *o);
     o->ctx = ctx;
     o->stride = stride;
+    o->chunk = EVAL_TEST_CHUNK;
+    o->logits = model_rows;
+    o->ref_logits = ref_rows;
 }
 
-/* Batched prefill (oracle) and one-token steps (evaluation) may round
- * differently in the vector kernels, so means agree to a tolerance. */
+/* The oracle's prefill batches and its one-row classifier product differ
+ * from the evaluation's, and the vector kernels may round differently, so
+ * means agree to a tolerance. */
 static void assert_close(double got, double want, double tolerance)
 {
     if (fabs(got - want) > tolerance * (1.0 + fabs(want)))
         fail_msg("got %.9g, want %.9g", got, want);
 }
 
-static void check_against_oracle(size_t n, size_t ctx, size_t stride)
+static void check_against_oracle(size_t n, size_t ctx, size_t stride, int decode)
 {
     void *mb, *rb;
     pmpd_session *model = eval_session(stories.model, &mb), *ref = eval_session(xs.model, &rb);
     pmpd_eval_options o;
     pmpd_eval_result got, want;
     eval_options(&o, ctx, stride);
+    o.decode = decode;
     assert_int_equal(pmpd_eval_strided(model, ref, tokens, n, &o, &got), PMPD_OK);
     oracle(model, ref, n, ctx, stride, &want);
     assert_int_equal(got.scored, n - 1);
@@ -184,25 +194,25 @@ static void check_against_oracle(size_t n, size_t ctx, size_t stride)
 static void test_overlapping_windows(void **state)
 {
     (void)state;
-    check_against_oracle(EVAL_TEST_TOKENS, 16, 5);
+    check_against_oracle(EVAL_TEST_TOKENS, 16, 5, 0);
 }
 
 static void test_stride_one(void **state)
 {
     (void)state;
-    check_against_oracle(EVAL_TEST_TOKENS, 8, 1);
+    check_against_oracle(EVAL_TEST_TOKENS, 8, 1, 0);
 }
 
 static void test_largest_stride(void **state)
 {
     (void)state;
-    check_against_oracle(EVAL_TEST_TOKENS, 16, 15);
+    check_against_oracle(EVAL_TEST_TOKENS, 16, 15, 0);
 }
 
 static void test_text_shorter_than_window(void **state)
 {
     (void)state;
-    check_against_oracle(10, EVAL_TEST_CONTEXT, 16);
+    check_against_oracle(10, EVAL_TEST_CONTEXT, 16, 0);
 }
 
 static void test_against_itself(void **state)
@@ -221,21 +231,11 @@ static void test_against_itself(void **state)
     test_session_close(ref, rb);
 }
 
-/* On float weights a decode step and a one-token prefill run the same
- * kernels at the same width. */
+/* Decode steps (one token each) in place of pmpd_session_prefill_all. */
 static void test_decode_steps(void **state)
 {
-    void *mb;
-    pmpd_session *model = eval_session(stories.model, &mb);
-    pmpd_eval_options o;
-    pmpd_eval_result a, b;
     (void)state;
-    eval_options(&o, 16, 5);
-    assert_int_equal(pmpd_eval_strided(model, NULL, tokens, EVAL_TEST_TOKENS, &o, &a), PMPD_OK);
-    o.decode = 1;
-    assert_int_equal(pmpd_eval_strided(model, NULL, tokens, EVAL_TEST_TOKENS, &o, &b), PMPD_OK);
-    assert_true(a.nll == b.nll && a.kl == 0.0 && a.top1 == 0.0 && a.ref_ppl == 0.0);
-    test_session_close(model, mb);
+    check_against_oracle(EVAL_TEST_TOKENS, 16, 5, 1);
 }
 
 static void test_bad_arguments(void **state)
@@ -253,6 +253,10 @@ static void test_bad_arguments(void **state)
     assert_int_equal(pmpd_eval_strided(model, NULL, tokens, EVAL_TEST_TOKENS, &o, &r), PMPD_ERR_INVALID_ARGUMENT);
     eval_options(&o, 16, 8);
     assert_int_equal(pmpd_eval_strided(model, NULL, tokens, 1, &o, &r), PMPD_ERR_INVALID_ARGUMENT);
+    o.logits = NULL; /* prefill_all needs somewhere to put its rows */
+    assert_int_equal(pmpd_eval_strided(model, NULL, tokens, EVAL_TEST_TOKENS, &o, &r), PMPD_ERR_INVALID_ARGUMENT);
+    o.decode = 1; /* decode steps do not */
+    assert_int_equal(pmpd_eval_strided(model, NULL, tokens, EVAL_TEST_TOKENS, &o, &r), PMPD_OK);
     test_session_close(model, mb);
 }
 

@@ -12,10 +12,16 @@ typedef struct pmpd_eval_sums {
     size_t scored;
 } pmpd_eval_sums;
 
-/* One token through a session: the one-token call that yields its logits. */
-static pmpd_status pmpd_eval_step(pmpd_session *s, int decode, int32_t token, const float **logits)
+/* Feeds tokens[0..count) to a session and points *rows at the logits after
+ * each: pmpd_session_prefill_all into buffer, or (decode, count 1) one
+ * decode step. */
+static pmpd_status pmpd_eval_feed(pmpd_session *s, int decode, const int32_t *tokens, size_t count,
+                                  float *buffer, const float **rows)
 {
-    return decode ? pmpd_session_decode(s, token, logits) : pmpd_session_prefill(s, &token, 1, logits);
+    if (decode)
+        return pmpd_session_decode(s, tokens[0], rows);
+    *rows = buffer;
+    return pmpd_session_prefill_all(s, tokens, count, buffer);
 }
 
 /* Resets a session and feeds it tokens[0..count) unscored (count may be 0). */
@@ -27,31 +33,38 @@ static pmpd_status pmpd_eval_context(pmpd_session *s, const int32_t *tokens, siz
     return st;
 }
 
-/* One window [start, end): context tokens[start..first-1) batched, then
- * one-token steps from tokens[first-1], scoring positions first..end-1. */
+/* Adds position p's measures: m (and r) are the logits that predict it. */
+static void pmpd_eval_score(const float *m, const float *r, uint32_t vocab, int32_t target, pmpd_eval_sums *sums)
+{
+    sums->scored++;
+    sums->nll += pmpd_next_token_nll(m, vocab, target);
+    if (r) {
+        sums->ref_nll += pmpd_next_token_nll(r, vocab, target);
+        sums->kl += pmpd_next_token_kl(r, m, vocab);
+        sums->top1 += pmpd_next_token_argmax(m, vocab, PMPD_NEXT_TOKEN_NONE) ==
+                      pmpd_next_token_argmax(r, vocab, PMPD_NEXT_TOKEN_NONE);
+    }
+}
+
+/* One window [start, end): context tokens[start..first-1) unscored, then
+ * tokens[first-1..end-1) chunk by chunk, their logits scoring positions
+ * first..end-1. */
 static pmpd_status pmpd_eval_window(pmpd_session *model, pmpd_session *ref, const int32_t *tokens, size_t start,
-                                    size_t first, size_t end, int decode, pmpd_eval_sums *sums)
+                                    size_t first, size_t end, const pmpd_eval_options *o, pmpd_eval_sums *sums)
 {
     uint32_t vocab = model->model->info.vocab_size;
-    size_t p;
+    size_t chunk = o->decode ? 1 : o->chunk, p, i;
     pmpd_status st = pmpd_eval_context(model, tokens + start, first - 1 - start);
     if (st == PMPD_OK && ref)
         st = pmpd_eval_context(ref, tokens + start, first - 1 - start);
-    for (p = first; p < end && st == PMPD_OK; p++) {
+    for (p = first; p < end && st == PMPD_OK; p += chunk) {
+        size_t count = end - p < chunk ? end - p : chunk;
         const float *m = NULL, *r = NULL;
-        st = pmpd_eval_step(model, decode, tokens[p - 1], &m);
+        st = pmpd_eval_feed(model, o->decode, tokens + p - 1, count, o->logits, &m);
         if (st == PMPD_OK && ref)
-            st = pmpd_eval_step(ref, decode, tokens[p - 1], &r);
-        if (st != PMPD_OK)
-            break;
-        sums->scored++;
-        sums->nll += pmpd_next_token_nll(m, vocab, tokens[p]);
-        if (ref) {
-            sums->ref_nll += pmpd_next_token_nll(r, vocab, tokens[p]);
-            sums->kl += pmpd_next_token_kl(r, m, vocab);
-            sums->top1 += pmpd_next_token_argmax(m, vocab, PMPD_NEXT_TOKEN_NONE) ==
-                          pmpd_next_token_argmax(r, vocab, PMPD_NEXT_TOKEN_NONE);
-        }
+            st = pmpd_eval_feed(ref, o->decode, tokens + p - 1, count, o->ref_logits, &r);
+        for (i = 0; i < count && st == PMPD_OK; i++)
+            pmpd_eval_score(m + i * vocab, r ? r + i * vocab : NULL, vocab, tokens[p + i], sums);
     }
     return st;
 }
@@ -75,6 +88,7 @@ PMPD_INTERNAL pmpd_status pmpd_eval_strided(pmpd_session *model, pmpd_session *r
     ctx = options->ctx;
     stride = options->stride;
     if (n < 2 || ctx < 2 || stride < 1 || stride >= ctx || !pmpd_eval_fits(model, ctx) ||
+        (!options->decode && (options->chunk == 0 || !options->logits || (ref && !options->ref_logits))) ||
         (ref && (!pmpd_eval_fits(ref, ctx) || ref->model->info.vocab_size != model->model->info.vocab_size)))
         return PMPD_ERR_INVALID_ARGUMENT;
     /* scored_until: positions below it are scored (position 0 never is). */
@@ -82,7 +96,7 @@ PMPD_INTERNAL pmpd_status pmpd_eval_strided(pmpd_session *model, pmpd_session *r
         size_t end = n - start < ctx ? n : start + ctx;
         size_t first = scored_until > start + 1 ? scored_until : start + 1;
         if (first < end) {
-            st = pmpd_eval_window(model, ref, tokens, start, first, end, options->decode, &sums);
+            st = pmpd_eval_window(model, ref, tokens, start, first, end, options, &sums);
             result->windows++;
             result->forwarded += end - 1 - start;
             scored_until = end;

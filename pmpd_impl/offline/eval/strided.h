@@ -10,12 +10,12 @@
  * (with stride == ctx each window's first token would have no context in
  * its window and go unscored).
  *
- * The session API hands back only the last position's logits of a call,
- * so each scored position's logits come from a one-token step: the
- * window's context except its last token goes in as one batched prefill
- * (it is not scored), then each token as a one-token pmpd_session_prefill
- * (at the schedule's prefill width) or, with `decode`, pmpd_session_decode
- * (at its decode width).  Both are the decode kernels (matrix x vector).
+ * Logits: the window's context up to the first position it scores goes
+ * in unscored (one pmpd_session_prefill), then the tokens whose logits
+ * score positions go in `chunk` at a time through pmpd_session_prefill_all,
+ * which returns the logits after every token (batched prefill at the
+ * schedule's prefill width), or with `decode` one pmpd_session_decode step
+ * each (at the decode width, the matrix x vector kernels of generation).
  *
  * With a reference session, the two sessions step in lockstep over the same
  * tokens and positions, and each position also adds KL(ref || model) and
@@ -35,6 +35,11 @@ typedef struct pmpd_eval_options {
     size_t ctx;    /* tokens per window, >= 2, at most each session's context */
     size_t stride; /* 1 <= stride < ctx */
     int decode;    /* 1: score with pmpd_session_decode (decode width) */
+    /* Unless decode: tokens per pmpd_session_prefill_all call, and buffers
+     * of chunk * vocab_size floats for the model's logits and (with a
+     * reference) the reference's. */
+    size_t chunk;
+    float *logits, *ref_logits;
     /* Called after each window with positions scored so far and in all;
      * may be NULL. */
     void (*progress)(void *context, size_t scored, size_t total);
@@ -54,7 +59,8 @@ typedef struct pmpd_eval_result {
 } pmpd_eval_result;
 
 /* Evaluates model (and ref, which may be NULL) over tokens[0..n), n >= 2.
- * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL, n < 2, bad ctx or stride, the
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL, n < 2, bad ctx or stride, no
+ * chunk or buffers without decode, the
  * two models' vocabularies differ in size, ctx longer than a session's
  * context), and the sessions' errors (PMPD_ERR_TOKEN_RANGE, ...). */
 PMPD_INTERNAL pmpd_status pmpd_eval_strided(pmpd_session *model, pmpd_session *ref, const int32_t *tokens,
