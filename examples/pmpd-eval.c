@@ -21,6 +21,7 @@
 
 #include "examples/common/cli.h"
 #include "examples/common/model_file.h"
+#include "examples/common/read_file.h"
 #include "pmpd.h"
 #include "pmpd_impl/offline/eval/strided.h"
 #include "platform/platform.h"
@@ -131,24 +132,15 @@ static int eval_parse(int argc, char **argv, eval_cli *o)
     return 1;
 }
 
-/* The whole file, NUL-terminated (the tokenizer takes C strings). */
+/* The whole file as a C string (the tokenizer takes one): NULL when it
+ * cannot be read or holds a NUL byte. */
 static char *eval_read_text(const char *path, size_t *length)
 {
-    FILE *f = fopen(path, "rb");
-    char *text = NULL;
-    long size;
-    if (!f)
-        return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-        (text = (char *)malloc((size_t)size + 1)) != NULL) {
-        *length = fread(text, 1, (size_t)size, f);
-        text[*length] = '\0';
-        if (*length != (size_t)size || strlen(text) != *length) { /* short read or a NUL byte */
-            free(text);
-            text = NULL;
-        }
+    char *text = (char *)example_read_file(path, length);
+    if (text && strlen(text) != *length) {
+        free(text);
+        text = NULL;
     }
-    fclose(f);
     return text;
 }
 

@@ -31,45 +31,17 @@
  * session's prefill batches and the windows' ends. */
 #define EVAL_TEST_CHUNK 7
 
-typedef struct eval_model {
-    test_container container;
-    void *arena_block;
-    pmpd_model *model;
-} eval_model;
-
-static eval_model stories, xs;
+static test_opened_model stories, xs;
 static int32_t tokens[EVAL_TEST_TOKENS];
 static float model_rows[EVAL_TEST_CHUNK * EVAL_TEST_VOCAB], ref_rows[EVAL_TEST_CHUNK * EVAL_TEST_VOCAB];
-
-static int eval_model_open(const char *file, eval_model *m)
-{
-    pmpd_build_model b;
-    pmpd_arena arena;
-    pmpd_status st = test_import_shared(file, "models/tok512.bin", &b);
-    if (st == PMPD_OK)
-        st = test_serialize(&b, &m->container);
-    pmpd_build_free(&b);
-    m->arena_block = malloc((size_t)1 << 20);
-    if (st != PMPD_OK || !m->arena_block)
-        return -1;
-    pmpd_arena_init(&arena, m->arena_block, (size_t)1 << 20);
-    return pmpd_model_open_memory(m->container.data, m->container.size, &arena, &m->model, NULL) == PMPD_OK ? 0
-                                                                                                             : -1;
-}
-
-static void eval_model_close(eval_model *m)
-{
-    pmpd_model_close(m->model);
-    free(m->arena_block);
-    test_container_free(&m->container);
-}
 
 static int setup(void **state)
 {
     test_rng rng;
     size_t i;
     (void)state;
-    if (eval_model_open("models/stories260K.bin", &stories) || eval_model_open("models/llama2xs_d64_h192_model.bin", &xs))
+    if (test_open_shared("models/stories260K.bin", "models/tok512.bin", PMPD_TENSOR_F32, &stories) != PMPD_OK ||
+        test_open_shared("models/llama2xs_d64_h192_model.bin", "models/tok512.bin", PMPD_TENSOR_F32, &xs) != PMPD_OK)
         return -1;
     test_rng_seed(&rng, 7);
     tokens[0] = 1; /* BOS */
@@ -81,8 +53,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    eval_model_close(&stories);
-    eval_model_close(&xs);
+    test_opened_close(&stories);
+    test_opened_close(&xs);
     return 0;
 }
 

@@ -17,7 +17,6 @@
 
 #include <cmocka.h>
 
-#include "pmpd_impl/offline/quant/build.h"
 #include "tests/support/test_models.h"
 #include "tests/support/test_support.h"
 
@@ -27,36 +26,12 @@
 
 static int32_t ids[PA_TOKENS];
 
-typedef struct pa_model {
-    test_container container;
-    void *arena_block;
-    pmpd_model *model;
-} pa_model;
-
-static void pa_open(uint32_t type, pa_model *m)
+static void pa_open(uint32_t type, test_opened_model *m)
 {
-    pmpd_build_model b;
-    pmpd_arena arena;
-    assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);
-    if (type != PMPD_TENSOR_F32)
-        assert_int_equal(pmpd_quant_build_convert(&b, type, NULL, NULL), PMPD_OK);
-    assert_int_equal(test_serialize(&b, &m->container), PMPD_OK);
-    pmpd_build_free(&b);
-    m->arena_block = malloc((size_t)1 << 20);
-    assert_non_null(m->arena_block);
-    assert_int_equal(pmpd_arena_init(&arena, m->arena_block, (size_t)1 << 20), PMPD_OK);
-    assert_int_equal(pmpd_model_open_memory(m->container.data, m->container.size, &arena, &m->model, NULL),
-                     PMPD_OK);
+    assert_int_equal(test_open_shared("models/stories260K.bin", "models/tok512.bin", type, m), PMPD_OK);
 }
 
-static void pa_close(pa_model *m)
-{
-    pmpd_model_close(m->model);
-    free(m->arena_block);
-    test_container_free(&m->container);
-}
-
-static pmpd_session *pa_session(const pa_model *m, void **block)
+static pmpd_session *pa_session(const test_opened_model *m, void **block)
 {
     pmpd_session_config config;
     pmpd_session_config_init(&config);
@@ -69,7 +44,7 @@ static pmpd_session *pa_session(const pa_model *m, void **block)
 static void check_type(uint32_t type)
 {
     static float rows[PA_TOKENS * PA_VOCAB];
-    pa_model m;
+    test_opened_model m;
     void *block, *oracle_block;
     pmpd_session *s, *oracle;
     const float *logits = NULL, *expected = NULL;
@@ -99,7 +74,7 @@ static void check_type(uint32_t type)
     assert_memory_equal(logits, expected, PA_VOCAB * sizeof(float));
     test_session_close(s, block);
     test_session_close(oracle, oracle_block);
-    pa_close(&m);
+    test_opened_close(&m);
 }
 
 static void test_f32(void **state)
@@ -123,7 +98,7 @@ static void test_q4(void **state)
 static void test_errors(void **state)
 {
     static float rows[PMPD_ARENA_ALIGNMENT];
-    pa_model m;
+    test_opened_model m;
     void *block;
     pmpd_session *s;
     int32_t bad = PA_VOCAB;
@@ -135,7 +110,7 @@ static void test_errors(void **state)
     assert_int_equal(pmpd_session_prefill_all(s, &bad, 1, rows), PMPD_ERR_TOKEN_RANGE);
     assert_int_equal(pmpd_session_position(s), 0);
     test_session_close(s, block);
-    pa_close(&m);
+    test_opened_close(&m);
 }
 
 static int setup(void **state)
