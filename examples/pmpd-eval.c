@@ -303,7 +303,7 @@ int main(int argc, char **argv)
         return eval_fail(&s, "tokenizer", st);
     n = o.tokens && (size_t)o.tokens < n_text ? (size_t)o.tokens : n_text;
     if (n < 2) {
-        fprintf(stderr, "pmpd-eval: %s gives %zu token(s) with BOS: nothing to score\n", o.text_path, n);
+        fprintf(stderr, "pmpd-eval: %zu token(s) of %s, BOS included: nothing to score\n", n, o.text_path);
         eval_state_close(&s);
         return 1;
     }
