@@ -259,26 +259,29 @@ static pmpd_status pmpd_session_run(pmpd_session *session, const int32_t *tokens
     return PMPD_OK;
 }
 
-pmpd_status pmpd_session_prefill(pmpd_session *session, const int32_t *tokens, size_t n_tokens,
-                                 const float **logits)
+/* A prefill runs at the prefill width and restarts the decode schedule. */
+static pmpd_status pmpd_session_prefill_run(pmpd_session *session, const int32_t *tokens, size_t n_tokens,
+                                            const float **logits, float *all_logits)
 {
     pmpd_status st = pmpd_session_run(session, tokens, n_tokens, logits,
-                                      session ? session->precision.prefill_bits : 0, NULL);
+                                      session ? session->precision.prefill_bits : 0, all_logits);
     if (st == PMPD_OK)
         session->decode_step = 0;
     return st;
 }
 
+pmpd_status pmpd_session_prefill(pmpd_session *session, const int32_t *tokens, size_t n_tokens,
+                                 const float **logits)
+{
+    return pmpd_session_prefill_run(session, tokens, n_tokens, logits, NULL);
+}
+
 pmpd_status pmpd_session_prefill_all(pmpd_session *session, const int32_t *tokens, size_t n_tokens,
                                      float *logits)
 {
-    pmpd_status st;
     if (!logits)
         return PMPD_ERR_INVALID_ARGUMENT;
-    st = pmpd_session_run(session, tokens, n_tokens, NULL, session ? session->precision.prefill_bits : 0, logits);
-    if (st == PMPD_OK)
-        session->decode_step = 0;
-    return st;
+    return pmpd_session_prefill_run(session, tokens, n_tokens, NULL, logits);
 }
 
 pmpd_status pmpd_session_decode(pmpd_session *session, int32_t token, const float **logits)
