@@ -454,6 +454,16 @@ pmpd_status pmpd_session_create(const pmpd_model *model, const pmpd_session_conf
 pmpd_status pmpd_session_prefill(pmpd_session *session, const int32_t *tokens, size_t n_tokens,
                                  const float **logits);
 
+/* As pmpd_session_prefill, but also writes the logits after every token:
+ * row i of logits (caller-owned, n_tokens rows of vocab_size floats) is the
+ * distribution of the token after tokens[i], at the prefill width.  The
+ * classifier then runs on every row (a matrix product per prefill_batch
+ * tokens) instead of the last only: for scoring a text (perplexity), not
+ * for generation.  Same errors, plus PMPD_ERR_INVALID_ARGUMENT for NULL
+ * logits. */
+pmpd_status pmpd_session_prefill_all(pmpd_session *session, const int32_t *tokens, size_t n_tokens,
+                                     float *logits);
+
 /* Appends one token (usually the one just sampled) and computes the logits
  * for the next.  Same ownership and errors as pmpd_session_prefill. */
 pmpd_status pmpd_session_decode(pmpd_session *session, int32_t token, const float **logits);

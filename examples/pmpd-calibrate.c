@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "examples/common/built_model.h"
+#include "examples/common/read_file.h"
 #include "pmpd.h"
 #include "pmpd_impl/offline/format/builder.h"
 #include "pmpd_impl/offline/import/import.h"
@@ -112,28 +113,10 @@ static int calibrate_parse(int argc, char **argv, calibrate_options *o)
     return o->checkpoint && o->out && o->tokenizer;
 }
 
-static unsigned char *calibrate_read(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    unsigned char *data = NULL;
-    long length;
-    if (f && fseek(f, 0, SEEK_END) == 0 && (length = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0) {
-        data = (unsigned char *)malloc((size_t)length);
-        if (data && fread(data, 1, (size_t)length, f) != (size_t)length) {
-            free(data);
-            data = NULL;
-        }
-        *size = (size_t)length;
-    }
-    if (f)
-        fclose(f);
-    return data;
-}
-
 static pmpd_status calibrate_import(const calibrate_options *o, pmpd_build_model *b)
 {
     size_t size = 0;
-    unsigned char *data = calibrate_read(o->checkpoint, &size);
+    unsigned char *data = example_read_file(o->checkpoint, &size);
     pmpd_vocab vocab;
     pmpd_status st;
     pmpd_build_init(b);
@@ -144,7 +127,7 @@ static pmpd_status calibrate_import(const calibrate_options *o, pmpd_build_model
     free(data);
     if (st != PMPD_OK)
         return st;
-    data = calibrate_read(o->tokenizer, &size);
+    data = example_read_file(o->tokenizer, &size);
     if (!data)
         return PMPD_ERR_NOT_FOUND;
     st = pmpd_import_llama2c_tokenizer(data, size, b->info.vocab_size, &vocab, NULL);
@@ -161,14 +144,13 @@ static pmpd_status calibrate_user_sets(const calibrate_options *o, const pmpd_mo
 {
     const uint32_t length = o->sets.prompt_length + 1;
     size_t size = 0, count[3] = {0, 0, 0}, line = 0, s;
-    unsigned char *text = calibrate_read(o->prompt_file, &size);
+    unsigned char *text = example_read_file(o->prompt_file, &size);
     int32_t *tokens[3] = {NULL, NULL, NULL}, *ids = NULL;
     void *scratch_block = NULL;
     pmpd_arena scratch;
     char *cursor, *end;
     pmpd_status st = text ? PMPD_OK : PMPD_ERR_NOT_FOUND;
     if (text) {
-        text = (unsigned char *)realloc(text, size + 1);
         ids = (int32_t *)malloc((size + 3) * sizeof(int32_t));
         /* The tokenizer's working memory: 24 bytes per input byte (pmpd.h). */
         scratch_block = malloc((size + 3) * 24 + 2 * PMPD_ARENA_ALIGNMENT);

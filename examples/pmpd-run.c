@@ -24,12 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "examples/common/cli.h"
+#include "examples/common/model_file.h"
+#include "examples/common/read_file.h"
 #include "pmpd.h"
 #include "platform/platform.h"
-
-/* Room for the model's bookkeeping (tensor table, tokenizer index); the
- * weights themselves are mapped, not copied. */
-#define RUN_MODEL_ARENA_BYTES ((size_t)64 << 20)
 
 typedef struct run_options {
     const char *model_path;
@@ -81,18 +80,6 @@ static void run_usage(FILE *out)
             "                 decode at D1, D2, ... bits (decreasing), each for an equal\n"
             "                 share of the -n tokens (e.g. 4:4,3,2 = 4/3/2 at thirds)\n"
             "  --learned      any-precision models: the learned scheduler picks the decode widths\n");
-}
-
-static int run_parse_long(const char *text, long min, long *out)
-{
-    char *end;
-    long v;
-    errno = 0;
-    v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < min)
-        return 0;
-    *out = v;
-    return 1;
 }
 
 static int run_parse_float(const char *text, float *out)
@@ -184,31 +171,20 @@ static int run_parse(int argc, char **argv, run_options *o)
         i++;
         if (!strcmp(a, "-p")) o->prompt = v;
         else if (!strcmp(a, "--prompt-file")) o->prompt_file = v;
-        else if (!strcmp(a, "--prompt-tokens")) ok = run_parse_long(v, 1, &o->prompt_tokens);
+        else if (!strcmp(a, "--prompt-tokens")) ok = example_parse_long(v, 1, &o->prompt_tokens);
         else if (!strcmp(a, "--schedule")) ok = run_parse_schedule(v, o);
-        else if (!strcmp(a, "-n")) ok = run_parse_long(v, 0, &o->n_generate);
+        else if (!strcmp(a, "-n")) ok = example_parse_long(v, 0, &o->n_generate);
         else if (!strcmp(a, "-t")) ok = run_parse_float(v, &o->temperature) && o->temperature >= 0.0f;
-        else if (!strcmp(a, "-k")) ok = run_parse_long(v, 0, &o->top_k);
+        else if (!strcmp(a, "-k")) ok = example_parse_long(v, 0, &o->top_k);
         else if (!strcmp(a, "--top-p")) ok = run_parse_float(v, &o->top_p) && o->top_p >= 0.0f && o->top_p <= 1.0f;
-        else if (!strcmp(a, "-s")) { ok = run_parse_long(v, 0, &seed); o->seed = (unsigned long long)seed; }
-        else if (!strcmp(a, "--ctx")) ok = run_parse_long(v, 1, &o->context);
-        else if (!strcmp(a, "--batch")) ok = run_parse_long(v, 1, &o->batch);
-        else if (!strcmp(a, "--kv-window")) ok = run_parse_long(v, 1, &o->kv_window) && o->kv_window <= 1L << 20;
-        else if (!strcmp(a, "--threads")) ok = run_parse_long(v, 1, &o->threads);
-        else if (!strcmp(a, "--bits"))
-            ok = sscanf(v, "%u:%u", &o->prefill_bits, &o->decode_bits) == 2 && o->prefill_bits <= 8 &&
-                 o->decode_bits <= 8;
-        else if (!strcmp(a, "--kv")) {
-            static const char *const kv_names[] = {"f32", "f16", "pq", "int8", "int4"};
-            static const uint32_t kv_types[] = {PMPD_KV_F32, PMPD_KV_F16, PMPD_KV_PQ, PMPD_KV_INT8, PMPD_KV_INT4};
-            size_t k;
-            ok = 0;
-            for (k = 0; k < sizeof kv_types / sizeof kv_types[0]; k++)
-                if (!strcmp(v, kv_names[k])) {
-                    o->kv_type = kv_types[k];
-                    ok = 1;
-                }
-        } else {
+        else if (!strcmp(a, "-s")) { ok = example_parse_long(v, 0, &seed); o->seed = (unsigned long long)seed; }
+        else if (!strcmp(a, "--ctx")) ok = example_parse_long(v, 1, &o->context);
+        else if (!strcmp(a, "--batch")) ok = example_parse_long(v, 1, &o->batch);
+        else if (!strcmp(a, "--kv-window")) ok = example_parse_long(v, 1, &o->kv_window) && o->kv_window <= 1L << 20;
+        else if (!strcmp(a, "--threads")) ok = example_parse_long(v, 1, &o->threads);
+        else if (!strcmp(a, "--bits")) ok = example_parse_bits(v, &o->prefill_bits, &o->decode_bits);
+        else if (!strcmp(a, "--kv")) ok = example_parse_kv(v, &o->kv_type);
+        else {
             fprintf(stderr, "pmpd-run: unknown option %s\n", a);
             return 0;
         }
@@ -234,12 +210,6 @@ static void run_print_piece(const char *piece, size_t length)
     fflush(stdout);
 }
 
-static void *run_aligned(void *block)
-{
-    uintptr_t a = (uintptr_t)block;
-    return (unsigned char *)block + (PMPD_ARENA_ALIGNMENT - a % PMPD_ARENA_ALIGNMENT) % PMPD_ARENA_ALIGNMENT;
-}
-
 static int run_fail(const char *what, pmpd_status st)
 {
     fprintf(stderr, "pmpd-run: %s: %s\n", what, pmpd_strerror(st));
@@ -258,18 +228,9 @@ typedef struct run_precision {
 static pmpd_status run_precision_start(const run_options *o, const pmpd_model *model, pmpd_session *session,
                                        run_precision *p)
 {
-    pmpd_precision_schedule schedule;
-    unsigned seed_bits;
     memset(p, 0, sizeof *p);
-    if (pmpd_model_anyprec_widths(model, &seed_bits, &p->parent_bits) != PMPD_OK)
-        return PMPD_OK;
-    if (o->n_schedule_widths)
-        schedule = o->schedule;
-    else if (o->prefill_bits || o->decode_bits ||
-             pmpd_precision_schedule_from_model(model, &schedule, NULL) != PMPD_OK)
-        pmpd_precision_schedule_uniform(&schedule, o->prefill_bits, o->decode_bits);
-    p->prefill_bits = schedule.prefill_bits ? schedule.prefill_bits : p->parent_bits;
-    return pmpd_session_set_precision(session, &schedule);
+    return example_precision_apply(model, session, o->prefill_bits, o->decode_bits,
+                                   o->n_schedule_widths ? &o->schedule : NULL, &p->parent_bits, &p->prefill_bits);
 }
 
 static void run_precision_count(run_precision *p, const pmpd_session *session)
@@ -366,7 +327,7 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
     block = malloc(planned + PMPD_ARENA_ALIGNMENT);
     if (!block)
         return run_fail("arena", PMPD_ERR_OUT_OF_MEMORY);
-    pmpd_arena_init(&arena, run_aligned(block), planned);
+    pmpd_arena_init(&arena, example_aligned(block), planned);
     if ((st = pmpd_session_create(model, &config, &arena, &session)) != PMPD_OK ||
         (st = pmpd_sampler_init(&sampler, &sampling, info->vocab_size, &arena)) != PMPD_OK) {
         free(block);
@@ -461,101 +422,51 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
     return 0;
 }
 
-/* The whole file as a NUL-terminated string (NUL bytes inside end it). */
-static char *run_read_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    char *text = NULL;
-    size_t size = 0, capacity = 0, got;
-    if (!f) {
-        fprintf(stderr, "pmpd-run: %s: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    do {
-        if (capacity - size < 4096) {
-            char *grown = (char *)realloc(text, capacity * 2 + 4096);
-            if (!grown) {
-                free(text);
-                fclose(f);
-                fprintf(stderr, "pmpd-run: %s: out of memory\n", path);
-                return NULL;
-            }
-            text = grown;
-            capacity = capacity * 2 + 4096;
-        }
-        got = fread(text + size, 1, capacity - size - 1, f);
-        size += got;
-    } while (got > 0);
-    if (ferror(f)) {
-        fprintf(stderr, "pmpd-run: %s: read error\n", path);
-        free(text);
-        text = NULL;
-    } else {
-        text[size] = 0;
-    }
-    fclose(f);
-    return text;
-}
-
 int main(int argc, char **argv)
 {
     run_options o;
-    pmpd_arena model_arena;
-    pmpd_model *model = NULL;
-    pmpd_error err;
+    example_model_file file;
+    pmpd_model *model;
     pmpd_status st;
     const pmpd_model_info *info;
     int32_t *ids;
     char *prompt_text = NULL; /* --prompt-file's contents */
     size_t n_prompt = 0, capacity;
-    void *model_block;
     int rc;
 
     if (!run_parse(argc, argv, &o))
         return 2;
-    model_block = malloc(RUN_MODEL_ARENA_BYTES);
-    if (!model_block)
-        return run_fail("model arena", PMPD_ERR_OUT_OF_MEMORY);
-    pmpd_arena_init(&model_arena, model_block, RUN_MODEL_ARENA_BYTES);
-    st = pmpd_model_open_file(o.model_path, &model_arena, &model, &err);
-    if (st != PMPD_OK) {
-        if (st == PMPD_ERR_NOT_FOUND)
-            fprintf(stderr, "pmpd-run: %s: no such file (make one with pmpd-convert)\n", o.model_path);
-        else if (err.offset != PMPD_NO_OFFSET)
-            fprintf(stderr, "pmpd-run: %s: not a usable .pmpd model: %s (%s, byte %llu)\n", o.model_path,
-                    err.message, pmpd_strerror(st), (unsigned long long)err.offset);
-        else
-            fprintf(stderr, "pmpd-run: %s: not a usable .pmpd model: %s (%s)\n", o.model_path,
-                    err.message[0] ? err.message : "cannot open", pmpd_strerror(st));
-        free(model_block);
+    if (!example_model_file_open("pmpd-run", o.model_path, &file))
         return 1;
-    }
+    model = file.model;
     info = pmpd_model_get_info(model);
 
     /* Generation stops at the end of the context, so no more ids than that. */
     if (o.n_generate > (long)info->seq_len)
         o.n_generate = (long)info->seq_len;
     run_schedule_steps(&o);
-    if (o.prompt_file && !(o.prompt = prompt_text = run_read_file(o.prompt_file))) {
-        pmpd_model_close(model);
-        free(model_block);
-        return 1;
+    if (o.prompt_file) {
+        size_t size;
+        if (!(prompt_text = (char *)example_read_file(o.prompt_file, &size))) {
+            fprintf(stderr, "pmpd-run: cannot read %s (missing, empty or unreadable)\n", o.prompt_file);
+            example_model_file_close(&file);
+            return 1;
+        }
+        o.prompt = prompt_text;
     }
     capacity = (o.prompt ? strlen(o.prompt) : 0) + 3 + (size_t)o.n_generate;
     ids = (int32_t *)malloc(capacity * sizeof *ids);
     if (!ids) {
         free(prompt_text);
-        pmpd_model_close(model);
-        free(model_block);
+        example_model_file_close(&file);
         return run_fail("token buffer", PMPD_ERR_OUT_OF_MEMORY);
     }
     if (o.prompt && o.prompt[0]) {
-        st = pmpd_tokenize(model, o.prompt, 1, 0, ids, capacity, &n_prompt, &model_arena);
+        st = pmpd_tokenize(model, o.prompt, 1, 0, ids, capacity, &n_prompt, &file.arena);
         if (st != PMPD_OK) {
             free(ids);
             free(prompt_text);
-            pmpd_model_close(model);
-            free(model_block);
+            example_model_file_close(&file);
             return run_fail("prompt", st);
         }
     } else {
@@ -567,7 +478,6 @@ int main(int argc, char **argv)
     rc = run_generate(&o, model, ids, n_prompt);
     free(prompt_text);
     free(ids);
-    pmpd_model_close(model);
-    free(model_block);
+    example_model_file_close(&file);
     return rc;
 }

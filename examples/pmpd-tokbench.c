@@ -12,28 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "examples/common/read_file.h"
 #include "pmpd.h"
 #include "platform/platform.h"
 
 #define TOKBENCH_RUNS 5
 #define TOKBENCH_MODEL_ARENA_BYTES ((size_t)16 << 20)
-
-static char *tokbench_read(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    char *data = NULL;
-    long length;
-    if (!f)
-        return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (length = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
-        (data = (char *)malloc((size_t)length)) != NULL && fread(data, 1, (size_t)length, f) != (size_t)length) {
-        free(data);
-        data = NULL;
-    }
-    fclose(f);
-    *size = data ? (size_t)length : 0;
-    return data;
-}
 
 static int tokbench_one(const pmpd_model *model, const char *source, size_t source_size, size_t bytes)
 {
@@ -86,7 +70,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: pmpd-tokbench MODEL TEXTFILE [BYTES ...]\n");
         return 2;
     }
-    source = tokbench_read(argv[2], &source_size);
+    source = (char *)example_read_file(argv[2], &source_size);
     model_block = malloc(TOKBENCH_MODEL_ARENA_BYTES);
     if (!source || !model_block) {
         fprintf(stderr, "pmpd-tokbench: cannot read %s\n", argv[2]);

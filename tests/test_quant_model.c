@@ -23,11 +23,7 @@
 #define QM_MAX_TOKENS 300
 #define QM_PREFILL 48
 
-typedef struct qm_model {
-    test_container container;
-    void *arena_block;
-    pmpd_model *model;
-} qm_model;
+typedef test_opened_model qm_model;
 
 typedef struct qm_sequence {
     int32_t ids[QM_MAX_TOKENS];
@@ -36,28 +32,9 @@ typedef struct qm_sequence {
 
 static qm_sequence qm_bos, qm_once;
 
-/* type 0: f32 as imported. */
 static void qm_open(uint32_t type, qm_model *m)
 {
-    pmpd_build_model b;
-    pmpd_arena arena;
-    size_t bytes = 1 << 20;
-    assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);
-    if (type != PMPD_TENSOR_F32)
-        assert_int_equal(pmpd_quant_build_convert(&b, type, NULL, NULL), PMPD_OK);
-    assert_int_equal(test_serialize(&b, &m->container), PMPD_OK);
-    pmpd_build_free(&b);
-    m->arena_block = malloc(bytes);
-    assert_non_null(m->arena_block);
-    assert_int_equal(pmpd_arena_init(&arena, m->arena_block, bytes), PMPD_OK);
-    assert_int_equal(pmpd_model_open_memory(m->container.data, m->container.size, &arena, &m->model, NULL), PMPD_OK);
-}
-
-static void qm_close(qm_model *m)
-{
-    pmpd_model_close(m->model);
-    free(m->arena_block);
-    test_container_free(&m->container);
+    assert_int_equal(test_open_shared("models/stories260K.bin", "models/tok512.bin", type, m), PMPD_OK);
 }
 
 static pmpd_session *qm_session(const qm_model *m, uint32_t batch, void **block)
@@ -144,7 +121,7 @@ static qm_quality qm_measure(uint32_t type, const float *ref_bos, const float *r
     free(block);
     free(bos);
     free(once);
-    qm_close(&m);
+    test_opened_close(&m);
     return q;
 }
 
@@ -165,7 +142,7 @@ static void test_quality_against_f32(void **state)
     qm_open(PMPD_TENSOR_F32, &f32);
     ref_bos = qm_teacher_forced(&f32, &qm_bos);
     ref_once = qm_teacher_forced(&f32, &qm_once);
-    qm_close(&f32);
+    test_opened_close(&f32);
     print_message("stories260K vs f32 (%zu + %zu teacher-forced positions):\n", qm_bos.n - 1, qm_once.n - 1);
     print_message("  type  mean KL   top-1   prefill-vs-decode KL  greedy: same prefix, same tokens\n");
     for (t = 0; t < 3; t++) {

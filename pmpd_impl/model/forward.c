@@ -2,6 +2,8 @@
  * product sees the whole batch (matrix x matrix in prefill, matrix x vector
  * in decode); attention runs per (token, KV head) with the causal limit given
  * by each token's position. */
+#include <string.h>
+
 #include "pmpd_impl/model/linear.h"
 #include "pmpd_impl/model/ops.h"
 #include "pmpd_impl/model/session.h"
@@ -82,7 +84,8 @@ static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n)
     pmpd_ops_add(s->x, s->xb, n * dim);
 }
 
-PMPD_INTERNAL void pmpd_forward(pmpd_session *s, const int32_t *tokens, size_t n, int want_logits)
+PMPD_INTERNAL void pmpd_forward(pmpd_session *s, const int32_t *tokens, size_t n, int want_logits,
+                               float *all_logits)
 {
     const pmpd_model_info *info = &s->model->info;
     size_t dim = info->dim, half = info->head_dim / 2, t;
@@ -97,7 +100,15 @@ PMPD_INTERNAL void pmpd_forward(pmpd_session *s, const int32_t *tokens, size_t n
         pmpd_forward_layer(s, layer, n);
     s->position += n;
 
-    if (want_logits) {
+    if (all_logits) {
+        /* Every row through the classifier as one matrix product. */
+        for (t = 0; t < n; t++)
+            pmpd_ops_rmsnorm(s->xb + t * dim, s->x + t * dim, (const float *)s->model->final_norm->data, dim,
+                             info->norm_eps);
+        pmpd_forward_linear(s, s->model->classifier, s->xb, n, all_logits);
+        if (want_logits)
+            memcpy(s->logits, all_logits + (n - 1) * info->vocab_size, info->vocab_size * sizeof(float));
+    } else if (want_logits) {
         const float *last = s->x + (n - 1) * dim;
         pmpd_ops_rmsnorm(s->xb, last, (const float *)s->model->final_norm->data, dim, info->norm_eps);
         pmpd_forward_linear(s, s->model->classifier, s->xb, 1, s->logits);

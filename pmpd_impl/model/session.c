@@ -56,7 +56,8 @@ static pmpd_status pmpd_session_linear_scratch(const pmpd_model *model, size_t b
     size_t need;
     uint32_t layer;
     *bytes = 0;
-    st = pmpd_linear_scratch_bytes(model->classifier, 1, n_threads, bytes);
+    /* The classifier sees a whole batch in pmpd_session_prefill_all. */
+    st = pmpd_linear_scratch_bytes(model->classifier, batch, n_threads, bytes);
     /* The embedding is only read row by row (no scratch); asking checks
      * that its type has a kernel. */
     if (st == PMPD_OK)
@@ -232,9 +233,10 @@ static pmpd_status pmpd_session_admit(const pmpd_session *s, const int32_t *toke
     return PMPD_OK;
 }
 
-/* Runs tokens at weight width bits (prefill_batch at a time). */
+/* Runs tokens at weight width bits (prefill_batch at a time); with
+ * all_logits, the logits after every token go there too. */
 static pmpd_status pmpd_session_run(pmpd_session *session, const int32_t *tokens, size_t n_tokens,
-                                    const float **logits, unsigned bits)
+                                    const float **logits, unsigned bits, float *all_logits)
 {
     size_t done = 0;
     pmpd_status st;
@@ -252,7 +254,8 @@ static pmpd_status pmpd_session_run(pmpd_session *session, const int32_t *tokens
         size_t n = n_tokens - done;
         if (n > session->config.prefill_batch)
             n = session->config.prefill_batch;
-        pmpd_forward(session, tokens + done, n, done + n == n_tokens);
+        pmpd_forward(session, tokens + done, n, done + n == n_tokens,
+                     all_logits ? all_logits + done * session->model->info.vocab_size : NULL);
         done += n;
     }
     session->has_logits = 1;
@@ -261,19 +264,34 @@ static pmpd_status pmpd_session_run(pmpd_session *session, const int32_t *tokens
     return PMPD_OK;
 }
 
-pmpd_status pmpd_session_prefill(pmpd_session *session, const int32_t *tokens, size_t n_tokens,
-                                 const float **logits)
+/* A prefill runs at the prefill width and restarts the decode schedule. */
+static pmpd_status pmpd_session_prefill_run(pmpd_session *session, const int32_t *tokens, size_t n_tokens,
+                                            const float **logits, float *all_logits)
 {
     pmpd_status st = pmpd_session_run(session, tokens, n_tokens, logits,
-                                      session ? session->precision.prefill_bits : 0);
+                                      session ? session->precision.prefill_bits : 0, all_logits);
     if (st == PMPD_OK)
         session->decode_step = 0;
     return st;
 }
 
+pmpd_status pmpd_session_prefill(pmpd_session *session, const int32_t *tokens, size_t n_tokens,
+                                 const float **logits)
+{
+    return pmpd_session_prefill_run(session, tokens, n_tokens, logits, NULL);
+}
+
+pmpd_status pmpd_session_prefill_all(pmpd_session *session, const int32_t *tokens, size_t n_tokens,
+                                     float *logits)
+{
+    if (!logits)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    return pmpd_session_prefill_run(session, tokens, n_tokens, NULL, logits);
+}
+
 pmpd_status pmpd_session_decode(pmpd_session *session, int32_t token, const float **logits)
 {
-    pmpd_status st = pmpd_session_run(session, &token, 1, logits, pmpd_session_decode_bits(session));
+    pmpd_status st = pmpd_session_run(session, &token, 1, logits, pmpd_session_decode_bits(session), NULL);
     if (st == PMPD_OK && session->decode_step < UINT32_MAX)
         session->decode_step++;
     return st;

@@ -51,7 +51,10 @@ struct pmpd_session {
 
 /* Runs tokens[0..n) (n <= prefill_batch, all valid, room in the context)
  * through the model at the session's position, stores their K/V, advances
- * the position, and computes the logits after the last token if asked. */
-PMPD_INTERNAL void pmpd_forward(pmpd_session *session, const int32_t *tokens, size_t n, int want_logits);
+ * the position, and computes the logits after the last token if asked.
+ * With all_logits, also the logits after every token: n rows of vocab_size
+ * floats there (the last row then also in session->logits if asked). */
+PMPD_INTERNAL void pmpd_forward(pmpd_session *session, const int32_t *tokens, size_t n, int want_logits,
+                                float *all_logits);
 
 #endif

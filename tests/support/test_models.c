@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "pmpd_impl/offline/import/import.h"
+#include "pmpd_impl/offline/quant/build.h"
 #include "tests/support/test_support.h"
 
 pmpd_status test_import_shared(const char *model, const char *tokenizer, pmpd_build_model *b)
@@ -60,6 +61,37 @@ void test_container_free(test_container *c)
 {
     free(c->block);
     memset(c, 0, sizeof *c);
+}
+
+#define TEST_OPENED_ARENA_BYTES ((size_t)1 << 20)
+
+pmpd_status test_open_shared(const char *model, const char *tokenizer, uint32_t type, test_opened_model *m)
+{
+    pmpd_build_model b;
+    pmpd_arena arena;
+    pmpd_status status = test_import_shared(model, tokenizer, &b);
+    memset(m, 0, sizeof *m);
+    if (status == PMPD_OK && type != PMPD_TENSOR_F32)
+        status = pmpd_quant_build_convert(&b, type, NULL, NULL);
+    if (status == PMPD_OK)
+        status = test_serialize(&b, &m->container);
+    pmpd_build_free(&b);
+    if (status != PMPD_OK)
+        return status;
+    m->arena_block = malloc(TEST_OPENED_ARENA_BYTES);
+    if (!m->arena_block)
+        return PMPD_ERR_OUT_OF_MEMORY;
+    pmpd_arena_init(&arena, m->arena_block, TEST_OPENED_ARENA_BYTES);
+    return pmpd_model_open_memory(m->container.data, m->container.size, &arena, &m->model, NULL);
+}
+
+void test_opened_close(test_opened_model *m)
+{
+    pmpd_model_close(m->model);
+    free(m->arena_block);
+    test_container_free(&m->container);
+    m->model = NULL;
+    m->arena_block = NULL;
 }
 
 void *test_aligned(void *block)

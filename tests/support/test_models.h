@@ -27,6 +27,21 @@ pmpd_status test_stories_container(test_container *c);
 
 void test_container_free(test_container *c);
 
+/* A shared checkpoint opened as a model: container and arena owned here. */
+typedef struct test_opened_model {
+    test_container container;
+    void *arena_block;
+    pmpd_model *model;
+} test_opened_model;
+
+/* Imports ../shared/<model> with <tokenizer>, converts its matrices to type
+ * (PMPD_TENSOR_F32: as imported; q8, q4, q2cb through the quantizing
+ * builder), serializes it and opens it from memory with a 1 MiB arena for
+ * the model's bookkeeping.  Returns the first failing step's status;
+ * test_opened_close releases whatever was made either way. */
+pmpd_status test_open_shared(const char *model, const char *tokenizer, uint32_t type, test_opened_model *m);
+void test_opened_close(test_opened_model *m);
+
 /* The first PMPD_ARENA_ALIGNMENT-aligned byte of a block allocated with
  * PMPD_ARENA_ALIGNMENT bytes to spare, so planned arena figures are exact. */
 void *test_aligned(void *block);

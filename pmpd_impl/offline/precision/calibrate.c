@@ -9,25 +9,17 @@
 
 #include "pmpd.h"
 #include "pmpd_impl/core/splitmix.h"
+#include "pmpd_impl/offline/eval/next_token.h"
 #include "pmpd_impl/offline/precision/calibration_session.h"
 
-/* Most likely token other than BOS (BOS would end a story mid-measure). */
-static int32_t precision_calibrate_argmax(const float *logits, uint32_t vocab, uint32_t bos)
-{
-    uint32_t i, best = bos == 0 ? 1 : 0;
-    for (i = 0; i < vocab; i++)
-        if (i != bos && logits[i] > logits[best])
-            best = i;
-    return (int32_t)best;
-}
-
+/* Greedy choices here exclude BOS: it would end a story mid-measure. */
 static int32_t precision_calibrate_sample(const float *logits, uint32_t vocab, uint32_t bos, float temperature,
                                 uint64_t *rng)
 {
     double max = -INFINITY, total = 0.0, pick;
     uint32_t i;
     if (temperature <= 0.0f)
-        return precision_calibrate_argmax(logits, vocab, bos);
+        return pmpd_next_token_argmax(logits, vocab, bos);
     for (i = 0; i < vocab; i++)
         if (i != bos && logits[i] > max)
             max = logits[i];
@@ -42,7 +34,7 @@ static int32_t precision_calibrate_sample(const float *logits, uint32_t vocab, u
         if (pick <= 0.0)
             return (int32_t)i;
     }
-    return precision_calibrate_argmax(logits, vocab, bos);
+    return pmpd_next_token_argmax(logits, vocab, bos);
 }
 
 PMPD_INTERNAL pmpd_status pmpd_calibration_session_open(const pmpd_model *model, uint32_t context,
@@ -144,7 +136,7 @@ static pmpd_status precision_calibrate_fill(const pmpd_model *float_model, const
             st = pmpd_session_decode(cs.session, prompt[plen - 1], &logits);
         for (t = 0; t < olen && st == PMPD_OK; t++) {
             memcpy(ref_logits + (size_t)t * vocab, logits, vocab * sizeof(float));
-            ref[t] = precision_calibrate_argmax(logits, vocab, info->bos_id);
+            ref[t] = pmpd_next_token_argmax(logits, vocab, info->bos_id);
             if (t + 1 < olen)
                 st = pmpd_session_decode(cs.session, ref[t], &logits);
         }
@@ -195,26 +187,6 @@ static size_t precision_calibrate_lcs(const int32_t *a, const int32_t *b, size_t
         }
     }
     return row[n];
-}
-
-/* KL(p_ref || p) of the two softmax distributions, in nats. */
-static double precision_calibrate_kl(const float *ref, const float *logits, uint32_t vocab)
-{
-    double max_r = -INFINITY, max_q = -INFINITY, z_r = 0.0, z_q = 0.0, kl = 0.0;
-    uint32_t i;
-    for (i = 0; i < vocab; i++) {
-        max_r = ref[i] > max_r ? ref[i] : max_r;
-        max_q = logits[i] > max_q ? logits[i] : max_q;
-    }
-    for (i = 0; i < vocab; i++) {
-        z_r += exp(ref[i] - max_r);
-        z_q += exp(logits[i] - max_q);
-    }
-    for (i = 0; i < vocab; i++) {
-        double lr = ref[i] - max_r - log(z_r), lq = logits[i] - max_q - log(z_q);
-        kl += exp(lr) * (lr - lq);
-    }
-    return kl;
 }
 
 /* The learned scheduler's working memory for these prompt lengths (generous). */
@@ -281,7 +253,7 @@ static pmpd_status precision_calibrate_run(const pmpd_model *nested, const pmpd_
         st = precision_calibrate_start(cs.session, prompt, set->prompt_length, learned, learned_size, &scratch,
                                        &logits);
         for (t = 0; t < olen && st == PMPD_OK; t++) {
-            output[t] = precision_calibrate_argmax(logits, vocab, info->bos_id);
+            output[t] = pmpd_next_token_argmax(logits, vocab, info->bos_id);
             if (t + 1 < olen) {
                 unsigned w = pmpd_session_decode_bits(cs.session);
                 bits += w && w < parent_bits ? w : parent_bits;
@@ -296,8 +268,8 @@ static pmpd_status precision_calibrate_run(const pmpd_model *nested, const pmpd_
         st = precision_calibrate_start(cs.session, prompt, set->prompt_length, learned, learned_size, &scratch,
                                        &logits);
         for (t = 0; t < olen && st == PMPD_OK; t++) {
-            kl += precision_calibrate_kl(ref_logits + (size_t)t * vocab, logits, vocab);
-            top1 += precision_calibrate_argmax(logits, vocab, info->bos_id) == ref[t];
+            kl += pmpd_next_token_kl(ref_logits + (size_t)t * vocab, logits, vocab);
+            top1 += pmpd_next_token_argmax(logits, vocab, info->bos_id) == ref[t];
             if (t + 1 < olen)
                 st = pmpd_session_decode(cs.session, ref[t], &logits);
         }
