@@ -82,7 +82,7 @@ llama_rate() {
         if [ "$2" = decode ]; then set -- "$1" "-p 0 -n $DECODE_TOKENS" "$3"; else set -- "$1" "-p $PREFILL_TOKENS -n 0" "$3"; fi
         # shellcheck disable=SC2086  # $2 is two options
         "$LLAMA_BENCH" -m "$1" $2 -t "$3" -r 1 -o csv 2>/dev/null |
-            awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "\"avg_ts\"") c = i; next } c { gsub(/"/, "", $c); print $c }'
+            awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); if (h == "avg_ts") c = i }; next } c { gsub(/"/, "", $c); print $c }'
     else
         tokens=$DECODE_TOKENS
         [ "$2" = prefill ] && tokens=$PREFILL_TOKENS

@@ -97,4 +97,50 @@ PMPD_INTERNAL void pmpd_cond_destroy(pmpd_cond *cond);
 PMPD_INTERNAL void pmpd_cond_wait(pmpd_cond *cond, pmpd_mutex *mutex);
 PMPD_INTERNAL void pmpd_cond_broadcast(pmpd_cond *cond);
 
+/* Words the worker pool's threads share without the mutex (a posted job's
+ * generation, the count of shares pending): sequentially consistent loads,
+ * stores and subtraction, so a thread that waits can spin on them without
+ * taking a lock every poll.  GCC and clang builtins; a port without threads
+ * needs none. */
+#if defined(__GNUC__) || defined(__clang__)
+static inline unsigned long pmpd_atomic_load(const unsigned long *p)
+{
+    return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+static inline void pmpd_atomic_store(unsigned long *p, unsigned long v)
+{
+    __atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+}
+/* *p -= v; returns the new value. */
+static inline unsigned long pmpd_atomic_sub(unsigned long *p, unsigned long v)
+{
+    return __atomic_sub_fetch(p, v, __ATOMIC_SEQ_CST);
+}
+#elif PMPD_PLATFORM_NONE
+static inline unsigned long pmpd_atomic_load(const unsigned long *p)
+{
+    return *p;
+}
+static inline void pmpd_atomic_store(unsigned long *p, unsigned long v)
+{
+    *p = v;
+}
+static inline unsigned long pmpd_atomic_sub(unsigned long *p, unsigned long v)
+{
+    return *p -= v;
+}
+#else
+#error "the worker pool needs atomic operations: build with GCC or clang, or with PMPD_PLATFORM_NONE"
+#endif
+
+/* A spinning thread's hint to the core (x86 pause, Arm yield). */
+static inline void pmpd_cpu_relax(void)
+{
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+    __builtin_ia32_pause();
+#elif (defined(__GNUC__) || defined(__clang__)) && (defined(__aarch64__) || defined(__arm__))
+    __asm__ __volatile__("yield");
+#endif
+}
+
 #endif
