@@ -226,7 +226,10 @@ pmpd_status pmpd_anyprec_quantize(const float *w, uint64_t rows, uint64_t cols, 
             status = PMPD_ERR_OUT_OF_MEMORY;
     }
     if (status == PMPD_OK) {
-        anyprec_quantize_header((unsigned char *)out, rows, cols, seed_bits, parent_bits);
+        /* The call that starts at row 0 writes the header, so calls on
+         * disjoint row ranges can run on different threads. */
+        if (row_begin == 0)
+            anyprec_quantize_header((unsigned char *)out, rows, cols, seed_bits, parent_bits);
         for (r = (size_t)row_begin; r < (size_t)row_end; r++)
             anyprec_quantize_row(&q, w + r * n, importance, n, seed_bits, parent_bits, &layout,
                                  (unsigned char *)out, r);
