@@ -318,10 +318,39 @@ void pmpd_kv_f16_to_f32_avx2(const uint16_t *src, size_t n, float *dst)
 #endif
 }
 
+/* Four heads and 2- or 4-dim subspaces: the loops over lanes and over the
+ * subspace's dimensions written out (a LUT of 8192 entries per KV head is
+ * built every decode step; the general loop cost ~45 instructions each). */
+static void pq_avx2_lut4(const pmpd_pq_codebook *book, const float *qt, float *lut)
+{
+    const pmpd_pq_layout *lay = &book->layout;
+    const float *centroid = book->centroids;
+    uint32_t s, c;
+    for (s = 0; s < lay->n_sub; s++) {
+        const float *q_sub = qt + (size_t)s * lay->sub_dim * 4;
+        __m128 q0 = _mm_loadu_ps(q_sub), q1 = _mm_loadu_ps(q_sub + 4);
+        if (lay->sub_dim == 2) {
+            for (c = 0; c < lay->n_centroids; c++, centroid += 2, lut += 4)
+                _mm_storeu_ps(lut, _mm_fmadd_ps(q1, _mm_set1_ps(centroid[1]), _mm_mul_ps(q0, _mm_set1_ps(centroid[0]))));
+        } else {
+            __m128 q2 = _mm_loadu_ps(q_sub + 8), q3 = _mm_loadu_ps(q_sub + 12);
+            for (c = 0; c < lay->n_centroids; c++, centroid += 4, lut += 4) {
+                __m128 a = _mm_fmadd_ps(q1, _mm_set1_ps(centroid[1]), _mm_mul_ps(q0, _mm_set1_ps(centroid[0])));
+                __m128 b = _mm_fmadd_ps(q3, _mm_set1_ps(centroid[3]), _mm_mul_ps(q2, _mm_set1_ps(centroid[2])));
+                _mm_storeu_ps(lut, _mm_add_ps(a, b));
+            }
+        }
+    }
+}
+
 void pmpd_pq_lut_avx2(const pmpd_pq_codebook *book, const float *qt, uint32_t lanes, float *lut)
 {
     const pmpd_pq_layout *lay = &book->layout;
     uint32_t s, c, j, l;
+    if (lanes == 4 && (lay->sub_dim == 2 || lay->sub_dim == 4)) {
+        pq_avx2_lut4(book, qt, lut);
+        return;
+    }
     for (s = 0; s < lay->n_sub; s++) {
         const float *q_sub = qt + (size_t)s * lay->sub_dim * lanes;
         for (c = 0; c < lay->n_centroids; c++) {
@@ -413,9 +442,11 @@ static void pq_avx2_bins_bytes4(const float *weights, uint32_t n_sub, size_t row
         size_t t1 = n - t0 < PQ_AVX2_TOKEN_BLOCK ? n : t0 + PQ_AVX2_TOKEN_BLOCK;
         for (s = 0; s < n_sub; s++) {
             float *table = bins + s * row;
-            for (t = t0; t < t1; t++) {
-                float *bin = table + (size_t)codes[t * n_sub + s] * 4;
-                _mm_storeu_ps(bin, _mm_add_ps(_mm_loadu_ps(bin), _mm_loadu_ps(weights + t * 4)));
+            const uint8_t *code = codes + t0 * n_sub + s;
+            const float *w = weights + t0 * 4;
+            for (t = t0; t < t1; t++, code += n_sub, w += 4) {
+                float *bin = table + (size_t)*code * 4;
+                _mm_storeu_ps(bin, _mm_add_ps(_mm_loadu_ps(bin), _mm_loadu_ps(w)));
             }
         }
     }
@@ -444,10 +475,47 @@ void pmpd_pq_bins_avx2(const float *weights, uint32_t lanes, const pmpd_pq_layou
 
 #undef PQ_AVX2_TOKEN_BLOCK
 
+/* Four heads and 2- or 4-dim subspaces, the inner loops written out as in
+ * pq_avx2_lut4 (it runs over every bin of every subspace each step). */
+static void pq_avx2_bins_times_codebook4(const float *bins, const pmpd_pq_codebook *book, float *acc)
+{
+    const pmpd_pq_layout *lay = &book->layout;
+    const float *centroid = book->centroids;
+    uint32_t s, c;
+    for (s = 0; s < lay->n_sub; s++) {
+        float *out = acc + (size_t)s * lay->sub_dim * 4;
+        __m128 a0 = _mm_loadu_ps(out), a1 = _mm_loadu_ps(out + 4);
+        if (lay->sub_dim == 2) {
+            for (c = 0; c < lay->n_centroids; c++, centroid += 2, bins += 4) {
+                __m128 bin = _mm_loadu_ps(bins);
+                a0 = _mm_fmadd_ps(bin, _mm_set1_ps(centroid[0]), a0);
+                a1 = _mm_fmadd_ps(bin, _mm_set1_ps(centroid[1]), a1);
+            }
+        } else {
+            __m128 a2 = _mm_loadu_ps(out + 8), a3 = _mm_loadu_ps(out + 12);
+            for (c = 0; c < lay->n_centroids; c++, centroid += 4, bins += 4) {
+                __m128 bin = _mm_loadu_ps(bins);
+                a0 = _mm_fmadd_ps(bin, _mm_set1_ps(centroid[0]), a0);
+                a1 = _mm_fmadd_ps(bin, _mm_set1_ps(centroid[1]), a1);
+                a2 = _mm_fmadd_ps(bin, _mm_set1_ps(centroid[2]), a2);
+                a3 = _mm_fmadd_ps(bin, _mm_set1_ps(centroid[3]), a3);
+            }
+            _mm_storeu_ps(out + 8, a2);
+            _mm_storeu_ps(out + 12, a3);
+        }
+        _mm_storeu_ps(out, a0);
+        _mm_storeu_ps(out + 4, a1);
+    }
+}
+
 void pmpd_pq_bins_times_codebook_avx2(const float *bins, const pmpd_pq_codebook *book, uint32_t lanes, float *acc)
 {
     const pmpd_pq_layout *lay = &book->layout;
     uint32_t s, c, j, l;
+    if (lanes == 4 && (lay->sub_dim == 2 || lay->sub_dim == 4)) {
+        pq_avx2_bins_times_codebook4(bins, book, acc);
+        return;
+    }
     for (s = 0; s < lay->n_sub; s++)
         for (l = 0; l < lanes; l += 4) {
             float *out = acc + (size_t)s * lay->sub_dim * lanes + l;
