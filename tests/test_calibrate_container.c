@@ -18,45 +18,22 @@
 
 #include "pmpd.h"
 #include "pmpd_impl/model/model.h"
+#include "tests/support/test_models.h"
 #include "tests/support/test_support.h"
-
-#define ARENA_BYTES ((size_t)16 << 20)
-
-typedef struct opened {
-    void *block;
-    pmpd_model *model;
-} opened;
-
-static void open_model(const char *path, opened *o)
-{
-    pmpd_arena arena;
-    o->block = malloc(ARENA_BYTES);
-    assert_non_null(o->block);
-    pmpd_arena_init(&arena, o->block, ARENA_BYTES);
-    assert_int_equal(pmpd_model_open_file(path, &arena, &o->model, NULL), PMPD_OK);
-}
-
-static void close_model(opened *o)
-{
-    pmpd_model_close(o->model);
-    free(o->block);
-}
 
 static void tmp_path(char *out, size_t size, const char *what)
 {
     snprintf(out, size, "/tmp/pmpd-test-calcont-%ld-%s.pmpd", (long)getpid(), what);
 }
 
+static void open_model(const char *path, test_opened *o)
+{
+    assert_int_equal(test_open_file(path, o), PMPD_OK);
+}
+
 static void convert(uint32_t type, const char *out)
 {
-    char in[512], tok[512];
-    pmpd_convert_options options;
-    memset(&options, 0, sizeof options);
-    options.type = type;
-    options.tokenizer_path = test_shared_path(tok, sizeof tok, "models/tok512.bin");
-    assert_int_equal(pmpd_convert_file(test_shared_path(in, sizeof in, "models/stories260K.bin"), out, &options,
-                                       NULL, NULL),
-                     PMPD_OK);
+    assert_int_equal(test_convert_stories(type, out), PMPD_OK);
 }
 
 static void small_options(pmpd_schedule_calibration_options *o)
@@ -111,7 +88,7 @@ static void test_float_then_nested_container(void **state)
     pmpd_schedule_calibration_options o;
     pmpd_schedule_calibration_report r;
     pmpd_error err;
-    opened in, out, twice;
+    test_opened in, out, twice;
     uint32_t i;
     (void)state;
     tmp_path(f16, sizeof f16, "f16");
@@ -151,9 +128,9 @@ static void test_float_then_nested_container(void **state)
     assert_same_section(out.model, twice.model, PMPD_SECTION_KV_CODEBOOKS);
     assert_has_schedules(twice.model);
     assert_int_equal(twice.model->n_sections, out.model->n_sections);
-    close_model(&in);
-    close_model(&out);
-    close_model(&twice);
+    test_opened_close(&in);
+    test_opened_close(&out);
+    test_opened_close(&twice);
     remove(f16);
     remove(pq);
     remove(nested);

@@ -27,6 +27,18 @@ pmpd_status test_stories_container(test_container *c);
 
 void test_container_free(test_container *c);
 
+/* stories260K.bin + tok512.bin converted to type and written to path by
+ * pmpd_convert_file (pmpd-convert's path). */
+pmpd_status test_convert_stories(uint32_t type, const char *path);
+
+/* A container file opened in a malloc'ed 16 MiB arena. */
+typedef struct test_opened {
+    void *block;
+    pmpd_model *model;
+} test_opened;
+pmpd_status test_open_file(const char *path, test_opened *o);
+void test_opened_close(test_opened *o);
+
 /* The first PMPD_ARENA_ALIGNMENT-aligned byte of a block allocated with
  * PMPD_ARENA_ALIGNMENT bytes to spare, so planned arena figures are exact. */
 void *test_aligned(void *block);
