@@ -39,10 +39,12 @@ static void convert(uint32_t type, const char *out)
 static void small_options(pmpd_schedule_calibration_options *o)
 {
     pmpd_schedule_calibration_options_init(o);
-    o->sets.n_prompts = 3;
-    o->sets.prompt_length = 4;
-    o->sets.output_length = 12;
-    o->learned.epochs = 5;
+    /* As small as the solvers allow: under qemu every evaluation is slow. */
+    o->sets.n_prompts = 2;
+    o->sets.prompt_length = 3;
+    o->sets.output_length = 8;
+    o->candidates = 2;
+    o->learned.epochs = 3;
     o->learned.hidden = 8;
 }
 
