@@ -118,8 +118,10 @@ static int convert_parse(int argc, char **argv, convert_args *a)
             a->calibrate = 1;
             continue;
         }
-        if (!v)
+        if (!v) {
+            fprintf(stderr, "pmpd-convert: %s needs a value (or is unknown)\n", o);
             return 0;
+        }
         i++;
         if (!strcmp(o, "--tokenizer")) a->convert.tokenizer_path = v;
         else if (!strcmp(o, "--type")) ok = convert_parse_type(v, &a->convert.type);
@@ -132,9 +134,17 @@ static int convert_parse(int argc, char **argv, convert_args *a)
         else if (!strcmp(o, "--kv-codebooks"))
             ok = (a->kv = sscanf(v, "%u:%u", &a->kv_sub, &a->kv_bits) == 2) && (a->kv_sub == 2 || a->kv_sub == 4) &&
                  a->kv_bits >= 1 && a->kv_bits <= 8;
-        else ok = 0;
-        if (!ok)
+        else {
+            fprintf(stderr, "pmpd-convert: unknown option %s\n", o);
             return 0;
+        }
+        if (!ok) {
+            fprintf(stderr, "pmpd-convert: %s %s: %s\n", o, v,
+                    !strcmp(o, "--kv-codebooks") ? "SUB must be 2 or 4 and BITS 1 to 8"
+                    : !strcmp(o, "--type")       ? "not one of f32, f16, anyprec, q8, q4, q2cb"
+                                                 : "not a valid value");
+            return 0;
+        }
     }
     return a->in && a->out;
 }
