@@ -126,10 +126,13 @@ $(BUILD)/pmpd-%: examples/pmpd-%.c $(EXAMPLE_COMMON_LIB) $(OFFLINE_LIB) $(LIB)
 tests: $(TEST_BIN)
 
 # Runs every cmocka test binary (from the repository root, so tests find
-# ../shared); stops at the first failing one.
+# ../shared); stops at the first failing one.  TEST_REDUCED=1 (set for the
+# sanitizer and emulated runs) tells the tests that size themselves by it
+# (test_matrix) to run their smaller variant.
+TEST_REDUCED ?=
 test: tests
 	@set -e; for t in $(TEST_BIN); do \
-	  echo "== $(RUN) $$t"; timeout $(TEST_TIMEOUT) $(RUN) $$t; \
+	  echo "== $(RUN) $$t"; PMPD_TEST_REDUCED=$(TEST_REDUCED) timeout $(TEST_TIMEOUT) $(RUN) $$t; \
 	done
 
 # ---- the README's test command -------------------------------------------
@@ -155,23 +158,23 @@ check-native:
 	fi
 
 check-asan:
-	$(MAKE) BUILD=build/asan SAN=1 CFLAGS="-O1 -g" test
+	$(MAKE) BUILD=build/asan SAN=1 CFLAGS="-O1 -g" TEST_REDUCED=1 test
 
 # The arm64 binaries run with Debian's multiarch arm64 libc and cmocka
 # (libcmocka-dev:arm64), whose loader qemu finds at /lib/ld-linux-aarch64.so.1.
 AARCH64 := aarch64-linux-gnu-
 check-aarch64:
 	$(MAKE) CROSS_COMPILE=$(AARCH64) BUILD=build/aarch64-max \
-	  ARCH_FLAGS="-march=armv8.6-a+dotprod+i8mm" RUN="qemu-aarch64 -cpu max" test
+	  ARCH_FLAGS="-march=armv8.6-a+dotprod+i8mm" RUN="qemu-aarch64 -cpu max" TEST_REDUCED=1 test
 	$(MAKE) CROSS_COMPILE=$(AARCH64) BUILD=build/aarch64-v8 \
-	  ARCH_FLAGS="-march=armv8-a" RUN="qemu-aarch64 -cpu cortex-a53" test
+	  ARCH_FLAGS="-march=armv8-a" RUN="qemu-aarch64 -cpu cortex-a53" TEST_REDUCED=1 test
 
 # 32-bit Arm (size_t is 32 bits there): the suite under qemu-arm, built
 # without NEON so only the scalar paths run; this is where the checked size
 # arithmetic meets its limits.
 check-arm32:
 	$(MAKE) CROSS_COMPILE=arm-linux-gnueabihf- BUILD=build/armhf \
-	  ARCH_FLAGS="-march=armv7-a -mfpu=vfpv3-d16" RUN="qemu-arm" test
+	  ARCH_FLAGS="-march=armv7-a -mfpu=vfpv3-d16" RUN="qemu-arm" TEST_REDUCED=1 test
 
 deps:
 	@sh pmpd_impl/build/need-tools.sh
@@ -284,22 +287,39 @@ bench-compare: $(BUILD)/pmpd-mkgguf $(BUILD)/pmpd-convert $(BUILD)/pmpd-run $(BU
 	BUILD=$(BUILD) sh bench/compare.sh
 
 # Firmware-style embedding (examples/firmware): the single header on the
-# "none" platform, the model linked in as a const array, one static arena.
-# Its ids must equal llama2.c's greedy continuation of "Once upon a time".
+# "none" platform, the models linked in as const arrays, one static arena.
+# Two runs: stories260K in f32, whose ids must equal llama2.c's greedy
+# continuation of "Once upon a time"; and the full stack from pmpd-convert's
+# pipeline (nested weights + learned scheduler + PQ KV cache), whose ids must
+# equal pmpd-run's on the same container with the same settings (built with
+# the same ARCH_FLAGS, so both run the same kernels: the nested GEMV's SIMD
+# and scalar paths round differently).
 FIRMWARE_IDS := ../shared/vectors/stories260K_once_greedy.ids
-firmware-example: build/pmpd.h $(DEMO_MODEL)
+FULL_MODEL := $(BUILD)/stories260K-full.pmpd
+$(FULL_MODEL): $(BUILD)/pmpd-convert
+	$(BUILD)/pmpd-convert $(MODELS)/stories260K.bin $@ --tokenizer $(MODELS)/tok512.bin \
+	  --type anyprec --bits 2:4 --pmpd-calibrate --kv-codebooks 2:8 --ctx 64
+
+firmware-example: build/pmpd.h $(DEMO_MODEL) $(FULL_MODEL) $(BUILD)/pmpd-run
 	@mkdir -p build/firmware
-	sh examples/firmware/embed-model.sh $(DEMO_MODEL) > build/firmware/model_blob.c
-	$(CC) $(AMALG_FLAGS) -O2 -DPMPD_PLATFORM_NONE=1 -Iexamples/firmware -o build/firmware/firmware \
-	  examples/firmware/main.c build/firmware/model_blob.c -lm
+	sh examples/firmware/embed-model.sh $(DEMO_MODEL) firmware_float_blob > build/firmware/float_blob.c
+	sh examples/firmware/embed-model.sh $(FULL_MODEL) firmware_full_blob > build/firmware/full_blob.c
+	$(CC) $(AMALG_FLAGS) $(ARCH_FLAGS) -O2 -DPMPD_PLATFORM_NONE=1 -Iexamples/firmware -o build/firmware/firmware \
+	  examples/firmware/main.c build/firmware/float_blob.c build/firmware/full_blob.c -lm
 	./build/firmware/firmware > build/firmware/output.txt
-	@sed -n 2,3p build/firmware/output.txt
-	@if [ -f $(FIRMWARE_IDS) ]; then \
-	  n=$$(head -1 build/firmware/output.txt | wc -w); \
-	  head -1 build/firmware/output.txt | tr ' ' '\n' > build/firmware/ids.txt; \
+	@grep -v '^ids ' build/firmware/output.txt
+	@n=$$(grep '^ids f32' build/firmware/output.txt | cut -d: -f2 | wc -w); \
+	if [ -f $(FIRMWARE_IDS) ]; then \
+	  grep '^ids f32' build/firmware/output.txt | cut -d: -f2 | tr ' ' '\n' | grep . > build/firmware/ids.txt; \
 	  tr ' ' '\n' < $(FIRMWARE_IDS) | head -$$n | cmp -s - build/firmware/ids.txt && \
-	  echo "firmware-example: $$n ids equal llama2.c's" || { echo "firmware-example: ids differ from llama2.c's"; exit 1; }; \
-	fi
+	  echo "firmware-example: f32: $$n ids equal llama2.c's" || { echo "firmware-example: f32 ids differ from llama2.c's"; exit 1; }; \
+	fi; \
+	grep '^ids full' build/firmware/output.txt | cut -d: -f2 | tr ' ' '\n' | grep . > build/firmware/full_ids.txt; \
+	$(BUILD)/pmpd-run $(FULL_MODEL) -p "Once upon a time" -t 0 --ctx 64 -n 64 --ignore-eos --kv pq --learned --ids \
+	  2>/dev/null | tr ' ' '\n' | head -$$n > build/firmware/run_ids.txt; \
+	cmp -s build/firmware/run_ids.txt build/firmware/full_ids.txt && \
+	  echo "firmware-example: full stack: $$n ids equal pmpd-run's (--kv pq --learned, same container)" || \
+	  { echo "firmware-example: full-stack ids differ from pmpd-run's"; exit 1; }
 
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig

@@ -764,6 +764,74 @@ typedef struct pmpd_learned_train_report {
 pmpd_status pmpd_learned_scheduler_train(const pmpd_model *nested, const pmpd_calibration_set *train,
                                          unsigned prefill_bits, const pmpd_learned_train_config *config,
                                          void **weights, size_t *size, pmpd_learned_train_report *report);
+
+/* ---- Offline tools: a model file's PMPD schedules in one call (pmpd-calibrate) ---- */
+
+/* What the schedules were calibrated against: the float model the nested
+ * weights were quantized from, or (input already nested) the nested model
+ * at its widest width. */
+#define PMPD_CALIBRATED_ON_FLOAT 0u
+#define PMPD_CALIBRATED_ON_WIDEST 1u
+
+typedef struct pmpd_schedule_calibration_options {
+    const char *tokenizer_path; /* checkpoint input: llama2.c tokenizer.bin (NULL: the GGUF's own, or none);
+                                   a .pmpd carries its own and refuses one */
+    const char *prompt_file;    /* NULL: prompts sampled from the reference model; else one prompt per line,
+                                   dealt in turn to the training, validation and test sets */
+    unsigned seed_bits, parent_bits; /* nested widths made from float weights (0: 2 and 4); a nested input
+                                        keeps its own, and other values than those are refused */
+    unsigned candidates;        /* switch-step candidates per width, 2..8 */
+    int weighted;               /* weigh columns by the training set's activations (float input only) */
+    double epsilon;             /* Rouge-L the solvers may give up against the widest width */
+    pmpd_calibration_config sets;
+    pmpd_learned_train_config learned;
+    /* Rows quantized of the total, now and then (may be NULL). */
+    void (*progress)(void *context, uint64_t done, uint64_t total);
+    /* One line per step ("static schedule solver (4 switch candidates)"; may be NULL). */
+    void (*step)(void *context, const char *what);
+    void *context;
+} pmpd_schedule_calibration_options;
+
+/* Widths 2:4, 4 candidates, epsilon 0.05, the calibration and training
+ * defaults above, no tokenizer, prompt file or callbacks. */
+void pmpd_schedule_calibration_options_init(pmpd_schedule_calibration_options *options);
+
+#define PMPD_SCHEDULE_REPORT_MAX_ROWS 16
+typedef struct pmpd_schedule_calibration_report {
+    uint32_t calibrated_on;     /* PMPD_CALIBRATED_ON_* */
+    uint32_t input_type;        /* the input's layer matrices: f32, f16 or anyprec (f32 for checkpoints) */
+    unsigned seed_bits, parent_bits;
+    uint32_t test_prompts, prompt_length, output_length;
+    pmpd_calibration_quality validation_reference; /* the widest width on the validation set */
+    /* Measured on the test set: uniform widths, widest first, then the
+     * phase-aware pair, the static schedule and the learned scheduler
+     * (whose schedule has decode_bits[0] = 0: chosen per prompt). */
+    uint32_t n_rows;
+    char name[PMPD_SCHEDULE_REPORT_MAX_ROWS][32];
+    pmpd_precision_schedule schedule[PMPD_SCHEDULE_REPORT_MAX_ROWS];
+    pmpd_calibration_quality quality[PMPD_SCHEDULE_REPORT_MAX_ROWS];
+    pmpd_learned_train_report learned;
+} pmpd_schedule_calibration_report;
+
+/* Calibrates the static schedule and trains the learned scheduler of the
+ * model at in_path and writes the nested model with both sections to
+ * out_path (through out_path.tmp, renamed when complete; nothing is left
+ * behind on failure).  The input is a llama2.c checkpoint, a GGUF file or
+ * a .pmpd container.  Float layer matrices (f32 or f16; every checkpoint)
+ * are quantized to nested weights, the embedding and a separate classifier
+ * to q8, and the float model is the reference; a container whose layer
+ * matrices are already nested keeps its weights and is calibrated against
+ * itself at its widest width.  A container keeps every other tensor and
+ * section (KV codebooks, tokenizer, ...) byte for byte; an earlier static
+ * schedule or learned scheduler is replaced.  report may be NULL.
+ * Errors: PMPD_ERR_NOT_FOUND / PMPD_ERR_IO (files), PMPD_ERR_FORMAT_* (a
+ * malformed input), PMPD_ERR_UNSUPPORTED (layer matrices of another type,
+ * named in err), PMPD_ERR_INVALID_ARGUMENT (options out of range or not
+ * applicable to the input, named in err), PMPD_ERR_OUT_OF_MEMORY, session
+ * errors; err names the step that failed. */
+pmpd_status pmpd_schedule_calibrate_file(const char *in_path, const char *out_path,
+                                         const pmpd_schedule_calibration_options *options,
+                                         pmpd_schedule_calibration_report *report, pmpd_error *err);
 #endif
 
 /* ======================================================================

@@ -1,104 +1,324 @@
-/* pmpd-convert IN OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb] [--bits SEED:PARENT]
+/* pmpd-convert SOURCE OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb] [--bits SEED:PARENT]
+ *                         [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]
+ *                         [--kv-codebooks SUB:BITS] [--ctx N]
  *
  * Converts a llama2.c checkpoint (legacy or version 1) or a GGUF v3 Llama
- * file into a .pmpd container.  Shows a progress line when stderr is a
- * terminal, prints a one-line summary, and exits 0 only on success; on
- * failure it prints one line naming the input, the problem and the byte
- * offset, and leaves no output file behind. */
+ * file into a .pmpd container.  With --kv-codebooks and --pmpd-calibrate it
+ * builds the whole model for a board in one run, in this order, each step
+ * writing a temporary file next to OUT (removed afterwards; OUT itself
+ * appears only when complete, through OUT.tmp):
+ *   1. convert: the matrices as --type; with --pmpd-calibrate they stay
+ *      f32 here, so the float model is the reference of step 3;
+ *   2. --kv-codebooks SUB:BITS: the product-quantized KV-cache codebooks
+ *      (SUB-dim subspaces, BITS-bit codes), trained on text the model of
+ *      step 1 samples (pmpd_pq_calibrate_file);
+ *   3. --pmpd-calibrate: nested weights (--bits, default 2:4) quantized
+ *      from the floats, the static schedule and the learned scheduler
+ *      (pmpd_schedule_calibrate_file; needs --type anyprec), keeping the
+ *      codebooks of step 2 byte for byte.
+ * It ends with a summary: per tensor type the count and bytes, the sections
+ * and what each was calibrated on, and the arena bytes a session of --ctx
+ * positions (default the model's) needs for each KV-cache mode.  Progress
+ * lines appear when stderr is a terminal.  Exits 0 only on success; on
+ * failure one line names the input, the step and the problem. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "pmpd.h"
+#include "pmpd_impl/model/model.h"
+
+#define CONVERT_SUMMARY_ARENA_BYTES ((size_t)16 << 20)
+
+typedef struct convert_args {
+    const char *in, *out;
+    pmpd_convert_options convert;
+    int calibrate, kv;
+    unsigned kv_sub, kv_bits;
+    unsigned long ctx;
+    pmpd_schedule_calibration_options schedule;
+} convert_args;
 
 static void convert_progress(void *context, uint64_t done, uint64_t total)
 {
-    (void)context;
-    fprintf(stderr, "\rpmpd-convert: %llu / %llu (%3.0f%%)", (unsigned long long)done, (unsigned long long)total,
+    fprintf(stderr, "\rpmpd-convert: %s %llu / %llu (%3.0f%%)", context ? (const char *)context : "",
+            (unsigned long long)done, (unsigned long long)total,
             total ? 100.0 * (double)done / (double)total : 100.0);
     if (done == total)
         fputc('\n', stderr);
 }
 
-static const char *convert_type_name(pmpd_tensor_type type)
+static void convert_step(void *context, const char *what)
+{
+    (void)context;
+    fprintf(stderr, "pmpd-convert: %s\n", what);
+}
+
+static const char *convert_type_name(uint32_t type)
 {
     switch (type) {
+    case PMPD_TENSOR_F32: return "f32";
     case PMPD_TENSOR_F16: return "f16";
     case PMPD_TENSOR_ANYPREC: return "anyprec";
     case PMPD_TENSOR_Q8: return "q8";
     case PMPD_TENSOR_Q4: return "q4";
     case PMPD_TENSOR_Q2CB: return "q2cb";
-    default: return "f32";
+    default: return "?";
     }
 }
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: pmpd-convert IN OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb] [--bits SEED:PARENT]\n");
+    fprintf(stderr,
+            "usage: pmpd-convert SOURCE OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb] [--bits SEED:PARENT]\n"
+            "                    [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]\n"
+            "                    [--kv-codebooks SUB:BITS] [--ctx N]\n"
+            "  --kv-codebooks SUB:BITS  add PQ KV-cache codebooks (SUB 2 or 4, BITS 1-8), trained on the\n"
+            "                           converted model (the float one with --pmpd-calibrate)\n"
+            "  --pmpd-calibrate         with --type anyprec: quantize from the float model and add the static\n"
+            "                           schedule and learned scheduler calibrated against it\n"
+            "  --ctx N                  context of the sessions whose arena the summary gives\n");
     return 2;
+}
+
+static int convert_parse_type(const char *name, pmpd_tensor_type *type)
+{
+    static const pmpd_tensor_type types[] = {PMPD_TENSOR_F32, PMPD_TENSOR_F16, PMPD_TENSOR_ANYPREC,
+                                             PMPD_TENSOR_Q8, PMPD_TENSOR_Q4, PMPD_TENSOR_Q2CB};
+    size_t i;
+    for (i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (strcmp(name, convert_type_name(types[i])) == 0) {
+            *type = types[i];
+            return 1;
+        }
+    return 0;
+}
+
+static int convert_parse(int argc, char **argv, convert_args *a)
+{
+    int i;
+    memset(a, 0, sizeof *a);
+    a->convert.type = PMPD_TENSOR_F32;
+    pmpd_schedule_calibration_options_init(&a->schedule);
+    for (i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int ok = 1;
+        if (o[0] != '-' || o[1] == '\0') {
+            if (!a->in)
+                a->in = o;
+            else if (!a->out)
+                a->out = o;
+            else
+                return 0;
+            continue;
+        }
+        if (!strcmp(o, "--pmpd-calibrate")) {
+            a->calibrate = 1;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "pmpd-convert: %s needs a value (or is unknown)\n", o);
+            return 0;
+        }
+        i++;
+        if (!strcmp(o, "--tokenizer")) a->convert.tokenizer_path = v;
+        else if (!strcmp(o, "--type")) ok = convert_parse_type(v, &a->convert.type);
+        else if (!strcmp(o, "--bits"))
+            ok = sscanf(v, "%u:%u", &a->convert.anyprec_seed_bits, &a->convert.anyprec_parent_bits) == 2;
+        else if (!strcmp(o, "--epsilon")) ok = sscanf(v, "%lf", &a->schedule.epsilon) == 1;
+        else if (!strcmp(o, "--prompts")) ok = sscanf(v, "%u", &a->schedule.sets.n_prompts) == 1;
+        else if (!strcmp(o, "--output-length")) ok = sscanf(v, "%u", &a->schedule.sets.output_length) == 1;
+        else if (!strcmp(o, "--ctx")) ok = sscanf(v, "%lu", &a->ctx) == 1 && a->ctx > 0;
+        else if (!strcmp(o, "--kv-codebooks"))
+            ok = (a->kv = sscanf(v, "%u:%u", &a->kv_sub, &a->kv_bits) == 2) && (a->kv_sub == 2 || a->kv_sub == 4) &&
+                 a->kv_bits >= 1 && a->kv_bits <= 8;
+        else {
+            fprintf(stderr, "pmpd-convert: unknown option %s\n", o);
+            return 0;
+        }
+        if (!ok) {
+            fprintf(stderr, "pmpd-convert: %s %s: %s\n", o, v,
+                    !strcmp(o, "--kv-codebooks") ? "SUB must be 2 or 4 and BITS 1 to 8"
+                    : !strcmp(o, "--type")       ? "not one of f32, f16, anyprec, q8, q4, q2cb"
+                                                 : "not a valid value");
+            return 0;
+        }
+    }
+    return a->in && a->out;
+}
+
+/* Per tensor type the count and bytes; the sections and what made them;
+ * the arena a session needs per KV-cache mode. */
+static int convert_summary(const convert_args *a, const char *kv_on, const char *schedule_on)
+{
+    static const char *const kv_names[] = {"f32", "f16", "pq", "int8", "int4"};
+    static const char *const section_names[] = {"?", "tokenizer", "precision schedule", "learned scheduler",
+                                                "KV codebooks", "outlier calibration", "quantizer"};
+    unsigned count[8] = {0}, kv;
+    uint64_t bytes[8] = {0};
+    void *block = malloc(CONVERT_SUMMARY_ARENA_BYTES);
+    pmpd_arena arena;
+    pmpd_model *m = NULL;
+    pmpd_session_config config;
+    pmpd_error err;
+    uint32_t i, has_codebooks = 0;
+    size_t tables;
+    if (!block)
+        return 1;
+    pmpd_arena_init(&arena, block, CONVERT_SUMMARY_ARENA_BYTES);
+    if (pmpd_model_open_file(a->out, &arena, &m, &err) != PMPD_OK) {
+        fprintf(stderr, "pmpd-convert: %s: cannot reopen for the summary: %s\n", a->out, err.message);
+        free(block);
+        return 1;
+    }
+    tables = arena.used;
+    printf("%s: %llu bytes, %u tensors, context %u\n", a->out, (unsigned long long)m->byte_count,
+           (unsigned)m->n_tensors, (unsigned)m->info.seq_len);
+    for (i = 0; i < m->n_tensors; i++)
+        if (m->tensors[i].type < 8) {
+            count[m->tensors[i].type]++;
+            bytes[m->tensors[i].type] += m->tensors[i].size;
+        }
+    for (i = 0; i < 8; i++)
+        if (count[i])
+            printf("  tensors %-8s %3u  %10llu bytes\n", convert_type_name(i), count[i], (unsigned long long)bytes[i]);
+    for (i = 0; i < m->n_sections; i++) {
+        const pmpd_section *s = &m->sections[i];
+        const char *on = s->kind == PMPD_SECTION_KV_CODEBOOKS ? kv_on
+                         : s->kind == PMPD_SECTION_PRECISION_SCHEDULE || s->kind == PMPD_SECTION_LEARNED_SCHEDULER
+                             ? schedule_on
+                             : NULL;
+        has_codebooks |= s->kind == PMPD_SECTION_KV_CODEBOOKS;
+        printf("  section  %-19s %8llu bytes%s%s\n", s->kind < 7 ? section_names[s->kind] : "unknown",
+               (unsigned long long)s->size, on ? ", calibrated on " : "", on ? on : "");
+    }
+    pmpd_session_config_init(&config);
+    config.context_length = a->ctx ? (uint32_t)a->ctx : m->info.seq_len;
+    printf("  arena: model tables %zu bytes; a session of %u positions (batch 32, 1 thread):", tables,
+           (unsigned)config.context_length);
+    for (kv = 0; kv < 5; kv++) {
+        size_t need;
+        config.kv_type = kv;
+        if (kv == PMPD_KV_PQ && !has_codebooks)
+            continue;
+        if (pmpd_session_plan(m, &config, &need) == PMPD_OK)
+            printf(" %s KV %zu", kv_names[kv], need);
+        else
+            printf(" %s KV: context too long", kv_names[kv]);
+    }
+    printf("\n");
+    pmpd_model_close(m);
+    free(block);
+    return 0;
+}
+
+/* "<out>.<n>.step": where step n leaves its container for the next. */
+static char *convert_temp(const char *out, int n)
+{
+    size_t size = strlen(out) + 16;
+    char *path = (char *)malloc(size);
+    if (path)
+        snprintf(path, size, "%s.%d.step", out, n);
+    return path;
+}
+
+static int convert_fail(const char *input, const char *step, pmpd_status st, const pmpd_error *err)
+{
+    if (err->offset != PMPD_NO_OFFSET)
+        fprintf(stderr, "pmpd-convert: %s: %s: %s at byte offset %llu: %s\n", input, step, pmpd_strerror(st),
+                (unsigned long long)err->offset, err->message);
+    else
+        fprintf(stderr, "pmpd-convert: %s: %s: %s%s%s\n", input, step, pmpd_strerror(st), err->message[0] ? ": " : "",
+                err->message);
+    return 1;
 }
 
 int main(int argc, char **argv)
 {
-    const char *in = NULL, *out = NULL;
-    pmpd_convert_options options;
+    convert_args a;
     pmpd_convert_summary summary;
+    pmpd_pq_calibration_options pq;
     pmpd_error err;
-    pmpd_status status;
-    int i;
-    memset(&options, 0, sizeof options);
-    options.type = PMPD_TENSOR_F32;
-    for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--tokenizer") == 0 && i + 1 < argc) {
-            options.tokenizer_path = argv[++i];
-        } else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) {
-            const char *type = argv[++i];
-            if (strcmp(type, "f32") == 0)
-                options.type = PMPD_TENSOR_F32;
-            else if (strcmp(type, "f16") == 0)
-                options.type = PMPD_TENSOR_F16;
-            else if (strcmp(type, "anyprec") == 0)
-                options.type = PMPD_TENSOR_ANYPREC;
-            else if (strcmp(type, "q8") == 0)
-                options.type = PMPD_TENSOR_Q8;
-            else if (strcmp(type, "q4") == 0)
-                options.type = PMPD_TENSOR_Q4;
-            else if (strcmp(type, "q2cb") == 0)
-                options.type = PMPD_TENSOR_Q2CB;
-            else
-                return usage();
-        } else if (strcmp(argv[i], "--bits") == 0 && i + 1 < argc) {
-            if (sscanf(argv[++i], "%u:%u", &options.anyprec_seed_bits, &options.anyprec_parent_bits) != 2)
-                return usage();
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            return usage();
-        } else if (!in) {
-            in = argv[i];
-        } else if (!out) {
-            out = argv[i];
-        } else {
-            return usage();
-        }
-    }
-    if (!in || !out)
+    pmpd_status st;
+    char *temp[2] = {NULL, NULL};
+    const char *current, *kv_on = NULL, *schedule_on = NULL;
+    int steps, rc = 0;
+    if (!convert_parse(argc, argv, &a))
         return usage();
-    if (isatty(fileno(stderr)))
-        options.progress = convert_progress;
-    status = pmpd_convert_file(in, out, &options, &summary, &err);
-    if (status != PMPD_OK) {
-        const char *name = summary.failed_input == PMPD_CONVERT_INPUT_TOKENIZER ? options.tokenizer_path
-                           : summary.failed_input == PMPD_CONVERT_INPUT_OUTPUT  ? out
-                                                                                : in;
-        if (err.offset != PMPD_NO_OFFSET)
-            fprintf(stderr, "pmpd-convert: %s: %s at byte offset %llu: %s\n", name, pmpd_strerror(status),
-                    (unsigned long long)err.offset, err.message);
-        else
-            fprintf(stderr, "pmpd-convert: %s: %s: %s\n", name, pmpd_strerror(status), err.message);
-        return 1;
+    if (a.calibrate && a.convert.type != PMPD_TENSOR_ANYPREC) {
+        fprintf(stderr, "pmpd-convert: --pmpd-calibrate makes nested weights: give --type anyprec\n");
+        return 2;
     }
-    printf("pmpd-convert: %s -> %s: %u tensors, %llu bytes, %llu parameters (%s)\n", in, out,
-           (unsigned)summary.n_tensors, (unsigned long long)summary.bytes, (unsigned long long)summary.parameters,
-           convert_type_name(options.type));
-    return 0;
+    if (isatty(fileno(stderr))) {
+        a.convert.progress = a.schedule.progress = convert_progress;
+        a.schedule.step = convert_step;
+    }
+    a.schedule.seed_bits = a.convert.anyprec_seed_bits;
+    a.schedule.parent_bits = a.convert.anyprec_parent_bits;
+    steps = 1 + a.kv + a.calibrate;
+    temp[0] = steps > 1 ? convert_temp(a.out, 1) : NULL;
+    temp[1] = steps > 2 ? convert_temp(a.out, 2) : NULL;
+    if ((steps > 1 && !temp[0]) || (steps > 2 && !temp[1]))
+        return 1;
+
+    /* 1. convert (f32 when step 3 quantizes from the floats) */
+    current = steps > 1 ? temp[0] : a.out;
+    if (a.calibrate)
+        a.convert.type = PMPD_TENSOR_F32;
+    a.convert.progress_context = (void *)"converting";
+    st = pmpd_convert_file(a.in, current, &a.convert, &summary, &err);
+    if (st != PMPD_OK) {
+        const char *name = summary.failed_input == PMPD_CONVERT_INPUT_TOKENIZER ? a.convert.tokenizer_path
+                           : summary.failed_input == PMPD_CONVERT_INPUT_OUTPUT  ? current
+                                                                                : a.in;
+        rc = convert_fail(name, "convert", st, &err);
+    }
+    if (rc == 0)
+        printf("pmpd-convert: %s%s -> %s: %u tensors, %llu bytes, %llu parameters (%s)\n",
+               steps > 1 ? "step 1, convert: " : "", a.in, steps > 1 ? "temporary file" : a.out,
+               (unsigned)summary.n_tensors, (unsigned long long)summary.bytes,
+               (unsigned long long)summary.parameters, convert_type_name(a.convert.type));
+
+    /* 2. KV codebooks, trained on what step 1 made */
+    if (rc == 0 && a.kv) {
+        const char *next = a.calibrate ? temp[1] : a.out;
+        pmpd_pq_calibration_options_init(&pq);
+        pq.key_sub_dim = pq.value_sub_dim = a.kv_sub;
+        pq.bits = a.kv_bits;
+        if (isatty(fileno(stderr)))
+            fprintf(stderr, "pmpd-convert: training the KV codebooks (%u texts x %u tokens)\n",
+                    (unsigned)pq.n_sequences, (unsigned)pq.sequence_length);
+        st = pmpd_pq_calibrate_file(current, next, &pq, &err);
+        if (st != PMPD_OK)
+            rc = convert_fail(a.in, "KV codebooks", st, &err);
+        kv_on = a.convert.type == PMPD_TENSOR_ANYPREC ? "the nested weights at their widest width"
+                : a.convert.type == PMPD_TENSOR_F32 || a.convert.type == PMPD_TENSOR_F16
+                    ? "the float model"
+                    : "the quantized weights as stored";
+        current = next;
+    }
+
+    /* 3. nested weights and schedules, calibrated against the floats */
+    if (rc == 0 && a.calibrate) {
+        pmpd_schedule_calibration_report report;
+        st = pmpd_schedule_calibrate_file(current, a.out, &a.schedule, &report, &err);
+        if (st != PMPD_OK)
+            rc = convert_fail(a.in, "PMPD calibration", st, &err);
+        else
+            printf("pmpd-convert: schedules: static PMPD %.2f average decode bits (Rouge-L %.3f), learned PMPD %.2f "
+                   "(Rouge-L %.3f); %u-bit: Rouge-L %.3f, on %u test prompts\n",
+                   report.quality[report.n_rows - 2].average_decode_bits, report.quality[report.n_rows - 2].rouge_l,
+                   report.quality[report.n_rows - 1].average_decode_bits, report.quality[report.n_rows - 1].rouge_l,
+                   report.parent_bits, report.quality[0].rouge_l, report.test_prompts);
+        schedule_on = "the float model";
+    }
+    if (temp[0])
+        remove(temp[0]);
+    if (temp[1])
+        remove(temp[1]);
+    free(temp[0]);
+    free(temp[1]);
+    return rc ? rc : convert_summary(&a, kv_on, schedule_on);
 }

@@ -15,40 +15,17 @@
 
 #include "pmpd.h"
 #include "pmpd_impl/model/model.h"
+#include "tests/support/test_models.h"
 #include "tests/support/test_support.h"
 
-#define ARENA_BYTES ((size_t)16 << 20)
-
-typedef struct opened {
-    void *block;
-    pmpd_arena arena;
-    pmpd_model *model;
-} opened;
-
-static void open_model(const char *path, opened *o)
+static void open_model(const char *path, test_opened_file *o)
 {
-    o->block = malloc(ARENA_BYTES);
-    assert_non_null(o->block);
-    pmpd_arena_init(&o->arena, o->block, ARENA_BYTES);
-    assert_int_equal(pmpd_model_open_file(path, &o->arena, &o->model, NULL), PMPD_OK);
-}
-
-static void close_model(opened *o)
-{
-    pmpd_model_close(o->model);
-    free(o->block);
+    assert_int_equal(test_open_file(path, o), PMPD_OK);
 }
 
 static void convert(uint32_t type, const char *out)
 {
-    char in[512], tok[512];
-    pmpd_convert_options options;
-    memset(&options, 0, sizeof options);
-    options.type = type;
-    options.tokenizer_path = test_shared_path(tok, sizeof tok, "models/tok512.bin");
-    assert_int_equal(pmpd_convert_file(test_shared_path(in, sizeof in, "models/stories260K.bin"), out, &options,
-                                       NULL, NULL),
-                     PMPD_OK);
+    assert_int_equal(test_convert_stories(type, out), PMPD_OK);
 }
 
 /* A few greedy steps with a PQ cache: the codebooks load and work. */
@@ -83,7 +60,7 @@ static void check_type(uint32_t type)
     char in[96], out[96];
     pmpd_pq_calibration_options options;
     pmpd_error err;
-    opened before, after;
+    test_opened_file before, after;
     uint32_t i, codebooks = 0;
     snprintf(in, sizeof in, "/tmp/pmpd-test-pqcal-in-%ld-%u.pmpd", (long)getpid(), (unsigned)type);
     snprintf(out, sizeof out, "/tmp/pmpd-test-pqcal-out-%ld-%u.pmpd", (long)getpid(), (unsigned)type);
@@ -108,8 +85,8 @@ static void check_type(uint32_t type)
         codebooks += after.model->sections[i].kind == PMPD_SECTION_KV_CODEBOOKS;
     assert_int_equal(codebooks, 1);
     run_pq_session(after.model);
-    close_model(&before);
-    close_model(&after);
+    test_file_close(&before);
+    test_file_close(&after);
     remove(in);
     remove(out);
 }

@@ -118,3 +118,31 @@ void test_session_close(pmpd_session *s, void *block)
     pmpd_session_destroy(s);
     free(block);
 }
+
+pmpd_status test_convert_stories(uint32_t type, const char *path)
+{
+    char in[512], tok[512];
+    pmpd_convert_options options;
+    memset(&options, 0, sizeof options);
+    options.type = (pmpd_tensor_type)type;
+    options.tokenizer_path = test_shared_path(tok, sizeof tok, "models/tok512.bin");
+    return pmpd_convert_file(test_shared_path(in, sizeof in, "models/stories260K.bin"), path, &options, NULL, NULL);
+}
+
+pmpd_status test_open_file(const char *path, test_opened_file *o)
+{
+    const size_t bytes = (size_t)16 << 20;
+    pmpd_arena arena;
+    o->model = NULL;
+    o->block = malloc(bytes);
+    if (!o->block)
+        return PMPD_ERR_OUT_OF_MEMORY;
+    pmpd_arena_init(&arena, o->block, bytes);
+    return pmpd_model_open_file(path, &arena, &o->model, NULL);
+}
+
+void test_file_close(test_opened_file *o)
+{
+    pmpd_model_close(o->model);
+    free(o->block);
+}

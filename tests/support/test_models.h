@@ -42,6 +42,18 @@ typedef struct test_opened_model {
 pmpd_status test_open_shared(const char *model, const char *tokenizer, uint32_t type, test_opened_model *m);
 void test_opened_close(test_opened_model *m);
 
+/* stories260K.bin + tok512.bin converted to type and written to path by
+ * pmpd_convert_file (pmpd-convert's path). */
+pmpd_status test_convert_stories(uint32_t type, const char *path);
+
+/* A container file opened in a malloc'ed 16 MiB arena. */
+typedef struct test_opened_file {
+    void *block;
+    pmpd_model *model;
+} test_opened_file;
+pmpd_status test_open_file(const char *path, test_opened_file *o);
+void test_file_close(test_opened_file *o);
+
 /* The first PMPD_ARENA_ALIGNMENT-aligned byte of a block allocated with
  * PMPD_ARENA_ALIGNMENT bytes to spare, so planned arena figures are exact. */
 void *test_aligned(void *block);

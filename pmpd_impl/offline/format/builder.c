@@ -135,25 +135,30 @@ PMPD_INTERNAL void pmpd_build_replace_data(pmpd_build_tensor *t, uint32_t type, 
 PMPD_INTERNAL pmpd_status pmpd_build_convert_matrices(pmpd_build_model *b, uint32_t type)
 {
     uint32_t i;
-    if (type == PMPD_TENSOR_F32)
-        return PMPD_OK;
-    if (type != PMPD_TENSOR_F16)
+    if (type != PMPD_TENSOR_F32 && type != PMPD_TENSOR_F16)
         return PMPD_ERR_UNSUPPORTED;
     for (i = 0; i < b->n_tensors; i++) {
         pmpd_build_tensor *t = &b->tensors[i];
-        uint64_t j, n = t->size / 4;
-        unsigned char *half;
-        if (t->n_dims != 2 || t->type != PMPD_TENSOR_F32)
+        uint64_t j, n = t->size / (t->type == PMPD_TENSOR_F32 ? 4 : 2);
+        unsigned char *out;
+        /* Only the other float type changes: f32 to f16, or f16 back to f32
+         * (a container's f16 matrices, for a quantizer that reads floats). */
+        if (t->n_dims != 2 || t->type == type || (t->type != PMPD_TENSOR_F32 && t->type != PMPD_TENSOR_F16))
             continue;
-        half = (unsigned char *)malloc(n ? (size_t)(n * 2) : 1);
-        if (!half)
+        out = (unsigned char *)malloc(n ? (size_t)(n * (type == PMPD_TENSOR_F32 ? 4 : 2)) : 1);
+        if (!out)
             return PMPD_ERR_OUT_OF_MEMORY;
         for (j = 0; j < n; j++) {
-            uint16_t h = pmpd_float_to_half(pmpd_le_f32(t->data + 4 * j));
-            half[2 * j] = (unsigned char)h;
-            half[2 * j + 1] = (unsigned char)(h >> 8);
+            if (type == PMPD_TENSOR_F16) {
+                uint16_t h = pmpd_float_to_half(pmpd_le_f32(t->data + 4 * j));
+                out[2 * j] = (unsigned char)h;
+                out[2 * j + 1] = (unsigned char)(h >> 8);
+            } else {
+                float f = pmpd_half_to_float((uint16_t)(t->data[2 * j] | t->data[2 * j + 1] << 8));
+                memcpy(out + 4 * j, &f, 4); /* little-endian hosts only, as everywhere in pmpd */
+            }
         }
-        pmpd_build_replace_data(t, PMPD_TENSOR_F16, half, n * 2);
+        pmpd_build_replace_data(t, type, out, n * (type == PMPD_TENSOR_F32 ? 4 : 2));
     }
     return PMPD_OK;
 }

@@ -70,7 +70,9 @@ PMPD_INTERNAL pmpd_build_tensor *pmpd_build_find(const pmpd_build_model *b, cons
  * ownership of data (size bytes, from malloc). */
 PMPD_INTERNAL void pmpd_build_replace_data(pmpd_build_tensor *t, uint32_t type, unsigned char *data, uint64_t size);
 
-/* Stores every 2-D f32 tensor as f16 (vectors such as norms stay f32). */
+/* Stores every 2-D float tensor (f32 or f16) as type, PMPD_TENSOR_F32 or
+ * _F16 (vectors such as norms stay f32; other types are left alone).
+ * Errors: PMPD_ERR_UNSUPPORTED (another type), PMPD_ERR_OUT_OF_MEMORY. */
 PMPD_INTERNAL pmpd_status pmpd_build_convert_matrices(pmpd_build_model *b, uint32_t type);
 
 /* Adds the vocabulary as a tokenizer section (with its sorted index). */

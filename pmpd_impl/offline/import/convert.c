@@ -93,8 +93,8 @@ static pmpd_status convert_write(const char *path, const unsigned char *data, si
     return pmpd_atomic_finish(&out, status, err);
 }
 
-static pmpd_status convert_import(const char *in_path, const pmpd_convert_options *options, pmpd_build_model *b,
-                                  pmpd_convert_summary *summary, pmpd_error *err)
+PMPD_INTERNAL pmpd_status pmpd_import_file(const char *in_path, const char *tokenizer_path, pmpd_build_model *b,
+                                           pmpd_convert_input *failed_input, pmpd_error *err)
 {
     unsigned char *data;
     size_t size;
@@ -107,10 +107,10 @@ static pmpd_status convert_import(const char *in_path, const pmpd_convert_option
     else
         status = pmpd_import_llama2c(data, size, b, err);
     free(data);
-    if (status != PMPD_OK || !options || !options->tokenizer_path)
+    if (status != PMPD_OK || !tokenizer_path)
         return status;
-    summary->failed_input = PMPD_CONVERT_INPUT_TOKENIZER;
-    status = pmpd_import_read_file(options->tokenizer_path, &data, &size, err);
+    *failed_input = PMPD_CONVERT_INPUT_TOKENIZER;
+    status = pmpd_import_read_file(tokenizer_path, &data, &size, err);
     if (status != PMPD_OK)
         return status;
     status = pmpd_import_llama2c_tokenizer(data, size, b->info.vocab_size, &vocab, err);
@@ -146,7 +146,7 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const p
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
                               "output type must be f32, f16, anyprec, q8, q4 or q2cb");
     pmpd_build_init(&b);
-    status = convert_import(in_path, options, &b, summary, err);
+    status = pmpd_import_file(in_path, options ? options->tokenizer_path : NULL, &b, &summary->failed_input, err);
     if (status == PMPD_OK) {
         summary->failed_input = PMPD_CONVERT_INPUT_MODEL;
         if (options && options->type == PMPD_TENSOR_ANYPREC) {

@@ -27,6 +27,14 @@ PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t siz
  * Errors: PMPD_ERR_NOT_FOUND (cannot open), PMPD_ERR_IO; err names path. */
 PMPD_INTERNAL pmpd_status pmpd_import_read_file(const char *path, unsigned char **data, size_t *size, pmpd_error *err);
 
+/* Imports the llama2.c checkpoint or GGUF file at in_path (told apart by
+ * its first bytes) into b (initialized by the caller) and, when
+ * tokenizer_path is not NULL, replaces its vocabulary with that llama2.c
+ * tokenizer.bin.  *failed_input is set to PMPD_CONVERT_INPUT_TOKENIZER once
+ * the tokenizer is being read (so a failure names the right file). */
+PMPD_INTERNAL pmpd_status pmpd_import_file(const char *in_path, const char *tokenizer_path, pmpd_build_model *b,
+                                           pmpd_convert_input *failed_input, pmpd_error *err);
+
 /* Checks hyperparameters an importer read (the same rules the loader
  * applies); field_offset names the input offset for messages. */
 PMPD_INTERNAL pmpd_status pmpd_import_check_hparams(const pmpd_model_info *h, uint64_t field_offset, pmpd_error *err);

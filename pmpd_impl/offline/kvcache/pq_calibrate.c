@@ -14,9 +14,7 @@
 #include "pmpd_impl/core/error.h"
 #include "pmpd_impl/kvcache/pq_codebook_set.h"
 #include "pmpd_impl/model/session.h"
-#include "pmpd_impl/offline/format/atomic_file.h"
-#include "pmpd_impl/offline/format/builder.h"
-#include "pmpd_impl/offline/precision/anyprec_build.h"
+#include "pmpd_impl/offline/format/from_model.h"
 
 /* Enough vectors for 256 centroids per subspace, few enough for minutes. */
 #define PQ_CALIBRATE_MAX_VECTORS 65536u
@@ -164,51 +162,26 @@ pmpd_status pmpd_pq_calibrate(const pmpd_model *model, const pmpd_pq_calibration
 }
 
 /* The container again, every tensor and section copied, the codebook
- * section replaced by the new one; written to OUT.tmp and renamed, so a
- * failure leaves nothing behind.  err names what failed. */
+ * section replaced by the new one, checked by the runtime loader and
+ * written to OUT.tmp and renamed, so a failure leaves nothing behind.  err
+ * names what failed. */
 static pmpd_status pq_calibrate_rebuild(const pmpd_model *model, const void *section, size_t size, const char *out_path,
                                         pmpd_error *err)
 {
     pmpd_build_model b;
-    void *block = NULL;
-    unsigned char *data;
-    size_t bytes;
-    uint32_t i;
-    pmpd_atomic_file out;
-    pmpd_status st = PMPD_OK;
-    pmpd_build_init(&b);
-    b.info = model->info;
-    for (i = 0; st == PMPD_OK && i < model->n_tensors; i++) {
-        const pmpd_tensor *t = &model->tensors[i];
-        char name[PMPD_TENSOR_NAME_MAX + 1];
-        memcpy(name, t->name, t->name_length);
-        name[t->name_length] = '\0';
-        /* Nested tensors size themselves from their own header. */
-        if (t->type == PMPD_TENSOR_ANYPREC)
-            st = pmpd_anyprec_build_add(&b, name, t->dims[0], t->dims[1], t->data, t->size);
-        else
-            st = pmpd_build_add_tensor(&b, name, t->type, t->n_dims, t->dims, t->data, t->size);
-        if (st != PMPD_OK)
-            pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot copy tensor %s", name);
-    }
-    for (i = 0; st == PMPD_OK && i < model->n_sections; i++) {
-        const pmpd_section *s = &model->sections[i];
-        if (s->kind != PMPD_SECTION_KV_CODEBOOKS)
-            st = pmpd_build_add_section(&b, s->kind, s->version, s->flags, s->data, s->size);
-        if (st != PMPD_OK)
-            pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot copy section %u", (unsigned)i);
-    }
+    pmpd_build_opened copy;
+    pmpd_status st = pmpd_build_from_model(model, PMPD_BUILD_DROP(PMPD_SECTION_KV_CODEBOOKS), &b, err);
+    memset(&copy, 0, sizeof copy);
+    if (st != PMPD_OK)
+        return st;
+    st = pmpd_build_add_section(&b, PMPD_SECTION_KV_CODEBOOKS, PMPD_PQ_SECTION_VERSION, 0, section, size);
+    if (st != PMPD_OK)
+        pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot add the codebook section");
     if (st == PMPD_OK)
-        st = pmpd_build_add_section(&b, PMPD_SECTION_KV_CODEBOOKS, PMPD_PQ_SECTION_VERSION, 0, section, size);
-    if (st == PMPD_OK && (st = pmpd_build_serialize(&b, &block, &data, &bytes)) != PMPD_OK)
-        pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot build the container");
-    if (st == PMPD_OK && (st = pmpd_atomic_open(&out, out_path, err)) == PMPD_OK) {
-        st = fwrite(data, 1, bytes, out.f) == bytes ? PMPD_OK : PMPD_ERR_IO;
-        if (st != PMPD_OK)
-            pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot write %s", out.tmp);
-        st = pmpd_atomic_finish(&out, st, err);
-    }
-    free(block);
+        st = pmpd_build_open(&b, &copy, err);
+    if (st == PMPD_OK)
+        st = pmpd_build_opened_write(&copy, out_path, err);
+    pmpd_build_close(&copy);
     pmpd_build_free(&b);
     return st;
 }
