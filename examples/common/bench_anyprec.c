@@ -62,18 +62,24 @@ static void bench_anyprec_fill(unsigned char *bytes, const pmpd_anyprec_layout *
 {
     unsigned k;
     uint32_t r;
+    size_t i;
     bench_random_bytes(bytes, layout->total, 0x9E3779B97F4A7C15ull);
     memset(bytes, 0, PMPD_ANYPREC_HEADER_BYTES);
     memcpy(bytes, "ANYP", 4);
     bytes[4] = BENCH_ANYPREC_SEED;
     bytes[5] = BENCH_ANYPREC_PARENT;
+    bytes[6] = PMPD_ANYPREC_VERSION;
     memcpy(bytes + 8, &rows, 4);
     memcpy(bytes + 12, &cols, 4);
-    for (k = BENCH_ANYPREC_SEED; k <= BENCH_ANYPREC_PARENT; k++)
+    for (k = BENCH_ANYPREC_SEED; k <= BENCH_ANYPREC_PARENT; k++) {
         for (r = 0; r < rows; r++) {
-            float scale = 1e-3f;
+            float scale = 1e-3f, offset = -64e-3f;
             memcpy(bytes + layout->width_offset[k] + (size_t)r * sizeof(float), &scale, sizeof scale);
+            memcpy(bytes + layout->offset_offset[k] + (size_t)r * sizeof(float), &offset, sizeof offset);
         }
+        for (i = 0; i < ((size_t)rows << k); i++)
+            bytes[layout->table_offset[k] + i] &= PMPD_ANYPREC_TABLE_MAX;
+    }
 }
 
 static int bench_anyprec_shape(const bench_context *ctx, pmpd_pool *pool, pmpd_pool *single, uint32_t rows,

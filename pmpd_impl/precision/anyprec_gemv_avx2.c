@@ -1,10 +1,14 @@
-/* AVX2 any-precision kernels for widths up to 4.  A plane's 32-bit word of
- * a column group, broadcast to every byte lane, holds column j's bit at a
- * fixed position of lane j (the layout's 4x8 transpose), so one AND and one
- * compare spread a plane to bytes; the top k planes fold into 32 codes and
- * one in-lane byte shuffle looks them up in the row's 16-entry int8 table.
- * The GEMV multiplies those int8 weights with int8 activations (maddubs); the GEMM widens the weights
- * to float once per group and reuses them for a tile of input vectors. */
+/* AVX2 any-precision kernels for widths 2..4 of tensors whose planes 0
+ * and 1 share a 2-bit slice.  One 32-byte load per slice covers 256
+ * columns of a row; for the column groups 2q and 2q+1 a shift and an AND
+ * per slice put their codes into the low and high nibble of each byte
+ * (ORed together), and one in-lane byte shuffle per group looks the codes
+ * up in the row's 16-entry table of 7-bit entries.  The GEMV multiplies
+ * those with int8 activations (maddubs, no sign fix-up), weighs each group
+ * by its integer scale multiplier (madd) and converts to float once per 256
+ * columns; four rows share the activation loads.  The GEMM widens the
+ * entries to float once per group and reuses them for a tile of input
+ * vectors. */
 #include "pmpd_impl/precision/anyprec.h"
 
 #if PMPD_USE_AVX2
@@ -18,36 +22,53 @@
 #define ANYPREC_AVX2_INLINE static inline
 #endif
 
-/* Lane j holds column j: bit j/4 of byte j%4 of the broadcast word. */
-static __m256i anyprec_avx2_lane_bit(void)
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_load(const void *p)
 {
-    return _mm256_setr_epi8(1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 8, 16, 16, 16, 16, 32, 32, 32, 32, 64, 64,
-                            64, 64, -128, -128, -128, -128);
+    return _mm256_loadu_si256((const __m256i *)p);
 }
 
-/* The 32 int8 weights of one column group (before the row scale). */
-ANYPREC_AVX2_INLINE __m256i anyprec_avx2_group_weights(const unsigned char *group, size_t plane_stride, unsigned bits,
-                                          __m256i table)
+/* Bits moved left by shift (right when negative) within 16-bit lanes; the
+ * caller's mask drops what crossed a byte. */
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_shift(__m256i v, int shift)
 {
-    const __m256i lane_bit = anyprec_avx2_lane_bit();
-    __m256i codes = _mm256_setzero_si256();
+    if (shift > 0)
+        return _mm256_slli_epi16(v, shift);
+    if (shift < 0)
+        return _mm256_srli_epi16(v, -shift);
+    return v;
+}
+
+/* Codes of column groups 2q (low nibble) and 2q+1 (high nibble) of one
+ * row's superblock, from its 64 bytes of the 2-bit slice and plane p's 32
+ * bytes at plane[p] + at (p = 2..bits-1).  Plane p holds the pair at bits
+ * q and q+4; the code wants them at p and p+4. */
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_pair(const unsigned char *field, const unsigned char *const *plane,
+                                              size_t at, unsigned q, const unsigned bits)
+{
+    __m256i f = anyprec_avx2_load(field + 32 * (q / 2));
+    __m256i codes = _mm256_and_si256(q % 2 ? _mm256_srli_epi16(f, 2) : f, _mm256_set1_epi8(0x33));
     unsigned p;
-    for (p = 0; p < bits; p++) {
-        int32_t word;
-        __m256i set;
-        memcpy(&word, group + p * plane_stride, sizeof word);
-        set = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_set1_epi32(word), lane_bit), lane_bit);
-        /* codes = 2*codes + (bit set ? 1 : 0); the compare gives -1 where set. */
-        codes = _mm256_sub_epi8(_mm256_add_epi8(codes, codes), set);
-    }
-    return _mm256_shuffle_epi8(table, codes);
+    for (p = 2; p < bits; p++)
+        codes = _mm256_or_si256(codes, _mm256_and_si256(anyprec_avx2_shift(anyprec_avx2_load(plane[p] + at),
+                                                                           (int)p - (int)q),
+                                                        _mm256_set1_epi8((char)(0x11 << p))));
+    return codes;
 }
 
+/* The entries of a nibble's codes: half 0 the low nibble, 1 the high. */
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_lookup(__m256i table, __m256i codes, unsigned half)
+{
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    return _mm256_shuffle_epi8(table, _mm256_and_si256(half ? _mm256_srli_epi16(codes, 4) : codes, low));
+}
+
+/* Row r's table in both 128-bit lanes, zero past the last row (the
+ * padding rows of a block). */
 static __m256i anyprec_avx2_row_table(const pmpd_anyprec_matrix *m, unsigned bits, uint32_t r)
 {
-    /* Tables of fewer than 16 entries are copied so no read runs past them. */
-    int8_t entries[16] = {0};
-    memcpy(entries, m->tables[bits] + ((size_t)r << bits), (size_t)1 << bits);
+    unsigned char entries[16] = {0};
+    if (r < m->rows)
+        memcpy(entries, m->tables[bits] + ((size_t)r << bits), (size_t)1 << bits);
     return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)entries));
 }
 
@@ -59,83 +80,75 @@ static float anyprec_avx2_sum(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
-/* One row's contribution of one column group, added to acc. */
-ANYPREC_AVX2_INLINE __m256 anyprec_avx2_gemv_step(__m256 acc, const unsigned char *group, size_t plane_stride,
-                                                  const unsigned bits, __m256i table, __m256i x, __m256 xs)
+/* Slice pointers of plane p = 2..bits-1 for block row r0, superblock s. */
+ANYPREC_AVX2_INLINE void anyprec_avx2_planes(const pmpd_anyprec_matrix *m, uint32_t r0, uint32_t s,
+                                             const unsigned bits, const unsigned char **plane)
 {
-    __m256i w = anyprec_avx2_group_weights(group, plane_stride, bits, table);
-    /* |w| * (x with w's sign): maddubs needs an unsigned operand. */
-    __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w)),
-                                    _mm256_set1_epi16(1));
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), xs, acc);
+    unsigned p;
+    for (p = 2; p < bits; p++)
+        plane[p] = pmpd_anyprec_block(m, p, r0, s);
 }
 
-static const int8_t *anyprec_avx2_group_input(const int8_t *xq, uint32_t g)
+/* The four rows of block r0 (r0 a multiple of 4); stores those inside
+ * [row_begin, row_end).  Per group and row: lookup, maddubs, madd by the
+ * group's multiplier, add; the int32 sums (bounded in anyprec.h) become
+ * float once per superblock. */
+ANYPREC_AVX2_INLINE void anyprec_avx2_gemv_block(const pmpd_anyprec_matrix *m, const int8_t *xq,
+                                                 const pmpd_anyprec_units *u, float *y, uint32_t r0,
+                                                 uint32_t row_begin, uint32_t row_end, const unsigned bits)
 {
-    return xq + (size_t)g * PMPD_ANYPREC_GROUP;
-}
-
-/* Four rows at once: the activation loads are shared and four independent
- * accumulator chains hide the FMA latency. */
-ANYPREC_AVX2_INLINE void anyprec_avx2_gemv_four_rows(const pmpd_anyprec_matrix *m, const int8_t *xq,
-                                                     const float *xscale, float *y, uint32_t r,
-                                                     const unsigned bits)
-{
-    const uint32_t groups = pmpd_anyprec_padded_cols(m->cols) / PMPD_ANYPREC_GROUP;
-    const size_t stride = m->plane_stride, rb = m->row_bytes;
-    const unsigned char *row = m->planes + (size_t)r * rb;
-    const __m256i t0 = anyprec_avx2_row_table(m, bits, r), t1 = anyprec_avx2_row_table(m, bits, r + 1);
-    const __m256i t2 = anyprec_avx2_row_table(m, bits, r + 2), t3 = anyprec_avx2_row_table(m, bits, r + 3);
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    uint32_t g;
-    for (g = 0; g < groups; g++, row += 4) {
-        const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)anyprec_avx2_group_input(xq, g));
-        const __m256 xs = _mm256_set1_ps(xscale[g]);
-        a0 = anyprec_avx2_gemv_step(a0, row, stride, bits, t0, x, xs);
-        a1 = anyprec_avx2_gemv_step(a1, row + rb, stride, bits, t1, x, xs);
-        a2 = anyprec_avx2_gemv_step(a2, row + 2 * rb, stride, bits, t2, x, xs);
-        a3 = anyprec_avx2_gemv_step(a3, row + 3 * rb, stride, bits, t3, x, xs);
+    const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
+    __m256i table[PMPD_ANYPREC_ROW_BLOCK];
+    __m256 acc[PMPD_ANYPREC_ROW_BLOCK];
+    uint32_t s, q, i;
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
+        table[i] = anyprec_avx2_row_table(m, bits, r0 + i);
+        acc[i] = _mm256_setzero_ps();
     }
-    y[r] = anyprec_avx2_sum(a0) * m->scales[bits][r];
-    y[r + 1] = anyprec_avx2_sum(a1) * m->scales[bits][r + 1];
-    y[r + 2] = anyprec_avx2_sum(a2) * m->scales[bits][r + 2];
-    y[r + 3] = anyprec_avx2_sum(a3) * m->scales[bits][r + 3];
-}
-
-ANYPREC_AVX2_INLINE void anyprec_avx2_gemv_one_row(const pmpd_anyprec_matrix *m, const int8_t *xq,
-                                                   const float *xscale, float *y, uint32_t r, const unsigned bits)
-{
-    const uint32_t groups = pmpd_anyprec_padded_cols(m->cols) / PMPD_ANYPREC_GROUP;
-    const unsigned char *row = m->planes + (size_t)r * m->row_bytes;
-    const __m256i table = anyprec_avx2_row_table(m, bits, r);
-    __m256 acc = _mm256_setzero_ps();
-    uint32_t g;
-    for (g = 0; g < groups; g++, row += 4)
-        acc = anyprec_avx2_gemv_step(acc, row, m->plane_stride, bits, table,
-                                     _mm256_loadu_si256((const __m256i *)(const void *)anyprec_avx2_group_input(xq, g)),
-                                     _mm256_set1_ps(xscale[g]));
-    y[r] = anyprec_avx2_sum(acc) * m->scales[bits][r];
+    for (s = 0; s < m->superblocks; s++) {
+        const int8_t *x = pmpd_anyprec_super_input(xq, u, m->cols, s);
+        const int32_t *mult = u->mult + (size_t)s * (PMPD_ANYPREC_SUPER / PMPD_ANYPREC_GROUP);
+        const unsigned char *field = pmpd_anyprec_block(m, 0, r0, s);
+        __m256i dot[PMPD_ANYPREC_ROW_BLOCK];
+        anyprec_avx2_planes(m, r0, s, bits, plane);
+        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+            dot[i] = _mm256_setzero_si256();
+        for (q = 0; q < 4; q++) {
+            const __m256i x_a = anyprec_avx2_load(x + 64 * q), x_b = anyprec_avx2_load(x + 64 * q + 32);
+            const __m256i m_a = _mm256_set1_epi32(mult[2 * q]), m_b = _mm256_set1_epi32(mult[2 * q + 1]);
+            for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
+                __m256i codes = anyprec_avx2_pair(field + 64 * i, plane, 32 * i, q, bits);
+                __m256i a = _mm256_madd_epi16(_mm256_maddubs_epi16(anyprec_avx2_lookup(table[i], codes, 0), x_a), m_a);
+                __m256i b = _mm256_madd_epi16(_mm256_maddubs_epi16(anyprec_avx2_lookup(table[i], codes, 1), x_b), m_b);
+                dot[i] = _mm256_add_epi32(dot[i], _mm256_add_epi32(a, b));
+            }
+        }
+        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[i]), _mm256_set1_ps(u->unit[s]), acc[i]);
+    }
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+        if (r0 + i >= row_begin && r0 + i < row_end)
+            y[r0 + i] = anyprec_avx2_sum(acc[i]) * m->scales[bits][r0 + i] + u->sum * m->offsets[bits][r0 + i];
 }
 
 ANYPREC_AVX2_INLINE void anyprec_avx2_gemv_rows(const pmpd_anyprec_matrix *m, const int8_t *xq,
-                                                const float *xscale, float *y, uint32_t row_begin,
+                                                const pmpd_anyprec_units *u, float *y, uint32_t row_begin,
                                                 uint32_t row_end, const unsigned bits)
 {
-    uint32_t r = row_begin;
-    for (; r + 4 <= row_end; r += 4)
-        anyprec_avx2_gemv_four_rows(m, xq, xscale, y, r, bits);
-    for (; r < row_end; r++)
-        anyprec_avx2_gemv_one_row(m, xq, xscale, y, r, bits);
+    uint32_t r0;
+    for (r0 = row_begin / PMPD_ANYPREC_ROW_BLOCK * PMPD_ANYPREC_ROW_BLOCK; r0 < row_end; r0 += PMPD_ANYPREC_ROW_BLOCK)
+        anyprec_avx2_gemv_block(m, xq, u, y, r0, row_begin, row_end, bits);
 }
 
 PMPD_INTERNAL void pmpd_anyprec_gemv_avx2(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
                                           const float *xscale, float *y, uint32_t row_begin, uint32_t row_end)
 {
+    pmpd_anyprec_units u;
+    pmpd_anyprec_prepare_units(xq, xscale, m->cols, &u);
     switch (bits) {
-    case 1: anyprec_avx2_gemv_rows(m, xq, xscale, y, row_begin, row_end, 1); break;
-    case 2: anyprec_avx2_gemv_rows(m, xq, xscale, y, row_begin, row_end, 2); break;
-    case 3: anyprec_avx2_gemv_rows(m, xq, xscale, y, row_begin, row_end, 3); break;
-    default: anyprec_avx2_gemv_rows(m, xq, xscale, y, row_begin, row_end, 4); break;
+    case 2: anyprec_avx2_gemv_rows(m, xq, &u, y, row_begin, row_end, 2); break;
+    case 3: anyprec_avx2_gemv_rows(m, xq, &u, y, row_begin, row_end, 3); break;
+    default: anyprec_avx2_gemv_rows(m, xq, &u, y, row_begin, row_end, 4); break;
     }
 }
 
@@ -150,39 +163,69 @@ static __m256 anyprec_avx2_load_input(const float *xt, uint32_t c, uint32_t cols
     return _mm256_loadu_ps(tail);
 }
 
-PMPD_INTERNAL void pmpd_anyprec_gemm_avx2(const pmpd_anyprec_matrix *m, unsigned bits, const float *x,
-                                          size_t n, size_t x_stride, float *y, size_t y_stride,
-                                          uint32_t row_begin, uint32_t row_end)
+/* One row against a tile of input vectors, one superblock: each group's
+ * weights are widened to float once. */
+ANYPREC_AVX2_INLINE void anyprec_avx2_gemm_super(const pmpd_anyprec_matrix *m, uint32_t r, uint32_t s, __m256i table,
+                                                 __m256 scale, __m256 offset, const float *x, size_t x_stride,
+                                                 size_t tile, __m256 *acc, const unsigned bits)
 {
-    const uint32_t cols = m->cols;
-    uint32_t r, c0, q;
+    const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
+    const unsigned char *field = pmpd_anyprec_block(m, 0, r, s);
+    uint32_t q, half, k;
+    size_t t;
+    anyprec_avx2_planes(m, r, s, bits, plane);
+    for (q = 0; q < 4; q++) {
+        __m256i codes = anyprec_avx2_pair(field, plane, 0, q, bits);
+        for (half = 0; half < 2; half++) {
+            uint32_t c0 = s * PMPD_ANYPREC_SUPER + (2 * q + half) * PMPD_ANYPREC_GROUP;
+            __m256i e = anyprec_avx2_lookup(table, codes, half);
+            __m256 w[4];
+            if (c0 >= m->cols)
+                return;
+            for (k = 0; k < 4; k++) {
+                __m128i lanes = k < 2 ? _mm256_castsi256_si128(e) : _mm256_extracti128_si256(e, 1);
+                __m128i part = k % 2 ? _mm_srli_si128(lanes, 8) : lanes;
+                w[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(part)), scale, offset);
+            }
+            for (t = 0; t < tile; t++)
+                for (k = 0; k < 4; k++)
+                    acc[t] = _mm256_fmadd_ps(w[k], anyprec_avx2_load_input(x + t * x_stride, c0 + 8 * k, m->cols),
+                                             acc[t]);
+        }
+    }
+}
+
+ANYPREC_AVX2_INLINE void anyprec_avx2_gemm_rows(const pmpd_anyprec_matrix *m, const float *x, size_t n,
+                                                size_t x_stride, float *y, size_t y_stride, uint32_t row_begin,
+                                                uint32_t row_end, const unsigned bits)
+{
+    uint32_t r, s;
     size_t t0, t;
     for (r = row_begin; r < row_end; r++) {
         const __m256i table = anyprec_avx2_row_table(m, bits, r);
-        const __m256 scale = _mm256_set1_ps(m->scales[bits][r]);
-        const unsigned char *row = m->planes + (size_t)r * m->row_bytes;
+        const __m256 scale = _mm256_set1_ps(m->scales[bits][r]), offset = _mm256_set1_ps(m->offsets[bits][r]);
         for (t0 = 0; t0 < n; t0 += ANYPREC_AVX2_TOKEN_TILE) {
             size_t tile = n - t0 < ANYPREC_AVX2_TOKEN_TILE ? n - t0 : ANYPREC_AVX2_TOKEN_TILE;
             __m256 acc[ANYPREC_AVX2_TOKEN_TILE];
             for (t = 0; t < tile; t++)
                 acc[t] = _mm256_setzero_ps();
-            for (c0 = 0; c0 < cols; c0 += PMPD_ANYPREC_GROUP) {
-                __m256i w8 = anyprec_avx2_group_weights(row + c0 / 8, m->plane_stride, bits, table);
-                __m256 w[4];
-                w[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm256_castsi256_si128(w8)));
-                w[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(_mm256_castsi256_si128(w8), 8)));
-                w[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm256_extracti128_si256(w8, 1)));
-                w[3] = _mm256_cvtepi32_ps(
-                    _mm256_cvtepi8_epi32(_mm_srli_si128(_mm256_extracti128_si256(w8, 1), 8)));
-                for (t = 0; t < tile; t++) {
-                    const float *xt = x + (t0 + t) * x_stride;
-                    for (q = 0; q < 4; q++)
-                        acc[t] = _mm256_fmadd_ps(w[q], anyprec_avx2_load_input(xt, c0 + 8 * q, cols), acc[t]);
-                }
-            }
+            for (s = 0; s < m->superblocks; s++)
+                anyprec_avx2_gemm_super(m, r, s, table, scale, offset, x + t0 * x_stride, x_stride, tile, acc,
+                                        bits);
             for (t = 0; t < tile; t++)
-                y[(t0 + t) * y_stride + r] = anyprec_avx2_sum(_mm256_mul_ps(acc[t], scale));
+                y[(t0 + t) * y_stride + r] = anyprec_avx2_sum(acc[t]);
         }
+    }
+}
+
+PMPD_INTERNAL void pmpd_anyprec_gemm_avx2(const pmpd_anyprec_matrix *m, unsigned bits, const float *x,
+                                          size_t n, size_t x_stride, float *y, size_t y_stride,
+                                          uint32_t row_begin, uint32_t row_end)
+{
+    switch (bits) {
+    case 2: anyprec_avx2_gemm_rows(m, x, n, x_stride, y, y_stride, row_begin, row_end, 2); break;
+    case 3: anyprec_avx2_gemm_rows(m, x, n, x_stride, y, y_stride, row_begin, row_end, 3); break;
+    default: anyprec_avx2_gemm_rows(m, x, n, x_stride, y, y_stride, row_begin, row_end, 4); break;
     }
 }
 
