@@ -59,7 +59,7 @@ int main(int argc, char **argv)
            llc >> 20, ctx.stream_bytes >> 20);
     if (bench_memory_bandwidth(&ctx) != 0)
         return 1;
-    if (!ctx.gemv_only && bench_anyprec(&ctx) != 0)
+    if (bench_anyprec(&ctx) != 0)
         return 1;
     if (bench_kernels(&ctx) != 0)
         return 1;

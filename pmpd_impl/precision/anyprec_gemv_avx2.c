@@ -16,10 +16,16 @@
 #include <string.h>
 
 #define ANYPREC_AVX2_TOKEN_TILE 4
+/* ANYPREC_AVX2_OPAQUE(v) hides how v was computed: without it GCC
+ * reassociates each row's chain of int32 adds to sum all 32 products of a
+ * superblock at its end, keeping them alive and spilling most (measured
+ * 1.8x slower at 2 bits). */
 #if defined(__GNUC__)
 #define ANYPREC_AVX2_INLINE static inline __attribute__((always_inline))
+#define ANYPREC_AVX2_OPAQUE(v) __asm__("" : "+x"(v))
 #else
 #define ANYPREC_AVX2_INLINE static inline
+#define ANYPREC_AVX2_OPAQUE(v) (void)(v)
 #endif
 
 ANYPREC_AVX2_INLINE __m256i anyprec_avx2_load(const void *p)
@@ -38,20 +44,27 @@ ANYPREC_AVX2_INLINE __m256i anyprec_avx2_shift(__m256i v, int shift)
     return v;
 }
 
+/* Plane p's bits of column groups 2q and 2q+1 at bits p and p+4, where
+ * the codes want them (the plane holds the pair at bits q and q+4). */
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_plane_bits(const unsigned char *plane, unsigned p, unsigned q)
+{
+    return _mm256_and_si256(anyprec_avx2_shift(anyprec_avx2_load(plane), (int)p - (int)q),
+                            _mm256_set1_epi8((char)(0x11 << p)));
+}
+
 /* Codes of column groups 2q (low nibble) and 2q+1 (high nibble) of one
  * row's superblock, from its 64 bytes of the 2-bit slice and plane p's 32
- * bytes at plane[p] + at (p = 2..bits-1).  Plane p holds the pair at bits
- * q and q+4; the code wants them at p and p+4. */
+ * bytes at plane[p] + at (p = 2..bits-1).  Written out, not looped, so the
+ * compiler keeps everything in registers. */
 ANYPREC_AVX2_INLINE __m256i anyprec_avx2_pair(const unsigned char *field, const unsigned char *const *plane,
                                               size_t at, unsigned q, const unsigned bits)
 {
     __m256i f = anyprec_avx2_load(field + 32 * (q / 2));
     __m256i codes = _mm256_and_si256(q % 2 ? _mm256_srli_epi16(f, 2) : f, _mm256_set1_epi8(0x33));
-    unsigned p;
-    for (p = 2; p < bits; p++)
-        codes = _mm256_or_si256(codes, _mm256_and_si256(anyprec_avx2_shift(anyprec_avx2_load(plane[p] + at),
-                                                                           (int)p - (int)q),
-                                                        _mm256_set1_epi8((char)(0x11 << p))));
+    if (bits > 2)
+        codes = _mm256_or_si256(codes, anyprec_avx2_plane_bits(plane[2] + at, 2, q));
+    if (bits > 3)
+        codes = _mm256_or_si256(codes, anyprec_avx2_plane_bits(plane[3] + at, 3, q));
     return codes;
 }
 
@@ -89,46 +102,129 @@ ANYPREC_AVX2_INLINE void anyprec_avx2_planes(const pmpd_anyprec_matrix *m, uint3
         plane[p] = pmpd_anyprec_block(m, p, r0, s);
 }
 
+/* Group g's products of one row as int32: lookup, maddubs (7-bit entries
+ * by int8 activations), madd by the group's multiplier. */
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_group(__m256i table, __m256i codes, const int8_t *x, const int32_t *mult,
+                                               unsigned g)
+{
+    __m256i products = _mm256_maddubs_epi16(_mm256_shuffle_epi8(table, codes), anyprec_avx2_load(x + 32 * g));
+    return _mm256_madd_epi16(products, _mm256_set1_epi32(mult[g]));
+}
+
+/* Groups 2q and 2q+1 of one row added to its int32 sums. */
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_row_pair(__m256i dot, __m256i table, const unsigned char *field,
+                                                  const unsigned char *const *plane, size_t at, unsigned q,
+                                                  const int8_t *x, const int32_t *mult, const unsigned bits)
+{
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    __m256i codes = anyprec_avx2_pair(field, plane, at, q, bits);
+    __m256i a = anyprec_avx2_group(table, _mm256_and_si256(codes, low), x, mult, 2 * q);
+    __m256i b = anyprec_avx2_group(table, _mm256_and_si256(_mm256_srli_epi16(codes, 4), low), x, mult, 2 * q + 1);
+    dot = _mm256_add_epi32(dot, _mm256_add_epi32(a, b));
+    ANYPREC_AVX2_OPAQUE(dot);
+    return dot;
+}
+
+/* At 2 bits a nibble of the 2-bit slice holds two codes whole (groups 4h
+ * and 4h+2 low, 4h+1 and 4h+3 high); a table indexed by its low two bits
+ * and one by its high two bits read them with no further shift.  Groups
+ * 4h..4h+3 of one row added to its sums. */
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_row_quad(__m256i dot, __m256i by_low, __m256i by_high,
+                                                  const unsigned char *field, unsigned h, const int8_t *x,
+                                                  const int32_t *mult)
+{
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    __m256i f = anyprec_avx2_load(field + 32 * h);
+    __m256i lo = _mm256_and_si256(f, low), hi = _mm256_and_si256(_mm256_srli_epi16(f, 4), low);
+    __m256i a = _mm256_add_epi32(anyprec_avx2_group(by_low, lo, x, mult, 4 * h),
+                                 anyprec_avx2_group(by_high, lo, x, mult, 4 * h + 2));
+    __m256i b = _mm256_add_epi32(anyprec_avx2_group(by_low, hi, x, mult, 4 * h + 1),
+                                 anyprec_avx2_group(by_high, hi, x, mult, 4 * h + 3));
+    dot = _mm256_add_epi32(dot, _mm256_add_epi32(a, b));
+    ANYPREC_AVX2_OPAQUE(dot);
+    return dot;
+}
+
+/* The four rows of a block, groups 2q and 2q+1 (rows 64 bytes apart in the
+ * 2-bit slice, 32 in the others). */
+ANYPREC_AVX2_INLINE void anyprec_avx2_block_pair(__m256i *dot, const __m256i *table, const unsigned char *field,
+                                                 const unsigned char *const *plane, unsigned q, const int8_t *x,
+                                                 const int32_t *mult, const unsigned bits)
+{
+    dot[0] = anyprec_avx2_row_pair(dot[0], table[0], field, plane, 0, q, x, mult, bits);
+    dot[1] = anyprec_avx2_row_pair(dot[1], table[1], field + 64, plane, 32, q, x, mult, bits);
+    dot[2] = anyprec_avx2_row_pair(dot[2], table[2], field + 128, plane, 64, q, x, mult, bits);
+    dot[3] = anyprec_avx2_row_pair(dot[3], table[3], field + 192, plane, 96, q, x, mult, bits);
+}
+
+/* The four rows of a block at 2 bits, groups 4h..4h+3; table[4 + i] is
+ * row i's table by high bits. */
+ANYPREC_AVX2_INLINE void anyprec_avx2_block_quad(__m256i *dot, const __m256i *table, const unsigned char *field,
+                                                 unsigned h, const int8_t *x, const int32_t *mult)
+{
+    dot[0] = anyprec_avx2_row_quad(dot[0], table[0], table[4], field, h, x, mult);
+    dot[1] = anyprec_avx2_row_quad(dot[1], table[1], table[5], field + 64, h, x, mult);
+    dot[2] = anyprec_avx2_row_quad(dot[2], table[2], table[6], field + 128, h, x, mult);
+    dot[3] = anyprec_avx2_row_quad(dot[3], table[3], table[7], field + 192, h, x, mult);
+}
+
+/* One superblock of the four rows: int32 sums (bounded in anyprec.h), one
+ * conversion to float. */
+ANYPREC_AVX2_INLINE void anyprec_avx2_block_super(const pmpd_anyprec_matrix *m, const int8_t *xq,
+                                                  const pmpd_anyprec_units *u, uint32_t r0, uint32_t s,
+                                                  const __m256i *table, __m256 *acc, const unsigned bits)
+{
+    const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
+    const int8_t *x = pmpd_anyprec_super_input(xq, u, m->cols, s);
+    const int32_t *mult = u->mult + (size_t)s * (PMPD_ANYPREC_SUPER / PMPD_ANYPREC_GROUP);
+    const unsigned char *field = pmpd_anyprec_block(m, 0, r0, s);
+    const __m256 unit = _mm256_set1_ps(u->unit[s]);
+    __m256i dot[PMPD_ANYPREC_ROW_BLOCK];
+    anyprec_avx2_planes(m, r0, s, bits, plane);
+    dot[0] = dot[1] = dot[2] = dot[3] = _mm256_setzero_si256();
+    if (bits == 2) {
+        anyprec_avx2_block_quad(dot, table, field, 0, x, mult);
+        anyprec_avx2_block_quad(dot, table, field, 1, x, mult);
+    } else {
+        anyprec_avx2_block_pair(dot, table, field, plane, 0, x, mult, bits);
+        anyprec_avx2_block_pair(dot, table, field, plane, 1, x, mult, bits);
+        anyprec_avx2_block_pair(dot, table, field, plane, 2, x, mult, bits);
+        anyprec_avx2_block_pair(dot, table, field, plane, 3, x, mult, bits);
+    }
+    acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[0]), unit, acc[0]);
+    acc[1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[1]), unit, acc[1]);
+    acc[2] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[2]), unit, acc[2]);
+    acc[3] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[3]), unit, acc[3]);
+}
+
 /* The four rows of block r0 (r0 a multiple of 4); stores those inside
- * [row_begin, row_end).  Per group and row: lookup, maddubs, madd by the
- * group's multiplier, add; the int32 sums (bounded in anyprec.h) become
- * float once per superblock. */
+ * [row_begin, row_end). */
 ANYPREC_AVX2_INLINE void anyprec_avx2_gemv_block(const pmpd_anyprec_matrix *m, const int8_t *xq,
                                                  const pmpd_anyprec_units *u, float *y, uint32_t r0,
                                                  uint32_t row_begin, uint32_t row_end, const unsigned bits)
 {
-    const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
-    __m256i table[PMPD_ANYPREC_ROW_BLOCK];
+    /* Entry n of the 2-bit tables by low / by high bits: entry n%4 / n/4. */
+    const __m256i by_low = _mm256_set1_epi32(0x03020100), by_high = _mm256_setr_epi8(
+        0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    __m256i table[2 * PMPD_ANYPREC_ROW_BLOCK];
     __m256 acc[PMPD_ANYPREC_ROW_BLOCK];
-    uint32_t s, q, i;
+    float sums[PMPD_ANYPREC_ROW_BLOCK];
+    uint32_t s, i;
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
-        table[i] = anyprec_avx2_row_table(m, bits, r0 + i);
-        acc[i] = _mm256_setzero_ps();
+        __m256i t = anyprec_avx2_row_table(m, bits, r0 + i);
+        table[i] = bits == 2 ? _mm256_shuffle_epi8(t, by_low) : t;
+        table[PMPD_ANYPREC_ROW_BLOCK + i] = _mm256_shuffle_epi8(t, by_high);
     }
-    for (s = 0; s < m->superblocks; s++) {
-        const int8_t *x = pmpd_anyprec_super_input(xq, u, m->cols, s);
-        const int32_t *mult = u->mult + (size_t)s * (PMPD_ANYPREC_SUPER / PMPD_ANYPREC_GROUP);
-        const unsigned char *field = pmpd_anyprec_block(m, 0, r0, s);
-        __m256i dot[PMPD_ANYPREC_ROW_BLOCK];
-        anyprec_avx2_planes(m, r0, s, bits, plane);
-        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-            dot[i] = _mm256_setzero_si256();
-        for (q = 0; q < 4; q++) {
-            const __m256i x_a = anyprec_avx2_load(x + 64 * q), x_b = anyprec_avx2_load(x + 64 * q + 32);
-            const __m256i m_a = _mm256_set1_epi32(mult[2 * q]), m_b = _mm256_set1_epi32(mult[2 * q + 1]);
-            for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
-                __m256i codes = anyprec_avx2_pair(field + 64 * i, plane, 32 * i, q, bits);
-                __m256i a = _mm256_madd_epi16(_mm256_maddubs_epi16(anyprec_avx2_lookup(table[i], codes, 0), x_a), m_a);
-                __m256i b = _mm256_madd_epi16(_mm256_maddubs_epi16(anyprec_avx2_lookup(table[i], codes, 1), x_b), m_b);
-                dot[i] = _mm256_add_epi32(dot[i], _mm256_add_epi32(a, b));
-            }
-        }
-        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[i]), _mm256_set1_ps(u->unit[s]), acc[i]);
-    }
+    acc[0] = acc[1] = acc[2] = acc[3] = _mm256_setzero_ps();
+    for (s = 0; s < m->superblocks; s++)
+        anyprec_avx2_block_super(m, xq, u, r0, s, table, acc, bits);
+    sums[0] = anyprec_avx2_sum(acc[0]);
+    sums[1] = anyprec_avx2_sum(acc[1]);
+    sums[2] = anyprec_avx2_sum(acc[2]);
+    sums[3] = anyprec_avx2_sum(acc[3]);
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
         if (r0 + i >= row_begin && r0 + i < row_end)
-            y[r0 + i] = anyprec_avx2_sum(acc[i]) * m->scales[bits][r0 + i] + u->sum * m->offsets[bits][r0 + i];
+            y[r0 + i] = sums[i] * m->scales[bits][r0 + i] + u->sum * m->offsets[bits][r0 + i];
 }
 
 ANYPREC_AVX2_INLINE void anyprec_avx2_gemv_rows(const pmpd_anyprec_matrix *m, const int8_t *xq,
