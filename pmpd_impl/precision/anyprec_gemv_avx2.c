@@ -16,16 +16,10 @@
 #include <string.h>
 
 #define ANYPREC_AVX2_TOKEN_TILE 4
-/* ANYPREC_AVX2_OPAQUE(v) hides how v was computed: without it GCC
- * reassociates each row's chain of int32 adds to sum all 32 products of a
- * superblock at its end, keeping them alive and spilling most (measured
- * 1.8x slower at 2 bits). */
 #if defined(__GNUC__)
 #define ANYPREC_AVX2_INLINE static inline __attribute__((always_inline))
-#define ANYPREC_AVX2_OPAQUE(v) __asm__("" : "+x"(v))
 #else
 #define ANYPREC_AVX2_INLINE static inline
-#define ANYPREC_AVX2_OPAQUE(v) (void)(v)
 #endif
 
 ANYPREC_AVX2_INLINE __m256i anyprec_avx2_load(const void *p)
@@ -120,9 +114,7 @@ ANYPREC_AVX2_INLINE __m256i anyprec_avx2_row_pair(__m256i dot, __m256i table, co
     __m256i codes = anyprec_avx2_pair(field, plane, at, q, bits);
     __m256i a = anyprec_avx2_group(table, _mm256_and_si256(codes, low), x, mult, 2 * q);
     __m256i b = anyprec_avx2_group(table, _mm256_and_si256(_mm256_srli_epi16(codes, 4), low), x, mult, 2 * q + 1);
-    dot = _mm256_add_epi32(dot, _mm256_add_epi32(a, b));
-    ANYPREC_AVX2_OPAQUE(dot);
-    return dot;
+    return _mm256_add_epi32(dot, _mm256_add_epi32(a, b));
 }
 
 /* At 2 bits a nibble of the 2-bit slice holds two codes whole (groups 4h
@@ -140,9 +132,7 @@ ANYPREC_AVX2_INLINE __m256i anyprec_avx2_row_quad(__m256i dot, __m256i by_low, _
                                  anyprec_avx2_group(by_high, lo, x, mult, 4 * h + 2));
     __m256i b = _mm256_add_epi32(anyprec_avx2_group(by_low, hi, x, mult, 4 * h + 1),
                                  anyprec_avx2_group(by_high, hi, x, mult, 4 * h + 3));
-    dot = _mm256_add_epi32(dot, _mm256_add_epi32(a, b));
-    ANYPREC_AVX2_OPAQUE(dot);
-    return dot;
+    return _mm256_add_epi32(dot, _mm256_add_epi32(a, b));
 }
 
 /* The four rows of a block, groups 2q and 2q+1 (rows 64 bytes apart in the
