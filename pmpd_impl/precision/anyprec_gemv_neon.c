@@ -132,21 +132,25 @@ ANYPREC_NEON_INLINE int32x4_t anyprec_neon_row_quad(int32x4_t acc, uint8x16_t by
     return anyprec_neon_group(acc, by_high, hi, x, mult, 4 * h + 3);
 }
 
-/* Four groups (pairs 2h and 2h+1, or quad h) of the four rows of a block. */
+/* Four groups (pairs 2h and 2h+1, or quad h) of the four rows of a block,
+ * rows innermost so each activation load serves four rows. */
 ANYPREC_NEON_INLINE void anyprec_neon_block_half(int32x4_t *dot, const uint8x16_t *table, const unsigned char *field,
                                                  const unsigned char *const *plane, unsigned h, const int8_t *x,
                                                  const int32_t *mult, const unsigned bits)
 {
     unsigned i, q;
-    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
-        if (bits == 2) {
+    if (bits == 2) {
+#pragma GCC unroll 4
+        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
             dot[i] = anyprec_neon_row_quad(dot[i], table[i], table[PMPD_ANYPREC_ROW_BLOCK + i], field + 64 * i, h, x,
                                            mult);
-            continue;
-        }
-        for (q = 2 * h; q < 2 * h + 2; q++)
-            dot[i] = anyprec_neon_row_pair(dot[i], table[i], field + 64 * i, plane, 32 * i, q, x, mult, bits);
+        return;
     }
+#pragma GCC unroll 2
+    for (q = 2 * h; q < 2 * h + 2; q++)
+#pragma GCC unroll 4
+        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+            dot[i] = anyprec_neon_row_pair(dot[i], table[i], field + 64 * i, plane, 32 * i, q, x, mult, bits);
 }
 
 /* Row r's table, zero past the last row (the padding rows of a block). */
@@ -166,38 +170,60 @@ ANYPREC_NEON_INLINE void anyprec_neon_planes(const pmpd_anyprec_matrix *m, uint3
         plane[p] = pmpd_anyprec_block(m, p, r0, s);
 }
 
+/* Superblock s of the four rows of block r0, added to acc: the loop body
+ * (and the region tests/mca/neon_gemv_regions.c measures). */
+ANYPREC_NEON_INLINE void anyprec_neon_block_super(const pmpd_anyprec_matrix *m, const int8_t *xq,
+                                                  const pmpd_anyprec_units *u, uint32_t r0, uint32_t s,
+                                                  const uint8x16_t *table, float32x4_t *acc, const unsigned bits)
+{
+    const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
+    const int8_t *x = pmpd_anyprec_super_input(xq, u, m->cols, s);
+    const int32_t *mult = u->mult + (size_t)s * (PMPD_ANYPREC_SUPER / PMPD_ANYPREC_GROUP);
+    const unsigned char *field = pmpd_anyprec_block(m, 0, r0, s);
+    uint32_t i, h;
+    anyprec_neon_planes(m, r0, s, bits, plane);
+#pragma GCC unroll 2
+    for (h = 0; h < 2; h++) {
+        int32x4_t dot[PMPD_ANYPREC_ROW_BLOCK];
+#pragma GCC unroll 4
+        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+            dot[i] = vdupq_n_s32(0);
+        anyprec_neon_block_half(dot, table, field, plane, h, x, mult, bits);
+#pragma GCC unroll 4
+        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+            acc[i] = vfmaq_n_f32(acc[i], vcvtq_f32_s32(dot[i]), u->unit[s]);
+    }
+}
+
+/* Entry n of the 2-bit tables by low / by high bits: entry n%4 / n/4. */
+ANYPREC_NEON_INLINE void anyprec_neon_block_tables(const pmpd_anyprec_matrix *m, uint32_t r0, const unsigned bits,
+                                                   uint8x16_t *table)
+{
+    static const uint8_t low_bits[16] = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3};
+    static const uint8_t high_bits[16] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3};
+    uint32_t i;
+#pragma GCC unroll 4
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
+        uint8x16_t t = anyprec_neon_row_table(m, bits, r0 + i);
+        table[i] = bits == 2 ? vqtbl1q_u8(t, vld1q_u8(low_bits)) : t;
+        table[PMPD_ANYPREC_ROW_BLOCK + i] = vqtbl1q_u8(t, vld1q_u8(high_bits));
+    }
+}
+
 /* The four rows of block r0; stores those inside [row_begin, row_end). */
 ANYPREC_NEON_INLINE void anyprec_neon_gemv_block(const pmpd_anyprec_matrix *m, const int8_t *xq,
                                                  const pmpd_anyprec_units *u, float *y, uint32_t r0,
                                                  uint32_t row_begin, uint32_t row_end, const unsigned bits)
 {
-    /* Entry n of the 2-bit tables by low / by high bits: entry n%4 / n/4. */
-    static const uint8_t low_bits[16] = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3};
-    static const uint8_t high_bits[16] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3};
-    const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
     uint8x16_t table[2 * PMPD_ANYPREC_ROW_BLOCK];
     float32x4_t acc[PMPD_ANYPREC_ROW_BLOCK];
-    uint32_t s, i, h;
-    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
-        uint8x16_t t = anyprec_neon_row_table(m, bits, r0 + i);
-        table[i] = bits == 2 ? vqtbl1q_u8(t, vld1q_u8(low_bits)) : t;
-        table[PMPD_ANYPREC_ROW_BLOCK + i] = vqtbl1q_u8(t, vld1q_u8(high_bits));
+    uint32_t s, i;
+    anyprec_neon_block_tables(m, r0, bits, table);
+#pragma GCC unroll 4
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
         acc[i] = vdupq_n_f32(0.0f);
-    }
-    for (s = 0; s < m->superblocks; s++) {
-        const int8_t *x = pmpd_anyprec_super_input(xq, u, m->cols, s);
-        const int32_t *mult = u->mult + (size_t)s * (PMPD_ANYPREC_SUPER / PMPD_ANYPREC_GROUP);
-        const unsigned char *field = pmpd_anyprec_block(m, 0, r0, s);
-        anyprec_neon_planes(m, r0, s, bits, plane);
-        for (h = 0; h < 2; h++) {
-            int32x4_t dot[PMPD_ANYPREC_ROW_BLOCK];
-            for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-                dot[i] = vdupq_n_s32(0);
-            anyprec_neon_block_half(dot, table, field, plane, h, x, mult, bits);
-            for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-                acc[i] = vfmaq_n_f32(acc[i], vcvtq_f32_s32(dot[i]), u->unit[s]);
-        }
-    }
+    for (s = 0; s < m->superblocks; s++)
+        anyprec_neon_block_super(m, xq, u, r0, s, table, acc, bits);
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
         if (r0 + i >= row_begin && r0 + i < row_end)
             y[r0 + i] = vaddvq_f32(acc[i]) * m->scales[bits][r0 + i] + u->sum * m->offsets[bits][r0 + i];
