@@ -275,11 +275,12 @@ static void test_nested_equals_direct(void **state)
     free(w);
 }
 
-/* A k-bit product must not depend on planes below the top k. */
+/* A k-bit product must not depend on planes below the top k: 3 bits not
+ * on plane 3's slice, 2 bits not on plane 2's either (each its own slice). */
 static void test_reads_only_top_planes(void **state)
 {
     const uint32_t rows = 9, cols = 100;
-    float *w = apt_random_matrix(rows, cols, 11), x[100], xs[4], y1[9], y2[9];
+    float *w = apt_random_matrix(rows, cols, 11), x[100], xs[4], y1[9], y2[9], y0[9];
     int8_t xq[128];
     apt_tensor t;
     pmpd_anyprec_matrix m;
@@ -290,12 +291,19 @@ static void test_reads_only_top_planes(void **state)
     pmpd_anyprec_quantize_input(x, cols, xq, xs);
     apt_quantize(&t, w, rows, cols, 2, 4);
     apt_view(&t, &m);
+    pmpd_anyprec_gemv(&m, 2, xq, xs, y0, 0, rows);
     pmpd_anyprec_gemv(&m, 3, xq, xs, y1, 0, rows);
     for (i = 0; i < apt_slice_bytes(&t, 1); i++)
         t.bytes[apt_slice_offset(&t, 3) + i] ^= 0xA5;
     pmpd_anyprec_gemv(&m, 3, xq, xs, y2, 0, rows);
     assert_memory_equal(y1, y2, sizeof y1);
     pmpd_anyprec_gemv(&m, 4, xq, xs, y2, 0, rows);
+    assert_memory_not_equal(y1, y2, sizeof y1);
+    for (i = 0; i < apt_slice_bytes(&t, 1); i++)
+        t.bytes[apt_slice_offset(&t, 2) + i] ^= 0x5A;
+    pmpd_anyprec_gemv(&m, 2, xq, xs, y2, 0, rows);
+    assert_memory_equal(y0, y2, sizeof y0);
+    pmpd_anyprec_gemv(&m, 3, xq, xs, y2, 0, rows);
     assert_memory_not_equal(y1, y2, sizeof y1);
     free(t.raw);
     free(w);
