@@ -15,7 +15,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#define ANYPREC_AVX2_TOKEN_TILE 4
+#define ANYPREC_AVX2_TOKEN_TILE 8
 #if defined(__GNUC__)
 #define ANYPREC_AVX2_INLINE static inline __attribute__((always_inline))
 #else
@@ -238,27 +238,47 @@ PMPD_INTERNAL void pmpd_anyprec_gemv_avx2(const pmpd_anyprec_matrix *m, unsigned
     }
 }
 
-/* Eight floats of input vector xt from column c, zero past cols. */
-static __m256 anyprec_avx2_load_input(const float *xt, uint32_t c, uint32_t cols)
+/* Eight floats of input vector xt from column c, zero past cols (the last
+ * group of a row whose width is no multiple of 32). */
+static __m256 anyprec_avx2_load_tail(const float *xt, uint32_t c, uint32_t cols)
 {
     float tail[8] = {0};
-    if (c + 8 <= cols)
-        return _mm256_loadu_ps(xt + c);
     if (c < cols)
-        memcpy(tail, xt + c, (cols - c) * sizeof(float));
+        memcpy(tail, xt + c, ((cols - c < 8 ? cols - c : 8)) * sizeof(float));
     return _mm256_loadu_ps(tail);
 }
 
+/* Group c0 of one row (weights w, 32 floats) into the tile's sums; every
+ * tile has ANYPREC_AVX2_TOKEN_TILE inputs (short tiles repeat the first and
+ * drop those sums), so the sums stay in registers. */
+ANYPREC_AVX2_INLINE void anyprec_avx2_gemm_group(const __m256 *w, const float *const *xt, uint32_t c0, uint32_t cols,
+                                                 __m256 *acc)
+{
+    uint32_t t, k;
+    if (c0 + PMPD_ANYPREC_GROUP <= cols) {
+#pragma GCC unroll 8
+        for (t = 0; t < ANYPREC_AVX2_TOKEN_TILE; t++)
+#pragma GCC unroll 4
+            for (k = 0; k < 4; k++)
+                acc[t] = _mm256_fmadd_ps(w[k], _mm256_loadu_ps(xt[t] + c0 + 8 * k), acc[t]);
+        return;
+    }
+#pragma GCC unroll 8
+    for (t = 0; t < ANYPREC_AVX2_TOKEN_TILE; t++)
+#pragma GCC unroll 4
+        for (k = 0; k < 4; k++)
+            acc[t] = _mm256_fmadd_ps(w[k], anyprec_avx2_load_tail(xt[t], c0 + 8 * k, cols), acc[t]);
+}
+
 /* One row against a tile of input vectors, one superblock: each group's
- * weights are widened to float once. */
+ * entries are widened to float weights once. */
 ANYPREC_AVX2_INLINE void anyprec_avx2_gemm_super(const pmpd_anyprec_matrix *m, uint32_t r, uint32_t s, __m256i table,
-                                                 __m256 scale, __m256 offset, const float *x, size_t x_stride,
-                                                 size_t tile, __m256 *acc, const unsigned bits)
+                                                 __m256 scale, __m256 offset, const float *const *xt, __m256 *acc,
+                                                 const unsigned bits)
 {
     const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
     const unsigned char *field = pmpd_anyprec_block(m, 0, r, s);
     uint32_t q, half, k;
-    size_t t;
     anyprec_avx2_planes(m, r, s, bits, plane);
     for (q = 0; q < 4; q++) {
         __m256i codes = anyprec_avx2_pair(field, plane, 0, q, bits);
@@ -268,15 +288,13 @@ ANYPREC_AVX2_INLINE void anyprec_avx2_gemm_super(const pmpd_anyprec_matrix *m, u
             __m256 w[4];
             if (c0 >= m->cols)
                 return;
+#pragma GCC unroll 4
             for (k = 0; k < 4; k++) {
                 __m128i lanes = k < 2 ? _mm256_castsi256_si128(e) : _mm256_extracti128_si256(e, 1);
                 __m128i part = k % 2 ? _mm_srli_si128(lanes, 8) : lanes;
                 w[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(part)), scale, offset);
             }
-            for (t = 0; t < tile; t++)
-                for (k = 0; k < 4; k++)
-                    acc[t] = _mm256_fmadd_ps(w[k], anyprec_avx2_load_input(x + t * x_stride, c0 + 8 * k, m->cols),
-                                             acc[t]);
+            anyprec_avx2_gemm_group(w, xt, c0, m->cols, acc);
         }
     }
 }
@@ -292,14 +310,21 @@ ANYPREC_AVX2_INLINE void anyprec_avx2_gemm_rows(const pmpd_anyprec_matrix *m, co
         const __m256 scale = _mm256_set1_ps(m->scales[bits][r]), offset = _mm256_set1_ps(m->offsets[bits][r]);
         for (t0 = 0; t0 < n; t0 += ANYPREC_AVX2_TOKEN_TILE) {
             size_t tile = n - t0 < ANYPREC_AVX2_TOKEN_TILE ? n - t0 : ANYPREC_AVX2_TOKEN_TILE;
+            const float *xt[ANYPREC_AVX2_TOKEN_TILE];
             __m256 acc[ANYPREC_AVX2_TOKEN_TILE];
-            for (t = 0; t < tile; t++)
+            float sums[ANYPREC_AVX2_TOKEN_TILE];
+#pragma GCC unroll 8
+            for (t = 0; t < ANYPREC_AVX2_TOKEN_TILE; t++) {
+                xt[t] = x + (t0 + (t < tile ? t : 0)) * x_stride;
                 acc[t] = _mm256_setzero_ps();
+            }
             for (s = 0; s < m->superblocks; s++)
-                anyprec_avx2_gemm_super(m, r, s, table, scale, offset, x + t0 * x_stride, x_stride, tile, acc,
-                                        bits);
+                anyprec_avx2_gemm_super(m, r, s, table, scale, offset, xt, acc, bits);
+#pragma GCC unroll 8
+            for (t = 0; t < ANYPREC_AVX2_TOKEN_TILE; t++)
+                sums[t] = anyprec_avx2_sum(acc[t]);
             for (t = 0; t < tile; t++)
-                y[(t0 + t) * y_stride + r] = anyprec_avx2_sum(acc[t]);
+                y[(t0 + t) * y_stride + r] = sums[t];
         }
     }
 }
