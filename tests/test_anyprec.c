@@ -275,6 +275,14 @@ static void test_nested_equals_direct(void **state)
     free(w);
 }
 
+/* Garbles the slice of plane p (a 1-bit slice). */
+static void apt_garble_slice(apt_tensor *t, unsigned p)
+{
+    size_t i;
+    for (i = 0; i < apt_slice_bytes(t, 1); i++)
+        t->bytes[apt_slice_offset(t, p) + i] ^= (unsigned char)(0xA5 + p);
+}
+
 /* A k-bit product must not depend on planes below the top k: 3 bits not
  * on plane 3's slice, 2 bits not on plane 2's either (each its own slice). */
 static void test_reads_only_top_planes(void **state)
@@ -293,14 +301,12 @@ static void test_reads_only_top_planes(void **state)
     apt_view(&t, &m);
     pmpd_anyprec_gemv(&m, 2, xq, xs, y0, 0, rows);
     pmpd_anyprec_gemv(&m, 3, xq, xs, y1, 0, rows);
-    for (i = 0; i < apt_slice_bytes(&t, 1); i++)
-        t.bytes[apt_slice_offset(&t, 3) + i] ^= 0xA5;
+    apt_garble_slice(&t, 3);
     pmpd_anyprec_gemv(&m, 3, xq, xs, y2, 0, rows);
     assert_memory_equal(y1, y2, sizeof y1);
     pmpd_anyprec_gemv(&m, 4, xq, xs, y2, 0, rows);
     assert_memory_not_equal(y1, y2, sizeof y1);
-    for (i = 0; i < apt_slice_bytes(&t, 1); i++)
-        t.bytes[apt_slice_offset(&t, 2) + i] ^= 0x5A;
+    apt_garble_slice(&t, 2);
     pmpd_anyprec_gemv(&m, 2, xq, xs, y2, 0, rows);
     assert_memory_equal(y0, y2, sizeof y0);
     pmpd_anyprec_gemv(&m, 3, xq, xs, y2, 0, rows);

@@ -90,6 +90,18 @@ static inline const unsigned char *pmpd_anyprec_block(const pmpd_anyprec_matrix 
                           r % PMPD_ANYPREC_ROW_BLOCK) * bytes;
 }
 
+/* The SIMD kernels' view of superblock s for row r (a block's first row:
+ * the block's four rows follow 64 bytes apart in the 2-bit slice, 32 in the
+ * others): the 2-bit slice and planes 2..bits-1. */
+static inline const unsigned char *pmpd_anyprec_super_slices(const pmpd_anyprec_matrix *m, uint32_t r, uint32_t s,
+                                                             unsigned bits, const unsigned char **plane)
+{
+    unsigned p;
+    for (p = 2; p < bits; p++)
+        plane[p] = pmpd_anyprec_block(m, p, r, s);
+    return pmpd_anyprec_block(m, 0, r, s);
+}
+
 /* Within a row's superblock bytes of plane p: the byte and bit of column
  * c (0..255).  The one statement of the bit order, for the reference
  * kernels and the quantizer. */
@@ -152,6 +164,12 @@ typedef struct pmpd_anyprec_units {
 /* Fills u for cols <= PMPD_ANYPREC_SIMD_MAX_COLS. */
 PMPD_INTERNAL void pmpd_anyprec_prepare_units(const int8_t *xq, const float *xscale, uint32_t cols,
                                               pmpd_anyprec_units *u);
+
+/* Superblock s's 8 group multipliers. */
+static inline const int32_t *pmpd_anyprec_super_mult(const pmpd_anyprec_units *u, uint32_t s)
+{
+    return u->mult + (size_t)s * (PMPD_ANYPREC_SUPER / PMPD_ANYPREC_GROUP);
+}
 
 /* Superblock s's 256 activations: in place, or the zero-padded tail. */
 static inline const int8_t *pmpd_anyprec_super_input(const int8_t *xq, const pmpd_anyprec_units *u, uint32_t cols,

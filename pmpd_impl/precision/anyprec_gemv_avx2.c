@@ -87,15 +87,6 @@ static float anyprec_avx2_sum(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
-/* Slice pointers of plane p = 2..bits-1 for block row r0, superblock s. */
-ANYPREC_AVX2_INLINE void anyprec_avx2_planes(const pmpd_anyprec_matrix *m, uint32_t r0, uint32_t s,
-                                             const unsigned bits, const unsigned char **plane)
-{
-    unsigned p;
-    for (p = 2; p < bits; p++)
-        plane[p] = pmpd_anyprec_block(m, p, r0, s);
-}
-
 /* Group g's products of one row as int32: lookup, maddubs (7-bit entries
  * by int8 activations), madd by the group's multiplier. */
 ANYPREC_AVX2_INLINE __m256i anyprec_avx2_group(__m256i table, __m256i codes, const int8_t *x, const int32_t *mult,
@@ -166,11 +157,10 @@ ANYPREC_AVX2_INLINE void anyprec_avx2_block_super(const pmpd_anyprec_matrix *m, 
 {
     const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
     const int8_t *x = pmpd_anyprec_super_input(xq, u, m->cols, s);
-    const int32_t *mult = u->mult + (size_t)s * (PMPD_ANYPREC_SUPER / PMPD_ANYPREC_GROUP);
-    const unsigned char *field = pmpd_anyprec_block(m, 0, r0, s);
+    const int32_t *mult = pmpd_anyprec_super_mult(u, s);
+    const unsigned char *field = pmpd_anyprec_super_slices(m, r0, s, bits, plane);
     const __m256 unit = _mm256_set1_ps(u->unit[s]);
     __m256i dot[PMPD_ANYPREC_ROW_BLOCK];
-    anyprec_avx2_planes(m, r0, s, bits, plane);
     dot[0] = dot[1] = dot[2] = dot[3] = _mm256_setzero_si256();
     if (bits == 2) {
         anyprec_avx2_block_quad(dot, table, field, 0, x, mult);
@@ -277,9 +267,8 @@ ANYPREC_AVX2_INLINE void anyprec_avx2_gemm_super(const pmpd_anyprec_matrix *m, u
                                                  const unsigned bits)
 {
     const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
-    const unsigned char *field = pmpd_anyprec_block(m, 0, r, s);
+    const unsigned char *field = pmpd_anyprec_super_slices(m, r, s, bits, plane);
     uint32_t q, half, k;
-    anyprec_avx2_planes(m, r, s, bits, plane);
     for (q = 0; q < 4; q++) {
         __m256i codes = anyprec_avx2_pair(field, plane, 0, q, bits);
         for (half = 0; half < 2; half++) {

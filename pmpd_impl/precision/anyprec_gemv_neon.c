@@ -162,14 +162,6 @@ static uint8x16_t anyprec_neon_row_table(const pmpd_anyprec_matrix *m, unsigned 
     return vld1q_u8(entries);
 }
 
-ANYPREC_NEON_INLINE void anyprec_neon_planes(const pmpd_anyprec_matrix *m, uint32_t r0, uint32_t s, const unsigned bits,
-                                             const unsigned char **plane)
-{
-    unsigned p;
-    for (p = 2; p < bits; p++)
-        plane[p] = pmpd_anyprec_block(m, p, r0, s);
-}
-
 /* Superblock s of the four rows of block r0, added to acc: the loop body
  * (and the region tests/mca/neon_gemv_regions.c measures). */
 ANYPREC_NEON_INLINE void anyprec_neon_block_super(const pmpd_anyprec_matrix *m, const int8_t *xq,
@@ -178,10 +170,9 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_super(const pmpd_anyprec_matrix *m, 
 {
     const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
     const int8_t *x = pmpd_anyprec_super_input(xq, u, m->cols, s);
-    const int32_t *mult = u->mult + (size_t)s * (PMPD_ANYPREC_SUPER / PMPD_ANYPREC_GROUP);
-    const unsigned char *field = pmpd_anyprec_block(m, 0, r0, s);
+    const int32_t *mult = pmpd_anyprec_super_mult(u, s);
+    const unsigned char *field = pmpd_anyprec_super_slices(m, r0, s, bits, plane);
     uint32_t i, h;
-    anyprec_neon_planes(m, r0, s, bits, plane);
 #pragma GCC unroll 2
     for (h = 0; h < 2; h++) {
         int32x4_t dot[PMPD_ANYPREC_ROW_BLOCK];
@@ -278,11 +269,10 @@ ANYPREC_NEON_INLINE void anyprec_neon_gemm_super(const pmpd_anyprec_matrix *m, u
                                                  float32x4_t *acc)
 {
     const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
-    const unsigned char *field = pmpd_anyprec_block(m, 0, r, s);
+    const unsigned char *field = pmpd_anyprec_super_slices(m, r, s, bits, plane);
     const float scale = m->scales[bits][r], offset = m->offsets[bits][r];
     uint32_t q, half, k;
     size_t t;
-    anyprec_neon_planes(m, r, s, bits, plane);
     for (q = 0; q < 4; q++) {
         anyprec_neon_pair codes = anyprec_neon_codes(field, plane, 0, q, bits);
         for (half = 0; half < 2; half++) {
