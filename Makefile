@@ -65,7 +65,8 @@ LIB := $(BUILD)/libpmpd.a
 OFFLINE_LIB := $(BUILD)/libpmpd_offline.a
 
 .PHONY: all lib examples tests test check amalgamation amalgamation-test heap-check \
-        check-native check-asan check-aarch64 check-arm32 deps size install bench bench-compare demo firmware-example fuzz fuzz-replay \
+        check-native check-asan check-aarch64 check-arm32 deps size install bench bench-compare mca demo firmware-example \
+        fuzz fuzz-replay \
         clean help
 
 all: lib examples
@@ -286,6 +287,26 @@ bench: $(BUILD)/pmpd-bench
 bench-compare: $(BUILD)/pmpd-mkgguf $(BUILD)/pmpd-convert $(BUILD)/pmpd-run $(BUILD)/pmpd-bench
 	BUILD=$(BUILD) sh bench/compare.sh
 
+# Static cost of the NEON GEMV loop bodies (tests/mca/neon_gemv_regions.c:
+# nested 2/3/4 bits beside q8, q4, q2cb) from llvm-mca on an in-order
+# (Cortex-A55) and an out-of-order (Cortex-A57) core, compiled by GCC and
+# clang, with and without dotprod.  Clang writes the region markers as
+# "//" comments, which llvm-mca does not see: sed turns them back to "#".
+MCA ?= llvm-mca-14
+mca:
+	@mkdir -p build/mca
+	@for compiler in "$(AARCH64)gcc" "clang --target=aarch64-linux-gnu"; do \
+	  for march in armv8.2-a+dotprod armv8-a; do \
+	    $$compiler -std=c99 -O2 -march=$$march -I. -S -o build/mca/regions.s tests/mca/neon_gemv_regions.c || exit 1; \
+	    sed -i 's#// LLVM-MCA#\# LLVM-MCA#' build/mca/regions.s; \
+	    for cpu in cortex-a55 cortex-a57; do \
+	      echo "$$compiler -march=$$march, llvm-mca -mcpu=$$cpu:"; \
+	      $(MCA) -mtriple=aarch64 -mcpu=$$cpu -iterations=100 build/mca/regions.s 2>/dev/null | \
+	        awk -f tests/mca/summary.awk || exit 1; \
+	    done; \
+	  done; \
+	done
+
 # Firmware-style embedding (examples/firmware): the single header on the
 # "none" platform, the models linked in as const arrays, one static arena.
 # Two runs: stories260K in f32, whose ids must equal llama2.c's greedy
@@ -339,6 +360,7 @@ help:
 	@echo "make demo         convert stories260K and generate a story"
 	@echo "make bench        benchmarks (memory bandwidth, kernels, end to end)"
 	@echo "make bench-compare  pmpd beside llama.cpp on a 1.1B synthetic model (bench/compare.sh)"
+	@echo "make mca          llvm-mca cycles of the NEON GEMV loops (nested 2/3/4 bits, q8, q4, q2cb)"
 	@echo "make firmware-example  single header + none platform + model in a const array"
 	@echo "make amalgamation build/pmpd.h, the single-header library"
 	@echo "make fuzz FUZZ_SECONDS=N   run every libFuzzer harness for N seconds"

@@ -76,7 +76,7 @@ int main(int argc, char **argv)
             fclose(ctx.csv);
         return rc;
     }
-    if (!ctx.gemv_only && bench_anyprec(&ctx) != 0)
+    if (bench_anyprec(&ctx) != 0)
         return 1;
     if (bench_kernels(&ctx) != 0)
         return 1;

@@ -1,7 +1,8 @@
 /* Nested any-precision weights: layout, quantizer and kernels.  The oracle
- * decodes weights straight from the documented byte layout (bit c%8 of byte
- * c/8 of each plane row, top k planes, scale * int8 table) and multiplies in
- * double; it shares no code with the kernels. */
+ * decodes weights straight from the documented byte layout (version 2:
+ * slices of 4-row blocks by 256-column superblocks, top k planes, scale *
+ * u8 table + offset) and multiplies in double; it shares no code with the
+ * kernels. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,20 +54,55 @@ static size_t apt_align64(size_t v)
     return (v + 63) / 64 * 64;
 }
 
-/* The weight at (r, c) decoded at width k, straight from the README layout:
- * column g*32+j is bit j/4 of byte g*4 + j%4 of each plane row. */
+/* Layout version 2 from the README, independently of anyprec.h. */
+static size_t apt_slice_bytes(const apt_tensor *t, unsigned field_bits)
+{
+    size_t blocks = (t->rows + 3) / 4 * ((t->cols + 255) / 256) * 4;
+    return apt_align64(blocks * 32 * field_bits);
+}
+
+/* Offset of the slice holding plane p: planes 0 and 1 share a 2-bit slice when seed >= 2. */
+static size_t apt_slice_offset(const apt_tensor *t, unsigned p)
+{
+    if (t->seed < 2)
+        return 64 + p * apt_slice_bytes(t, 1);
+    return p < 2 ? 64 : 64 + apt_slice_bytes(t, 2) + (p - 2) * apt_slice_bytes(t, 1);
+}
+
+/* Plane p's bit of weight (r, c). */
+static unsigned apt_bit(const apt_tensor *t, uint32_t r, uint32_t c, unsigned p)
+{
+    unsigned paired = t->seed >= 2 && p < 2, row_bytes = paired ? 64 : 32;
+    size_t s = c / 256, g = c % 256 / 32, j = c % 32, byte, bit;
+    size_t block = (((size_t)r / 4 * ((t->cols + 255) / 256) + s) * 4 + r % 4) * row_bytes;
+    if (paired) {
+        /* half g/4, field f with g%4 = 2*(f%2) + f/2, plane 0 the lower bit */
+        byte = 32 * (g / 4) + j;
+        bit = 2 * (2 * (g % 2) + g % 4 / 2) + p;
+    } else {
+        /* bit b holds group 2*(b%4) + b/4 */
+        byte = j;
+        bit = g / 2 + 4 * (g % 2);
+    }
+    return (t->bytes[apt_slice_offset(t, p) + block + byte] >> bit) & 1u;
+}
+
+/* The weight at (r, c) decoded at width k: table index = plane p's bit at bit p. */
 static double apt_weight(const apt_tensor *t, uint32_t r, uint32_t c, unsigned k)
 {
-    size_t row_bytes = (t->cols + 31) / 32 * 4, plane = apt_align64(t->rows * row_bytes);
-    size_t off = 64 + (size_t)t->parent * plane, code = 0;
+    size_t off = t->seed >= 2 ? 64 + apt_slice_bytes(t, 2) + (t->parent - 2) * apt_slice_bytes(t, 1)
+                              : 64 + t->parent * apt_slice_bytes(t, 1);
+    size_t index = 0;
     unsigned p, width;
-    float scale;
+    float scale, offset;
     for (p = 0; p < k; p++)
-        code = code << 1 | ((t->bytes[64 + p * plane + r * row_bytes + c / 32 * 4 + c % 4] >> (c % 32 / 4)) & 1u);
+        index |= (size_t)apt_bit(t, r, c, p) << p;
     for (width = t->seed; width < k; width++)
-        off += apt_align64(t->rows * 4) + apt_align64(t->rows << width);
+        off += 2 * apt_align64(t->rows * 4) + apt_align64(t->rows << width);
     memcpy(&scale, t->bytes + off + r * 4, 4);
-    return (double)scale * (int8_t)t->bytes[off + apt_align64(t->rows * 4) + (r << k) + code];
+    memcpy(&offset, t->bytes + off + apt_align64(t->rows * 4) + r * 4, 4);
+    /* In f32, as the README defines the value. */
+    return scale * (float)t->bytes[off + 2 * apt_align64(t->rows * 4) + (r << k) + index] + offset;
 }
 
 static void apt_view(const apt_tensor *t, pmpd_anyprec_matrix *m)
@@ -90,10 +126,11 @@ static void test_size_and_arguments(void **state)
 {
     uint64_t size = 0;
     (void)state;
-    /* 3 rows x 40 cols, seed 2, parent 3: header 64, 3 planes of 3*8 -> 64 each,
-     * widths 2 and 3: scales 12 -> 64, tables 12 and 24 -> 64 each. */
+    /* 3 rows x 40 cols, seed 2, parent 3: header 64, one block of 4 rows by
+     * one superblock: the 2-bit slice 4*64, plane 2 4*32; widths 2 and 3:
+     * scales and offsets 12 -> 64 each, tables 12 and 24 -> 64 each. */
     assert_int_equal(pmpd_anyprec_size(3, 40, 2, 3, &size), PMPD_OK);
-    assert_int_equal(size, 64 + 3 * 64 + 2 * (64 + 64));
+    assert_int_equal(size, 64 + 256 + 128 + 2 * (64 + 64 + 64));
     assert_int_equal(pmpd_anyprec_size(3, 40, 3, 2, &size), PMPD_ERR_INVALID_ARGUMENT);
     assert_int_equal(pmpd_anyprec_size(3, 40, 0, 2, &size), PMPD_ERR_INVALID_ARGUMENT);
     assert_int_equal(pmpd_anyprec_size(3, 40, 2, 9, &size), PMPD_ERR_INVALID_ARGUMENT);
@@ -107,18 +144,24 @@ static void test_size_and_arguments(void **state)
     assert_int_equal(pmpd_anyprec_size(3, 40, 2, 4, NULL), PMPD_ERR_INVALID_ARGUMENT);
 }
 
-/* Oracle int8 activations: per group of 32, scale = max|x| / 127, round half away. */
+/* Oracle int8 activations: per group of 32, scale = whole steps (at least
+ * one, at most 4096) of unit = superblock max|x| / (127 * 4096), the fewest
+ * that cover the group's max|x| / 127; values round half away. */
 static void apt_quantize_input(const float *x, uint32_t cols, int8_t *xq, float *xs)
 {
     uint32_t g, c, padded = (cols + 31) / 32 * 32;
     for (g = 0; g < padded / 32; g++) {
-        float amax = 0.0f;
+        double amax = 0.0, sb_max = 0.0, unit, steps;
         for (c = g * 32; c < g * 32 + 32 && c < cols; c++)
-            if (fabsf(x[c]) > amax)
-                amax = fabsf(x[c]);
-        xs[g] = amax / 127.0f;
+            amax = fabs(x[c]) > amax ? fabs(x[c]) : amax;
+        for (c = g / 8 * 256; c < g / 8 * 256 + 256 && c < cols; c++)
+            sb_max = fabs(x[c]) > sb_max ? fabs(x[c]) : sb_max;
+        unit = sb_max / (127.0 * 4096);
+        steps = unit > 0.0 ? ceil(amax / 127.0 / unit) : 1.0;
+        steps = steps < 1.0 ? 1.0 : steps > 4096.0 ? 4096.0 : steps;
+        xs[g] = (float)(steps * unit);
         for (c = g * 32; c < g * 32 + 32; c++)
-            xq[c] = (int8_t)(c < cols && amax > 0.0f ? lrint((double)x[c] * 127.0 / amax) : 0);
+            xq[c] = (int8_t)(c < cols && unit > 0.0 ? lrint((double)x[c] / (steps * unit)) : 0);
     }
 }
 
@@ -138,8 +181,13 @@ static void apt_check_kernels(const apt_tensor *t, uint64_t seed)
     assert_int_equal(m.parent_bits, t->parent);
     apt_quantize_input(x, t->cols, xq, xs);
     pmpd_anyprec_quantize_input(x, t->cols, xq_lib, xs_lib);
+    /* Float and double may round a step apart; the GEMV below uses the library's. */
     for (c = 0; c < padded; c++)
         assert_true(abs(xq[c] - xq_lib[c]) <= 1);
+    for (c = 0; c < padded / 32; c++)
+        assert_true(fabs(xs[c] - xs_lib[c]) <= 1e-3 * xs[c] + 1e-12);
+    memcpy(xq, xq_lib, padded);
+    memcpy(xs, xs_lib, padded / 32 * sizeof(float));
     for (k = t->seed; k <= t->parent; k++) {
         for (r = 0; r < t->rows; r++)
             for (i = 0; i < n; i++) {
@@ -227,27 +275,41 @@ static void test_nested_equals_direct(void **state)
     free(w);
 }
 
-/* A k-bit product must not depend on planes below the top k. */
+/* Garbles the slice of plane p (a 1-bit slice). */
+static void apt_garble_slice(apt_tensor *t, unsigned p)
+{
+    size_t i;
+    for (i = 0; i < apt_slice_bytes(t, 1); i++)
+        t->bytes[apt_slice_offset(t, p) + i] ^= (unsigned char)(0xA5 + p);
+}
+
+/* A k-bit product must not depend on planes below the top k: 3 bits not
+ * on plane 3's slice, 2 bits not on plane 2's either (each its own slice). */
 static void test_reads_only_top_planes(void **state)
 {
     const uint32_t rows = 9, cols = 100;
-    float *w = apt_random_matrix(rows, cols, 11), x[100], xs[4], y1[9], y2[9];
+    float *w = apt_random_matrix(rows, cols, 11), x[100], xs[4], y1[9], y2[9], y0[9];
     int8_t xq[128];
     apt_tensor t;
     pmpd_anyprec_matrix m;
-    size_t plane = apt_align64(rows * 16), i;
+    size_t i;
     (void)state;
     for (i = 0; i < cols; i++)
         x[i] = (float)i / 50.0f - 1.0f;
     pmpd_anyprec_quantize_input(x, cols, xq, xs);
     apt_quantize(&t, w, rows, cols, 2, 4);
     apt_view(&t, &m);
+    pmpd_anyprec_gemv(&m, 2, xq, xs, y0, 0, rows);
     pmpd_anyprec_gemv(&m, 3, xq, xs, y1, 0, rows);
-    for (i = 0; i < plane; i++)
-        t.bytes[64 + 3 * plane + i] ^= 0xA5;
+    apt_garble_slice(&t, 3);
     pmpd_anyprec_gemv(&m, 3, xq, xs, y2, 0, rows);
     assert_memory_equal(y1, y2, sizeof y1);
     pmpd_anyprec_gemv(&m, 4, xq, xs, y2, 0, rows);
+    assert_memory_not_equal(y1, y2, sizeof y1);
+    apt_garble_slice(&t, 2);
+    pmpd_anyprec_gemv(&m, 2, xq, xs, y2, 0, rows);
+    assert_memory_equal(y0, y2, sizeof y0);
+    pmpd_anyprec_gemv(&m, 3, xq, xs, y2, 0, rows);
     assert_memory_not_equal(y1, y2, sizeof y1);
     free(t.raw);
     free(w);
@@ -302,9 +364,18 @@ static void test_view_rejects_bad_bytes(void **state)
     t.bytes[0] = 'X';
     assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, 0, &m, &err), PMPD_ERR_FORMAT_MAGIC);
     t.bytes[0] = 'A';
-    memcpy(t.bytes + 64 + 3 * 64 + 4, &nan_value, 4);
+    /* Version 0 (the 4x8-transposed planes of older builds) is refused by name. */
+    t.bytes[6] = 0;
+    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, 0, &m, &err), PMPD_ERR_FORMAT_VERSION);
+    assert_non_null(strstr(err.message, "version 0"));
+    t.bytes[6] = 2;
+    /* Table entries above 127 would overflow the kernels' pair sums. */
+    t.bytes[64 + 256 + 128 + 2 * 64] = 128;
+    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, 0, &m, &err), PMPD_ERR_FORMAT_VALUE);
+    t.bytes[64 + 256 + 128 + 2 * 64] = 0;
+    memcpy(t.bytes + 64 + 256 + 128 + 4, &nan_value, 4);
     assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, 0, &m, &err), PMPD_ERR_FORMAT_NONFINITE);
-    assert_true(err.offset == 64 + 3 * 64 + 4);
+    assert_true(err.offset == 64 + 256 + 128 + 4);
     free(t.raw);
     free(w);
 }

@@ -1,8 +1,9 @@
 /* Any-precision GEMV at real shapes: one parent-4-bit matrix read at 2, 3
  * and 4 bits, weights streamed from RAM (enough copies of the matrix to
  * exceed the cache, visited in turn).  Reports the weight bytes a width
- * reads per second against the measured bandwidth, the speed-up over the
- * parent width, and the two ways of dequantizing: int8 table + integer dot
+ * reads per second against the measured bandwidth, its time against plain
+ * q4's GEMV of the same shape in the same run (with --gemv, only these),
+ * the speed-up over the parent width, and the two ways of dequantizing: int8 table + integer dot
  * products (the decode kernel) against float table + float FMAs (the
  * prefill kernel run on one vector).  Then whole-model decode speed on a
  * synthetic model with real shapes (dim 2048, hidden 5632, 22 layers,
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "examples/common/bench.h"
+#include "examples/common/bench_anyprec_q4.h"
 #include "pmpd_impl/offline/precision/anyprec_build.h"
 #include "pmpd_impl/precision/anyprec.h"
 #include "pmpd_impl/precision/learned_scheduler.h"
@@ -26,8 +28,8 @@ typedef struct bench_anyprec_job {
     pmpd_pool *pool;
     unsigned bits;
     int use_float;
-    const int8_t *xq;
-    const float *xscale;
+    int8_t *xq;
+    float *xscale;
     const float *x;
     float *y;
 } bench_anyprec_job;
@@ -43,10 +45,14 @@ static void bench_anyprec_rows(void *ctx, size_t begin, size_t end, unsigned wor
         pmpd_anyprec_gemv(job->m, job->bits, job->xq, job->xscale, job->y, (uint32_t)begin, (uint32_t)end);
 }
 
+/* One product as the model runs it: quantize the activations (the int8
+ * path), split the rows over the pool. */
 static void bench_anyprec_product(void *raw, size_t copy)
 {
     bench_anyprec_job *job = (bench_anyprec_job *)raw;
     job->m = &job->views[copy];
+    if (!job->use_float)
+        pmpd_anyprec_quantize_input(job->x, job->m->cols, job->xq, job->xscale);
     pmpd_pool_run(job->pool, bench_anyprec_rows, job, job->m->rows, 4);
 }
 
@@ -62,18 +68,24 @@ static void bench_anyprec_fill(unsigned char *bytes, const pmpd_anyprec_layout *
 {
     unsigned k;
     uint32_t r;
+    size_t i;
     bench_random_bytes(bytes, layout->total, 0x9E3779B97F4A7C15ull);
     memset(bytes, 0, PMPD_ANYPREC_HEADER_BYTES);
     memcpy(bytes, "ANYP", 4);
     bytes[4] = BENCH_ANYPREC_SEED;
     bytes[5] = BENCH_ANYPREC_PARENT;
+    bytes[6] = PMPD_ANYPREC_VERSION;
     memcpy(bytes + 8, &rows, 4);
     memcpy(bytes + 12, &cols, 4);
-    for (k = BENCH_ANYPREC_SEED; k <= BENCH_ANYPREC_PARENT; k++)
+    for (k = BENCH_ANYPREC_SEED; k <= BENCH_ANYPREC_PARENT; k++) {
         for (r = 0; r < rows; r++) {
-            float scale = 1e-3f;
+            float scale = 1e-3f, offset = -64e-3f;
             memcpy(bytes + layout->width_offset[k] + (size_t)r * sizeof(float), &scale, sizeof scale);
+            memcpy(bytes + layout->offset_offset[k] + (size_t)r * sizeof(float), &offset, sizeof offset);
         }
+        for (i = 0; i < ((size_t)rows << k); i++)
+            bytes[layout->table_offset[k] + i] &= PMPD_ANYPREC_TABLE_MAX;
+    }
 }
 
 static int bench_anyprec_shape(const bench_context *ctx, pmpd_pool *pool, pmpd_pool *single, uint32_t rows,
@@ -86,11 +98,12 @@ static int bench_anyprec_shape(const bench_context *ctx, pmpd_pool *pool, pmpd_p
     float *x = (float *)malloc(cols * sizeof(float)), *xscale = (float *)malloc(padded / 32 * sizeof(float));
     float *y = (float *)malloc(rows * sizeof(float));
     int8_t *xq = (int8_t *)malloc(padded);
-    double parent_seconds = 0.0;
+    double parent_seconds = 0.0, q4_one, q4_all;
     bench_anyprec_job job;
     unsigned k;
     char name[96], note[160];
-    if (pmpd_anyprec_compute_layout(rows, cols, BENCH_ANYPREC_SEED, BENCH_ANYPREC_PARENT, &layout) != PMPD_OK)
+    if (pmpd_anyprec_compute_layout(rows, cols, BENCH_ANYPREC_SEED, BENCH_ANYPREC_PARENT, &layout) != PMPD_OK ||
+        bench_anyprec_q4_seconds(ctx, single, pool, rows, cols, &q4_one, &q4_all) != 0)
         return -1;
     copies = ctx->stream_bytes / layout.total + 1;
     raw = (unsigned char *)malloc(copies * layout.total + 64);
@@ -109,37 +122,43 @@ static int bench_anyprec_shape(const bench_context *ctx, pmpd_pool *pool, pmpd_p
     }
     for (i = 0; i < cols; i++)
         x[i] = (float)((int)(i % 17) - 8) * 0.125f;
-    pmpd_anyprec_quantize_input(x, cols, xq, xscale);
     job.views = views;
     job.xq = xq;
     job.xscale = xscale;
     job.x = x;
     job.y = y;
+    snprintf(name, sizeof name, "q4 GEMV %ux%u, 1 / %u threads", rows, cols, pmpd_pool_threads(pool));
+    snprintf(note, sizeof note, "the reference: %.0f us / %.0f us", q4_one * 1e6, q4_all * 1e6);
+    bench_row(ctx, "anyprec", name, q4_one * 1e6, "us", note);
     for (k = BENCH_ANYPREC_PARENT; k >= BENCH_ANYPREC_SEED; k--) {
-        /* What a k-bit product reads: k planes, the width-k tables and scales. */
-        double bytes = (double)k * layout.plane_stride + (double)rows * ((1u << k) + 4);
-        double t_one, t_float, t_all;
+        /* What a k-bit product reads: the slices of planes 0..k-1, the
+         * width-k tables, scales and offsets. */
+        size_t slices_end = k < BENCH_ANYPREC_PARENT ? layout.slice_offset[k] : layout.width_offset[BENCH_ANYPREC_SEED];
+        double bytes = (double)(slices_end - PMPD_ANYPREC_HEADER_BYTES) + (double)rows * ((1u << k) + 8);
+        double t_one, t_float = 0.0, t_all;
         job.bits = k;
         job.use_float = 0;
         t_one = bench_anyprec_time(ctx, single, copies, &job);
         t_all = bench_anyprec_time(ctx, pool, copies, &job);
-        job.use_float = 1;
-        t_float = bench_anyprec_time(ctx, single, copies, &job);
         if (k == BENCH_ANYPREC_PARENT)
             parent_seconds = t_one;
         snprintf(name, sizeof name, "gemv %ux%u %u-bit int8, 1 thread", rows, cols, k);
-        snprintf(note, sizeof note, "%.0f%% of 1-thread bandwidth; %.0f us; %.2fx the %d-bit speed", 
-                 100.0 * bytes / t_one * 1e-9 / ctx->bw_one_gbs, t_one * 1e6, parent_seconds / t_one,
+        snprintf(note, sizeof note, "%.0f%% of 1-thread bw; %.0f us = %.2fx q4's time; %.2fx the %d-bit speed",
+                 100.0 * bytes / t_one * 1e-9 / ctx->bw_one_gbs, t_one * 1e6, t_one / q4_one, parent_seconds / t_one,
                  BENCH_ANYPREC_PARENT);
         bench_row(ctx, "anyprec", name, bytes / t_one * 1e-9, "GB/s", note);
+        snprintf(name, sizeof name, "gemv %ux%u %u-bit int8, %u threads", rows, cols, k, pmpd_pool_threads(pool));
+        snprintf(note, sizeof note, "%.0f%% of all-thread bw; %.0f us = %.2fx q4's time",
+                 100.0 * bytes / t_all * 1e-9 / ctx->bw_all_gbs, t_all * 1e6, t_all / q4_all);
+        bench_row(ctx, "anyprec", name, bytes / t_all * 1e-9, "GB/s", note);
+        if (ctx->gemv_only)
+            continue;
+        job.use_float = 1;
+        t_float = bench_anyprec_time(ctx, single, copies, &job);
         snprintf(name, sizeof name, "gemv %ux%u %u-bit float, 1 thread", rows, cols, k);
         snprintf(note, sizeof note, "%.0f%% of 1-thread bandwidth; int8 path is %.2fx faster",
                  100.0 * bytes / t_float * 1e-9 / ctx->bw_one_gbs, t_float / t_one);
         bench_row(ctx, "anyprec", name, bytes / t_float * 1e-9, "GB/s", note);
-        snprintf(name, sizeof name, "gemv %ux%u %u-bit int8, %u threads", rows, cols, k, pmpd_pool_threads(pool));
-        snprintf(note, sizeof note, "%.0f%% of all-thread bandwidth; %.0f us",
-                 100.0 * bytes / t_all * 1e-9 / ctx->bw_all_gbs, t_all * 1e6);
-        bench_row(ctx, "anyprec", name, bytes / t_all * 1e-9, "GB/s", note);
     }
     free(raw);
     free(views);
@@ -341,7 +360,7 @@ int bench_anyprec(bench_context *ctx)
     for (s = 0; s < sizeof shapes / sizeof shapes[0] && status == 0; s++)
         status = bench_anyprec_shape(ctx, pools.all, pools.single, shapes[s][0], shapes[s][1]);
     bench_pools_stop(&pools);
-    return status == 0 ? bench_anyprec_model(ctx) : status;
+    return status == 0 && !ctx->gemv_only ? bench_anyprec_model(ctx) : status;
 }
 
 #undef BENCH_ANYPREC_SEED

@@ -139,6 +139,27 @@ static void write_bytes(const char *corpus, const char *name, const void *data, 
     fclose(f);
 }
 
+/* An ANYPREC tensor seed for fuzz_anyprec (selector byte 0, then the
+ * tensor): random weights quantized by the offline quantizer. */
+static void write_anyprec(const char *name, uint32_t rows, uint32_t cols, unsigned seed_bits, unsigned parent_bits)
+{
+    uint64_t size = 0;
+    unsigned char *bytes;
+    float *w = (float *)malloc((size_t)rows * cols * sizeof(float));
+    size_t i;
+    seed_state = 12345;
+    for (i = 0; i < (size_t)rows * cols; i++)
+        w[i] = seed_random();
+    if (pmpd_anyprec_size(rows, cols, seed_bits, parent_bits, &size) != PMPD_OK ||
+        !(bytes = (unsigned char *)calloc((size_t)size + 1, 1)) ||
+        pmpd_anyprec_quantize(w, rows, cols, NULL, seed_bits, parent_bits, 0, rows, bytes + 1, (size_t)size) !=
+            PMPD_OK)
+        abort();
+    write_bytes("anyprec", name, bytes, (size_t)size + 1);
+    free(bytes);
+    free(w);
+}
+
 /* A cut-down head of a real shared file. */
 static void write_head(const char *corpus, const char *name, const char *shared_file, size_t bytes)
 {
@@ -237,6 +258,8 @@ int main(void)
     write_container("tiny_separate_no_tokenizer.pmpd", &b);
     pmpd_build_free(&b);
     write_head("gguf", "stories260K_head.gguf", "../shared/models/stories260K.gguf", 16384);
+    write_anyprec("tensor_2x7_seed1_parent4", 2, 7, 1, 4);
+    write_anyprec("tensor_3x40_seed2_parent3", 3, 40, 2, 3);
 
     for (i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         char name[32];

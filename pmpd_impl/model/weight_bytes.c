@@ -16,7 +16,9 @@ static uint64_t weight_bytes_read(const pmpd_tensor *w, unsigned bits)
         return w->size;
     pmpd_anyprec_bind(w->data, w->dims[0], w->dims[1], &m);
     k = pmpd_anyprec_width(&m, bits);
-    return (uint64_t)m.rows * ((uint64_t)m.row_bytes * k + sizeof(float) + ((uint64_t)1 << k));
+    /* k bits of each padded 256-column superblock, then the row's scale,
+     * offset and table of width k. */
+    return (uint64_t)m.rows * ((uint64_t)m.superblocks * 32u * k + 2 * sizeof(float) + ((uint64_t)1 << k));
 }
 
 pmpd_status pmpd_model_weight_bytes_per_token(const pmpd_model *model, unsigned bits, uint64_t *bytes)

@@ -1,22 +1,30 @@
 /*
  * Nested ("any-precision") weights: one stored copy of a matrix serves every
- * width from the seed width up to the parent width.  The byte layout is
- * documented in README.md ("ANYPREC tensors"); in short:
+ * width from the seed width up to the parent width.  The byte layout
+ * (version 2) is documented in README.md ("ANYPREC tensors"); in short:
  *
- *   64-byte header: "ANYP", seed_bits, parent_bits, 0, 0, rows (u32), cols (u32)
- *   parent_bits bit-planes, most significant plane first; each plane holds
- *     every row, row_bytes = 4*ceil(cols/32) per row: one 4-byte word per
- *     group of 32 columns, column g*32+j at byte g*4 + j%4, bit j/4 (a 4x8
- *     transpose: a word broadcast to 32 byte lanes puts column j's bit in
- *     lane j, so SIMD kernels need no shuffle to spread bits); plane stride
- *     rounded up to 64 bytes
- *   for every width k = seed..parent: rows f32 scales (block rounded up to
- *     64 bytes), then rows tables of 2^k int8 centroids (rounded up to 64)
+ *   64-byte header: "ANYP", seed_bits, parent_bits, version 2, 0, rows (u32),
+ *     cols (u32)
+ *   slices of code bits, coarsest first: when seed_bits >= 2, planes 0 and 1
+ *     share one slice of 2-bit fields, every other plane has a slice of its
+ *     own.  A slice holds rows in blocks of 4 (padded), each block column
+ *     superblock by superblock (256 columns), 4 rows of it back to back:
+ *     32 bytes per row for a 1-bit slice (byte j, bit b: column
+ *     32*g + j with g = 2*(b%4) + b/4), 64 for the 2-bit slice (byte 32*h +
+ *     j, bits 2f..2f+1: column 32*g + j with g = 4*h + 2*(f%2) + f/2, plane 0
+ *     in the lower bit).  So one 32-byte load covers 256 columns of a plane,
+ *     a shift and an AND put the bits of groups 2q and 2q+1 into the low and
+ *     high nibble of each byte, and a k-bit product streams k/parent of the
+ *     slice bytes, k sequential streams.  Slices are rounded up to 64 bytes.
+ *   for every width k = seed..parent: rows f32 scales, rows f32 offsets,
+ *     rows tables of 2^k u8 entries 0..127 (each block rounded up to 64)
  *
- * The k-bit code of a weight is its top k plane bits; its value is
- * scales[k][row] * tables[k][row][code].  A k-bit product therefore reads
- * only planes 0..k-1 plus the width-k table: switching width changes a
- * number and a pointer, nothing is copied or re-laid out.
+ * The table index of a weight at width k is sum of bit_p << p over planes
+ * p < k (plane 0 the lowest bit), its value scales[k][row] *
+ * tables[k][row][index] + offsets[k][row].  Entries of 7 bits let maddubs
+ * multiply them with int8 activations without sign tricks; the offset
+ * costs one multiply-add per row with the sum of the activations.
+ * Switching width changes a number and a pointer, nothing is copied.
  */
 #ifndef PMPD_PRECISION_ANYPREC_H
 #define PMPD_PRECISION_ANYPREC_H
@@ -25,7 +33,18 @@
 #include "pmpd_impl/core/config.h"
 
 #define PMPD_ANYPREC_HEADER_BYTES 64
-#define PMPD_ANYPREC_GROUP 32 /* columns per plane word and per activation scale */
+#define PMPD_ANYPREC_VERSION 2
+#define PMPD_ANYPREC_GROUP 32        /* columns per activation scale */
+#define PMPD_ANYPREC_SUPER 256       /* columns per 32-byte plane load */
+#define PMPD_ANYPREC_ROW_BLOCK 4     /* rows interleaved in a slice */
+#define PMPD_ANYPREC_TABLE_MAX 127   /* largest table entry */
+/* Activation scales of one superblock are multiples m (1..this) of a unit:
+ * a 32-bit lane then sums 2 maddubs pairs (|pair| <= 2*127*128) times m
+ * over 8 groups: 16 * 32512 * 4096 < 2^31, so a superblock accumulates in
+ * int32 and converts to float once. */
+#define PMPD_ANYPREC_UNIT_STEPS 4096
+/* The SIMD kernels prepare per-group multipliers on the stack (9 KB). */
+#define PMPD_ANYPREC_SIMD_MAX_COLS 65536
 
 /* The NEON kernels use AArch64-only table lookups and reductions. */
 #if PMPD_USE_NEON && defined(__aarch64__)
@@ -39,21 +58,63 @@ typedef struct pmpd_anyprec_matrix {
     uint32_t cols;
     uint32_t seed_bits;
     uint32_t parent_bits;
-    size_t row_bytes;    /* bytes of one row in one plane */
-    size_t plane_stride; /* bytes from one plane to the next */
-    const unsigned char *planes;
-    const float *scales[PMPD_ANYPREC_MAX_BITS + 1];  /* [k][row]; NULL outside seed..parent */
-    const int8_t *tables[PMPD_ANYPREC_MAX_BITS + 1]; /* [k][row * 2^k + code] */
+    uint32_t superblocks; /* 256-column blocks per row */
+    int paired;           /* planes 0 and 1 share a slice of 2-bit fields */
+    const unsigned char *slice[PMPD_ANYPREC_MAX_BITS]; /* the slice holding plane p */
+    const float *scales[PMPD_ANYPREC_MAX_BITS + 1];   /* [k][row]; NULL outside seed..parent */
+    const float *offsets[PMPD_ANYPREC_MAX_BITS + 1];  /* [k][row] */
+    const unsigned char *tables[PMPD_ANYPREC_MAX_BITS + 1]; /* [k][row * 2^k + index] */
 } pmpd_anyprec_matrix;
 
 /* Where each part of a tensor lies, from the shape alone (checked sizes). */
 typedef struct pmpd_anyprec_layout {
-    size_t row_bytes;
-    size_t plane_stride;
-    size_t width_offset[PMPD_ANYPREC_MAX_BITS + 1]; /* scales of width k; its table follows */
+    size_t slice_offset[PMPD_ANYPREC_MAX_BITS];     /* of the slice holding plane p */
+    size_t width_offset[PMPD_ANYPREC_MAX_BITS + 1]; /* scales of width k; offsets, then its table follow */
+    size_t offset_offset[PMPD_ANYPREC_MAX_BITS + 1];
     size_t table_offset[PMPD_ANYPREC_MAX_BITS + 1];
     size_t total;
 } pmpd_anyprec_layout;
+
+/* Bytes per row per superblock in the slice of plane p. */
+static inline size_t pmpd_anyprec_super_bytes(int paired, unsigned p)
+{
+    return paired && p < 2 ? 64 : 32;
+}
+
+/* Row r's bytes of superblock s in the slice of plane p. */
+static inline const unsigned char *pmpd_anyprec_block(const pmpd_anyprec_matrix *m, unsigned p, uint32_t r,
+                                                      uint32_t s)
+{
+    size_t bytes = pmpd_anyprec_super_bytes(m->paired, p);
+    return m->slice[p] + (((size_t)(r / PMPD_ANYPREC_ROW_BLOCK) * m->superblocks + s) * PMPD_ANYPREC_ROW_BLOCK +
+                          r % PMPD_ANYPREC_ROW_BLOCK) * bytes;
+}
+
+/* The SIMD kernels' view of superblock s for row r (a block's first row:
+ * the block's four rows follow 64 bytes apart in the 2-bit slice, 32 in the
+ * others): the 2-bit slice and planes 2..bits-1. */
+static inline const unsigned char *pmpd_anyprec_super_slices(const pmpd_anyprec_matrix *m, uint32_t r, uint32_t s,
+                                                             unsigned bits, const unsigned char **plane)
+{
+    unsigned p;
+    for (p = 2; p < bits; p++)
+        plane[p] = pmpd_anyprec_block(m, p, r, s);
+    return pmpd_anyprec_block(m, 0, r, s);
+}
+
+/* Within a row's superblock bytes of plane p: the byte and bit of column
+ * c (0..255).  The one statement of the bit order, for the reference
+ * kernels and the quantizer. */
+static inline unsigned pmpd_anyprec_bit_place(int paired, unsigned p, unsigned c, unsigned *bit)
+{
+    unsigned g = c / PMPD_ANYPREC_GROUP, j = c % PMPD_ANYPREC_GROUP;
+    if (paired && p < 2) {
+        *bit = 2 * (2 * (g % 2) + (g % 4) / 2) + p;
+        return 32 * (g / 4) + j;
+    }
+    *bit = g / 2 + 4 * (g % 2);
+    return j;
+}
 
 PMPD_INTERNAL pmpd_status pmpd_anyprec_compute_layout(uint64_t rows, uint64_t cols, unsigned seed_bits,
                                                       unsigned parent_bits, pmpd_anyprec_layout *out);
@@ -82,8 +143,40 @@ PMPD_INTERNAL void pmpd_anyprec_row(const pmpd_anyprec_matrix *m, unsigned bits,
 
 /* Activations for the integer GEMV: int8 values in groups of
  * PMPD_ANYPREC_GROUP with one float scale each, zero-padded to a whole group.
- * xq holds padded_cols bytes, xscale padded_cols / 32 floats. */
+ * xq holds padded_cols bytes, xscale padded_cols / 32 floats.  Within a
+ * superblock the scales are m * unit with integer m in
+ * 1..PMPD_ANYPREC_UNIT_STEPS and the largest m equal to it, so the SIMD
+ * kernels recover m exactly and weigh groups with integer multiplies. */
 PMPD_INTERNAL void pmpd_anyprec_quantize_input(const float *x, uint32_t cols, int8_t *xq, float *xscale);
+
+/* The activations as the SIMD GEMVs use them: per group m | m << 16 (for
+ * madd / a multiply by m), per superblock the unit, the sum of all
+ * activations (for the table offsets) and the last superblock's values
+ * zero-padded to 256 columns.  Scales that are no multiples of a unit are
+ * rounded to the nearest of 4096 steps of their superblock's largest. */
+typedef struct pmpd_anyprec_units {
+    int32_t mult[PMPD_ANYPREC_SIMD_MAX_COLS / PMPD_ANYPREC_GROUP];
+    float unit[PMPD_ANYPREC_SIMD_MAX_COLS / PMPD_ANYPREC_SUPER];
+    float sum;
+    int8_t tail[PMPD_ANYPREC_SUPER];
+} pmpd_anyprec_units;
+
+/* Fills u for cols <= PMPD_ANYPREC_SIMD_MAX_COLS. */
+PMPD_INTERNAL void pmpd_anyprec_prepare_units(const int8_t *xq, const float *xscale, uint32_t cols,
+                                              pmpd_anyprec_units *u);
+
+/* Superblock s's 8 group multipliers. */
+static inline const int32_t *pmpd_anyprec_super_mult(const pmpd_anyprec_units *u, uint32_t s)
+{
+    return u->mult + (size_t)s * (PMPD_ANYPREC_SUPER / PMPD_ANYPREC_GROUP);
+}
+
+/* Superblock s's 256 activations: in place, or the zero-padded tail. */
+static inline const int8_t *pmpd_anyprec_super_input(const int8_t *xq, const pmpd_anyprec_units *u, uint32_t cols,
+                                                     uint32_t s)
+{
+    return (size_t)(s + 1) * PMPD_ANYPREC_SUPER <= cols ? xq + (size_t)s * PMPD_ANYPREC_SUPER : u->tail;
+}
 
 /* y[r] = sum_c W_bits[r][c] x[c] for rows [row_begin, row_end), with the
  * activations as given by pmpd_anyprec_quantize_input.  bits must lie in

@@ -18,25 +18,41 @@ static int anyprec_layout_add_block(size_t *cursor, size_t a, size_t b)
            pmpd_checked_add(*cursor, bytes, cursor);
 }
 
+/* Planes 0 and 1 share a 2-bit slice when every width reads both. */
+static int anyprec_layout_paired(unsigned seed_bits)
+{
+    return seed_bits >= 2;
+}
+
 PMPD_INTERNAL pmpd_status pmpd_anyprec_compute_layout(uint64_t rows, uint64_t cols, unsigned seed_bits,
                                                       unsigned parent_bits, pmpd_anyprec_layout *out)
 {
-    size_t cursor = PMPD_ANYPREC_HEADER_BYTES, n_rows, n_cols, plane_bytes;
-    unsigned k;
+    size_t cursor = PMPD_ANYPREC_HEADER_BYTES, n_rows, n_cols, blocks;
+    int paired = anyprec_layout_paired(seed_bits);
+    unsigned k, p;
     if (!out || seed_bits < 1 || seed_bits > parent_bits || parent_bits > PMPD_ANYPREC_MAX_BITS || rows == 0 ||
         cols == 0 || rows > ANYPREC_LAYOUT_MAX_DIM || cols > ANYPREC_LAYOUT_MAX_DIM)
         return PMPD_ERR_INVALID_ARGUMENT;
     memset(out, 0, sizeof *out);
     if (!pmpd_checked_u64_to_size(rows, &n_rows) || !pmpd_checked_u64_to_size(cols, &n_cols))
         return PMPD_ERR_OVERFLOW;
-    /* One 32-bit word per group of 32 columns, so SIMD kernels read whole words. */
-    out->row_bytes = (n_cols + PMPD_ANYPREC_GROUP - 1) / PMPD_ANYPREC_GROUP * (PMPD_ANYPREC_GROUP / 8);
-    if (!pmpd_checked_mul(n_rows, out->row_bytes, &plane_bytes) ||
-        !pmpd_checked_align_up(plane_bytes, ANYPREC_LAYOUT_ALIGN, &out->plane_stride) ||
-        !anyprec_layout_add_block(&cursor, out->plane_stride, parent_bits))
+    /* Row blocks of 4 by 256-column superblocks, each 4 rows' bytes. */
+    if (!pmpd_checked_mul3((n_rows + PMPD_ANYPREC_ROW_BLOCK - 1) / PMPD_ANYPREC_ROW_BLOCK,
+                           (n_cols + PMPD_ANYPREC_SUPER - 1) / PMPD_ANYPREC_SUPER, PMPD_ANYPREC_ROW_BLOCK,
+                           &blocks))
         return PMPD_ERR_OVERFLOW;
+    for (p = 0; p < parent_bits; p++) {
+        out->slice_offset[p] = cursor;
+        if (paired && p == 0)
+            continue; /* plane 1 lies in plane 0's slice */
+        if (!anyprec_layout_add_block(&cursor, blocks, pmpd_anyprec_super_bytes(paired, p)))
+            return PMPD_ERR_OVERFLOW;
+    }
     for (k = seed_bits; k <= parent_bits; k++) {
         out->width_offset[k] = cursor;
+        if (!anyprec_layout_add_block(&cursor, n_rows, sizeof(float)))
+            return PMPD_ERR_OVERFLOW;
+        out->offset_offset[k] = cursor;
         if (!anyprec_layout_add_block(&cursor, n_rows, sizeof(float)))
             return PMPD_ERR_OVERFLOW;
         out->table_offset[k] = cursor;
@@ -74,13 +90,15 @@ static void anyprec_layout_point(const unsigned char *bytes, const pmpd_anyprec_
     m->cols = cols;
     m->seed_bits = seed;
     m->parent_bits = parent;
-    m->row_bytes = layout->row_bytes;
-    m->plane_stride = layout->plane_stride;
-    m->planes = bytes + PMPD_ANYPREC_HEADER_BYTES;
+    m->superblocks = (cols + PMPD_ANYPREC_SUPER - 1) / PMPD_ANYPREC_SUPER;
+    m->paired = anyprec_layout_paired(seed);
+    for (k = 0; k < parent; k++)
+        m->slice[k] = bytes + layout->slice_offset[k];
     for (k = seed; k <= parent; k++) {
         /* Offsets are multiples of 64 from a 64-aligned tensor start. */
         m->scales[k] = (const float *)(const void *)(bytes + layout->width_offset[k]);
-        m->tables[k] = (const int8_t *)(bytes + layout->table_offset[k]);
+        m->offsets[k] = (const float *)(const void *)(bytes + layout->offset_offset[k]);
+        m->tables[k] = bytes + layout->table_offset[k];
     }
 }
 
@@ -98,6 +116,7 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_view(const void *data, uint64_t size, uin
     const unsigned char *bytes = (const unsigned char *)data;
     pmpd_anyprec_layout layout;
     unsigned seed, parent, k, i;
+    size_t e;
     uint32_t r;
     if (!data || !m)
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "anyprec: NULL argument");
@@ -113,7 +132,12 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_view(const void *data, uint64_t size, uin
     if (seed < 1 || seed > parent || parent > PMPD_ANYPREC_MAX_BITS)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + 4,
                               "anyprec: seed_bits %u / parent_bits %u invalid", seed, parent);
-    for (i = 6; i < PMPD_ANYPREC_HEADER_BYTES; i++)
+    if (bytes[6] != PMPD_ANYPREC_VERSION)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_VERSION, base_offset + 6,
+                              "anyprec: tensor layout version %u, this build reads version %u only "
+                              "(re-convert the model with pmpd-convert --type anyprec)",
+                              bytes[6], PMPD_ANYPREC_VERSION);
+    for (i = 7; i < PMPD_ANYPREC_HEADER_BYTES; i++)
         if ((i < 8 || i >= 16) && bytes[i] != 0)
             return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + i,
                                   "anyprec: reserved header byte %u not zero", i);
@@ -132,12 +156,24 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_view(const void *data, uint64_t size, uin
                               (unsigned long long)layout.total);
     anyprec_layout_point(bytes, &layout, (uint32_t)rows, (uint32_t)cols, seed, parent, m);
     for (k = seed; k <= parent; k++)
-        for (r = 0; r < m->rows; r++)
+        for (r = 0; r < m->rows; r++) {
             if (!isfinite(m->scales[k][r]) || m->scales[k][r] < 0.0f)
                 return pmpd_error_set(err, PMPD_ERR_FORMAT_NONFINITE,
                                       base_offset + layout.width_offset[k] + (uint64_t)r * sizeof(float),
                                       "anyprec: scale of row %lu at width %u is not a finite non-negative number",
                                       (unsigned long)r, k);
+            if (!isfinite(m->offsets[k][r]))
+                return pmpd_error_set(err, PMPD_ERR_FORMAT_NONFINITE,
+                                      base_offset + layout.offset_offset[k] + (uint64_t)r * sizeof(float),
+                                      "anyprec: offset of row %lu at width %u is not finite", (unsigned long)r, k);
+        }
+    /* Entries above 127 would overflow the kernels' int16 pair sums. */
+    for (k = seed; k <= parent; k++)
+        for (e = 0; e < ((size_t)m->rows << k); e++)
+            if (m->tables[k][e] > PMPD_ANYPREC_TABLE_MAX)
+                return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + layout.table_offset[k] + e,
+                                      "anyprec: table entry %u above %u at width %u", m->tables[k][e],
+                                      PMPD_ANYPREC_TABLE_MAX, k);
     pmpd_error_clear(err);
     return PMPD_OK;
 }

@@ -47,7 +47,10 @@ static void anyprec_build_rows(void *arg)
     pmpd_status status = PMPD_OK;
     for (row = (uint64_t)worker->index * ANYPREC_BUILD_ROWS_PER_STEP; row < job->rows && status == PMPD_OK;
          row += (uint64_t)job->n_threads * ANYPREC_BUILD_ROWS_PER_STEP) {
-        uint64_t end = job->rows - row < ANYPREC_BUILD_ROWS_PER_STEP ? job->rows : row + ANYPREC_BUILD_ROWS_PER_STEP;
+        uint64_t end;
+        if (row == 0)
+            continue; /* done before the threads started: it writes the header the others read */
+        end = job->rows - row < ANYPREC_BUILD_ROWS_PER_STEP ? job->rows : row + ANYPREC_BUILD_ROWS_PER_STEP;
         status = pmpd_anyprec_quantize(job->w, job->rows, job->cols, job->importance, job->seed_bits,
                                        job->parent_bits, row, end, job->out, job->out_size);
     }
@@ -66,6 +69,12 @@ static pmpd_status anyprec_build_tensor(anyprec_build_job *job)
         workers[i].index = i;
         job->status[i] = PMPD_OK;
     }
+    /* The first step alone: it writes the tensor's header. */
+    status = pmpd_anyprec_quantize(job->w, job->rows, job->cols, job->importance, job->seed_bits, job->parent_bits, 0,
+                                   job->rows < ANYPREC_BUILD_ROWS_PER_STEP ? job->rows : ANYPREC_BUILD_ROWS_PER_STEP,
+                                   job->out, job->out_size);
+    if (status != PMPD_OK)
+        return status;
     for (started = 1; started < job->n_threads; started++)
         if (pmpd_thread_start(&workers[started].thread, anyprec_build_rows, &workers[started]) != PMPD_OK)
             break;

@@ -106,30 +106,47 @@ static void anyprec_quantize_split_level(anyprec_quantize_work *q, unsigned leve
     }
 }
 
-/* scale_at may be unaligned (the caller's buffer): stored with memcpy. */
+/* The k-bit code's place in the stored table: plane p (code bit k-1-p)
+ * is index bit p. */
+static size_t anyprec_quantize_index(size_t code, unsigned k)
+{
+    size_t index = 0;
+    unsigned p;
+    for (p = 0; p < k; p++)
+        index |= ((code >> (k - 1 - p)) & 1u) << p;
+    return index;
+}
+
+/* Centroids as scale * entry + offset with entries 0..127 spanning the
+ * row's smallest to largest centroid (error at most 1/254 of that span).
+ * scale_at and offset_at may be unaligned (the caller's buffer). */
 static void anyprec_quantize_store_table(const double *centroids, unsigned bits, unsigned char *scale_at,
-                                         int8_t *table)
+                                         unsigned char *offset_at, unsigned char *table)
 {
     size_t i, entries = (size_t)1 << bits;
-    double amax = 0.0;
-    float scale;
-    for (i = 0; i < entries; i++)
-        amax = fabs(centroids[i]) > amax ? fabs(centroids[i]) : amax;
-    scale = (float)(amax / 127.0);
+    double lo = centroids[0], hi = centroids[0];
+    float scale, offset;
+    for (i = 1; i < entries; i++) {
+        lo = centroids[i] < lo ? centroids[i] : lo;
+        hi = centroids[i] > hi ? centroids[i] : hi;
+    }
+    scale = (float)((hi - lo) / PMPD_ANYPREC_TABLE_MAX);
+    offset = (float)lo;
     memcpy(scale_at, &scale, sizeof scale);
+    memcpy(offset_at, &offset, sizeof offset);
     for (i = 0; i < entries; i++) {
-        double v = amax > 0.0 ? centroids[i] * 127.0 / amax : 0.0;
-        table[i] = (int8_t)(v > 127.0 ? 127 : v < -127.0 ? -127 : lrint(v));
+        double v = hi > lo ? (centroids[i] - lo) / (hi - lo) * PMPD_ANYPREC_TABLE_MAX : 0.0;
+        table[anyprec_quantize_index(i, bits)] = (unsigned char)lrint(v < 0.0 ? 0.0 : v);
     }
 }
 
 static void anyprec_quantize_row(anyprec_quantize_work *q, const float *row, const float *importance, size_t n,
                                  unsigned seed_bits, unsigned parent_bits, const pmpd_anyprec_layout *layout,
-                                 unsigned char *out, size_t r)
+                                 const pmpd_anyprec_matrix *m, unsigned char *out, uint32_t r)
 {
-    unsigned char *planes = out + PMPD_ANYPREC_HEADER_BYTES;
     size_t i, j, clusters = (size_t)1 << parent_bits;
-    unsigned k, p;
+    unsigned k, p, bit;
+    uint32_t s;
     for (i = 0; i < n; i++) {
         q->items[i].value = row[i];
         q->items[i].weight = importance ? importance[i] : 1.0f;
@@ -148,16 +165,23 @@ static void anyprec_quantize_row(anyprec_quantize_work *q, const float *row, con
         anyprec_quantize_split_level(q, k);
     for (k = seed_bits; k <= parent_bits; k++)
         anyprec_quantize_store_table(q->centroids[k], k, out + layout->width_offset[k] + r * sizeof(float),
-                                     (int8_t *)(out + layout->table_offset[k]) + (r << k));
+                                     out + layout->offset_offset[k] + r * sizeof(float),
+                                     out + layout->table_offset[k] + ((size_t)r << k));
+    /* The view's pointers are const; the bytes are ours to write. */
     for (p = 0; p < parent_bits; p++)
-        memset(planes + p * layout->plane_stride + r * layout->row_bytes, 0, layout->row_bytes);
+        for (s = 0; s < m->superblocks; s++)
+            memset((unsigned char *)(uintptr_t)pmpd_anyprec_block(m, p, r, s), 0,
+                   pmpd_anyprec_super_bytes(m->paired, p));
     for (i = 0; i < clusters; i++)
         for (j = q->bounds[parent_bits][i]; j < q->bounds[parent_bits][i + 1]; j++) {
-            uint32_t col = q->items[j].col, in_group = col % PMPD_ANYPREC_GROUP;
-            size_t byte = r * layout->row_bytes + (col - in_group) / 8 + in_group % 4;
+            uint32_t col = q->items[j].col;
             for (p = 0; p < parent_bits; p++)
-                if ((i >> (parent_bits - 1 - p)) & 1u)
-                    planes[p * layout->plane_stride + byte] |= (unsigned char)(1u << (in_group / 4));
+                if ((i >> (parent_bits - 1 - p)) & 1u) {
+                    unsigned char *block =
+                        (unsigned char *)(uintptr_t)pmpd_anyprec_block(m, p, r, col / PMPD_ANYPREC_SUPER);
+                    unsigned byte = pmpd_anyprec_bit_place(m->paired, p, col % PMPD_ANYPREC_SUPER, &bit);
+                    block[byte] |= (unsigned char)(1u << bit);
+                }
         }
 }
 
@@ -182,6 +206,7 @@ static void anyprec_quantize_header(unsigned char *out, uint64_t rows, uint64_t 
     memcpy(out, "ANYP", 4);
     out[4] = (unsigned char)seed_bits;
     out[5] = (unsigned char)parent_bits;
+    out[6] = PMPD_ANYPREC_VERSION;
     for (i = 0; i < 4; i++) {
         out[8 + i] = (unsigned char)(rows >> (8 * i));
         out[12 + i] = (unsigned char)(cols >> (8 * i));
@@ -226,13 +251,16 @@ pmpd_status pmpd_anyprec_quantize(const float *w, uint64_t rows, uint64_t cols, 
             status = PMPD_ERR_OUT_OF_MEMORY;
     }
     if (status == PMPD_OK) {
-        /* The call that starts at row 0 writes the header, so calls on
-         * disjoint row ranges can run on different threads. */
+        pmpd_anyprec_matrix m;
+        /* The call that starts at row 0 writes the header; calls on other
+         * rows read it, so once that call has returned, calls on disjoint
+         * row ranges can run on different threads. */
         if (row_begin == 0)
             anyprec_quantize_header((unsigned char *)out, rows, cols, seed_bits, parent_bits);
+        pmpd_anyprec_bind(out, rows, cols, &m);
         for (r = (size_t)row_begin; r < (size_t)row_end; r++)
-            anyprec_quantize_row(&q, w + r * n, importance, n, seed_bits, parent_bits, &layout,
-                                 (unsigned char *)out, r);
+            anyprec_quantize_row(&q, w + r * n, importance, n, seed_bits, parent_bits, &layout, &m,
+                                 (unsigned char *)out, (uint32_t)r);
     }
     anyprec_quantize_free(&q);
     return status;

@@ -1,0 +1,74 @@
+/* llvm-mca regions for `make mca`: the loop body of each NEON GEMV, cut
+ * out between LLVM-MCA-BEGIN/END markers (compiled to assembly only, never
+ * linked).  A region's name is kernel/weights/bytes: the weights it
+ * multiplies and the weight bytes it reads per iteration, so cycles per 32
+ * weights and bytes per cycle follow from llvm-mca's cycles per iteration.
+ * Nested: one 256-column superblock of a 4-row block at 2, 3, 4 bits (128
+ * bytes per bit).  q8 / q4 / q2cb: two 4-row groups of 32 (the GEMV's
+ * even/odd pair), 136 / 72 / 42 bytes a group. */
+#include "pmpd_impl/kernels/arm_neon/qmatmul.c"
+#include "pmpd_impl/precision/anyprec_gemv_neon.c"
+
+#define MCA_BEGIN(name) __asm__ volatile("# LLVM-MCA-BEGIN " name ::: "memory")
+#define MCA_END(name) __asm__ volatile("# LLVM-MCA-END " name ::: "memory")
+
+void mca_nested_2bit(const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_anyprec_units *u, uint32_t s,
+                     float32x4_t *acc);
+void mca_nested_3bit(const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_anyprec_units *u, uint32_t s,
+                     float32x4_t *acc);
+void mca_nested_4bit(const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_anyprec_units *u, uint32_t s,
+                     float32x4_t *acc);
+void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, size_t g, float32x4_t *acc);
+
+/* The tables stay in registers across superblocks, as in the real loop. */
+#define MCA_NESTED(bits, name)                                                                                       \
+    uint8x16_t table[2 * PMPD_ANYPREC_ROW_BLOCK];                                                                    \
+    float32x4_t sums[PMPD_ANYPREC_ROW_BLOCK];                                                                         \
+    memcpy(sums, acc, sizeof sums);                                                                                  \
+    anyprec_neon_block_tables(m, 0, bits, table);                                                                     \
+    MCA_BEGIN(name);                                                                                                 \
+    anyprec_neon_block_super(m, xq, u, 0, s, table, sums, bits);                                                     \
+    MCA_END(name);                                                                                                   \
+    memcpy(acc, sums, sizeof sums)
+
+void mca_nested_2bit(const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_anyprec_units *u, uint32_t s,
+                     float32x4_t *acc)
+{
+    MCA_NESTED(2, "nested-2bit/1024/256");
+}
+
+void mca_nested_3bit(const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_anyprec_units *u, uint32_t s,
+                     float32x4_t *acc)
+{
+    MCA_NESTED(3, "nested-3bit/1024/384");
+}
+
+void mca_nested_4bit(const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_anyprec_units *u, uint32_t s,
+                     float32x4_t *acc)
+{
+    MCA_NESTED(4, "nested-4bit/1024/512");
+}
+
+/* Groups g and g+1 of row block 0, as pmpd_neon_gemv runs them. */
+#define MCA_GROUPS(type, name)                                                                                       \
+    do {                                                                                                             \
+        const unsigned char *blocks = pmpd_qformat_block(w, 0, g);                                                  \
+        float32x4_t even = acc[0], odd = acc[1];                                                                      \
+        MCA_BEGIN(name);                                                                                             \
+        even = pmpd_neon_gemv_group(type, blocks, act, &codebooks, 0, g, even);                                      \
+        odd = pmpd_neon_gemv_group(type, blocks + pmpd_qformat_block_bytes(type), act, &codebooks, 0, g + 1, odd);  \
+        MCA_END(name);                                                                                               \
+        acc[0] = even;                                                                                               \
+        acc[1] = odd;                                                                                                \
+    } while (0)
+
+void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, size_t g, float32x4_t *acc)
+{
+    const int8x16x4_t codebooks = pmpd_neon_codebooks(w);
+    if (type == PMPD_TENSOR_Q8)
+        MCA_GROUPS(PMPD_TENSOR_Q8, "q8/256/272");
+    else if (type == PMPD_TENSOR_Q4)
+        MCA_GROUPS(PMPD_TENSOR_Q4, "q4/256/144");
+    else
+        MCA_GROUPS(PMPD_TENSOR_Q2CB, "q2cb/256/84");
+}
