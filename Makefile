@@ -131,21 +131,26 @@ tests: $(TEST_BIN)
 # sanitizer and emulated runs) tells the tests that size themselves by it
 # (test_matrix) to run their smaller variant.
 TEST_REDUCED ?=
+# Test binaries run JOBS at a time (each into its own log, printed whole when
+# it ends, so outputs do not interleave); the first failure stops the rest.
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test: tests
-	@set -e; for t in $(TEST_BIN); do \
-	  echo "== $(RUN) $$t"; PMPD_TEST_REDUCED=$(TEST_REDUCED) timeout $(TEST_TIMEOUT) $(RUN) $$t; \
-	done
+	@printf '%s\n' $(TEST_BIN) | xargs -P $(JOBS) -I{} sh -c \
+	  'if PMPD_TEST_REDUCED=$(TEST_REDUCED) timeout $(TEST_TIMEOUT) $(RUN) {} > {}.log 2>&1; \
+	   then echo "== $(RUN) {}"; cat {}.log; \
+	   else echo "== $(RUN) {}: FAILED"; cat {}.log; exit 255; fi'
 
 # ---- the README's test command -------------------------------------------
+# Each step builds with JOBS parallel jobs (the steps themselves run in order).
 check: deps
-	$(MAKE) check-native
-	$(MAKE) check-asan
+	$(MAKE) -j$(JOBS) check-native
+	$(MAKE) -j$(JOBS) check-asan
 	$(MAKE) amalgamation-test
-	$(MAKE) firmware-example
+	$(MAKE) -j$(JOBS) firmware-example
 	$(MAKE) heap-check
-	$(MAKE) fuzz-replay
-	$(MAKE) check-aarch64
-	$(MAKE) check-arm32
+	$(MAKE) -j$(JOBS) fuzz-replay
+	$(MAKE) -j$(JOBS) check-aarch64
+	$(MAKE) -j$(JOBS) check-arm32
 	@echo "make check: all passed"
 
 # Where the compiler targets AVX-512, its GEMV replaces the AVX2 one for
