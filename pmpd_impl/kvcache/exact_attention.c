@@ -57,14 +57,18 @@ static void exact_accumulate(const float *weights, uint32_t lanes, uint32_t dim,
                                                dim, count, acc);
 }
 
+/* Rows per kernel call: f32 and f16 rows go to the kernels in one call;
+ * quantized rows are decoded a block at a time into the scratch. */
+static size_t exact_rows_per_call(const pmpd_kv_rows *rows, size_t n)
+{
+    return rows->format == PMPD_KV_ROW_F32 || rows->format == PMPD_KV_ROW_F16 ? n : PMPD_KV_EXACT_BLOCK;
+}
+
 void pmpd_attn_exact_partial(const float *qt, uint32_t lanes, uint32_t dim, const pmpd_kv_rows *keys,
                              const pmpd_kv_rows *values, size_t n, float *scratch, pmpd_attn_partial *out)
 {
     float *scores = scratch, *block = scratch + n * lanes;
-    /* f32 and f16 rows go to the kernels in one call; quantized rows are
-     * decoded a block at a time into the scratch. */
-    size_t step = keys->format == PMPD_KV_ROW_F32 || keys->format == PMPD_KV_ROW_F16 ? n : PMPD_KV_EXACT_BLOCK;
-    size_t first;
+    size_t step = exact_rows_per_call(keys, n), first;
     pmpd_attn_partial_clear(out, lanes, dim);
     if (n == 0)
         return;
@@ -73,7 +77,7 @@ void pmpd_attn_exact_partial(const float *qt, uint32_t lanes, uint32_t dim, cons
         exact_scores(qt, lanes, dim, keys, first, count, block, scores + first * lanes, out->max);
     }
     PMPD_KV_KERNEL(pmpd_kv_exp)(scores, lanes, n, out->max, out->sum);
-    step = values->format == PMPD_KV_ROW_F32 || values->format == PMPD_KV_ROW_F16 ? n : PMPD_KV_EXACT_BLOCK;
+    step = exact_rows_per_call(values, n);
     for (first = 0; first < n; first += step) {
         size_t count = n - first < step ? n - first : step;
         exact_accumulate(scores + first * lanes, lanes, dim, values, first, count, block, out->acc);
