@@ -65,7 +65,7 @@ LIB := $(BUILD)/libpmpd.a
 OFFLINE_LIB := $(BUILD)/libpmpd_offline.a
 
 .PHONY: all lib examples tests test check amalgamation amalgamation-test heap-check \
-        check-native check-asan check-aarch64 check-arm32 deps size install bench bench-compare mca demo firmware-example \
+        check-native check-asan check-oracles check-aarch64 check-arm32 deps size install bench bench-compare mca demo firmware-example \
         fuzz fuzz-replay \
         clean help
 
@@ -151,6 +151,7 @@ check: deps
 	$(MAKE) -j$(JOBS) fuzz-replay
 	$(MAKE) -j$(JOBS) check-aarch64
 	$(MAKE) -j$(JOBS) check-arm32
+	$(MAKE) check-oracles
 	@echo "make check: all passed"
 
 # Where the compiler targets AVX-512, its GEMV replaces the AVX2 one for
@@ -184,6 +185,13 @@ check-arm32:
 
 deps:
 	@sh pmpd_impl/build/need-tools.sh
+
+# Tests against other programs from npm (llama.cpp through node-llama-cpp,
+# an independent tokenizer): tests/oracle/run.sh installs them, pinned, and
+# runs each tests/oracle/check-*.sh; skipped with a message when npm is
+# unreachable.  The tools they drive are built first.
+check-oracles: all
+	BUILD=$(BUILD) sh tests/oracle/run.sh
 
 # ---- single-header amalgamation ------------------------------------------
 amalgamation: build/pmpd.h
@@ -361,7 +369,8 @@ help:
 	@echo "make              library (build/libpmpd.a, build/libpmpd_offline.a) and examples"
 	@echo "make check        every test: native, ASan+UBSan, amalgamation (gcc, clang), heap check,"
 	@echo "                  fuzz corpora replay, aarch64 under qemu (-cpu max and cortex-a53),"
-	@echo "                  32-bit armhf under qemu-arm"
+	@echo "                  32-bit armhf under qemu-arm, oracles (llama.cpp via npm node-llama-cpp)"
+	@echo "make check-oracles  only the tests against npm oracles (tests/oracle/run.sh)"
 	@echo "make demo         convert stories260K and generate a story"
 	@echo "make bench        benchmarks (memory bandwidth, kernels, end to end)"
 	@echo "make bench-compare  pmpd beside llama.cpp on a 1.1B synthetic model (bench/compare.sh)"
