@@ -278,9 +278,57 @@ pmpd_status pmpd_tokenize(const pmpd_model *model, const char *text, int add_bos
                           int32_t *tokens, size_t max_tokens, size_t *n_tokens,
                           pmpd_arena *scratch);
 
+/* Flags of pmpd_tokenize_text. */
+#define PMPD_TOKENIZE_BOS 1u       /* put BOS first */
+#define PMPD_TOKENIZE_EOS 2u       /* put EOS last */
+#define PMPD_TOKENIZE_MODEL_BOS 4u /* BOS and EOS as the model's metadata says (GGUF
+                                      tokenizer.ggml.add_bos_token / add_eos_token;
+                                      llama2.c vocabularies: BOS), on top of the two above */
+#define PMPD_TOKENIZE_SPECIAL 8u   /* byte-level BPE: control tokens written in the text
+                                      (<|begin_of_text|>, <|eot_id|>, <|im_start|>, ...)
+                                      become their single ids.  Off for untrusted text:
+                                      then they are tokenized as plain text.  (User-defined
+                                      tokens are always matched, as in llama.cpp.) */
+
+/* Encodes text[0 .. length) (UTF-8 expected, any bytes accepted, NUL
+ * included) with the model's tokenizer; flags are PMPD_TOKENIZE_*.
+ * llama2.c (SentencePiece-style) vocabularies encode as pmpd_tokenize does;
+ * PMPD_TOKENIZE_SPECIAL is refused for them (PMPD_ERR_UNSUPPORTED).
+ * Byte-level BPE vocabularies (GGUF "gpt2": Llama 3, Qwen2, SmolLM, GPT-2)
+ * split out special tokens, then cut the text into words with the model's
+ * pre-tokenizer, then merge each word's bytes by merge rank; every byte
+ * maps to a token, so pmpd_token_to_piece gives back exactly the input
+ * bytes, invalid UTF-8 included.  (llama.cpp replaces invalid UTF-8 by
+ * U+FFFD before tokenizing; for valid UTF-8 the ids are llama.cpp's.)
+ * The ids go to tokens[0 .. *n_tokens).  scratch provides the working
+ * memory, 24 * (length + 3) bytes from a 64-byte-aligned fill level for
+ * either kind, and is restored before returning; no heap.  Thread-safe
+ * for distinct scratch arenas (reads the model only).
+ * Errors: as pmpd_tokenize (PMPD_ERR_OVERFLOW: length 2^31 - 3 or more),
+ * and PMPD_ERR_UNSUPPORTED (see above). */
+pmpd_status pmpd_tokenize_text(const pmpd_model *model, const char *text, size_t length, unsigned flags,
+                               int32_t *tokens, size_t max_tokens, size_t *n_tokens, pmpd_arena *scratch);
+
+/* What a model's tokenizer is, for tools and chat loops. */
+typedef struct pmpd_tokenizer_info {
+    uint32_t kind;         /* 0 none, 1 SentencePiece-style (llama2.c scores), 2 byte-level BPE */
+    const char *pre;       /* byte-level BPE: pre-tokenizer name ("llama-bpe", "qwen2",
+                              "smollm", "gpt-2"); otherwise NULL.  Static storage. */
+    uint32_t n_tokens;
+    uint32_t bos_id, eos_id;
+    int32_t eot_id;        /* end of turn (<|eot_id|>, <|im_end|>), or -1 */
+    int add_bos, add_eos;  /* what the model's metadata asks of a prompt */
+    uint32_t n_merges;     /* byte-level BPE */
+    uint32_t n_special;    /* control, user-defined and unknown tokens */
+} pmpd_tokenizer_info;
+
+/* Fills info.  Thread-safe.  Errors: PMPD_ERR_INVALID_ARGUMENT (NULL). */
+pmpd_status pmpd_model_get_tokenizer_info(const pmpd_model *model, pmpd_tokenizer_info *info);
+
 /* The text of token when it follows prev_token, by run.c's rule: after BOS
  * a leading space is dropped, and a <0xNN> piece stands for the single raw
- * byte NN.  *piece points into the model (or a static table) and is not
+ * byte NN.  Byte-level BPE tokens give their raw bytes (special tokens their
+ * text, e.g. "<|eot_id|>"), whatever prev_token is.  *piece points into the model (or a static table) and is not
  * NUL-terminated; *length is its byte count.  Pass prev_token = -1 when
  * there is none.  Errors: PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_FORMAT_MISSING
  * (no tokenizer), PMPD_ERR_TOKEN_RANGE (token outside the vocabulary). */

@@ -100,7 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text[size - 1] = '\0';
     text_length = strlen(text);
     pmpd_arena_init(&scratch, fuzz_scratch, sizeof fuzz_scratch);
-    if (pmpd_tokenizer_encode(&fuzz_tok, text, bos, eos, ids, FUZZ_MAX_TEXT + 3, &n, &scratch) != PMPD_OK ||
+    if (pmpd_tokenizer_encode(&fuzz_tok, text, text_length, (bos ? PMPD_TOKENIZE_BOS : 0u) | (eos ? PMPD_TOKENIZE_EOS : 0u), ids, FUZZ_MAX_TEXT + 3, &n, &scratch) != PMPD_OK ||
         scratch.used != 0)
         __builtin_trap();
     for (i = 0; i < n; i++) {

@@ -28,7 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 size_t n;
                 pmpd_arena scratch;
                 pmpd_arena_init(&scratch, fuzz_scratch, sizeof fuzz_scratch);
-                pmpd_tokenizer_encode(&tok, "Once upon a time \xe2\x98\x83", 1, 1, ids, 64, &n, &scratch);
+                pmpd_tokenizer_encode(&tok, "Once upon a time \xe2\x98\x83", 19, PMPD_TOKENIZE_BOS | PMPD_TOKENIZE_EOS, ids, 64, &n,
+                                      &scratch);
             } else {
                 __builtin_trap(); /* the importer's output must always parse */
             }

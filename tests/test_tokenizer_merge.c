@@ -198,7 +198,9 @@ static void assert_matches_oracle(const vocab_case *c, const char *text, int bos
     pmpd_arena scratch;
     size_t n = 0, n_expected, i;
     pmpd_arena_init(&scratch, scratch_memory, sizeof scratch_memory);
-    assert_int_equal(pmpd_tokenizer_encode(&c->tok, text, bos, eos, got, MAX_TEXT + 3, &n, &scratch), PMPD_OK);
+    assert_int_equal(pmpd_tokenizer_encode(&c->tok, text, strlen(text),
+                                           (bos ? PMPD_TOKENIZE_BOS : 0u) | (eos ? PMPD_TOKENIZE_EOS : 0u), got,
+                                           MAX_TEXT + 3, &n, &scratch), PMPD_OK);
     n_expected = oracle_encode(&c->v, text, bos, eos, expected, pair);
     if (n != n_expected)
         fail_msg("\"%s\": %zu tokens, the oracle %zu", text, n, n_expected);

@@ -76,4 +76,35 @@
 #define PMPD_TOK_FLAG_SPACE_PREFIX 1u
 #define PMPD_TOK_MAX_PIECE 65536u
 
+/* Tokenizer section, version 2: byte-level BPE (GGUF's "gpt2" model).  A
+ * 48-byte header -- the four version 1 fields at the same offsets, then
+ * these -- followed by u32 offsets[n+1], u32 sorted[n] (as version 1),
+ * u32 special[n_special] (the ids of control, user-defined and unknown
+ * tokens, longest piece first, ties by id), u32 merges[n_merges][4]
+ * (left id, right id, merged id, rank; increasing (left, right)), u8
+ * types[n] (GGUF's token types), zero padding to a multiple of 4, then the
+ * blob.  Pieces of normal tokens are raw bytes: the byte-level alphabet is
+ * undone offline, so decoding points into the blob. */
+#define PMPD_TOKENIZER_VERSION_BPE 2u
+#define PMPD_TOK2_MODEL 16
+#define PMPD_TOK2_PRE 20
+#define PMPD_TOK2_N_MERGES 24
+#define PMPD_TOK2_N_SPECIAL 28
+#define PMPD_TOK2_EOT_ID 32
+#define PMPD_TOK2_RESERVED 36       /* 12 zero bytes */
+#define PMPD_TOK2_HEADER_SIZE 48u
+#define PMPD_TOK2_MODEL_BPE 2u      /* 1 is reserved for SentencePiece-style, which uses version 1 */
+#define PMPD_TOK_FLAG_ADD_BOS 2u    /* version 2: the model adds BOS (tokenizer.ggml.add_bos_token) */
+#define PMPD_TOK_FLAG_ADD_EOS 4u    /* version 2: the model adds EOS */
+#define PMPD_TOK2_NO_TOKEN 0xFFFFFFFFu
+#define PMPD_TOK2_MAX_MERGES (1u << 24)
+#define PMPD_TOK2_MERGE_SIZE 16u
+/* GGUF token types (llama.cpp's llama_token_type). */
+#define PMPD_TOKEN_TYPE_NORMAL 1u
+#define PMPD_TOKEN_TYPE_UNKNOWN 2u
+#define PMPD_TOKEN_TYPE_CONTROL 3u
+#define PMPD_TOKEN_TYPE_USER_DEFINED 4u
+#define PMPD_TOKEN_TYPE_UNUSED 5u
+#define PMPD_TOKEN_TYPE_BYTE 6u
+
 #endif

@@ -16,6 +16,7 @@
 #include "pmpd_impl/format/tensor_type.h"
 #include "pmpd_impl/kernels/qformat.h"
 #include "pmpd_impl/precision/anyprec.h"
+#include "pmpd_impl/tokenizer/bpe.h"
 
 /* A data region of the file, for the overlap check. */
 typedef struct loader_region {
@@ -343,11 +344,13 @@ static pmpd_status loader_read_section(const unsigned char *p, uint64_t at, uint
     if ((s->flags & PMPD_SECTION_FLAG_REQUIRED) && loader_section_version_read(s->kind) == 0)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_REQUIRED_SECTION, at + PMPD_SE_KIND,
                               "section kind %u is unknown to this build and marked required", (unsigned)s->kind);
-    if ((s->flags & PMPD_SECTION_FLAG_REQUIRED) && s->version != loader_section_version_read(s->kind))
+    if ((s->flags & PMPD_SECTION_FLAG_REQUIRED) && s->version != loader_section_version_read(s->kind) &&
+        !(s->kind == PMPD_SECTION_TOKENIZER && s->version == PMPD_TOKENIZER_VERSION_BPE))
         return pmpd_error_set(err, PMPD_ERR_FORMAT_VERSION, at + PMPD_SE_VERSION,
-                              "required %s section is version %u; this build reads version %u",
+                              "required %s section is version %u; this build reads version %u%s",
                               loader_section_name(s->kind), (unsigned)s->version,
-                              (unsigned)loader_section_version_read(s->kind));
+                              (unsigned)loader_section_version_read(s->kind),
+                              s->kind == PMPD_SECTION_TOKENIZER ? " and 2" : "");
     return loader_check_region("section", at + PMPD_SE_OFFSET, pmpd_le_u64(e + PMPD_SE_OFFSET), s->size, data_start,
                                file_size, err);
 }
@@ -637,10 +640,14 @@ static pmpd_status loader_open(const unsigned char *p, size_t size, pmpd_arena *
     tok = pmpd_model_find_section(m, PMPD_SECTION_TOKENIZER);
     /* A required section of another version was refused with the directory;
      * an optional one is skipped like an unknown kind. */
-    if (tok && tok->version == PMPD_TOKENIZER_VERSION) {
+    if (tok && (tok->version == PMPD_TOKENIZER_VERSION || tok->version == PMPD_TOKENIZER_VERSION_BPE)) {
         uint64_t at = (uint64_t)((const unsigned char *)tok->data - p);
-        status = pmpd_tokenizer_parse(&m->tokenizer, (const unsigned char *)tok->data, tok->size, at,
-                                      m->info.vocab_size, m->info.bos_id, m->info.eos_id, err);
+        if (tok->version == PMPD_TOKENIZER_VERSION)
+            status = pmpd_tokenizer_parse(&m->tokenizer, (const unsigned char *)tok->data, tok->size, at,
+                                          m->info.vocab_size, m->info.bos_id, m->info.eos_id, err);
+        else
+            status = pmpd_tokenizer_parse_bpe(&m->tokenizer, (const unsigned char *)tok->data, tok->size, at,
+                                              m->info.vocab_size, m->info.bos_id, m->info.eos_id, err);
         if (status != PMPD_OK)
             return status;
     }

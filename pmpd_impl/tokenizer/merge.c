@@ -6,17 +6,24 @@
  * where each symbol sits in it, so a merge updates exactly the three pairs
  * it touches (its own, its left neighbour's, the absorbed right symbol's)
  * instead of leaving stale entries behind: the heap never holds more than
- * n entries, which is what keeps the scratch size exact. */
+ * n entries, which is what keeps the scratch size exact.
+ *
+ * Byte-level BPE (version 2 sections) runs the same loop with another key:
+ * a symbol's pair is the index of its merge in the merge table, and the
+ * lowest rank merges first, the leftmost among equal ranks (llama.cpp's
+ * order). */
 #include "pmpd_impl/tokenizer/merge.h"
 
+#include "pmpd_impl/format/container.h"
 #include "pmpd_impl/format/le.h"
+#include "pmpd_impl/tokenizer/bpe.h"
 
 #define TOK_MERGE_NONE UINT32_MAX
 
 typedef struct tok_merge_state {
     const pmpd_tokenizer *tok;
     int32_t *ids;    /* symbol i's id; meaningful while i is in the list */
-    int32_t *pair;   /* id of ids[i] . ids[next[i]], or -1 */
+    int32_t *pair;   /* id of ids[i] . ids[next[i]] (BPE: its merge's index), or -1 */
     uint32_t *prev, *next;
     uint32_t *heap;  /* symbols whose pair can merge, best at heap[0] */
     uint32_t *place; /* index of symbol i in heap, or TOK_MERGE_NONE */
@@ -26,9 +33,20 @@ typedef struct tok_merge_state {
 static int32_t tok_pair(const pmpd_tokenizer *tok, int32_t left, int32_t right)
 {
     size_t a_length, b_length;
-    const unsigned char *a = pmpd_tokenizer_piece(tok, (uint32_t)left, &a_length);
-    const unsigned char *b = pmpd_tokenizer_piece(tok, (uint32_t)right, &b_length);
+    const unsigned char *a, *b;
+    if (tok->model == PMPD_TOK2_MODEL_BPE)
+        return pmpd_tokenizer_bpe_pair(tok, left, right);
+    a = pmpd_tokenizer_piece(tok, (uint32_t)left, &a_length);
+    b = pmpd_tokenizer_piece(tok, (uint32_t)right, &b_length);
     return pmpd_tokenizer_lookup(tok, a, a_length, b, b_length);
+}
+
+/* The id a symbol becomes when it absorbs its right neighbour. */
+static int32_t tok_merged_id(const pmpd_tokenizer *tok, int32_t pair)
+{
+    if (tok->model == PMPD_TOK2_MODEL_BPE)
+        return (int32_t)pmpd_tokenizer_bpe_merge_field(tok, (uint32_t)pair, 2);
+    return pair;
 }
 
 static float tok_merge_score(const tok_merge_state *s, uint32_t symbol)
@@ -39,12 +57,21 @@ static float tok_merge_score(const tok_merge_state *s, uint32_t symbol)
 /* run.c starts its search at -1e10 and takes only strictly better scores. */
 static int tok_merge_can_merge(const tok_merge_state *s, uint32_t symbol)
 {
+    if (s->tok->model == PMPD_TOK2_MODEL_BPE)
+        return s->pair[symbol] >= 0;
     return s->pair[symbol] >= 0 && tok_merge_score(s, symbol) > -1e10f;
 }
 
 static int tok_merge_before(const tok_merge_state *s, uint32_t a, uint32_t b)
 {
-    float score_a = tok_merge_score(s, a), score_b = tok_merge_score(s, b);
+    float score_a, score_b;
+    if (s->tok->model == PMPD_TOK2_MODEL_BPE) {
+        uint32_t rank_a = pmpd_tokenizer_bpe_merge_field(s->tok, (uint32_t)s->pair[a], 3);
+        uint32_t rank_b = pmpd_tokenizer_bpe_merge_field(s->tok, (uint32_t)s->pair[b], 3);
+        return rank_a < rank_b || (rank_a == rank_b && a < b);
+    }
+    score_a = tok_merge_score(s, a);
+    score_b = tok_merge_score(s, b);
     return score_a > score_b || (score_a == score_b && a < b);
 }
 
@@ -145,7 +172,7 @@ PMPD_INTERNAL size_t pmpd_tokenizer_merge(const pmpd_tokenizer *tok, int32_t *id
         tok_merge_sift_down(&s, i);
     while (s.heap_size > 0) {
         uint32_t left = s.heap[0], right = s.next[left];
-        s.ids[left] = s.pair[left];
+        s.ids[left] = tok_merged_id(tok, s.pair[left]);
         if (s.place[right] != TOK_MERGE_NONE)
             tok_merge_remove(&s, right);
         s.next[left] = s.next[right];

@@ -7,7 +7,9 @@
 #include "pmpd_impl/format/container.h"
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/model/model.h"
+#include "pmpd_impl/tokenizer/bpe.h"
 #include "pmpd_impl/tokenizer/merge.h"
+#include "pmpd_impl/tokenizer/pretok.h"
 
 PMPD_INTERNAL const unsigned char *pmpd_tokenizer_piece(const pmpd_tokenizer *tok, uint32_t id, size_t *length)
 {
@@ -142,6 +144,8 @@ PMPD_INTERNAL pmpd_status pmpd_tokenizer_parse(pmpd_tokenizer *tok, const unsign
                               "tokenizer section is %llu bytes but its counts imply %llu",
                               (unsigned long long)size, (unsigned long long)expected);
     tok->n_tokens = (uint32_t)n;
+    tok->model = 1;
+    tok->eot_id = PMPD_TOK2_NO_TOKEN;
     tok->max_token_length = max_length;
     tok->flags = flags;
     tok->bos_id = bos_id;
@@ -204,31 +208,13 @@ static size_t tok_emit_chunk(const pmpd_tokenizer *tok, const unsigned char *chu
     return length;
 }
 
-PMPD_INTERNAL pmpd_status pmpd_tokenizer_encode(const pmpd_tokenizer *tok, const char *text, int add_bos,
-                                                int add_eos, int32_t *tokens, size_t max_tokens,
-                                                size_t *n_tokens, pmpd_arena *scratch)
+/* llama2.c's run.c encoding into ids (capacity length + 3); returns the count. */
+static size_t tok_encode_spm(const pmpd_tokenizer *tok, const unsigned char *s, size_t length, unsigned flags,
+                             int32_t *ids, void *work)
 {
-    const unsigned char *s = (const unsigned char *)text;
-    size_t length, capacity, n = 0, i, chunk_length = 0;
+    size_t n = 0, i, chunk_length = 0;
     unsigned char chunk[4];
-    int32_t *ids;
-    pmpd_arena_mark mark;
-    pmpd_status status;
-    if (n_tokens)
-        *n_tokens = 0;
-    if (!tok || !text || (!tokens && max_tokens) || !n_tokens || !scratch || !scratch->base)
-        return PMPD_ERR_INVALID_ARGUMENT;
-    if (tok->n_tokens == 0)
-        return PMPD_ERR_FORMAT_MISSING;
-    length = strlen(text);
-    if (!pmpd_checked_add(length, 3, &capacity) || capacity > PMPD_TOK_MERGE_MAX_SYMBOLS)
-        return PMPD_ERR_OVERFLOW;
-    mark = pmpd_arena_save(scratch);
-    status = pmpd_arena_alloc_array(scratch, capacity, sizeof(int32_t) + PMPD_TOK_MERGE_BYTES_PER_SYMBOL,
-                                    PMPD_ARENA_ALIGNMENT, (void **)&ids);
-    if (status != PMPD_OK)
-        return status;
-    if (add_bos)
+    if (flags & PMPD_TOKENIZE_BOS)
         ids[n++] = (int32_t)tok->bos_id;
     if (length > 0 && (tok->flags & PMPD_TOK_FLAG_SPACE_PREFIX))
         n += tok_emit_chunk(tok, (const unsigned char *)" ", 1, ids + n);
@@ -242,9 +228,39 @@ PMPD_INTERNAL pmpd_status pmpd_tokenizer_encode(const pmpd_tokenizer *tok, const
         n += tok_emit_chunk(tok, chunk, chunk_length, ids + n);
         chunk_length = 0;
     }
-    n = pmpd_tokenizer_merge(tok, ids, n, ids + capacity);
-    if (add_eos)
+    n = pmpd_tokenizer_merge(tok, ids, n, work);
+    if (flags & PMPD_TOKENIZE_EOS)
         ids[n++] = (int32_t)tok->eos_id;
+    return n;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_tokenizer_encode(const pmpd_tokenizer *tok, const char *text, size_t length,
+                                                unsigned flags, int32_t *tokens, size_t max_tokens,
+                                                size_t *n_tokens, pmpd_arena *scratch)
+{
+    size_t capacity, n;
+    int32_t *ids;
+    pmpd_arena_mark mark;
+    pmpd_status status;
+    if (n_tokens)
+        *n_tokens = 0;
+    if (!tok || !text || (!tokens && max_tokens) || !n_tokens || !scratch || !scratch->base)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    if (tok->n_tokens == 0)
+        return PMPD_ERR_FORMAT_MISSING;
+    if ((flags & PMPD_TOKENIZE_SPECIAL) && tok->model != PMPD_TOK2_MODEL_BPE)
+        return PMPD_ERR_UNSUPPORTED;
+    if (!pmpd_checked_add(length, 3, &capacity) || capacity > PMPD_TOK_MERGE_MAX_SYMBOLS)
+        return PMPD_ERR_OVERFLOW;
+    mark = pmpd_arena_save(scratch);
+    status = pmpd_arena_alloc_array(scratch, capacity, sizeof(int32_t) + PMPD_TOK_MERGE_BYTES_PER_SYMBOL,
+                                    PMPD_ARENA_ALIGNMENT, (void **)&ids);
+    if (status != PMPD_OK)
+        return status;
+    if (tok->model == PMPD_TOK2_MODEL_BPE)
+        n = pmpd_tokenizer_encode_bpe(tok, (const unsigned char *)text, length, flags, ids, ids + capacity);
+    else
+        n = tok_encode_spm(tok, (const unsigned char *)text, length, flags, ids, ids + capacity);
     *n_tokens = n;
     if (n > max_tokens) {
         status = PMPD_ERR_INVALID_ARGUMENT;
@@ -270,6 +286,13 @@ PMPD_INTERNAL pmpd_status pmpd_tokenizer_decode(const pmpd_tokenizer *tok, int32
     if (token < 0 || (uint32_t)token >= tok->n_tokens)
         return PMPD_ERR_TOKEN_RANGE;
     p = pmpd_tokenizer_piece(tok, (uint32_t)token, &n);
+    if (tok->model == PMPD_TOK2_MODEL_BPE) {
+        /* Pieces are stored as raw bytes (the importer undid the byte-level
+         * alphabet). */
+        *piece = (const char *)p;
+        *length = n;
+        return PMPD_OK;
+    }
     if (prev_token >= 0 && (uint32_t)prev_token == tok->bos_id && n > 0 && p[0] == ' ') {
         p++;
         n--;
@@ -297,9 +320,56 @@ PMPD_INTERNAL pmpd_status pmpd_tokenizer_decode(const pmpd_tokenizer *tok, int32
 pmpd_status pmpd_tokenize(const pmpd_model *model, const char *text, int add_bos, int add_eos, int32_t *tokens,
                           size_t max_tokens, size_t *n_tokens, pmpd_arena *scratch)
 {
+    unsigned flags = (add_bos ? PMPD_TOKENIZE_BOS : 0u) | (add_eos ? PMPD_TOKENIZE_EOS : 0u);
+    if (n_tokens)
+        *n_tokens = 0;
+    if (!model || !text)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    return pmpd_tokenizer_encode(&model->tokenizer, text, strlen(text), flags, tokens, max_tokens, n_tokens,
+                                 scratch);
+}
+
+pmpd_status pmpd_tokenize_text(const pmpd_model *model, const char *text, size_t length, unsigned flags,
+                               int32_t *tokens, size_t max_tokens, size_t *n_tokens, pmpd_arena *scratch)
+{
+    const pmpd_tokenizer *tok;
+    if (n_tokens)
+        *n_tokens = 0;
     if (!model)
         return PMPD_ERR_INVALID_ARGUMENT;
-    return pmpd_tokenizer_encode(&model->tokenizer, text, add_bos, add_eos, tokens, max_tokens, n_tokens, scratch);
+    tok = &model->tokenizer;
+    if (flags & PMPD_TOKENIZE_MODEL_BOS) {
+        /* llama2.c vocabularies always start with BOS; version 2 says. */
+        if (tok->model != PMPD_TOK2_MODEL_BPE || (tok->flags & PMPD_TOK_FLAG_ADD_BOS))
+            flags |= PMPD_TOKENIZE_BOS;
+        if (tok->model == PMPD_TOK2_MODEL_BPE && (tok->flags & PMPD_TOK_FLAG_ADD_EOS))
+            flags |= PMPD_TOKENIZE_EOS;
+    }
+    return pmpd_tokenizer_encode(tok, text, length, flags, tokens, max_tokens, n_tokens, scratch);
+}
+
+pmpd_status pmpd_model_get_tokenizer_info(const pmpd_model *model, pmpd_tokenizer_info *info)
+{
+    const pmpd_tokenizer *tok;
+    if (!model || !info)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    tok = &model->tokenizer;
+    memset(info, 0, sizeof *info);
+    info->eot_id = -1;
+    if (tok->n_tokens == 0)
+        return PMPD_OK;
+    info->kind = tok->model == PMPD_TOK2_MODEL_BPE ? 2u : 1u;
+    info->pre = tok->model == PMPD_TOK2_MODEL_BPE ? pmpd_pretok_name(tok->pre) : NULL;
+    info->n_tokens = tok->n_tokens;
+    info->bos_id = tok->bos_id;
+    info->eos_id = tok->eos_id;
+    if (tok->eot_id != PMPD_TOK2_NO_TOKEN)
+        info->eot_id = (int32_t)tok->eot_id;
+    info->add_bos = tok->model != PMPD_TOK2_MODEL_BPE || (tok->flags & PMPD_TOK_FLAG_ADD_BOS) != 0;
+    info->add_eos = tok->model == PMPD_TOK2_MODEL_BPE && (tok->flags & PMPD_TOK_FLAG_ADD_EOS) != 0;
+    info->n_merges = tok->n_merges;
+    info->n_special = tok->n_special;
+    return PMPD_OK;
 }
 
 pmpd_status pmpd_token_to_piece(const pmpd_model *model, int32_t prev_token, int32_t token, const char **piece,

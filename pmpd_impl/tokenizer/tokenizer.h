@@ -1,6 +1,7 @@
-/* The runtime BPE tokenizer (llama2.c semantics), read in place from a
- * container's tokenizer section.  Layout of the section (version 1, all
- * little-endian):
+/* The runtime tokenizers, read in place from a container's tokenizer
+ * section: llama2.c's scores-driven BPE (section version 1) and byte-level
+ * BPE with ranked merges (version 2, see bpe.h and container.h).  Layout of
+ * version 1 (all little-endian):
  *     u32 n_tokens, u32 max_token_length, u32 flags, u32 blob_size,
  *     f32 scores[n], u32 offsets[n+1], u32 sorted[n], u8 blob[blob_size]
  * Piece i is blob[offsets[i] .. offsets[i+1]); sorted lists the ids in
@@ -26,7 +27,16 @@ typedef struct pmpd_tokenizer {
     const unsigned char *offsets;
     const unsigned char *sorted;
     const unsigned char *blob;
-    int32_t byte_ids[256];      /* id of the piece "<0xNN>", or -1 */
+    int32_t byte_ids[256];      /* id of the piece "<0xNN>" (version 2: of the raw byte), or -1 */
+    /* Version 2 (byte-level BPE) only; model is 1 for version 1. */
+    uint32_t model;             /* 1 SentencePiece-style, PMPD_TOK2_MODEL_BPE */
+    uint32_t pre;               /* PMPD_PRETOK_* */
+    uint32_t n_merges;
+    uint32_t n_special;
+    uint32_t eot_id;            /* PMPD_TOK2_NO_TOKEN when none */
+    const unsigned char *special;
+    const unsigned char *merges;
+    const unsigned char *types;
 } pmpd_tokenizer;
 
 /* Validates a tokenizer section of size bytes (found at file_offset in the
@@ -44,8 +54,10 @@ PMPD_INTERNAL int32_t pmpd_tokenizer_lookup(const pmpd_tokenizer *tok, const uns
 /* Bytes of piece id (id < n_tokens). */
 PMPD_INTERNAL const unsigned char *pmpd_tokenizer_piece(const pmpd_tokenizer *tok, uint32_t id, size_t *length);
 
-PMPD_INTERNAL pmpd_status pmpd_tokenizer_encode(const pmpd_tokenizer *tok, const char *text, int add_bos,
-                                                int add_eos, int32_t *tokens, size_t max_tokens,
+/* Encodes text[0 .. length) (flags: PMPD_TOKENIZE_*, with BOS/EOS already
+ * resolved to PMPD_TOKENIZE_BOS/EOS).  Scratch: 24 * (length + 3) bytes. */
+PMPD_INTERNAL pmpd_status pmpd_tokenizer_encode(const pmpd_tokenizer *tok, const char *text, size_t length,
+                                                unsigned flags, int32_t *tokens, size_t max_tokens,
                                                 size_t *n_tokens, pmpd_arena *scratch);
 
 PMPD_INTERNAL pmpd_status pmpd_tokenizer_decode(const pmpd_tokenizer *tok, int32_t prev_token, int32_t token,

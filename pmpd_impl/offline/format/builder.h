@@ -79,6 +79,30 @@ PMPD_INTERNAL pmpd_status pmpd_build_convert_matrices(pmpd_build_model *b, uint3
 PMPD_INTERNAL pmpd_status pmpd_build_add_vocab(pmpd_build_model *b, const pmpd_vocab *v);
 PMPD_INTERNAL void pmpd_vocab_free(pmpd_vocab *v);
 
+/* A byte-level BPE vocabulary (GGUF "gpt2"): pieces of normal tokens as raw
+ * bytes (the byte-level alphabet undone), special tokens as their text. */
+typedef struct pmpd_bpe_vocab {
+    uint32_t n_tokens;
+    uint32_t max_token_length;
+    uint32_t flags;           /* PMPD_TOK_FLAG_ADD_BOS / _ADD_EOS */
+    uint32_t pre;             /* PMPD_PRETOK_* */
+    uint32_t eot_id;          /* PMPD_TOK2_NO_TOKEN when none */
+    uint32_t *offsets;        /* n_tokens + 1 */
+    unsigned char *blob;
+    unsigned char *types;     /* n_tokens GGUF token types */
+    uint32_t n_merges;
+    uint32_t *merges;         /* [n_merges][2] left and right ids, in rank order */
+} pmpd_bpe_vocab;
+
+/* Adds v as a version 2 tokenizer section: finds each merge's merged token
+ * (the normal token whose piece is the concatenation), sorts the merges
+ * and pieces, lists the special tokens.  A pair merged twice keeps its
+ * first (lowest) rank, as llama.cpp does.  Errors: PMPD_ERR_FORMAT_VALUE (a
+ * merge whose concatenation is no token: err names it),
+ * PMPD_ERR_OUT_OF_MEMORY, PMPD_ERR_INVALID_ARGUMENT (sizes). */
+PMPD_INTERNAL pmpd_status pmpd_build_add_bpe_vocab(pmpd_build_model *b, const pmpd_bpe_vocab *v, pmpd_error *err);
+PMPD_INTERNAL void pmpd_bpe_vocab_free(pmpd_bpe_vocab *v);
+
 /* Serializes to a new malloc'ed buffer whose first byte is 64-byte aligned:
  * *block is what to free(), *data the container, *size its length. */
 PMPD_INTERNAL pmpd_status pmpd_build_serialize(const pmpd_build_model *b, void **block, unsigned char **data, size_t *size);

@@ -66,11 +66,15 @@ static const char *const gguf_keys[] = {
     "llama.context_length", "llama.rope.dimension_count", "llama.attention.layer_norm_rms_epsilon",
     "llama.rope.freq_base", "tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.scores",
     "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.add_space_prefix",
+    /* byte-level BPE ("gpt2") vocabularies */
+    "tokenizer.ggml.merges", "tokenizer.ggml.token_type", "tokenizer.ggml.pre", "tokenizer.ggml.eot_token_id",
+    "tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token",
 };
 
 enum {
     GGUF_KEY_ARCH, GGUF_KEY_ALIGNMENT, GGUF_KEY_DIM, GGUF_KEY_HIDDEN, GGUF_KEY_LAYERS, GGUF_KEY_HEADS, GGUF_KEY_KV_HEADS, GGUF_KEY_CONTEXT, GGUF_KEY_ROPE_DIM,
-    GGUF_KEY_EPS, GGUF_KEY_ROPE_BASE, GGUF_KEY_TOK_MODEL, GGUF_KEY_TOKENS, GGUF_KEY_SCORES, GGUF_KEY_BOS, GGUF_KEY_EOS, GGUF_KEY_SPACE_PREFIX, GGUF_KEY_COUNT
+    GGUF_KEY_EPS, GGUF_KEY_ROPE_BASE, GGUF_KEY_TOK_MODEL, GGUF_KEY_TOKENS, GGUF_KEY_SCORES, GGUF_KEY_BOS, GGUF_KEY_EOS, GGUF_KEY_SPACE_PREFIX,
+    GGUF_KEY_MERGES, GGUF_KEY_TOKEN_TYPE, GGUF_KEY_PRE, GGUF_KEY_EOT, GGUF_KEY_ADD_BOS, GGUF_KEY_ADD_EOS, GGUF_KEY_COUNT
 };
 
 static pmpd_status gguf_need(gguf_reader *r, uint64_t bytes, const char *what)
@@ -403,6 +407,78 @@ static pmpd_status gguf_read_vocab(gguf_reader *r, const gguf_value *values, pmp
     return PMPD_OK;
 }
 
+/* A bool metadata value: 0 or 1, or -1 when absent. */
+static pmpd_status gguf_get_bool(gguf_reader *r, const gguf_value *values, int key, int *out)
+{
+    const gguf_value *v = &values[key];
+    *out = -1;
+    if (!v->present)
+        return PMPD_OK;
+    if (v->type != GGUF_BOOL)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, v->key_at, "GGUF key %s is not a bool", gguf_keys[key]);
+    *out = r->data[v->at] != 0;
+    return PMPD_OK;
+}
+
+/* A "gpt2" vocabulary: gathers where its arrays are, gguf_bpe.c does the rest. */
+static pmpd_status gguf_read_bpe_vocab(gguf_reader *r, const gguf_value *values, pmpd_build_model *out)
+{
+    const gguf_value *tokens = &values[GGUF_KEY_TOKENS], *merges = &values[GGUF_KEY_MERGES];
+    const gguf_value *types = &values[GGUF_KEY_TOKEN_TYPE], *pre = &values[GGUF_KEY_PRE];
+    pmpd_gguf_bpe_input in;
+    pmpd_bpe_vocab v;
+    uint64_t eot;
+    pmpd_status status;
+    memset(&in, 0, sizeof in);
+    if (tokens->type != GGUF_ARRAY || tokens->element_type != GGUF_STRING)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, tokens->key_at, "GGUF tokenizer.ggml.tokens is not a string array");
+    in.data = r->data;
+    in.size = r->size;
+    in.tokens_at = tokens->at;
+    in.n_tokens = tokens->count;
+    if (types->present) {
+        if (types->type != GGUF_ARRAY)
+            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, types->key_at, "GGUF tokenizer.ggml.token_type is not an array");
+        in.has_types = 1;
+        in.types_at = types->at;
+        in.n_types = types->count;
+        in.types_element = types->element_type;
+    }
+    if (merges->present) {
+        if (merges->type != GGUF_ARRAY)
+            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, merges->key_at, "GGUF tokenizer.ggml.merges is not an array");
+        in.has_merges = 1;
+        in.merges_at = merges->at;
+        in.n_merges = merges->count;
+        in.merges_element = merges->element_type;
+        in.merges_key_at = merges->key_at;
+    }
+    if (pre->present) {
+        if (pre->type != GGUF_STRING)
+            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, pre->key_at, "GGUF tokenizer.ggml.pre is not a string");
+        in.has_pre = 1;
+        in.pre_length = pmpd_le_u64(r->data + pre->at);
+        in.pre = r->data + pre->at + 8;
+        in.pre_at = pre->at;
+    }
+    if ((status = gguf_get_uint(r, values, GGUF_KEY_EOT, PMPD_TOK2_NO_TOKEN, 0, &eot)) != PMPD_OK ||
+        (status = gguf_get_bool(r, values, GGUF_KEY_ADD_BOS, &in.add_bos)) != PMPD_OK ||
+        (status = gguf_get_bool(r, values, GGUF_KEY_ADD_EOS, &in.add_eos)) != PMPD_OK)
+        return status;
+    in.eot_id = eot > PMPD_TOK2_NO_TOKEN ? PMPD_TOK2_NO_TOKEN - 1 : (uint32_t)eot;
+    status = pmpd_import_gguf_bpe_vocab(&in, &v, r->err);
+    if (status != PMPD_OK)
+        return status;
+    if (v.n_tokens != out->info.vocab_size)
+        status = pmpd_error_set(r->err, PMPD_ERR_FORMAT_SHAPE, tokens->at - 8,
+                                "GGUF vocabulary has %u tokens but token_embd.weight has %u rows", (unsigned)v.n_tokens,
+                                (unsigned)out->info.vocab_size);
+    if (status == PMPD_OK)
+        status = pmpd_build_add_bpe_vocab(out, &v, r->err);
+    pmpd_bpe_vocab_free(&v);
+    return status;
+}
+
 static pmpd_status gguf_read_tensor_infos(gguf_reader *r, uint64_t n, gguf_tensor_info *infos)
 {
     uint64_t i, j;
@@ -651,6 +727,14 @@ PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t siz
         if (status == PMPD_OK && pmpd_build_add_vocab(out, &vocab) != PMPD_OK)
             status = pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory for the tokenizer");
         pmpd_vocab_free(&vocab);
+    } else if (values[GGUF_KEY_TOKENS].present && gguf_string_is(&r, &values[GGUF_KEY_TOK_MODEL], "gpt2")) {
+        status = gguf_read_bpe_vocab(&r, values, out);
+    } else if (values[GGUF_KEY_TOKENS].present && values[GGUF_KEY_TOK_MODEL].present) {
+        const gguf_value *m = &values[GGUF_KEY_TOK_MODEL];
+        uint64_t length = m->type == GGUF_STRING ? pmpd_le_u64(r.data + m->at) : 0;
+        status = pmpd_error_set(err, PMPD_ERR_UNSUPPORTED, m->at,
+                                "GGUF tokenizer.ggml.model \"%.*s\" is not one this build reads (llama, gpt2)",
+                                (int)(length > 32 ? 32 : length), m->type == GGUF_STRING ? (const char *)r.data + m->at + 8 : "");
     }
     return status;
 }

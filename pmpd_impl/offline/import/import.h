@@ -23,6 +23,40 @@ PMPD_INTERNAL pmpd_status pmpd_import_llama2c_tokenizer(const unsigned char *dat
 /* GGUF v3 file of Llama architecture, with its tokenizer if present. */
 PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t size, pmpd_build_model *out, pmpd_error *err);
 
+/* What gguf.c found of a "gpt2" (byte-level BPE) tokenizer's metadata:
+ * offsets into data of each array's first element (arrays already bounds
+ * checked by the metadata walk), for gguf_bpe.c to turn into a vocabulary. */
+typedef struct pmpd_gguf_bpe_input {
+    const unsigned char *data;
+    size_t size;
+    size_t tokens_at;             /* tokenizer.ggml.tokens: n_tokens strings */
+    uint64_t n_tokens;
+    int has_types;                /* tokenizer.ggml.token_type: n_types int32 */
+    size_t types_at;
+    uint64_t n_types;
+    uint32_t types_element;
+    int has_merges;               /* tokenizer.ggml.merges: n_merges strings */
+    size_t merges_at;
+    uint64_t n_merges;
+    uint32_t merges_element;
+    uint64_t merges_key_at;
+    int has_pre;                  /* tokenizer.ggml.pre */
+    const unsigned char *pre;
+    uint64_t pre_length;
+    uint64_t pre_at;
+    uint32_t eot_id;              /* PMPD_TOK2_NO_TOKEN when absent */
+    int add_bos, add_eos;         /* -1 when absent */
+} pmpd_gguf_bpe_input;
+
+/* Builds the byte-level BPE vocabulary: pieces of normal tokens turned from
+ * the byte-level alphabet into raw bytes, merges resolved to token ids.
+ * Refuses (with err at the offending offset): tokens that are not valid
+ * UTF-8 or, for normal tokens, not in the byte-level alphabet; unknown token
+ * types; missing or malformed merges, or merges naming missing tokens; a
+ * missing or unknown pre-tokenizer (the message names it). */
+PMPD_INTERNAL pmpd_status pmpd_import_gguf_bpe_vocab(const pmpd_gguf_bpe_input *in, pmpd_bpe_vocab *out,
+                                                     pmpd_error *err);
+
 /* Reads a whole file into a new malloc'ed buffer (*data, *size bytes).
  * Errors: PMPD_ERR_NOT_FOUND (cannot open), PMPD_ERR_IO; err names path. */
 PMPD_INTERNAL pmpd_status pmpd_import_read_file(const char *path, unsigned char **data, size_t *size, pmpd_error *err);
