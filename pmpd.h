@@ -397,6 +397,12 @@ typedef struct pmpd_synth_options {
     /* Called after each tensor with bytes written and the file's total; may be NULL. */
     void (*progress)(void *context, uint64_t done, uint64_t total);
     void *progress_context;
+    /* Instead of tokenizer_path: a byte-level BPE vocabulary file (see
+     * pmpd-mkgguf --help, --vocab-gpt2), written as tokenizer.ggml.model
+     * "gpt2" with its merges; NULL for none. */
+    const char *gpt2_vocab_path;
+    const char *pre;              /* with gpt2_vocab_path: tokenizer.ggml.pre to write
+                                     instead of the file's; NULL keeps it */
 } pmpd_synth_options;
 
 typedef struct pmpd_synth_summary {

@@ -52,6 +52,11 @@ static int usage(FILE *to, int status)
             "  --tied            no output.weight: the classifier is the token embedding\n"
             "  --tokenizer PATH  llama2.c tokenizer.bin; it sets the vocabulary\n"
             "                    (" MKGGUF_DEFAULT_TOKENIZER ")\n"
+            "  --vocab-gpt2 PATH a byte-level BPE vocabulary instead (tokenizer.ggml.model gpt2):\n"
+            "                    \"pmpd-gpt2-vocab 1\", then pre/bos/eos/eot/add_bos lines,\n"
+            "                    \"tokens N\" and N lines \"TYPE TEXT\", \"merges M\" and M lines\n"
+            "                    (tests/oracle/export-llama3-vocab.mjs writes Llama 3's)\n"
+            "  --pre NAME        with --vocab-gpt2: the tokenizer.ggml.pre to write\n"
             "Defaults are TinyLlama-1.1B's shape.  q8_0 and q4_0 need dim and hidden multiples of 32.\n");
     return status;
 }
@@ -127,6 +132,12 @@ int main(int argc, char **argv)
             i++;
         } else if (strcmp(arg, "--tokenizer") == 0 && next) {
             options.tokenizer_path = next;
+            i++;
+        } else if (strcmp(arg, "--vocab-gpt2") == 0 && next) {
+            options.gpt2_vocab_path = next;
+            i++;
+        } else if (strcmp(arg, "--pre") == 0 && next) {
+            options.pre = next;
             i++;
         } else if (strcmp(arg, "--tied") == 0) {
             options.tied = 1;

@@ -23,7 +23,7 @@
 void pmpd_synth_options_default(pmpd_synth_options *options)
 {
     /* TinyLlama-1.1B: dim, hidden, layers, heads, KV heads, context. */
-    static const pmpd_synth_options tinyllama = {2048, 5632, 22, 32, 4, 2048, PMPD_GGML_Q4_0, 1, 0, NULL, NULL, NULL};
+    static const pmpd_synth_options tinyllama = {2048, 5632, 22, 32, 4, 2048, PMPD_GGML_Q4_0, 1, 0, NULL, NULL, NULL, NULL, NULL};
     *options = tinyllama;
 }
 
@@ -63,7 +63,8 @@ static pmpd_status synth_load_vocab(const char *path, pmpd_vocab *v, pmpd_error 
     return status;
 }
 
-static void synth_write_metadata(pmpd_gguf_out *o, const pmpd_synth_options *opt, const pmpd_vocab *v)
+static void synth_write_metadata(pmpd_gguf_out *o, const pmpd_synth_options *opt, const pmpd_vocab *v,
+                                 const pmpd_synth_gpt2 *g)
 {
     pmpd_gguf_kv_string(o, "general.architecture", "llama");
     pmpd_gguf_kv_string(o, "general.name", "pmpd synthetic llama");
@@ -78,22 +79,25 @@ static void synth_write_metadata(pmpd_gguf_out *o, const pmpd_synth_options *opt
     pmpd_gguf_kv_u32(o, "llama.rope.dimension_count", opt->dim / opt->n_heads);
     pmpd_gguf_kv_f32(o, "llama.rope.freq_base", SYNTH_ROPE_BASE);
     pmpd_gguf_kv_f32(o, "llama.attention.layer_norm_rms_epsilon", SYNTH_RMS_EPS);
-    pmpd_gguf_kv_u32(o, "llama.vocab_size", v->n_tokens);
-    pmpd_synth_write_vocab(o, v);
+    pmpd_gguf_kv_u32(o, "llama.vocab_size", g ? g->n_tokens : v->n_tokens);
+    if (g)
+        pmpd_synth_write_vocab_gpt2(o, g, opt->pre);
+    else
+        pmpd_synth_write_vocab(o, v);
 }
 
 static void synth_write_header(pmpd_gguf_out *o, const pmpd_synth_options *opt, const pmpd_vocab *v,
-                               const pmpd_synth_plan *plan)
+                               const pmpd_synth_gpt2 *g, const pmpd_synth_plan *plan)
 {
     pmpd_gguf_out count;
     uint32_t i, d;
     memset(&count, 0, sizeof count);
-    synth_write_metadata(&count, opt, v);
+    synth_write_metadata(&count, opt, v, g);
     pmpd_gguf_bytes(o, "GGUF", 4);
     pmpd_gguf_u32(o, 3);
     pmpd_gguf_u64(o, plan->n_tensors);
     pmpd_gguf_u64(o, count.n_keys);
-    synth_write_metadata(o, opt, v);
+    synth_write_metadata(o, opt, v, g);
     for (i = 0; i < plan->n_tensors; i++) {
         const pmpd_synth_tensor *t = &plan->tensors[i];
         pmpd_gguf_string(o, t->name, strlen(t->name));
@@ -128,7 +132,8 @@ static void synth_write_tensor(pmpd_gguf_out *o, const pmpd_synth_tensor *t, uin
 /* Writes the whole file to f (named path in messages); *bytes counts what
  * was written. */
 static pmpd_status synth_write_file(FILE *f, const char *path, const pmpd_synth_options *opt, const pmpd_vocab *v,
-                                    const pmpd_synth_plan *plan, uint64_t *bytes, pmpd_error *err)
+                                    const pmpd_synth_gpt2 *g, const pmpd_synth_plan *plan, uint64_t *bytes,
+                                    pmpd_error *err)
 {
     pmpd_gguf_out o;
     size_t widest = opt->dim > opt->hidden_dim ? opt->dim : opt->hidden_dim;
@@ -144,7 +149,7 @@ static pmpd_status synth_write_file(FILE *f, const char *path, const pmpd_synth_
         return pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory for a row of %zu weights",
                               widest);
     }
-    synth_write_header(&o, opt, v, plan);
+    synth_write_header(&o, opt, v, g, plan);
     total = o.written + plan->data_bytes;
     for (i = 0; i < plan->n_tensors && !o.failed; i++) {
         synth_write_tensor(&o, &plan->tensors[i], i, opt->seed, x, row);
@@ -168,6 +173,8 @@ pmpd_status pmpd_synth_gguf(const char *out_path, const pmpd_synth_options *opti
     pmpd_synth_summary local;
     pmpd_synth_plan plan;
     pmpd_vocab vocab;
+    pmpd_synth_gpt2 gpt2, *g = NULL;
+    uint32_t n_tokens;
     pmpd_atomic_file out;
     uint64_t bytes = 0;
     pmpd_status status;
@@ -175,25 +182,40 @@ pmpd_status pmpd_synth_gguf(const char *out_path, const pmpd_synth_options *opti
         summary = &local;
     memset(summary, 0, sizeof *summary);
     pmpd_error_clear(err);
-    if (!out_path || !options || !options->tokenizer_path)
+    if (!out_path || !options || (!options->tokenizer_path && !options->gpt2_vocab_path))
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
                               "an output path, options and a tokenizer path are required");
-    if ((status = synth_load_vocab(options->tokenizer_path, &vocab, err)) != PMPD_OK)
-        return status;
-    status = pmpd_synth_plan_make(options, vocab.n_tokens, &plan, err);
+    memset(&vocab, 0, sizeof vocab);
+    memset(&plan, 0, sizeof plan);
+    if (options->gpt2_vocab_path) {
+        status = pmpd_synth_load_gpt2(options->gpt2_vocab_path, &gpt2, err);
+        if (status != PMPD_OK) {
+            pmpd_synth_gpt2_free(&gpt2);
+            return status;
+        }
+        g = &gpt2;
+        n_tokens = gpt2.n_tokens;
+    } else {
+        if ((status = synth_load_vocab(options->tokenizer_path, &vocab, err)) != PMPD_OK)
+            return status;
+        n_tokens = vocab.n_tokens;
+    }
+    status = pmpd_synth_plan_make(options, n_tokens, &plan, err);
     if (status == PMPD_OK && (status = pmpd_atomic_open(&out, out_path, err)) == PMPD_OK) {
         setvbuf(out.f, NULL, _IOFBF, SYNTH_STREAM_BUFFER);
-        status = synth_write_file(out.f, out.tmp, options, &vocab, &plan, &bytes, err);
+        status = synth_write_file(out.f, out.tmp, options, &vocab, g, &plan, &bytes, err);
         status = pmpd_atomic_finish(&out, status, err);
     }
     if (status == PMPD_OK) {
         summary->n_tensors = plan.n_tensors;
-        summary->vocab_size = vocab.n_tokens;
+        summary->vocab_size = n_tokens;
         summary->parameters = plan.parameters;
         summary->bytes = bytes;
     }
     pmpd_synth_plan_free(&plan);
     pmpd_vocab_free(&vocab);
+    if (g)
+        pmpd_synth_gpt2_free(g);
     return status;
 }
 

@@ -91,5 +91,23 @@ enum { PMPD_GGUF_UINT32 = 4, PMPD_GGUF_INT32 = 5, PMPD_GGUF_FLOAT32 = 6, PMPD_GG
 
 PMPD_INTERNAL void pmpd_synth_write_vocab(pmpd_gguf_out *o, const pmpd_vocab *v);
 
+/* ---- vocab_gpt2.c: a byte-level BPE vocabulary file as tokenizer.ggml.* ---- */
+
+typedef struct pmpd_synth_gpt2 {
+    unsigned char *file;
+    uint32_t n_tokens, n_merges;
+    uint32_t *token_offsets, *merge_offsets; /* n + 1 each */
+    char *token_blob, *merge_blob;           /* GGUF texts */
+    int32_t *types;
+    char pre[64];
+    uint32_t bos_id, eos_id, eot_id;         /* eot 0xFFFFFFFF: none */
+    int add_bos;                             /* -1: not stated */
+} pmpd_synth_gpt2;
+
+PMPD_INTERNAL pmpd_status pmpd_synth_load_gpt2(const char *path, pmpd_synth_gpt2 *g, pmpd_error *err);
+PMPD_INTERNAL void pmpd_synth_gpt2_free(pmpd_synth_gpt2 *g);
+/* pre, when not NULL, replaces the file's pre-tokenizer name. */
+PMPD_INTERNAL void pmpd_synth_write_vocab_gpt2(pmpd_gguf_out *o, const pmpd_synth_gpt2 *g, const char *pre);
+
 #endif /* PMPD_OFFLINE */
 #endif
