@@ -514,9 +514,14 @@ static void test_sections(void **state)
     wr64(f->p + s + PMPD_SE_SIZE, (uint64_t)f->size);
     fix_header_crc(f);
     expect_refusal(f, PMPD_ERR_FORMAT_BOUNDS, s + PMPD_SE_OFFSET, "past");
+    /* Version 1 data labelled version 2 (byte-level BPE) is read as version 2 and refused. */
+    reset(f);
+    wr32(f->p + s + PMPD_SE_VERSION, PMPD_TOKENIZER_VERSION_BPE);
+    fix_header_crc(f);
+    expect_refusal(f, PMPD_ERR_FORMAT_VALUE, ANY_OFFSET, "tokenizer");
     /* A tokenizer of a version this build cannot read: skipped when optional, refused when required. */
     reset(f);
-    wr32(f->p + s + PMPD_SE_VERSION, 2);
+    wr32(f->p + s + PMPD_SE_VERSION, 3);
     fix_header_crc(f);
     expect_success(f);
     wr32(f->p + s + PMPD_SE_FLAGS, PMPD_SECTION_FLAG_REQUIRED);
