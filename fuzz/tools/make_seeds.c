@@ -230,6 +230,85 @@ static void write_gguf(const char *name, const pmpd_build_model *b, test_gguf_ty
     free(data);
 }
 
+/* GPT-2's byte-level spelling of byte b (printable Latin-1 as itself, the
+ * other bytes in order from U+0100). */
+static size_t byte_level(unsigned b, char *out)
+{
+    unsigned cp = b, k = 0, c;
+    if (!((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE)) {
+        for (c = 0; c < b; c++)
+            if (!((c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || c >= 0xAE))
+                k++;
+        cp = 0x100 + k;
+    }
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    out[0] = (char)(0xC0 | (cp >> 6));
+    out[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+}
+
+/* A GGUF with a byte-level BPE ("gpt2") vocabulary: the 256 bytes, a few
+ * merged tokens, control and user-defined tokens, pre-tokenizer pre; and
+ * the container it converts to. */
+static void write_gguf_gpt2(const char *name, const char *container_name, const char *pre)
+{
+    static const char *const merges[] = {"a b", "ab c", "\xc4\xa0 t", "h e", "\xc4\xa0t he", "1 2", "\xc4\x8a \xc4\x8a"};
+    char piece[2];
+    const char *vocab_path = "build/make_seeds_gpt2.vocab", *gguf_path = "build/make_seeds_gpt2.gguf";
+    FILE *f = fopen(vocab_path, "wb");
+    pmpd_synth_options o;
+    pmpd_build_model b;
+    pmpd_error err;
+    unsigned char *data;
+    size_t size, i;
+    unsigned k;
+    if (!f)
+        abort();
+    fprintf(f, "pmpd-gpt2-vocab 1\npre %s\nbos 263\neos 264\neot 264\nadd_bos 1\ntokens 266\n", pre);
+    for (k = 0; k < 256; k++) {
+        fputs("1 ", f);
+        fwrite(piece, 1, byte_level(k, piece), f);
+        fputc('\n', f);
+    }
+    fputs("1 ab\n1 abc\n1 \xc4\xa0t\n1 he\n1 \xc4\xa0the\n1 12\n1 \xc4\x8a\xc4\x8a\n", f);
+    fputs("3 <|begin_of_text|>\n3 <|eot_id|>\n4 <tool>\n", f);
+    fprintf(f, "merges %u\n", (unsigned)(sizeof merges / sizeof merges[0]));
+    for (i = 0; i < sizeof merges / sizeof merges[0]; i++)
+        fprintf(f, "%s\n", merges[i]);
+    fclose(f);
+    pmpd_synth_options_default(&o);
+    o.dim = DIM;
+    o.hidden_dim = HIDDEN;
+    o.n_layers = LAYERS;
+    o.n_heads = HEADS;
+    o.n_kv_heads = KV_HEADS;
+    o.seq_len = SEQ;
+    o.type = PMPD_GGML_F32;
+    o.tied = 1;
+    o.tokenizer_path = NULL;
+    o.gpt2_vocab_path = vocab_path;
+    if (pmpd_synth_gguf(gguf_path, &o, NULL, &err) != PMPD_OK) {
+        fprintf(stderr, "make_seeds: %s\n", err.message);
+        abort();
+    }
+    if (pmpd_import_read_file(gguf_path, &data, &size, &err) != PMPD_OK)
+        abort();
+    write_bytes("gguf", name, data, size);
+    pmpd_build_init(&b);
+    if (pmpd_import_gguf(data, size, &b, &err) != PMPD_OK) {
+        fprintf(stderr, "make_seeds: %s\n", err.message);
+        abort();
+    }
+    write_container(container_name, &b);
+    pmpd_build_free(&b);
+    free(data);
+    remove(vocab_path);
+    remove(gguf_path);
+}
+
 int main(void)
 {
     static const char *const texts[] = {
@@ -258,6 +337,8 @@ int main(void)
     write_container("tiny_separate_no_tokenizer.pmpd", &b);
     pmpd_build_free(&b);
     write_head("gguf", "stories260K_head.gguf", "../shared/models/stories260K.gguf", 16384);
+    write_gguf_gpt2("tiny_gpt2_llama_bpe.gguf", "tiny_gpt2_llama_bpe.pmpd", "llama-bpe");
+    write_gguf_gpt2("tiny_gpt2_qwen2.gguf", "tiny_gpt2_qwen2.pmpd", "qwen2");
     write_anyprec("tensor_2x7_seed1_parent4", 2, 7, 1, 4);
     write_anyprec("tensor_3x40_seed2_parent3", 3, 40, 2, 3);
 
