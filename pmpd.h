@@ -298,8 +298,11 @@ pmpd_status pmpd_tokenize(const pmpd_model *model, const char *text, int add_bos
  * split out special tokens, then cut the text into words with the model's
  * pre-tokenizer, then merge each word's bytes by merge rank; every byte
  * maps to a token, so pmpd_token_to_piece gives back exactly the input
- * bytes, invalid UTF-8 included.  (llama.cpp replaces invalid UTF-8 by
- * U+FFFD before tokenizing; for valid UTF-8 the ids are llama.cpp's.)
+ * bytes, invalid UTF-8 included -- except in vocabularies pruned to the
+ * bytes UTF-8 uses (StarCoder's, MPT's lack 0xC0, 0xC1, 0xF5..0xFF), where
+ * such bytes are dropped, as llama.cpp drops them.  (llama.cpp replaces
+ * invalid UTF-8 by U+FFFD before tokenizing; for valid UTF-8 the ids are
+ * llama.cpp's.)
  * The ids go to tokens[0 .. *n_tokens).  scratch provides the working
  * memory, 24 * (length + 3) bytes from a 64-byte-aligned fill level for
  * either kind, and is restored before returning; no heap.  Thread-safe

@@ -51,9 +51,12 @@ static int32_t bpe_whole_word(const pmpd_tokenizer *tok, const unsigned char *by
     return id >= 0 && pmpd_tokenizer_type(tok, (uint32_t)id) == PMPD_TOKEN_TYPE_NORMAL ? id : -1;
 }
 
+/* A byte the vocabulary has no token for stays in the word as a symbol
+ * that merges with nothing (as llama.cpp's would: no merge names it) and
+ * is dropped afterwards. */
 static size_t bpe_word(const pmpd_tokenizer *tok, const unsigned char *bytes, size_t length, int32_t *out, void *work)
 {
-    size_t i;
+    size_t i, n, kept;
     if (tok->pre == PMPD_PRETOK_LLAMA3 && length > 1) {
         int32_t id = bpe_whole_word(tok, bytes, length);
         if (id >= 0) {
@@ -63,7 +66,11 @@ static size_t bpe_word(const pmpd_tokenizer *tok, const unsigned char *bytes, si
     }
     for (i = 0; i < length; i++)
         out[i] = tok->byte_ids[bytes[i]];
-    return pmpd_tokenizer_merge(tok, out, length, work);
+    n = pmpd_tokenizer_merge(tok, out, length, work);
+    for (i = kept = 0; i < n; i++)
+        if (out[i] >= 0)
+            out[kept++] = out[i];
+    return kept;
 }
 
 /* Claims the occurrences of special token id in text (marks at slot + 2). */

@@ -2,7 +2,9 @@
  * encoder trusts what is checked here: ids inside the vocabulary, merges
  * sorted by (left, right) with ranks below their count and merged pieces
  * that are the concatenations they claim, the special list complete and in
- * matching order, a token for every byte value. */
+ * matching order.  A byte may lack a token: vocabularies pruned to what
+ * UTF-8 text holds (StarCoder's, MPT's) have none for 0xC0, 0xC1 and
+ * 0xF5..0xFF; the encoder drops such bytes, as llama.cpp does. */
 #include "pmpd_impl/tokenizer/bpe.h"
 
 #include <string.h>
@@ -155,8 +157,8 @@ static pmpd_status bpes_check_merges(const pmpd_tokenizer *tok, uint64_t at, pmp
     return PMPD_OK;
 }
 
-/* The normal token whose piece is the single byte b, for every b. */
-static pmpd_status bpes_find_bytes(pmpd_tokenizer *tok, uint64_t at, pmpd_error *err)
+/* The normal token whose piece is the single byte b, or -1, for every b. */
+static void bpes_find_bytes(pmpd_tokenizer *tok)
 {
     unsigned b;
     for (b = 0; b < 256; b++) {
@@ -179,12 +181,8 @@ static pmpd_status bpes_find_bytes(pmpd_tokenizer *tok, uint64_t at, pmpd_error 
             }
             id = next;
         }
-        if (id < 0)
-            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, at,
-                                  "byte-level vocabulary has no normal token for byte 0x%02x", b);
         tok->byte_ids[b] = id;
     }
-    return PMPD_OK;
 }
 
 PMPD_INTERNAL pmpd_status pmpd_tokenizer_parse_bpe(pmpd_tokenizer *tok, const unsigned char *data, uint64_t size,
@@ -274,7 +272,7 @@ PMPD_INTERNAL pmpd_status pmpd_tokenizer_parse_bpe(pmpd_tokenizer *tok, const un
         (status = bpes_check_special(tok, n_special_types, file_offset + special_at,
                                      file_offset + PMPD_TOK2_N_SPECIAL, err)) == PMPD_OK &&
         (status = bpes_check_merges(tok, file_offset + merges_at, err)) == PMPD_OK)
-        status = bpes_find_bytes(tok, file_offset + types_at, err);
+        bpes_find_bytes(tok);
     if (status != PMPD_OK)
         tok->n_tokens = 0;
     return status;
