@@ -20,6 +20,7 @@
 #include "pmpd_impl/offline/format/builder.h"
 #include "pmpd_impl/offline/format/from_model.h"
 #include "pmpd_impl/offline/import/import.h"
+#include "tests/support/test_models.h"
 #include "tests/support/test_support.h"
 
 /* GPT-2's byte-level spelling of byte b, written by the rule itself:
@@ -44,7 +45,7 @@ static size_t byte_level(unsigned b, char *out)
 }
 
 /* ids: 0..255 the bytes, 256 "ab", 257 "abc", 258 "<|end|>" (control). */
-static unsigned char *make_gguf(size_t *size, char *path, size_t path_size)
+static unsigned char *make_gguf_pre(size_t *size, char *path, size_t path_size, const char *pre)
 {
     char vocab_path[256], piece[2];
     FILE *f;
@@ -56,7 +57,7 @@ static unsigned char *make_gguf(size_t *size, char *path, size_t path_size)
     snprintf(path, path_size, "/tmp/pmpd_test_bpe_%ld.gguf", (long)getpid());
     f = fopen(vocab_path, "wb");
     assert_non_null(f);
-    fprintf(f, "pmpd-gpt2-vocab 1\npre gpt-2\nbos 258\neos 258\neot 258\ntokens 259\n");
+    fprintf(f, "pmpd-gpt2-vocab 1\npre %s\nbos 258\neos 258\neot 258\ntokens 259\n", pre);
     for (b = 0; b < 256; b++) {
         fputs("1 ", f);
         fwrite(piece, 1, byte_level(b, piece), f);
@@ -80,6 +81,11 @@ static unsigned char *make_gguf(size_t *size, char *path, size_t path_size)
     remove(path);
     assert_non_null(g);
     return g;
+}
+
+static unsigned char *make_gguf(size_t *size, char *path, size_t path_size)
+{
+    return make_gguf_pre(size, path, path_size, "gpt-2");
 }
 
 static unsigned char *find(unsigned char *g, size_t size, const char *s, size_t length)
@@ -199,11 +205,57 @@ static void test_refusals(void **state)
     free(good);
 }
 
+/* BOS as the model says: llama-bpe adds it when add_bos_token is absent
+ * (llama.cpp's default), llama2.c vocabularies always; special-token
+ * parsing is refused for the latter. */
+static void test_bos_as_model_says(void **state)
+{
+    char path[256];
+    size_t size, n = 0;
+    unsigned char *g = make_gguf_pre(&size, path, sizeof path, "llama-bpe");
+    pmpd_build_model b;
+    pmpd_build_opened o;
+    pmpd_error err;
+    pmpd_tokenizer_info info;
+    test_opened_model spm;
+    static unsigned char scratch_block[4096];
+    pmpd_arena scratch;
+    int32_t ids[16];
+    (void)state;
+    pmpd_build_init(&b);
+    assert_int_equal(pmpd_import_gguf(g, size, &b, &err), PMPD_OK);
+    assert_int_equal(pmpd_build_open(&b, &o, &err), PMPD_OK);
+    assert_int_equal(pmpd_model_get_tokenizer_info(o.model, &info), PMPD_OK);
+    assert_string_equal(info.pre, "llama-bpe");
+    assert_int_equal(info.add_bos, 1);
+    pmpd_arena_init(&scratch, scratch_block, sizeof scratch_block);
+    assert_int_equal(pmpd_tokenize_text(o.model, "abc", 3, PMPD_TOKENIZE_MODEL_BOS, ids, 16, &n, &scratch), PMPD_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 258);
+    assert_int_equal(ids[1], 257);
+    assert_int_equal(pmpd_tokenize_text(o.model, "abc", 3, 0, ids, 16, &n, &scratch), PMPD_OK);
+    assert_int_equal(n, 1);
+    pmpd_build_close(&o);
+    pmpd_build_free(&b);
+    free(g);
+    assert_int_equal(test_open_shared("models/stories260K.bin", "models/tok512.bin", PMPD_TENSOR_F32, &spm), PMPD_OK);
+    assert_int_equal(pmpd_model_get_tokenizer_info(spm.model, &info), PMPD_OK);
+    assert_int_equal(info.kind, 1);
+    assert_null(info.pre);
+    assert_int_equal(pmpd_tokenize_text(spm.model, "a", 1, PMPD_TOKENIZE_MODEL_BOS, ids, 16, &n, &scratch), PMPD_OK);
+    assert_true(n >= 2);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(pmpd_tokenize_text(spm.model, "a", 1, PMPD_TOKENIZE_SPECIAL, ids, 16, &n, &scratch),
+                     PMPD_ERR_UNSUPPORTED);
+    test_opened_close(&spm);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_imports_and_tokenizes),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_bos_as_model_says),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
