@@ -157,31 +157,35 @@ static pmpd_status bpes_check_merges(const pmpd_tokenizer *tok, uint64_t at, pmp
     return PMPD_OK;
 }
 
-/* The normal token whose piece is the single byte b, or -1, for every b. */
+/* The normal token whose piece is the single byte b, or -1, for every b:
+ * the first sorted entry not below b, then along the equal pieces (lowest
+ * id first) to a normal one. */
 static void bpes_find_bytes(pmpd_tokenizer *tok)
 {
     unsigned b;
     for (b = 0; b < 256; b++) {
-        unsigned char byte = (unsigned char)b;
-        int32_t id = pmpd_tokenizer_lookup(tok, &byte, 1, NULL, 0);
-        while (id >= 0 && tok->types[id] != PMPD_TOKEN_TYPE_NORMAL) {
-            /* equal pieces sit together in the sorted order, lowest id first */
+        uint32_t lo = 0, hi = tok->n_tokens;
+        tok->byte_ids[b] = -1;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
             size_t length;
-            const unsigned char *p;
-            int32_t next = -1;
-            uint32_t k;
-            for (k = 0; k < tok->n_tokens; k++)
-                if (pmpd_le_u32(tok->sorted + 4u * k) == (uint32_t)id)
-                    break;
-            if (k + 1 < tok->n_tokens) {
-                next = (int32_t)pmpd_le_u32(tok->sorted + 4u * (k + 1));
-                p = pmpd_tokenizer_piece(tok, (uint32_t)next, &length);
-                if (length != 1 || p[0] != byte)
-                    next = -1;
-            }
-            id = next;
+            const unsigned char *p = pmpd_tokenizer_piece(tok, pmpd_le_u32(tok->sorted + 4u * mid), &length);
+            if (length == 0 || p[0] < b)
+                lo = mid + 1;
+            else
+                hi = mid;
         }
-        tok->byte_ids[b] = id;
+        for (; lo < tok->n_tokens; lo++) {
+            uint32_t id = pmpd_le_u32(tok->sorted + 4u * lo);
+            size_t length;
+            const unsigned char *p = pmpd_tokenizer_piece(tok, id, &length);
+            if (length != 1 || p[0] != b)
+                break;
+            if (tok->types[id] == PMPD_TOKEN_TYPE_NORMAL) {
+                tok->byte_ids[b] = (int32_t)id;
+                break;
+            }
+        }
     }
 }
 
