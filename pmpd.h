@@ -328,6 +328,13 @@ typedef struct pmpd_tokenizer_info {
 /* Fills info.  Thread-safe.  Errors: PMPD_ERR_INVALID_ARGUMENT (NULL). */
 pmpd_status pmpd_model_get_tokenizer_info(const pmpd_model *model, pmpd_tokenizer_info *info);
 
+/* 1 when token is a control token that a text display should not print --
+ * byte-level BPE control, unknown and unused tokens (<|eot_id|>,
+ * <|im_start|>, ...; llama.cpp's token_to_piece prints nothing for them
+ * unless asked), BOS and EOS of llama2.c vocabularies -- else 0 (also for
+ * ids outside the vocabulary, a NULL model or no tokenizer).  Thread-safe. */
+int pmpd_token_is_control(const pmpd_model *model, int32_t token);
+
 /* The text of token when it follows prev_token, by run.c's rule: after BOS
  * a leading space is dropped, and a <0xNN> piece stands for the single raw
  * byte NN.  Byte-level BPE tokens give their raw bytes (special tokens their

@@ -146,6 +146,10 @@ static void test_imports_and_tokenizes(void **state)
     assert_int_equal(ids[2], 256);
     assert_int_equal(ids[3], '\n');
     assert_int_equal(ids[4], 258);
+    assert_int_equal(pmpd_token_is_control(o.model, 258), 1);
+    assert_int_equal(pmpd_token_is_control(o.model, 257), 0);
+    assert_int_equal(pmpd_token_is_control(o.model, 259), 0);
+    assert_int_equal(pmpd_token_is_control(NULL, 258), 0);
     pmpd_build_close(&o);
     pmpd_build_free(&b);
     free(g);
@@ -245,6 +249,8 @@ static void test_bos_as_model_says(void **state)
     assert_int_equal(pmpd_tokenize_text(spm.model, "a", 1, PMPD_TOKENIZE_MODEL_BOS, ids, 16, &n, &scratch), PMPD_OK);
     assert_true(n >= 2);
     assert_int_equal(ids[0], 1);
+    assert_int_equal(pmpd_token_is_control(spm.model, 1), 1);
+    assert_int_equal(pmpd_token_is_control(spm.model, ids[1]), 0);
     assert_int_equal(pmpd_tokenize_text(spm.model, "a", 1, PMPD_TOKENIZE_SPECIAL, ids, 16, &n, &scratch),
                      PMPD_ERR_UNSUPPORTED);
     test_opened_close(&spm);

@@ -348,6 +348,19 @@ pmpd_status pmpd_tokenize_text(const pmpd_model *model, const char *text, size_t
     return pmpd_tokenizer_encode(tok, text, length, flags, tokens, max_tokens, n_tokens, scratch);
 }
 
+int pmpd_token_is_control(const pmpd_model *model, int32_t token)
+{
+    const pmpd_tokenizer *tok;
+    uint32_t type;
+    if (!model || token < 0 || (uint32_t)token >= model->tokenizer.n_tokens)
+        return 0;
+    tok = &model->tokenizer;
+    if (tok->model != PMPD_TOK2_MODEL_BPE)
+        return (uint32_t)token == tok->bos_id || (uint32_t)token == tok->eos_id;
+    type = pmpd_tokenizer_type(tok, (uint32_t)token);
+    return type == PMPD_TOKEN_TYPE_CONTROL || type == PMPD_TOKEN_TYPE_UNKNOWN || type == PMPD_TOKEN_TYPE_UNUSED;
+}
+
 pmpd_status pmpd_model_get_tokenizer_info(const pmpd_model *model, pmpd_tokenizer_info *info)
 {
     const pmpd_tokenizer *tok;
