@@ -17,6 +17,7 @@ static unsigned char fuzz_scratch[1u << 16];
 static void fuzz_use_model(const pmpd_model *m)
 {
     static const char *const texts[] = {"Once upon a time", "\xe2\x98\x83 \xff bytes", ""};
+    static const char special_text[] = "<|begin_of_text|>x<|eot_id|> 12345\n\n";
     int32_t ids[64];
     size_t n, i, t, length;
     pmpd_arena scratch;
@@ -28,6 +29,9 @@ static void fuzz_use_model(const pmpd_model *m)
         if (pmpd_tokenize(m, texts[t], 1, 1, ids, 64, &n, &scratch) == PMPD_OK)
             for (i = 1; i < n; i++)
                 pmpd_token_to_piece(m, ids[i - 1], ids[i], &piece, &length);
+    /* byte-level BPE: special tokens as the section lists them */
+    pmpd_tokenize_text(m, special_text, sizeof special_text - 1, PMPD_TOKENIZE_SPECIAL | PMPD_TOKENIZE_MODEL_BOS, ids,
+                       64, &n, &scratch);
     for (k = 0; k < m->tokenizer.n_tokens; k++)
         if (pmpd_token_to_piece(m, 1, (int32_t)k, &piece, &length) == PMPD_OK && length)
             sink ^= (unsigned char)piece[length - 1];
