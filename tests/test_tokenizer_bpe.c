@@ -265,6 +265,10 @@ static void test_pretokenizer_names(void **state)
     assert_int_equal(pmpd_pretok_from_name("qwen2", 5), PMPD_PRETOK_QWEN2);
     assert_int_equal(pmpd_pretok_from_name("smollm", 6), PMPD_PRETOK_SMOLLM);
     assert_int_equal(pmpd_pretok_from_name("gpt-2", 5), PMPD_PRETOK_GPT2);
+    assert_int_equal(pmpd_pretok_from_name("deepseek-r1-qwen", 16), PMPD_PRETOK_QWEN2);
+    assert_int_equal(pmpd_pretok_from_name("starcoder", 9), PMPD_PRETOK_SMOLLM);
+    assert_int_equal(pmpd_pretok_from_name("mpt", 3), PMPD_PRETOK_GPT2);
+    assert_string_equal(pmpd_pretok_name(PMPD_PRETOK_SMOLLM), "smollm");
     assert_int_equal(pmpd_pretok_from_name("gpt-22", 6), 0);
     assert_int_equal(pmpd_pretok_from_name("deepseek-llm", 12), 0);
 }

@@ -179,6 +179,7 @@ static const struct {
     {"qwen2", PMPD_PRETOK_QWEN2},      {"smollm", PMPD_PRETOK_SMOLLM}, {"gpt-2", PMPD_PRETOK_GPT2},
     /* other models trained with the same expressions */
     {"starcoder", PMPD_PRETOK_SMOLLM}, {"refact", PMPD_PRETOK_SMOLLM}, {"mpt", PMPD_PRETOK_GPT2},
+    {"deepseek-r1-qwen", PMPD_PRETOK_QWEN2},
 };
 
 PMPD_INTERNAL uint32_t pmpd_pretok_from_name(const char *name, size_t length)

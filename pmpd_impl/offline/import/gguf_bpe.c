@@ -118,7 +118,7 @@ static pmpd_status gbpe_pre(const pmpd_gguf_bpe_input *in, pmpd_bpe_vocab *v, pm
         name[n] = '\0';
         return pmpd_error_set(err, PMPD_ERR_UNSUPPORTED, in->pre_at,
                               "GGUF tokenizer.ggml.pre \"%s\" is not a pre-tokenizer this build has "
-                              "(llama-bpe, qwen2, smollm, gpt-2, starcoder, refact, mpt)", name);
+                              "(llama-bpe, qwen2, smollm, gpt-2, starcoder, refact, mpt, deepseek-r1-qwen)", name);
     }
     return PMPD_OK;
 }
