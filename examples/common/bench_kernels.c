@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "examples/common/bench.h"
-#include "pmpd_impl/kernels/qmatmul.h"
+#include "pmpd_impl/weights/grouped/qmatmul.h"
 #include "pmpd_impl/model/linear.h"
 
 #define BENCH_KERNELS_MAX_TOTAL ((size_t)3 << 30)

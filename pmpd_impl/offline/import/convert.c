@@ -10,7 +10,7 @@
 
 #include "pmpd_impl/core/error.h"
 #include "pmpd_impl/format/le.h"
-#include "pmpd_impl/kernels/qformat.h"
+#include "pmpd_impl/weights/grouped/qformat.h"
 #include "pmpd_impl/offline/format/atomic_file.h"
 #include "pmpd_impl/offline/quant/build.h"
 #include "pmpd_impl/offline/precision/anyprec_build.h"
