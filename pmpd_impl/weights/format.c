@@ -42,4 +42,19 @@ PMPD_INTERNAL pmpd_status pmpd_weight_tensor_bytes(uint32_t type, uint32_t n_dim
     return f->tensor_bytes(n_dims, dims, bytes);
 }
 
+const char *pmpd_tensor_type_name(pmpd_tensor_type type)
+{
+    const pmpd_weight_format *f = pmpd_weight_format_of((uint32_t)type);
+    return f ? f->name : NULL;
+}
+
+pmpd_status pmpd_tensor_type_from_name(const char *name, pmpd_tensor_type *type)
+{
+    const pmpd_weight_format *f = pmpd_weight_format_named(name);
+    if (!f || !type)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    *type = f->type;
+    return PMPD_OK;
+}
+
 #undef PMPD_WEIGHT_FORMAT_COUNT
