@@ -9,6 +9,8 @@
 #include "pmpd_impl/core/config.h"
 #include "pmpd_impl/offline/format/builder.h"
 
+#if PMPD_OFFLINE
+
 typedef struct pmpd_weight_encoder {
     pmpd_tensor_type type;
     /* Converts the float matrices of b (all of them f32 on entry) to the
@@ -19,5 +21,7 @@ typedef struct pmpd_weight_encoder {
 
 /* The encoder of a type, or NULL for a type the converter cannot write. */
 PMPD_INTERNAL const pmpd_weight_encoder *pmpd_weight_encoder_of(uint32_t type);
+
+#endif /* PMPD_OFFLINE */
 
 #endif
