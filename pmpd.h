@@ -172,7 +172,8 @@ typedef enum pmpd_tensor_type {
     PMPD_TENSOR_Q8 = 2,      /* int8 groups of 32 + scale */
     PMPD_TENSOR_Q4 = 3,      /* 4-bit groups of 32, rows interleaved for SIMD */
     PMPD_TENSOR_Q2CB = 4,    /* 2-bit groups with shared int8 codebooks */
-    PMPD_TENSOR_ANYPREC = 5  /* nested any-precision bit-planes */
+    PMPD_TENSOR_ANYPREC = 5, /* nested any-precision bit-planes */
+    PMPD_TENSOR_W8A8 = 6     /* int8 rows + one static activation scale per tensor */
 } pmpd_tensor_type;
 
 /* The short name tools use for a tensor type ("f32", "q4", "anyprec"), or

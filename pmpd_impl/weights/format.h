@@ -9,7 +9,8 @@
  * pmpd_impl/offline/weights/encoders.c.
  *
  * Folders: float/ (f32, f16), grouped/ (q8, q4, q2cb: 32-weight groups in
- * 4-row blocks, one kernel family), anyprec/ (nested any-precision).
+ * 4-row blocks, one kernel family), anyprec/ (nested any-precision),
+ * w8a8/ (int8 rows with a static per-tensor activation scale).
  */
 #ifndef PMPD_WEIGHTS_FORMAT_H
 #define PMPD_WEIGHTS_FORMAT_H
@@ -81,5 +82,6 @@ PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_q8(void);
 PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_q4(void);
 PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_q2cb(void);
 PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_anyprec(void);
+PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_w8a8(void);
 
 #endif
