@@ -24,12 +24,13 @@
 #include "pmpd_impl/model/model.h"
 #include "pmpd_impl/offline/weights/encoders.h"
 #include "pmpd_impl/weights/format.h"
+#include "pmpd_impl/weights/w8a8/w8a8.h"
 #include "tests/support/test_models.h"
 #include "tests/support/test_support.h"
 
 /* Every value of pmpd_tensor_type the file format defines. */
-static const pmpd_tensor_type all_types[] = {PMPD_TENSOR_F32, PMPD_TENSOR_F16,  PMPD_TENSOR_Q8,
-                                             PMPD_TENSOR_Q4,  PMPD_TENSOR_Q2CB, PMPD_TENSOR_ANYPREC};
+static const pmpd_tensor_type all_types[] = {PMPD_TENSOR_F32,  PMPD_TENSOR_F16,     PMPD_TENSOR_Q8,  PMPD_TENSOR_Q4,
+                                             PMPD_TENSOR_Q2CB, PMPD_TENSOR_ANYPREC, PMPD_TENSOR_W8A8};
 #define N_TYPES (sizeof all_types / sizeof all_types[0])
 
 static void test_one_row_per_type(void **state)
@@ -92,7 +93,8 @@ static void test_sizes_follow_the_shape(void **state)
 }
 
 static unsigned char pool_memory[1 << 14];
-static unsigned char scratch[1 << 16];
+/* Scratch is 64-byte aligned by contract (model/linear.h). */
+static unsigned char scratch_memory[(1 << 16) + 64];
 
 /* The largest error int8 activations in groups of 32 (scale absmax/127,
  * round to nearest) can add to sum_c w[c] x[c]: half a step per element.
@@ -121,15 +123,21 @@ static void check_matrix(const pmpd_tensor *t, pmpd_pool *pool, test_rng *rng)
     float *x = (float *)malloc(cols * sizeof(float));
     float *y = (float *)malloc(rows * sizeof(float));
     int float_weights = t->type == PMPD_TENSOR_F32 || t->type == PMPD_TENSOR_F16;
+    pmpd_w8a8_matrix w8a8;
     assert_non_null(w);
     assert_non_null(x);
     assert_non_null(y);
     for (r = 0; r < rows; r++)
         f->row(t, r, w + r * cols);
+    /* W8A8 activations saturate beyond 127 steps of the tensor's static
+     * scale: keep them inside its calibrated range. */
+    if (t->type == PMPD_TENSOR_W8A8)
+        pmpd_w8a8_bind(t->data, t->dims[0], t->dims[1], &w8a8);
     for (c = 0; c < cols; c++)
-        x[c] = test_rng_normal(rng);
+        x[c] = test_rng_normal(rng) * (t->type == PMPD_TENSOR_W8A8 ? 30.0f * w8a8.activation_scale : 1.0f);
+    unsigned char *scratch = (unsigned char *)test_aligned(scratch_memory);
     assert_int_equal(pmpd_linear_scratch_bytes(t, 1, 1, &need), PMPD_OK);
-    assert_true(need <= sizeof scratch);
+    assert_true(need <= 1 << 16);
     f->linear(t, x, 1, y, scratch, pool, 0);
     for (r = 0; r < rows; r++) {
         double exact = 0, magnitude = 0, bound;
@@ -138,7 +146,12 @@ static void check_matrix(const pmpd_tensor *t, pmpd_pool *pool, test_rng *rng)
             magnitude += fabs((double)w[r * cols + c] * x[c]);
         }
         bound = 1e-5 * magnitude + 1e-30;
-        if (!float_weights)
+        if (t->type == PMPD_TENSOR_W8A8) {
+            double weight = 0;
+            for (c = 0; c < cols; c++)
+                weight += fabs(w[r * cols + c]);
+            bound += 0.5 * w8a8.activation_scale * weight; /* half a step per element */
+        } else if (!float_weights)
             bound += activation_bound(w + r * cols, x, cols, t->type == PMPD_TENSOR_ANYPREC ? 2.0 : 1.0);
         if (fabs(y[r] - exact) > bound)
             fail_msg("%s %.*s row %zu: linear %g, dequantized rows give %g (bound %g)", f->name, (int)t->name_length,
