@@ -316,6 +316,10 @@ typedef struct pmpd_convert_options {
                                      embedding and classifier become q8 */
     /* PMPD_TENSOR_ANYPREC only: the tree's seed and parent widths (0: 2 and 4). */
     unsigned anyprec_seed_bits, anyprec_parent_bits;
+    /* PMPD_TENSOR_W8A8 only: 1 = no shadow path for activation outliers
+     * (every input channel at the tensor's absmax scale); for measuring
+     * what the shadow path buys. */
+    int w8a8_no_shadow;
     /* Called now and then with work done and total (rows while quantizing,
      * then bytes while writing); may be NULL. */
     void (*progress)(void *context, uint64_t done, uint64_t total);

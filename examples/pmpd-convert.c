@@ -62,12 +62,14 @@ static int usage(void)
     fprintf(stderr,
             "usage: pmpd-convert SOURCE OUT [--tokenizer FILE] [--type TYPE] [--bits SEED:PARENT]\n"
             "                    [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]\n"
-            "                    [--kv-codebooks SUB:BITS] [--ctx N]\n"
+            "                    [--kv-codebooks SUB:BITS] [--ctx N] [--no-shadow]\n"
             "  --kv-codebooks SUB:BITS  add PQ KV-cache codebooks (SUB 2 or 4, BITS 1-8), trained on the\n"
             "                           converted model (the float one with --pmpd-calibrate)\n"
             "  --pmpd-calibrate         with --type anyprec: quantize from the float model and add the static\n"
             "                           schedule and learned scheduler calibrated against it\n"
             "  --ctx N                  context of the sessions whose arena the summary gives\n"
+            "  --no-shadow              with --type w8a8: no shadow path for activation outliers (every\n"
+            "                           input at its tensor's absmax scale), to measure what it buys\n"
             "  --type TYPE              weight format (default f32):");
     /* The library's table of weight formats says which types exist. */
     for (type = 0; type < 64; type++)
@@ -93,6 +95,10 @@ static int convert_parse(int argc, char **argv, convert_args *a)
                 a->out = o;
             else
                 return 0;
+            continue;
+        }
+        if (!strcmp(o, "--no-shadow")) {
+            a->convert.w8a8_no_shadow = 1;
             continue;
         }
         if (!strcmp(o, "--pmpd-calibrate")) {

@@ -35,11 +35,11 @@ static void make_case(w8a8_case *k, size_t rows, size_t cols, float activation_s
     assert_non_null(w);
     for (i = 0; i < rows * cols; i++)
         w[i] = test_rng_normal(rng);
-    assert_int_equal(pmpd_w8a8_compute_layout(rows, cols, &layout), PMPD_OK);
+    assert_int_equal(pmpd_w8a8_compute_layout(rows, cols, 0, &layout), PMPD_OK);
     k->size = layout.total;
     k->bytes = (unsigned char *)malloc(layout.total);
     assert_non_null(k->bytes);
-    assert_int_equal(pmpd_w8a8_encode(w, rows, cols, activation_scale, k->bytes, k->size), PMPD_OK);
+    assert_int_equal(pmpd_w8a8_encode(w, rows, cols, activation_scale, NULL, 0, k->bytes, k->size), PMPD_OK);
     for (r = 0; r < rows; r++)
         for (i = 0; i < cols; i++)
             if (test_rng_u32(rng) % 97 == 0)
@@ -156,6 +156,7 @@ static void test_view_refuses_malformed(void **state)
         {12, 99, PMPD_ERR_FORMAT_SHAPE, "header says"},
         {16, 192, PMPD_ERR_FORMAT_SHAPE, "padded_cols"},
         {40, 1, PMPD_ERR_FORMAT_VALUE, "header byte"},
+        {24, 71, PMPD_ERR_FORMAT_VALUE, "n_hot"},
     };
     size_t i;
     (void)state;
@@ -190,7 +191,7 @@ static void test_view_refuses_malformed(void **state)
     assert_int_equal(pmpd_w8a8_view(k.bytes, 63, 5, 70, 0, &m, &err), PMPD_ERR_FORMAT_SHAPE);
     assert_int_equal(pmpd_w8a8_view(k.bytes, k.size, 5, 70, 0, &m, &err), PMPD_OK);
     /* Too wide for exact int32 sums. */
-    assert_int_equal(pmpd_w8a8_compute_layout(1, (UINT64_C(1) << 17) + 1, &(pmpd_w8a8_layout){0}),
+    assert_int_equal(pmpd_w8a8_compute_layout(1, (UINT64_C(1) << 17) + 1, 0, &(pmpd_w8a8_layout){0}),
                      PMPD_ERR_INVALID_ARGUMENT);
     free(copy);
     free(k.bytes);

@@ -34,11 +34,11 @@ static void *bench_formats_encode(uint32_t type, const float *w, size_t rows, si
     void *out = NULL;
     if (type == PMPD_TENSOR_W8A8) {
         pmpd_w8a8_layout layout;
-        if (pmpd_w8a8_compute_layout(rows, cols, &layout) != PMPD_OK || !(out = malloc(layout.total)))
+        if (pmpd_w8a8_compute_layout(rows, cols, 0, &layout) != PMPD_OK || !(out = malloc(layout.total)))
             return NULL;
         *bytes = layout.total;
         /* x below lies in [-1, 1]: the calibrated scale would be 1/127. */
-        if (pmpd_w8a8_encode(w, rows, cols, 1.0f / 127.0f, out, layout.total) == PMPD_OK)
+        if (pmpd_w8a8_encode(w, rows, cols, 1.0f / 127.0f, NULL, 0, out, layout.total) == PMPD_OK)
             return out;
     } else {
         uint64_t dims[2];

@@ -24,6 +24,7 @@ typedef struct pmpd_w8a8_range {
     const void *key;         /* the model tensor it was collected for */
     uint64_t cols, values;   /* values seen (tokens x cols) */
     float absmax;
+    float *channel_absmax;   /* [cols] */
     uint32_t *histogram;     /* [PMPD_W8A8_HIST_BINS] counts of |x| */
 } pmpd_w8a8_range;
 
@@ -50,18 +51,40 @@ PMPD_INTERNAL const pmpd_w8a8_range *pmpd_w8a8_range_find(const pmpd_w8a8_ranges
 PMPD_INTERNAL float pmpd_w8a8_range_quantile(const pmpd_w8a8_range *range, double q);
 
 /* Quantizes the row-major rows x cols float matrix w into out (exactly
- * pmpd_w8a8_compute_layout's total bytes) with the given activation scale:
- * each row at absmax / 127, rounded to nearest.  Errors:
- * PMPD_ERR_INVALID_ARGUMENT (shape, scale, out_size). */
+ * pmpd_w8a8_compute_layout's total bytes for n_hot) with the given
+ * activation scale: each row at absmax / 127, rounded to nearest; the
+ * columns listed in hot (strictly increasing) also kept in float for the
+ * shadow path.  Errors: PMPD_ERR_INVALID_ARGUMENT (shape, scale, hot
+ * list, out_size). */
 PMPD_INTERNAL pmpd_status pmpd_w8a8_encode(const float *w, size_t rows, size_t cols, float activation_scale,
-                                           void *out, size_t out_size);
+                                           const uint32_t *hot, size_t n_hot, void *out, size_t out_size);
+
+/* The activation scale and shadow channels chosen for one tensor. */
+typedef struct pmpd_w8a8_choice {
+    float activation_scale;
+    uint32_t n_hot;
+    uint32_t *hot;           /* [n_hot], malloc'ed (NULL when 0) */
+} pmpd_w8a8_choice;
+
+/* Seed 004's outlier test on one input range: a channel is hot when its
+ * calibrated absmax exceeds `ratio` times the median channel's absmax (at
+ * most 1/32 of the channels, at least 1, the largest first); with hot
+ * channels the scale covers the largest absmax of the other channels,
+ * without them the tensor's absmax.  (The median channel, not a percentile
+ * of all values: in a narrow layer two outlier channels are already 3% of
+ * the values and would move any high percentile.)  shadow = 0 never marks
+ * a channel hot (every input at the absmax scale).  Errors:
+ * PMPD_ERR_OUT_OF_MEMORY. */
+PMPD_INTERNAL pmpd_status pmpd_w8a8_choose(const pmpd_w8a8_range *range, int shadow, double ratio,
+                                           pmpd_w8a8_choice *out);
 
 /* Replaces every 2-D f32 matrix of b but the vocabulary ones (token
  * embedding, classifier: q8, as in the other quantized types) by W8A8 with
- * the activation scale its recorded input range gives (absmax / 127).
- * Errors: PMPD_ERR_INVALID_ARGUMENT (a matrix without a range),
- * PMPD_ERR_OUT_OF_MEMORY. */
-PMPD_INTERNAL pmpd_status pmpd_w8a8_build_convert(pmpd_build_model *b, const pmpd_w8a8_ranges *ranges,
+ * the choice pmpd_w8a8_choose makes from its recorded input range (ratio
+ * PMPD_W8A8_OUTLIER_RATIO).  Errors: PMPD_ERR_INVALID_ARGUMENT (a matrix
+ * without a range), PMPD_ERR_OUT_OF_MEMORY. */
+#define PMPD_W8A8_OUTLIER_RATIO 16.0
+PMPD_INTERNAL pmpd_status pmpd_w8a8_build_convert(pmpd_build_model *b, const pmpd_w8a8_ranges *ranges, int shadow,
                                                   void (*progress)(void *context, uint64_t done, uint64_t total),
                                                   void *context);
 

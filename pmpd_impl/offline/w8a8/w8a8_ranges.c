@@ -26,8 +26,12 @@ static pmpd_w8a8_range *w8a8_range_of(pmpd_w8a8_ranges *all, const pmpd_tensor *
     r = &all->ranges[all->n];
     memset(r, 0, sizeof *r);
     r->histogram = (uint32_t *)calloc(PMPD_W8A8_HIST_BINS, sizeof *r->histogram);
-    if (!r->histogram)
+    r->channel_absmax = (float *)calloc((size_t)w->dims[1], sizeof *r->channel_absmax);
+    if (!r->histogram || !r->channel_absmax) {
+        free(r->histogram);
+        free(r->channel_absmax);
         return NULL;
+    }
     r->key = w;
     r->cols = w->dims[1];
     memcpy(r->name, w->name, w->name_length);
@@ -61,8 +65,11 @@ static void w8a8_observe(void *context, const pmpd_tensor *w, const float *x, si
     n = n_tokens * (size_t)r->cols;
     for (i = 0; i < n; i++) {
         float m = fabsf(x[i]);
+        size_t c = i % (size_t)r->cols;
         if (m > r->absmax)
             r->absmax = m;
+        if (m > r->channel_absmax[c])
+            r->channel_absmax[c] = m;
         r->histogram[w8a8_bin(m)]++;
     }
     r->values += n;
@@ -107,8 +114,10 @@ PMPD_INTERNAL pmpd_status pmpd_w8a8_ranges_collect(const pmpd_model *float_model
 PMPD_INTERNAL void pmpd_w8a8_ranges_free(pmpd_w8a8_ranges *ranges)
 {
     uint32_t i;
-    for (i = 0; i < ranges->n; i++)
+    for (i = 0; i < ranges->n; i++) {
         free(ranges->ranges[i].histogram);
+        free(ranges->ranges[i].channel_absmax);
+    }
     free(ranges->ranges);
     memset(ranges, 0, sizeof *ranges);
 }

@@ -8,17 +8,31 @@
  * Layout (version 1), every part starting on a 64-byte boundary:
  *   64-byte header: "W8A8", u32 version 1, u32 rows, u32 cols,
  *     u32 padded_cols (cols rounded up to 64), f32 activation scale
- *     (finite, > 0), then zeros
+ *     (finite, > 0), u32 n_hot (0..cols), then zeros
  *   f32 row_scale[padded_rows]  (padded_rows = rows rounded up to 4;
  *     finite, >= 0; 0 for the padding rows)
+ *   u32 hot[n_hot]: the shadow path's input channels, strictly increasing,
+ *     each < cols
+ *   f32 hot_weights[n_hot][rows]: the float weights of those columns
+ *     (finite), one hot channel after another
  *   int8 weights[padded_rows][padded_cols], row-major, zero beyond cols
  *     and in the padding rows
  *
  * W[r][c] = row_scale[r] * weights[r][c].  An activation x becomes
  * q = clamp(round(x / activation_scale), -127, 127), so
- *     Y[t][r] = activation_scale * row_scale[r] * sum_c weights[r][c] q[t][c].
- * Inputs beyond 127 steps saturate: the activation scale is chosen offline
- * from the tensor's calibrated input range (pmpd_impl/offline/quant/w8a8*).
+ *     Y[t][r] = activation_scale * row_scale[r] * sum_c weights[r][c] q[t][c]
+ *             + sum over hot channels h of (x[t][h] - activation_scale *
+ *               q[t][h]) * hot_weights[h][r].
+ * The second line is seed 004's shadow path: a channel whose inputs are
+ * rare, huge outliers would force a scale that rounds every other channel
+ * to nothing, so the scale is set for the ordinary channels, the outlier
+ * channels saturate in the integer product, and what saturation clipped
+ * is added back in float with the column's float weights (a few columns,
+ * only for the tokens that clip).  Inputs of other channels beyond 127
+ * steps saturate.  The integer sums are exact (no int32 overflow, below),
+ * so no output needs recomputing.  The activation scale and the hot
+ * channels come from the tensor's calibrated input range
+ * (pmpd_impl/offline/w8a8/).
  *
  * Plain rows keep one layout for every ISA: each kernel reads 4 rows at a
  * time (4 sequential streams) and keeps one vector accumulator per (row,
@@ -65,21 +79,25 @@
 #endif
 
 typedef struct pmpd_w8a8_matrix {
-    uint32_t rows, cols, padded_cols;
+    uint32_t rows, cols, padded_cols, n_hot;
     float activation_scale;
     const float *row_scale;       /* [padded_rows] */
+    const uint32_t *hot;          /* [n_hot] */
+    const float *hot_weights;     /* [n_hot][rows] */
     const int8_t *weights;        /* [padded_rows][padded_cols] */
 } pmpd_w8a8_matrix;
 
-/* Where the parts of a rows x cols tensor lie.  Errors: PMPD_ERR_OVERFLOW,
- * PMPD_ERR_INVALID_ARGUMENT (a zero dimension or one above 2^31). */
+/* Where the parts of a rows x cols tensor with n_hot shadow channels lie.
+ * Errors: PMPD_ERR_OVERFLOW, PMPD_ERR_INVALID_ARGUMENT (a zero dimension,
+ * more than 2^31 rows, 2^17 columns or cols hot channels). */
 typedef struct pmpd_w8a8_layout {
-    size_t padded_rows, padded_cols, scale_offset, weight_offset, total;
+    size_t padded_rows, padded_cols, scale_offset, hot_offset, hot_weight_offset, weight_offset, total;
 } pmpd_w8a8_layout;
-PMPD_INTERNAL pmpd_status pmpd_w8a8_compute_layout(uint64_t rows, uint64_t cols, pmpd_w8a8_layout *out);
+PMPD_INTERNAL pmpd_status pmpd_w8a8_compute_layout(uint64_t rows, uint64_t cols, uint64_t n_hot,
+                                                   pmpd_w8a8_layout *out);
 
-/* Checks a stored tensor (header, shape, size, scales) whose bytes lie at
- * file offset base_offset (for error offsets) and fills m. */
+/* Checks a stored tensor (header, shape, size, scales, hot channels) whose
+ * bytes lie at file offset base_offset (for error offsets) and fills m. */
 PMPD_INTERNAL pmpd_status pmpd_w8a8_view(const void *data, uint64_t size, uint64_t rows, uint64_t cols,
                                          uint64_t base_offset, pmpd_w8a8_matrix *m, pmpd_error *err);
 
@@ -112,7 +130,8 @@ PMPD_INTERNAL void pmpd_w8a8_act_quantize(const pmpd_w8a8_matrix *m, const float
 
 /* y[t * ldy + r] for every token t < n_tokens and r in [row_begin,
  * row_end) (row_begin a multiple of 4), from act made by
- * pmpd_w8a8_act_quantize: the compiled kernel. */
+ * pmpd_w8a8_act_quantize: the compiled kernel.  The integer product
+ * only: pmpd_w8a8_shadow adds the hot channels' clipped remainders. */
 PMPD_INTERNAL void pmpd_w8a8_matmul(const pmpd_w8a8_matrix *m, const void *act, size_t n_tokens,
                                     size_t row_begin, size_t row_end, float *y, size_t ldy);
 
@@ -122,6 +141,13 @@ PMPD_INTERNAL void pmpd_w8a8_act_quantize_scalar(const pmpd_w8a8_matrix *m, cons
                                                  size_t end, int8_t *q);
 PMPD_INTERNAL void pmpd_w8a8_matmul_scalar(const pmpd_w8a8_matrix *m, const int8_t *q, size_t n_tokens,
                                            size_t row_begin, size_t row_end, float *y, size_t ldy);
+
+/* Adds to y[t * ldy + r] (r in [row_begin, row_end), every token) what
+ * saturation clipped from the hot channels of x (n_tokens rows of cols
+ * floats), times their float weights.  Shared by every ISA: it touches
+ * n_hot x rows floats per token, and only for tokens that clipped. */
+PMPD_INTERNAL void pmpd_w8a8_shadow(const pmpd_w8a8_matrix *m, const float *x, size_t n_tokens, size_t row_begin,
+                                    size_t row_end, float *y, size_t ldy);
 
 /* Writes the result of one (row, token) integer sum. */
 static inline float pmpd_w8a8_output(const pmpd_w8a8_matrix *m, size_t r, int32_t sum)

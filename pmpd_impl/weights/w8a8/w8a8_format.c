@@ -27,13 +27,15 @@ static void pmpd_w8a8_rows(void *ctx, size_t begin, size_t end, unsigned worker)
     const pmpd_w8a8_job *job = (const pmpd_w8a8_job *)ctx;
     (void)worker;
     pmpd_w8a8_matmul(&job->m, job->act, job->n_tokens, begin, end, job->y, job->m.rows);
+    if (job->m.n_hot)
+        pmpd_w8a8_shadow(&job->m, job->x, job->n_tokens, begin, end, job->y, job->m.rows);
 }
 
 static pmpd_status pmpd_w8a8_scratch(const pmpd_tensor *w, size_t n_tokens, unsigned n_threads, size_t *bytes)
 {
     pmpd_w8a8_layout layout;
     (void)n_threads;
-    if (pmpd_w8a8_compute_layout(w->dims[0], w->dims[1], &layout) != PMPD_OK)
+    if (pmpd_w8a8_compute_layout(w->dims[0], w->dims[1], 0, &layout) != PMPD_OK)
         return PMPD_ERR_OVERFLOW;
     return pmpd_checked_mul3(n_tokens, layout.padded_cols, PMPD_W8A8_ACT_BYTES, bytes) ? PMPD_OK : PMPD_ERR_OVERFLOW;
 }
@@ -55,6 +57,9 @@ static void pmpd_w8a8_linear(const pmpd_tensor *w, const float *x, size_t n_toke
     pmpd_pool_run_weighed(pool, pmpd_w8a8_rows, &job, job.m.rows, PMPD_W8A8_ROW_BLOCK, job.m.cols * n_tokens);
 }
 
+/* The integer weights dequantized: what a product with inputs inside the
+ * activation range computes (the shadow path adds only what clipping
+ * removed). */
 static void pmpd_w8a8_row(const pmpd_tensor *w, size_t r, float *out)
 {
     pmpd_w8a8_matrix m;
