@@ -19,7 +19,7 @@
 #                  (default ../shared/models/llama2_tokenizer.bin)
 #   LLAMA_BENCH    path of a llama-bench binary to time instead of the npm package
 #   LLAMA_BENCH_LABEL  what that binary is (snapshot, build flags), for the table
-#   CASES          weights to time (default "q4 q8 anyprec4 anyprec3 anyprec2 anyprec-static";
+#   CASES          weights to time (default "q4 q8 w8a8 anyprec4 anyprec3 anyprec2 anyprec-static";
 #                  add q2cb to time it too: its converter is single-threaded and
 #                  needs tens of minutes for the 1.1B model on 2 cores)
 #
@@ -34,7 +34,7 @@ ALL=$(nproc 2>/dev/null || echo 1)
 THREADS=${THREADS:-$( [ "$ALL" -gt 1 ] && echo "1 $ALL" || echo 1 )}
 MKGGUF_ARGS=${MKGGUF_ARGS:-}
 TOKENIZER=${TOKENIZER:-../shared/models/llama2_tokenizer.bin}
-CASES=${CASES:-q4 q8 anyprec4 anyprec3 anyprec2 anyprec-static}
+CASES=${CASES:-q4 q8 w8a8 anyprec4 anyprec3 anyprec2 anyprec-static}
 LLAMA_BENCH=${LLAMA_BENCH:-}
 DECODE_TOKENS=128
 PREFILL_TOKENS=512
@@ -152,6 +152,7 @@ case_spec() {
     q4) echo "$(container q4 --type q4)||$Q4_0" ;;
     q8) echo "$(container q8 --type q8)||$Q8_0" ;;
     q2cb) echo "$(container q2cb --type q2cb)||-" ;;
+    w8a8) echo "$(container w8a8 --type w8a8)||-" ;;
     anyprec4) echo "$(container anyprec --type anyprec --bits 2:4)|--bits 4:4|-" ;;
     anyprec3) echo "$(container anyprec --type anyprec --bits 2:4)|--bits 4:3|-" ;;
     anyprec2) echo "$(container anyprec --type anyprec --bits 2:4)|--bits 4:2|-" ;;
