@@ -269,8 +269,9 @@ void pmpd_model_close(pmpd_model *model);
 /* The model's hyperparameters; valid until the model is closed. */
 const pmpd_model_info *pmpd_model_get_info(const pmpd_model *model);
 
-/* Bytes of weight data one decode step reads: every layer matrix and norm,
- * the classifier, the final norm and one embedding row (its share of the
+/* Bytes of weight data one decode step reads: every layer matrix, norm and
+ * bias, rope frequency factors, the classifier, the final norm and one
+ * embedding row (its share of the
  * embedding table).  Nested any-precision weights count at width bits
  * (0 = their widest; clamped to the widths the tensors hold): only the
  * planes and the table that width reads.  Divide a decode rate's bytes per

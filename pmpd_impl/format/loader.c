@@ -662,6 +662,8 @@ static pmpd_status loader_open(const unsigned char *p, size_t size, pmpd_arena *
         (status = pmpd_arena_alloc_array(arena, m->info.n_layers, sizeof *m->layers, PMPD_ARENA_ALIGNMENT, (void **)&m->layers)) !=
             PMPD_OK)
         return pmpd_error_set(err, status, PMPD_NO_OFFSET, "arena too small for the model's tables");
+    /* Optional slots (biases) stay NULL unless bound. */
+    memset(m->layers, 0, (size_t)m->info.n_layers * sizeof *m->layers);
     scratch = pmpd_arena_save(arena);
     status = loader_read_directory(p, size, directory_end, flags, m, arena, err);
     if (status == PMPD_OK) {
