@@ -21,6 +21,7 @@ BUILD=${BUILD:-build}
 ORACLE_NPM=${ORACLE_NPM:?run through tests/oracle/run.sh}
 ORACLE_TMP=${ORACLE_TMP:?run through tests/oracle/run.sh}
 here=$(cd "$(dirname "$0")" && pwd)
+ORACLE_TMP=$(cd "$ORACLE_TMP" && pwd) # node runs from there: paths must not be relative
 shared=${PMPD_SHARED:-$here/../../../shared}
 N=${ARCH_TOKENS:-64}
 MARGIN=${ARCH_MARGIN:-0.01}
