@@ -328,6 +328,53 @@ static void test_gguf_rope_freqs_only_for_llama(void **state)
     free(g);
 }
 
+/* The generator refuses variants it cannot write as asked, saying why. */
+static void test_mkgguf_refuses_impossible_variants(void **state)
+{
+    static const struct {
+        const char *arch;
+        uint32_t head_dim;
+        int rope_freqs;
+        float theta, eps, std;
+        const char *word;
+    } cases[] = {
+        {"gemma", 0, 0, 0, 0, 0, "gemma"},
+        {"qwen2", 0, 1, 0, 0, 0, "llama"},         /* rope_freqs: llama only */
+        {"qwen2", 32, 0, 0, 0, 0, "dim"},          /* qwen2's wo is dim x dim */
+        {"llama", 15, 0, 0, 0, 0, "even"},
+        {"llama", 0, 0, 0.5f, 0, 0, "theta"},
+        {"llama", 0, 0, 0, 2.0f, 0, "eps"},
+        {"llama", 0, 0, 0, 0, 1e7f, "std"},
+    };
+    char path[256], tok[512];
+    size_t i;
+    (void)state;
+    snprintf(path, sizeof path, "/tmp/pmpd-test-bad-arch-%ld.gguf", (long)getpid());
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pmpd_synth_options o;
+        pmpd_error err;
+        pmpd_synth_options_default(&o);
+        o.dim = 64;
+        o.hidden_dim = 96;
+        o.n_layers = 1;
+        o.n_heads = 4;
+        o.n_kv_heads = 2;
+        o.seq_len = 64;
+        o.type = PMPD_GGML_F32;
+        o.tokenizer_path = test_shared_path(tok, sizeof tok, "models/tok512.bin");
+        o.arch = cases[i].arch;
+        o.head_dim = cases[i].head_dim;
+        o.rope_freqs = cases[i].rope_freqs;
+        o.rope_theta = cases[i].theta;
+        o.norm_eps = cases[i].eps;
+        o.std = cases[i].std;
+        assert_int_equal(pmpd_synth_gguf(path, &o, NULL, &err), PMPD_ERR_INVALID_ARGUMENT);
+        if (!strstr(err.message, cases[i].word))
+            fail_msg("case %zu: message \"%s\" lacks \"%s\"", i, err.message, cases[i].word);
+        assert_int_equal(access(path, F_OK), -1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -337,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_rope_freqs_length_and_values),
         cmocka_unit_test(test_gguf_architectures),
         cmocka_unit_test(test_gguf_rope_freqs_only_for_llama),
+        cmocka_unit_test(test_mkgguf_refuses_impossible_variants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
