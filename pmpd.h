@@ -338,8 +338,8 @@ typedef struct pmpd_convert_summary {
     pmpd_convert_input failed_input; /* on failure: which file err refers to */
 } pmpd_convert_summary;
 
-/* Converts a llama2.c checkpoint (legacy or version 1) or a GGUF v3 Llama
- * file at in_path into a container at out_path.  The input kind is detected
+/* Converts a llama2.c checkpoint (legacy or version 1) or a GGUF v2/v3 file
+ * of architecture llama or qwen2 (others: PMPD_ERR_UNSUPPORTED) at in_path into a container at out_path.  The input kind is detected
  * from its first bytes.  The container is written to "<out_path>.tmp" and
  * renamed, so no partial output is left on failure.  options may be NULL
  * (f32, no tokenizer unless the input carries one); summary may be NULL.
@@ -391,7 +391,8 @@ typedef struct pmpd_synth_summary {
  * heads, context 2048), Q4_0, seed 1, untied; tokenizer_path NULL (set it). */
 void pmpd_synth_options_default(pmpd_synth_options *options);
 
-/* Writes a Llama-architecture GGUF v3 file that llama.cpp loads: weights
+/* Writes a GGUF v3 file of architecture llama (or options->arch) that
+ * llama.cpp loads: weights
  * drawn from normal(0, options->std, default 0.02) by a generator seeded
  * with options->seed, RMSNorm weights 1.0 (always F32), Q/K/V biases for
  * "qwen2" and rope_freqs.weight (F32) when asked, the tokenizer as
