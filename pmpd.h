@@ -339,8 +339,9 @@ typedef struct pmpd_convert_summary {
 } pmpd_convert_summary;
 
 /* Converts a llama2.c checkpoint (legacy or version 1) or a GGUF v2/v3 file
- * of architecture llama or qwen2 (others: PMPD_ERR_UNSUPPORTED) at in_path into a container at out_path.  The input kind is detected
- * from its first bytes.  The container is written to "<out_path>.tmp" and
+ * of architecture llama or qwen2 (others: PMPD_ERR_UNSUPPORTED) at in_path
+ * into a container at out_path.  The input kind is detected from its first
+ * bytes.  The container is written to "<out_path>.tmp" and
  * renamed, so no partial output is left on failure.  options may be NULL
  * (f32, no tokenizer unless the input carries one); summary may be NULL.
  * Errors: PMPD_ERR_NOT_FOUND / PMPD_ERR_IO for files, PMPD_ERR_FORMAT_* for
