@@ -172,8 +172,19 @@ typedef enum pmpd_tensor_type {
     PMPD_TENSOR_Q8 = 2,      /* int8 groups of 32 + scale */
     PMPD_TENSOR_Q4 = 3,      /* 4-bit groups of 32, rows interleaved for SIMD */
     PMPD_TENSOR_Q2CB = 4,    /* 2-bit groups with shared int8 codebooks */
-    PMPD_TENSOR_ANYPREC = 5  /* nested any-precision bit-planes */
+    PMPD_TENSOR_ANYPREC = 5, /* nested any-precision bit-planes */
+    PMPD_TENSOR_W8A8 = 6     /* int8 rows + one static activation scale per tensor */
 } pmpd_tensor_type;
+
+/* The short name tools use for a tensor type ("f32", "q4", "anyprec"), or
+ * NULL for a type this build does not know.  The string is static.
+ * Thread-safe; never fails otherwise. */
+const char *pmpd_tensor_type_name(pmpd_tensor_type type);
+
+/* The type whose short name is name (as pmpd_tensor_type_name spells it).
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL arguments or no such type; *type
+ * is left alone).  Thread-safe. */
+pmpd_status pmpd_tensor_type_from_name(const char *name, pmpd_tensor_type *type);
 
 /* Hyperparameters of a loaded model (llama2.c naming). */
 typedef struct pmpd_model_info {
@@ -319,11 +330,11 @@ typedef enum pmpd_convert_input {
 
 typedef struct pmpd_convert_options {
     const char *tokenizer_path;   /* llama2.c tokenizer.bin, or NULL */
-    pmpd_tensor_type type;        /* PMPD_TENSOR_F32, _F16 or _ANYPREC for the matrices, or
-                                     _Q8, _Q4, _Q2CB (group-quantized, README "Group-quantized
-                                     weights"; the token embedding and classifier become q8) */
-    /* PMPD_TENSOR_ANYPREC only: the tree's seed and parent widths (0: 2 and 4);
-     * the token embedding and a separate classifier stay f32. */
+    pmpd_tensor_type type;        /* PMPD_TENSOR_F32 or _F16 for the matrices, or _Q8, _Q4,
+                                     _Q2CB (group-quantized, README "Group-quantized weights"),
+                                     or _ANYPREC (nested); with the quantized types the token
+                                     embedding and classifier become q8 */
+    /* PMPD_TENSOR_ANYPREC only: the tree's seed and parent widths (0: 2 and 4). */
     unsigned anyprec_seed_bits, anyprec_parent_bits;
     /* Called now and then with work done and total (rows while quantizing,
      * then bytes while writing); may be NULL. */

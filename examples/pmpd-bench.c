@@ -2,7 +2,7 @@
  * run: the machine's memory bandwidth first, then every kernel and model
  * figure as a ratio to it and to the scalar reference.
  *
- *   pmpd-bench [--quick] [--gemv] [--probe] [--attention] [--csv FILE] [--threads N] [--stream-mib N]
+ *   pmpd-bench [--quick] [--gemv] [--gemm] [--probe] [--attention] [--csv FILE] [--threads N] [--stream-mib N]
  *
  * --probe runs only the bandwidth probe (make bench-compare uses it);
  * --attention the probe and the KV-cache attention rows.
@@ -19,8 +19,9 @@
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: pmpd-bench [--quick] [--gemv] [--probe] [--attention] [--csv FILE] [--threads N] [--stream-mib N]\n"
+    fprintf(stderr, "usage: pmpd-bench [--quick] [--gemv] [--gemm] [--probe] [--attention] [--csv FILE] [--threads N] [--stream-mib N]\n"
                     "  --gemv   only the bandwidth probe, the streamed GEMV rows and the kernels' L2 ceilings\n"
+                    "  --gemm   only the bandwidth probe and the prefill GEMM of q4, q8, w8a8 through the format table\n"
                     "  --probe  only the bandwidth probe\n"
                     "  --attention  only the bandwidth probe and the attention rows\n");
 }
@@ -30,7 +31,7 @@ int main(int argc, char **argv)
     bench_context ctx;
     size_t llc = bench_last_level_cache_bytes(), stream_mib = 0;
     char cpu[128];
-    int i, probe_only = 0, attention_only = 0;
+    int i, probe_only = 0, attention_only = 0, gemm_only = 0;
     memset(&ctx, 0, sizeof ctx);
     ctx.threads = pmpd_platform_cpu_count();
     for (i = 1; i < argc; i++) {
@@ -38,6 +39,8 @@ int main(int argc, char **argv)
             ctx.quick = 1;
         } else if (strcmp(argv[i], "--gemv") == 0) {
             ctx.gemv_only = 1;
+        } else if (strcmp(argv[i], "--gemm") == 0) {
+            gemm_only = 1;
         } else if (strcmp(argv[i], "--probe") == 0) {
             probe_only = 1;
         } else if (strcmp(argv[i], "--attention") == 0) {
@@ -70,8 +73,8 @@ int main(int argc, char **argv)
            llc >> 20, ctx.stream_bytes >> 20);
     if (bench_memory_bandwidth(&ctx) != 0)
         return 1;
-    if (probe_only || attention_only) {
-        int rc = attention_only && bench_attention(&ctx) != 0;
+    if (probe_only || attention_only || gemm_only) {
+        int rc = (attention_only && bench_attention(&ctx) != 0) || (gemm_only && bench_formats(&ctx) != 0);
         if (ctx.csv)
             fclose(ctx.csv);
         return rc;
@@ -79,6 +82,8 @@ int main(int argc, char **argv)
     if (bench_anyprec(&ctx) != 0)
         return 1;
     if (bench_kernels(&ctx) != 0)
+        return 1;
+    if (!ctx.gemv_only && bench_formats(&ctx) != 0)
         return 1;
     if (!ctx.gemv_only && bench_attention(&ctx) != 0)
         return 1;

@@ -56,44 +56,25 @@ static void convert_step(void *context, const char *what)
     fprintf(stderr, "pmpd-convert: %s\n", what);
 }
 
-static const char *convert_type_name(uint32_t type)
-{
-    switch (type) {
-    case PMPD_TENSOR_F32: return "f32";
-    case PMPD_TENSOR_F16: return "f16";
-    case PMPD_TENSOR_ANYPREC: return "anyprec";
-    case PMPD_TENSOR_Q8: return "q8";
-    case PMPD_TENSOR_Q4: return "q4";
-    case PMPD_TENSOR_Q2CB: return "q2cb";
-    default: return "?";
-    }
-}
-
 static int usage(void)
 {
+    unsigned type;
     fprintf(stderr,
-            "usage: pmpd-convert SOURCE OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb] [--bits SEED:PARENT]\n"
+            "usage: pmpd-convert SOURCE OUT [--tokenizer FILE] [--type TYPE] [--bits SEED:PARENT]\n"
             "                    [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]\n"
             "                    [--kv-codebooks SUB:BITS] [--ctx N]\n"
             "  --kv-codebooks SUB:BITS  add PQ KV-cache codebooks (SUB 2 or 4, BITS 1-8), trained on the\n"
             "                           converted model (the float one with --pmpd-calibrate)\n"
             "  --pmpd-calibrate         with --type anyprec: quantize from the float model and add the static\n"
             "                           schedule and learned scheduler calibrated against it\n"
-            "  --ctx N                  context of the sessions whose arena the summary gives\n");
+            "  --ctx N                  context of the sessions whose arena the summary gives\n"
+            "  --type TYPE              weight format (default f32):");
+    /* The library's table of weight formats says which types exist. */
+    for (type = 0; type < 64; type++)
+        if (pmpd_tensor_type_name((pmpd_tensor_type)type))
+            fprintf(stderr, " %s", pmpd_tensor_type_name((pmpd_tensor_type)type));
+    fprintf(stderr, "\n");
     return 2;
-}
-
-static int convert_parse_type(const char *name, pmpd_tensor_type *type)
-{
-    static const pmpd_tensor_type types[] = {PMPD_TENSOR_F32, PMPD_TENSOR_F16, PMPD_TENSOR_ANYPREC,
-                                             PMPD_TENSOR_Q8, PMPD_TENSOR_Q4, PMPD_TENSOR_Q2CB};
-    size_t i;
-    for (i = 0; i < sizeof types / sizeof types[0]; i++)
-        if (strcmp(name, convert_type_name(types[i])) == 0) {
-            *type = types[i];
-            return 1;
-        }
-    return 0;
 }
 
 static int convert_parse(int argc, char **argv, convert_args *a)
@@ -124,7 +105,7 @@ static int convert_parse(int argc, char **argv, convert_args *a)
         }
         i++;
         if (!strcmp(o, "--tokenizer")) a->convert.tokenizer_path = v;
-        else if (!strcmp(o, "--type")) ok = convert_parse_type(v, &a->convert.type);
+        else if (!strcmp(o, "--type")) ok = pmpd_tensor_type_from_name(v, &a->convert.type) == PMPD_OK;
         else if (!strcmp(o, "--bits"))
             ok = sscanf(v, "%u:%u", &a->convert.anyprec_seed_bits, &a->convert.anyprec_parent_bits) == 2;
         else if (!strcmp(o, "--epsilon")) ok = sscanf(v, "%lf", &a->schedule.epsilon) == 1;
@@ -183,7 +164,7 @@ static int convert_summary(const convert_args *a, const char *kv_on, const char 
         }
     for (i = 0; i < 8; i++)
         if (count[i])
-            printf("  tensors %-8s %3u  %10llu bytes\n", convert_type_name(i), count[i], (unsigned long long)bytes[i]);
+            printf("  tensors %-8s %3u  %10llu bytes\n", pmpd_tensor_type_name((pmpd_tensor_type)i), count[i], (unsigned long long)bytes[i]);
     for (i = 0; i < m->n_sections; i++) {
         const pmpd_section *s = &m->sections[i];
         const char *on = s->kind == PMPD_SECTION_KV_CODEBOOKS ? kv_on
@@ -279,7 +260,7 @@ int main(int argc, char **argv)
         printf("pmpd-convert: %s%s -> %s: %u tensors, %llu bytes, %llu parameters (%s)\n",
                steps > 1 ? "step 1, convert: " : "", a.in, steps > 1 ? "temporary file" : a.out,
                (unsigned)summary.n_tensors, (unsigned long long)summary.bytes,
-               (unsigned long long)summary.parameters, convert_type_name(a.convert.type));
+               (unsigned long long)summary.parameters, pmpd_tensor_type_name(a.convert.type));
 
     /* 2. KV codebooks, trained on what step 1 made */
     if (rc == 0 && a.kv) {

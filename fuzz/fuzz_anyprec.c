@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "pmpd_impl/model/model.h"
-#include "pmpd_impl/precision/anyprec.h"
+#include "pmpd_impl/weights/anyprec/anyprec.h"
 #include "pmpd_impl/precision/learned_scheduler.h"
 
 #define FUZZ_ANYPREC_MAX_INPUT (1u << 20)

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "pmpd.h"
-#include "pmpd_impl/precision/anyprec.h"
+#include "pmpd_impl/weights/anyprec/anyprec.h"
 #include "tests/support/test_support.h"
 
 typedef struct apt_tensor {

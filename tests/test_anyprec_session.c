@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "pmpd.h"
-#include "pmpd_impl/kernels/qformat.h"
+#include "pmpd_impl/weights/grouped/qformat.h"
 #include "pmpd_impl/offline/precision/anyprec_build.h"
 #include "pmpd_impl/offline/quant/quant.h"
 #include "tests/support/test_models.h"

@@ -18,6 +18,7 @@
 #include "pmpd_impl/exec/pool.h"
 #include "pmpd_impl/model/f16.h"
 #include "pmpd_impl/model/linear.h"
+#include "pmpd_impl/weights/float/linear_float.h"
 #include "tests/support/test_support.h"
 
 typedef struct matrix {
@@ -83,7 +84,7 @@ static void check_shape(uint32_t type, size_t rows, size_t cols, size_t n_tokens
                      PMPD_OK);
     assert_int_equal(scratch_bytes, 0);
     pmpd_linear(&m.tensor, x, n_tokens, y, NULL, pool, 0);
-    pmpd_linear_reference(&m.tensor, x, n_tokens, yref);
+    pmpd_linear_float_reference(&m.tensor, x, n_tokens, yref);
     for (t = 0; t < n_tokens; t++) {
         /* One token at a time gives the same bits. */
         pmpd_linear(&m.tensor, x + t * cols, 1, y1, NULL, pool, 0);

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "pmpd_impl/kernels/qmatmul.h"
+#include "pmpd_impl/weights/grouped/qmatmul.h"
 #include "pmpd_impl/offline/quant/quant.h"
 #include "tests/support/test_support.h"
 

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "pmpd_impl/kernels/qformat.h"
+#include "pmpd_impl/weights/grouped/qformat.h"
 #include "pmpd_impl/model/f16.h"
 #include "pmpd_impl/offline/quant/quant.h"
 #include "tests/support/test_support.h"

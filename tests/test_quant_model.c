@@ -127,11 +127,11 @@ static qm_quality qm_measure(uint32_t type, const float *ref_bos, const float *r
 
 static void test_quality_against_f32(void **state)
 {
-    static const uint32_t types[3] = {PMPD_TENSOR_Q8, PMPD_TENSOR_Q4, PMPD_TENSOR_Q2CB};
-    static const char *names[3] = {"q8", "q4", "q2cb"};
+    static const uint32_t types[4] = {PMPD_TENSOR_Q8, PMPD_TENSOR_Q4, PMPD_TENSOR_Q2CB, PMPD_TENSOR_W8A8};
+    static const char *names[4] = {"q8", "q4", "q2cb", "w8a8"};
     /* Bounds with margin over the measured values (README). */
-    static const double max_kl[3] = {0.002, 0.1, 2.5};
-    static const double min_top1[3] = {0.97, 0.8, 0.3};
+    static const double max_kl[4] = {0.002, 0.1, 2.5, 0.01};
+    static const double min_top1[4] = {0.97, 0.8, 0.3, 0.95};
     qm_model f32;
     float *ref_bos, *ref_once;
     size_t t;
@@ -145,7 +145,7 @@ static void test_quality_against_f32(void **state)
     test_opened_close(&f32);
     print_message("stories260K vs f32 (%zu + %zu teacher-forced positions):\n", qm_bos.n - 1, qm_once.n - 1);
     print_message("  type  mean KL   top-1   prefill-vs-decode KL  greedy: same prefix, same tokens\n");
-    for (t = 0; t < 3; t++) {
+    for (t = 0; t < 4; t++) {
         qm_quality q = qm_measure(types[t], ref_bos, ref_once);
         print_message("  %-5s %.5f  %.4f  %.2e              %zu / %zu, %.3f\n", names[t], q.kl, q.top1, q.prefill_kl,
                       q.greedy_prefix, qm_bos.n - 1, q.greedy_match);

@@ -1,4 +1,5 @@
 #include "examples/common/bench.h"
+#include "pmpd_impl/weights/w8a8/w8a8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,15 +60,15 @@ const char *bench_kernel_paths(void)
            "AVX-512 VNNI GEMV (q8/q4/q2cb); "
 #endif
 #if PMPD_USE_AVX2
-           "AVX2+FMA kernels"
+           "AVX2+FMA kernels; w8a8 " PMPD_W8A8_KERNEL
 #elif PMPD_USE_I8MM
-           "NEON with SDOT and SMMLA kernels"
+           "NEON with SDOT and SMMLA kernels; w8a8 " PMPD_W8A8_KERNEL
 #elif PMPD_USE_DOTPROD
-           "NEON with SDOT kernels"
+           "NEON with SDOT kernels; w8a8 " PMPD_W8A8_KERNEL
 #elif PMPD_USE_NEON
-           "NEON kernels (Armv8.0)"
+           "NEON kernels (Armv8.0); w8a8 " PMPD_W8A8_KERNEL
 #else
-           "scalar kernels"
+           "scalar kernels; w8a8 " PMPD_W8A8_KERNEL
 #endif
         ;
 }

@@ -91,6 +91,11 @@ int bench_attention(bench_context *ctx);
  * ctx->gemv_only, only the streamed GEMV rows. */
 int bench_kernels(bench_context *ctx);
 
+/* Prefill GEMM of q4, q8 and w8a8 through the table of weight formats
+ * (pmpd_linear, activation quantization included) at 64 and 512 tokens,
+ * against q4 of the same run (bench_formats.c). */
+int bench_formats(bench_context *ctx);
+
 /* Table output: a section header, then rows of name, value, unit and a
  * free-form comparison column; mirrored to CSV when ctx->csv is set. */
 void bench_section(const bench_context *ctx, const char *title);

@@ -16,7 +16,7 @@
 #include "examples/common/bench.h"
 #include "examples/common/bench_anyprec_q4.h"
 #include "pmpd_impl/offline/precision/anyprec_build.h"
-#include "pmpd_impl/precision/anyprec.h"
+#include "pmpd_impl/weights/anyprec/anyprec.h"
 #include "pmpd_impl/precision/learned_scheduler.h"
 
 #define BENCH_ANYPREC_SEED 2

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "examples/common/bench_anyprec_q4.h"
-#include "pmpd_impl/kernels/qact.h"
-#include "pmpd_impl/kernels/qmatmul.h"
+#include "pmpd_impl/weights/grouped/qact.h"
+#include "pmpd_impl/weights/grouped/qmatmul.h"
 
 typedef struct bench_anyprec_q4_job {
     pmpd_qmatrix w;

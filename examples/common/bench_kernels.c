@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "examples/common/bench.h"
-#include "pmpd_impl/kernels/qmatmul.h"
+#include "pmpd_impl/weights/grouped/qmatmul.h"
 #include "pmpd_impl/model/linear.h"
 
 #define BENCH_KERNELS_MAX_TOTAL ((size_t)3 << 30)
@@ -106,16 +106,6 @@ static void bench_kernels_fill(uint32_t type, unsigned char *p, size_t bytes)
     }
 }
 
-static const char *bench_kernels_type_name(uint32_t type)
-{
-    switch (type) {
-    case PMPD_TENSOR_F32: return "f32";
-    case PMPD_TENSOR_Q8: return "q8";
-    case PMPD_TENSOR_Q4: return "q4";
-    default: return "q2cb";
-    }
-}
-
 /* With --gemv: the kernel's own ceiling, the first rows of the matrix that
  * fit in 1 MiB (in L2) computed over and over by one thread. */
 static void bench_kernels_cached(bench_context *ctx, pmpd_pool *single, bench_kernels_job *job, size_t bytes)
@@ -133,7 +123,7 @@ static void bench_kernels_cached(bench_context *ctx, pmpd_pool *single, bench_ke
     seconds = bench_seconds_per_call(ctx, 0.5, 0.1, 1, bench_kernels_rows_cached, job);
     gbs = (double)bytes * (double)sub / (double)rows / seconds * 1e-9;
     job->w.rows = rows;
-    snprintf(name, sizeof name, "%s GEMV %zux%zu in L2", bench_kernels_type_name(job->w.type), sub, job->w.cols);
+    snprintf(name, sizeof name, "%s GEMV %zux%zu in L2", pmpd_tensor_type_name((pmpd_tensor_type)job->w.type), sub, job->w.cols);
     bench_row(ctx, "kernels", name, gbs, "GB/s", "kernel alone, 1 thread");
 }
 
@@ -201,7 +191,7 @@ static int bench_kernels_shape(bench_context *ctx, pmpd_pool *pool, pmpd_pool *s
     }
     seconds = bench_kernels_time(ctx, single, &job, copies, 1.0);
     gbs = (double)bytes / seconds * 1e-9;
-    snprintf(name, sizeof name, "%s GEMV %zux%zu 1 thread", bench_kernels_type_name(type), rows, cols);
+    snprintf(name, sizeof name, "%s GEMV %zux%zu 1 thread", pmpd_tensor_type_name((pmpd_tensor_type)type), rows, cols);
     if (type == PMPD_TENSOR_F32 || ctx->gemv_only)
         snprintf(note, sizeof note, "%.0f%% of 1-thread bw; %.1f us", 100.0 * gbs / ctx->bw_one_gbs, seconds * 1e6);
     else
@@ -213,7 +203,7 @@ static int bench_kernels_shape(bench_context *ctx, pmpd_pool *pool, pmpd_pool *s
     if (ctx->threads > 1) {
         seconds = bench_kernels_time(ctx, pool, &job, copies, 1.0);
         gbs = (double)bytes / seconds * 1e-9;
-        snprintf(name, sizeof name, "%s GEMV %zux%zu %d threads", bench_kernels_type_name(type), rows, cols,
+        snprintf(name, sizeof name, "%s GEMV %zux%zu %d threads", pmpd_tensor_type_name((pmpd_tensor_type)type), rows, cols,
                  ctx->threads);
         snprintf(note, sizeof note, "%.0f%% of all-thread bw; %.1f us", 100.0 * gbs / ctx->bw_all_gbs, seconds * 1e6);
         bench_row(ctx, "kernels", name, gbs, "GB/s", note);
@@ -224,7 +214,7 @@ static int bench_kernels_shape(bench_context *ctx, pmpd_pool *pool, pmpd_pool *s
         one = flops / bench_kernels_time(ctx, single, &job, 1, 1.0) * 1e-9;
         if (ctx->threads > 1)
             all = flops / bench_kernels_time(ctx, pool, &job, 1, 1.0) * 1e-9;
-        snprintf(name, sizeof name, "%s GEMM %zux%zu x%zu 1 thread", bench_kernels_type_name(type), rows, cols,
+        snprintf(name, sizeof name, "%s GEMM %zux%zu x%zu 1 thread", pmpd_tensor_type_name((pmpd_tensor_type)type), rows, cols,
                  token_counts[i]);
         snprintf(note, sizeof note, "%d threads: %.1f GFLOP/s", ctx->threads, all);
         bench_row(ctx, "kernels", name, one, "GFLOP/s", note);
@@ -343,13 +333,13 @@ static int bench_kernels_model(bench_context *ctx)
     for (t = 0; t < 4; t++) {
         pmpd_build_model b;
         example_model synthetic;
-        if (bench_model_open(bench_kernels_model_build(&info, types[t], &b), &b, bench_kernels_type_name(types[t]),
+        if (bench_model_open(bench_kernels_model_build(&info, types[t], &b), &b, pmpd_tensor_type_name((pmpd_tensor_type)types[t]),
                              &synthetic) != 0)
             return -1;
         for (k = 0; k < 2 && (k == 0 || threads[1] > 1); k++) {
             double prefill, decode;
             bench_kernels_model_rates(synthetic.model, threads[k], n_decode, &prefill, &decode);
-            snprintf(name, sizeof name, "%s decode, %u thread%s", bench_kernels_type_name(types[t]), threads[k],
+            snprintf(name, sizeof name, "%s decode, %u thread%s", pmpd_tensor_type_name((pmpd_tensor_type)types[t]), threads[k],
                      threads[k] > 1 ? "s" : "");
             snprintf(note, sizeof note, "%.0f MiB of weights read per token = %.1f GB/s; prefill %.1f tokens/s",
                      (double)synthetic.size / 1048576.0, decode * (double)synthetic.size * 1e-9, prefill);

@@ -14,9 +14,7 @@
 #include "pmpd_impl/format/container.h"
 #include "pmpd_impl/format/crc32.h"
 #include "pmpd_impl/format/le.h"
-#include "pmpd_impl/format/tensor_type.h"
-#include "pmpd_impl/kernels/qformat.h"
-#include "pmpd_impl/precision/anyprec.h"
+#include "pmpd_impl/weights/format.h"
 
 /* A data region of the file, for the overlap check. */
 typedef struct loader_region {
@@ -240,26 +238,12 @@ static pmpd_status loader_check_region(const char *what, uint64_t entry_offset, 
 /* Nested any-precision matrices keep their widths in a header of their own,
  * so their size is checked against that header once the bytes are known to
  * lie inside the file. */
-static pmpd_status loader_check_anyprec(const unsigned char *p, uint64_t at, uint64_t data_start, uint64_t file_size,
-                                        const pmpd_tensor *t, pmpd_error *err)
-{
-    uint64_t offset = pmpd_le_u64(p + at + PMPD_TE_OFFSET);
-    pmpd_anyprec_matrix m;
-    pmpd_status status;
-    if (t->n_dims != 2)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, at + PMPD_TE_N_DIMS, "anyprec tensor %.*s is not a matrix",
-                              (int)t->name_length, t->name);
-    status = loader_check_region("tensor", at + PMPD_TE_OFFSET, offset, t->size, data_start, file_size, err);
-    if (status != PMPD_OK)
-        return status;
-    return pmpd_anyprec_view(p + offset, t->size, t->dims[0], t->dims[1], offset, &m, err);
-}
-
 static pmpd_status loader_read_tensor(const unsigned char *p, uint32_t index, uint64_t data_start,
                                       uint64_t file_size, pmpd_tensor *t, pmpd_error *err)
 {
-    uint64_t at = loader_tensor_entry(index), bytes;
+    uint64_t at = loader_tensor_entry(index), bytes, offset;
     const unsigned char *e = p + at;
+    const pmpd_weight_format *format;
     uint32_t i;
     pmpd_status status;
     t->name = (const char *)e + PMPD_TE_NAME;
@@ -276,7 +260,8 @@ static pmpd_status loader_read_tensor(const unsigned char *p, uint32_t index, ui
                                   "tensor %u name byte %u (0x%02x) is not printable ASCII or zero padding",
                                   (unsigned)index, (unsigned)i, (unsigned)c);
     }
-    if (!pmpd_tensor_type_name(t->type))
+    format = pmpd_weight_format_of(t->type);
+    if (!format)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, at + PMPD_TE_TYPE, "tensor %.*s has unknown type %u",
                               (int)t->name_length, t->name, (unsigned)t->type);
     if (t->n_dims == 0 || t->n_dims > PMPD_TENSOR_MAX_DIMS)
@@ -293,27 +278,25 @@ static pmpd_status loader_read_tensor(const unsigned char *p, uint32_t index, ui
         if (e[PMPD_TE_RESERVED + i] != 0)
             return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, at + PMPD_TE_RESERVED + i,
                                   "tensor %.*s reserved byte is not zero", (int)t->name_length, t->name);
-    if (t->type == PMPD_TENSOR_ANYPREC) {
-        t->size = pmpd_le_u64(e + PMPD_TE_SIZE);
-        return loader_check_anyprec(p, at, data_start, file_size, t, err);
-    }
-    status = pmpd_tensor_type_bytes(t->type, t->n_dims, t->dims, &bytes);
-    if (status != PMPD_OK)
-        return pmpd_error_set(err, status, at + PMPD_TE_DIMS, "tensor %.*s shape overflows", (int)t->name_length,
-                              t->name);
     t->size = pmpd_le_u64(e + PMPD_TE_SIZE);
-    if (t->size != bytes)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, at + PMPD_TE_SIZE,
-                              "tensor %.*s size %llu differs from the %llu bytes its type and shape need",
-                              (int)t->name_length, t->name, (unsigned long long)t->size, (unsigned long long)bytes);
-    status = loader_check_region("tensor", at + PMPD_TE_OFFSET, pmpd_le_u64(e + PMPD_TE_OFFSET), t->size, data_start,
-                                 file_size, err);
-    if (status == PMPD_OK && pmpd_qformat_is_quantized(t->type)) {
-        uint64_t bad = 0;
-        if (pmpd_qformat_validate(t->type, p + pmpd_le_u64(e + PMPD_TE_OFFSET), &bad) != PMPD_OK)
-            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, pmpd_le_u64(e + PMPD_TE_OFFSET) + bad,
-                                  "tensor %.*s codebook level is outside -64..64", (int)t->name_length, t->name);
+    offset = pmpd_le_u64(e + PMPD_TE_OFFSET);
+    /* Self-describing formats (no tensor_bytes) are sized by their entry
+     * and verified by their check. */
+    if (format->tensor_bytes) {
+        status = pmpd_weight_tensor_bytes(t->type, t->n_dims, t->dims, &bytes);
+        if (status != PMPD_OK)
+            return pmpd_error_set(err, status, at + PMPD_TE_DIMS, "tensor %.*s: type %s cannot hold its shape (a shape the type does "
+                                  "not store, or a size that overflows 64 bits)",
+                                  (int)t->name_length, t->name, format->name);
+        if (t->size != bytes)
+            return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, at + PMPD_TE_SIZE,
+                                  "tensor %.*s size %llu differs from the %llu bytes its type and shape need",
+                                  (int)t->name_length, t->name, (unsigned long long)t->size,
+                                  (unsigned long long)bytes);
     }
+    status = loader_check_region("tensor", at + PMPD_TE_OFFSET, offset, t->size, data_start, file_size, err);
+    if (status == PMPD_OK && format->check)
+        status = format->check(p + offset, t->size, t->n_dims, t->dims, offset, t->name, t->name_length, err);
     return status;
 }
 

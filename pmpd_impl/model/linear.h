@@ -1,9 +1,9 @@
 /*
- * Linear layers: the one place where a weight tensor's type decides which
- * kernel runs.  Every projection of the forward pass (q, k, v, o, gate, up,
- * down, classifier) and the embedding lookup go through here, so a new
- * weight format adds one case to each switch in linear.c and nothing else
- * in the model changes.
+ * Linear layers: every projection of the forward pass (q, k, v, o, gate,
+ * up, down, classifier) and the embedding lookup go through here, and here
+ * a weight tensor's type picks its kernels from the table of weight
+ * formats (weights/format.h), so a new format changes nothing in the
+ * model.
  *
  * Shapes: W is [rows][cols] (model.h); X is n_tokens rows of cols floats,
  * contiguous; Y is n_tokens rows of `rows` floats, contiguous:
@@ -42,11 +42,11 @@ PMPD_INTERNAL pmpd_status pmpd_linear_scratch_bytes(const pmpd_tensor *w, size_t
 PMPD_INTERNAL void pmpd_linear(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y,
                                void *scratch, pmpd_pool *pool, unsigned bits);
 
-/* The scalar float product (f32 or f16 weights), single-threaded: the
- * reference the vector kernels are tested against. */
-PMPD_INTERNAL void pmpd_linear_reference(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y);
-
 /* Row r of W as cols floats (the embedding lookup). */
 PMPD_INTERNAL void pmpd_linear_row(const pmpd_tensor *w, size_t r, float *out);
+
+/* Bytes one product with w reads at width bits (nested weights read only
+ * their first bits planes; other types the whole tensor). */
+PMPD_INTERNAL uint64_t pmpd_linear_bytes_read(const pmpd_tensor *w, unsigned bits);
 
 #endif

@@ -6,7 +6,7 @@
 #include "pmpd_impl/core/error.h"
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/model/model.h"
-#include "pmpd_impl/precision/anyprec.h"
+#include "pmpd_impl/weights/anyprec/anyprec.h"
 
 #define PRECISION_SCHEDULE_SECTION_VERSION 1u
 #define PRECISION_SCHEDULE_HEADER_BYTES 8u

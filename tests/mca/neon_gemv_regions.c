@@ -6,8 +6,8 @@
  * Nested: one 256-column superblock of a 4-row block at 2, 3, 4 bits (128
  * bytes per bit).  q8 / q4 / q2cb: two 4-row groups of 32 (the GEMV's
  * even/odd pair), 136 / 72 / 42 bytes a group. */
-#include "pmpd_impl/kernels/arm_neon/qmatmul.c"
-#include "pmpd_impl/precision/anyprec_gemv_neon.c"
+#include "pmpd_impl/weights/grouped/arm_neon/qmatmul.c"
+#include "pmpd_impl/weights/anyprec/anyprec_gemv_neon.c"
 
 #define MCA_BEGIN(name) __asm__ volatile("# LLVM-MCA-BEGIN " name ::: "memory")
 #define MCA_END(name) __asm__ volatile("# LLVM-MCA-END " name ::: "memory")

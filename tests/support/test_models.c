@@ -11,6 +11,7 @@
 
 #include "pmpd_impl/offline/import/import.h"
 #include "pmpd_impl/offline/quant/build.h"
+#include "pmpd_impl/offline/weights/encoders.h"
 #include "tests/support/test_support.h"
 
 pmpd_status test_import_shared(const char *model, const char *tokenizer, pmpd_build_model *b)
@@ -71,8 +72,14 @@ pmpd_status test_open_shared(const char *model, const char *tokenizer, uint32_t 
     pmpd_arena arena;
     pmpd_status status = test_import_shared(model, tokenizer, &b);
     memset(m, 0, sizeof *m);
-    if (status == PMPD_OK && type != PMPD_TENSOR_F32)
-        status = pmpd_quant_build_convert(&b, type, NULL, NULL);
+    if (status == PMPD_OK && type != PMPD_TENSOR_F32) {
+        /* The converter's row for the type, as pmpd-convert runs it. */
+        const pmpd_weight_encoder *encoder = pmpd_weight_encoder_of(type);
+        pmpd_convert_options options;
+        memset(&options, 0, sizeof options);
+        options.type = (pmpd_tensor_type)type;
+        status = encoder ? encoder->convert(&b, &options) : PMPD_ERR_INVALID_ARGUMENT;
+    }
     if (status == PMPD_OK)
         status = test_serialize(&b, &m->container);
     pmpd_build_free(&b);

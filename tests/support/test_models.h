@@ -35,8 +35,8 @@ typedef struct test_opened_model {
 } test_opened_model;
 
 /* Imports ../shared/<model> with <tokenizer>, converts its matrices to type
- * (PMPD_TENSOR_F32: as imported; q8, q4, q2cb through the quantizing
- * builder), serializes it and opens it from memory with a 1 MiB arena for
+ * (PMPD_TENSOR_F32: as imported; any other through the converter's row for
+ * it, offline/weights/encoders.c), serializes it and opens it from memory with a 1 MiB arena for
  * the model's bookkeeping.  Returns the first failing step's status;
  * test_opened_close releases whatever was made either way. */
 pmpd_status test_open_shared(const char *model, const char *tokenizer, uint32_t type, test_opened_model *m);

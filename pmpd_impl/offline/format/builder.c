@@ -7,7 +7,7 @@
 #include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/format/crc32.h"
 #include "pmpd_impl/format/le.h"
-#include "pmpd_impl/format/tensor_type.h"
+#include "pmpd_impl/weights/format.h"
 #include "pmpd_impl/offline/format/half.h"
 
 PMPD_INTERNAL void pmpd_build_init(pmpd_build_model *b)
@@ -54,7 +54,7 @@ PMPD_INTERNAL pmpd_status pmpd_build_add_tensor(pmpd_build_model *b, const char 
     size_t length = strlen(name), bytes;
     uint32_t i;
     if (length == 0 || length > PMPD_TENSOR_NAME_MAX || n_dims == 0 || n_dims > PMPD_TENSOR_MAX_DIMS ||
-        pmpd_tensor_type_bytes(type, n_dims, dims, &expected) != PMPD_OK || expected != size ||
+        pmpd_weight_tensor_bytes(type, n_dims, dims, &expected) != PMPD_OK || expected != size ||
         !pmpd_checked_u64_to_size(size, &bytes))
         return PMPD_ERR_INVALID_ARGUMENT;
     if (!builder_grow((void **)&b->tensors, &b->tensor_capacity, b->n_tensors + 1, sizeof *b->tensors))
@@ -81,7 +81,7 @@ PMPD_INTERNAL pmpd_status pmpd_build_add_f32(pmpd_build_model *b, const char *na
     uint64_t bytes, i;
     unsigned char *le;
     pmpd_status status;
-    if (pmpd_tensor_type_bytes(PMPD_TENSOR_F32, n_dims, dims, &bytes) != PMPD_OK || bytes > SIZE_MAX)
+    if (pmpd_weight_tensor_bytes(PMPD_TENSOR_F32, n_dims, dims, &bytes) != PMPD_OK || bytes > SIZE_MAX)
         return PMPD_ERR_INVALID_ARGUMENT;
     le = (unsigned char *)malloc(bytes ? (size_t)bytes : 1);
     if (!le)

@@ -10,10 +10,8 @@
 
 #include "pmpd_impl/core/error.h"
 #include "pmpd_impl/format/le.h"
-#include "pmpd_impl/kernels/qformat.h"
 #include "pmpd_impl/offline/format/atomic_file.h"
-#include "pmpd_impl/offline/quant/build.h"
-#include "pmpd_impl/offline/precision/anyprec_build.h"
+#include "pmpd_impl/offline/weights/encoders.h"
 
 #define CONVERT_CHUNK (1u << 20)
 
@@ -129,6 +127,8 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const p
                               pmpd_convert_summary *summary, pmpd_error *err)
 {
     pmpd_convert_summary local;
+    pmpd_convert_options defaults;
+    const pmpd_weight_encoder *encoder;
     pmpd_build_model b;
     void *block = NULL;
     unsigned char *data;
@@ -141,27 +141,20 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const p
     pmpd_error_clear(err);
     if (!in_path || !out_path)
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "input and output paths are required");
-    if (options && options->type != PMPD_TENSOR_F32 && options->type != PMPD_TENSOR_F16 &&
-        options->type != PMPD_TENSOR_ANYPREC && !pmpd_qformat_is_quantized(options->type))
+    if (!options) {
+        memset(&defaults, 0, sizeof defaults); /* f32, no tokenizer file, no progress */
+        options = &defaults;
+    }
+    encoder = pmpd_weight_encoder_of((uint32_t)options->type);
+    if (!encoder)
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
-                              "output type must be f32, f16, anyprec, q8, q4 or q2cb");
+                              "output type %u is not a weight format the converter writes",
+                              (unsigned)options->type);
     pmpd_build_init(&b);
-    status = pmpd_import_file(in_path, options ? options->tokenizer_path : NULL, &b, &summary->failed_input, err);
+    status = pmpd_import_file(in_path, options->tokenizer_path, &b, &summary->failed_input, err);
     if (status == PMPD_OK) {
         summary->failed_input = PMPD_CONVERT_INPUT_MODEL;
-        if (options && options->type == PMPD_TENSOR_ANYPREC) {
-            status = pmpd_anyprec_build_convert(&b, options->anyprec_seed_bits ? options->anyprec_seed_bits : 2,
-                                                options->anyprec_parent_bits ? options->anyprec_parent_bits : 4, NULL,
-                                                options->progress, options->progress_context);
-            /* The embedding and classifier (all that is left in f32) go to q8,
-             * as with the other quantized types: in f32 a 32,000-token
-             * vocabulary would be most of what a decode step reads. */
-            if (status == PMPD_OK)
-                status = pmpd_quant_build_convert(&b, PMPD_TENSOR_Q8, NULL, NULL);
-        } else if (options && pmpd_qformat_is_quantized(options->type))
-            status = pmpd_quant_build_convert(&b, options->type, options->progress, options->progress_context);
-        else
-            status = pmpd_build_convert_matrices(&b, options ? (uint32_t)options->type : PMPD_TENSOR_F32);
+        status = encoder->convert(&b, options);
         if (status == PMPD_OK)
             status = pmpd_build_serialize(&b, &block, &data, &size);
         if (status != PMPD_OK)

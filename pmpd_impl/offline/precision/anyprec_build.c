@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "pmpd_impl/offline/precision/anyprec_build.h"
-#include "pmpd_impl/precision/anyprec.h"
+#include "pmpd_impl/weights/anyprec/anyprec.h"
 
 #include "platform/platform.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "pmpd.h"
-#include "pmpd_impl/precision/anyprec.h"
+#include "pmpd_impl/weights/anyprec/anyprec.h"
 
 #define ANYPREC_QUANTIZE_LLOYD_ROUNDS 100
 

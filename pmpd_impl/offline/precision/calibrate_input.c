@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "pmpd_impl/core/error.h"
-#include "pmpd_impl/format/tensor_type.h"
+#include "pmpd_impl/weights/format.h"
 #include "pmpd_impl/model/model.h"
 #include "pmpd_impl/offline/format/from_model.h"
 #include "pmpd_impl/offline/import/import.h"
@@ -16,8 +16,8 @@
 
 static const char *calibrate_input_type_name(uint32_t type)
 {
-    const char *name = pmpd_tensor_type_name(type);
-    return name ? name : "of an unknown type";
+    const pmpd_weight_format *f = pmpd_weight_format_of(type);
+    return f ? f->name : "of an unknown type";
 }
 
 static int calibrate_input_is_float(uint32_t type)

@@ -1,11 +1,11 @@
 /* Offline quantizers behind pmpd_quantize_matrix: one function per type,
- * each filling a whole tensor laid out as in pmpd_impl/kernels/qformat.h. */
+ * each filling a whole tensor laid out as in pmpd_impl/weights/grouped/qformat.h. */
 #ifndef PMPD_OFFLINE_QUANT_QUANT_H
 #define PMPD_OFFLINE_QUANT_QUANT_H
 
 #include "pmpd.h"
 #include "pmpd_impl/core/config.h"
-#include "pmpd_impl/kernels/qformat.h"
+#include "pmpd_impl/weights/grouped/qformat.h"
 
 /* Declared only in offline builds: the amalgamation emits every header,
  * and a static function declared but never defined is an error there. */

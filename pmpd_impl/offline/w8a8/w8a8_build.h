@@ -1,0 +1,69 @@
+/* Offline W8A8 (weights/w8a8/w8a8.h): the per-tensor activation ranges of
+ * a float model, measured on calibration text it writes itself, and the
+ * matrices quantized with them. */
+#ifndef PMPD_OFFLINE_W8A8_BUILD_H
+#define PMPD_OFFLINE_W8A8_BUILD_H
+
+#include <stddef.h>
+
+#include "pmpd.h"
+#include "pmpd_impl/core/config.h"
+#include "pmpd_impl/format/container.h"
+#include "pmpd_impl/offline/format/builder.h"
+
+#if PMPD_OFFLINE
+
+/* Log-spaced histogram bins of |x|: 64 per octave from 2^-24 to 2^16. */
+#define PMPD_W8A8_HIST_PER_OCTAVE 64
+#define PMPD_W8A8_HIST_MIN_LOG2 (-24)
+#define PMPD_W8A8_HIST_BINS (40 * PMPD_W8A8_HIST_PER_OCTAVE)
+
+/* What one linear layer saw at its input. */
+typedef struct pmpd_w8a8_range {
+    char name[PMPD_TENSOR_NAME_MAX + 1];
+    const void *key;         /* the model tensor it was collected for */
+    uint64_t cols, values;   /* values seen (tokens x cols) */
+    float absmax;
+    uint32_t *histogram;     /* [PMPD_W8A8_HIST_BINS] counts of |x| */
+} pmpd_w8a8_range;
+
+typedef struct pmpd_w8a8_ranges {
+    uint32_t n, capacity;
+    pmpd_w8a8_range *ranges;
+    pmpd_status status;      /* first failure inside the collection */
+} pmpd_w8a8_ranges;
+
+/* Runs calibration text through float_model (its own greedy continuations
+ * of sampled prompts: data-free, seed 004 calibrates on such text too) and
+ * records every linear layer's input range.  Free with
+ * pmpd_w8a8_ranges_free whatever it returns.  Errors: session and
+ * sampling errors, PMPD_ERR_OUT_OF_MEMORY. */
+PMPD_INTERNAL pmpd_status pmpd_w8a8_ranges_collect(const pmpd_model *float_model,
+                                                   const pmpd_calibration_config *config, pmpd_w8a8_ranges *out);
+PMPD_INTERNAL void pmpd_w8a8_ranges_free(pmpd_w8a8_ranges *ranges);
+
+/* The range recorded for tensor name, or NULL. */
+PMPD_INTERNAL const pmpd_w8a8_range *pmpd_w8a8_range_find(const pmpd_w8a8_ranges *ranges, const char *name);
+
+/* The value below which a fraction q (0..1) of the recorded |x| lie (upper
+ * edge of the histogram bin reaching q; absmax at q = 1). */
+PMPD_INTERNAL float pmpd_w8a8_range_quantile(const pmpd_w8a8_range *range, double q);
+
+/* Quantizes the row-major rows x cols float matrix w into out (exactly
+ * pmpd_w8a8_compute_layout's total bytes) with the given activation scale:
+ * each row at absmax / 127, rounded to nearest.  Errors:
+ * PMPD_ERR_INVALID_ARGUMENT (shape, scale, out_size). */
+PMPD_INTERNAL pmpd_status pmpd_w8a8_encode(const float *w, size_t rows, size_t cols, float activation_scale,
+                                           void *out, size_t out_size);
+
+/* Replaces every 2-D f32 matrix of b but the vocabulary ones (token
+ * embedding, classifier: q8, as in the other quantized types) by W8A8 with
+ * the activation scale its recorded input range gives (absmax / 127).
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (a matrix without a range),
+ * PMPD_ERR_OUT_OF_MEMORY. */
+PMPD_INTERNAL pmpd_status pmpd_w8a8_build_convert(pmpd_build_model *b, const pmpd_w8a8_ranges *ranges,
+                                                  void (*progress)(void *context, uint64_t done, uint64_t total),
+                                                  void *context);
+
+#endif
+#endif

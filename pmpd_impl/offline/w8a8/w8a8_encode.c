@@ -1,0 +1,93 @@
+/* W8A8 matrices from floats (w8a8_build.h, layout in weights/w8a8/w8a8.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmpd_impl/offline/quant/build.h"
+#include "pmpd_impl/offline/w8a8/w8a8_build.h"
+#include "pmpd_impl/weights/w8a8/w8a8.h"
+
+static void w8a8_put_u32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+    p[2] = (unsigned char)(v >> 16);
+    p[3] = (unsigned char)(v >> 24);
+}
+
+PMPD_INTERNAL pmpd_status pmpd_w8a8_encode(const float *w, size_t rows, size_t cols, float activation_scale,
+                                           void *out, size_t out_size)
+{
+    unsigned char *p = (unsigned char *)out;
+    pmpd_w8a8_layout layout;
+    size_t r, c;
+    if (!w || !out || !(activation_scale > 0.0f) || !isfinite(activation_scale) ||
+        pmpd_w8a8_compute_layout(rows, cols, &layout) != PMPD_OK || out_size != layout.total)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    memset(p, 0, out_size);
+    memcpy(p, "W8A8", 4);
+    w8a8_put_u32(p + 4, PMPD_W8A8_VERSION);
+    w8a8_put_u32(p + 8, (uint32_t)rows);
+    w8a8_put_u32(p + 12, (uint32_t)cols);
+    w8a8_put_u32(p + 16, (uint32_t)layout.padded_cols);
+    memcpy(p + 20, &activation_scale, sizeof activation_scale);
+    for (r = 0; r < rows; r++) {
+        const float *row = w + r * cols;
+        int8_t *q = (int8_t *)(void *)(p + layout.weight_offset + r * layout.padded_cols);
+        float absmax = 0.0f, scale, inverse;
+        for (c = 0; c < cols; c++)
+            absmax = fabsf(row[c]) > absmax ? fabsf(row[c]) : absmax;
+        scale = absmax / 127.0f;
+        inverse = scale > 0.0f ? 1.0f / scale : 0.0f;
+        memcpy(p + layout.scale_offset + 4 * r, &scale, sizeof scale);
+        for (c = 0; c < cols; c++) {
+            long v = lrintf(row[c] * inverse);
+            q[c] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+        }
+    }
+    return PMPD_OK;
+}
+
+static int w8a8_is_vocabulary(const pmpd_build_tensor *t)
+{
+    return strcmp(t->name, "token_embd.weight") == 0 || strcmp(t->name, "output.weight") == 0;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_w8a8_build_convert(pmpd_build_model *b, const pmpd_w8a8_ranges *ranges,
+                                                  void (*progress)(void *context, uint64_t done, uint64_t total),
+                                                  void *context)
+{
+    uint64_t total = 0, done = 0;
+    uint32_t i;
+    for (i = 0; i < b->n_tensors; i++)
+        total += b->tensors[i].n_dims == 2 && b->tensors[i].type == PMPD_TENSOR_F32 && !w8a8_is_vocabulary(&b->tensors[i]);
+    for (i = 0; i < b->n_tensors; i++) {
+        pmpd_build_tensor *t = &b->tensors[i];
+        const pmpd_w8a8_range *range;
+        pmpd_w8a8_layout layout;
+        unsigned char *out;
+        pmpd_status st;
+        if (t->n_dims != 2 || t->type != PMPD_TENSOR_F32 || w8a8_is_vocabulary(t))
+            continue;
+        range = pmpd_w8a8_range_find(ranges, t->name);
+        if (!range || range->cols != t->dims[1])
+            return PMPD_ERR_INVALID_ARGUMENT;
+        if (pmpd_w8a8_compute_layout(t->dims[0], t->dims[1], &layout) != PMPD_OK)
+            return PMPD_ERR_OVERFLOW;
+        out = (unsigned char *)malloc(layout.total);
+        if (!out)
+            return PMPD_ERR_OUT_OF_MEMORY;
+        /* A layer that only ever saw zeros still needs a positive scale. */
+        st = pmpd_w8a8_encode((const float *)(const void *)t->data, (size_t)t->dims[0], (size_t)t->dims[1],
+                              range->absmax > 0.0f ? range->absmax / 127.0f : 1.0f, out, layout.total);
+        if (st != PMPD_OK) {
+            free(out);
+            return st;
+        }
+        pmpd_build_replace_data(t, PMPD_TENSOR_W8A8, out, layout.total);
+        if (progress)
+            progress(context, ++done, total);
+    }
+    /* The vocabulary matrices go to q8. */
+    return pmpd_quant_build_convert(b, PMPD_TENSOR_Q8, NULL, NULL);
+}

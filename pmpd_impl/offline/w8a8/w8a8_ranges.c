@@ -1,0 +1,140 @@
+/* Input ranges of the linear layers of a float model (w8a8_build.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmpd_impl/model/session.h"
+#include "pmpd_impl/offline/precision/calibration_session.h"
+#include "pmpd_impl/offline/w8a8/w8a8_build.h"
+
+/* The range of tensor w, made on first sight. */
+static pmpd_w8a8_range *w8a8_range_of(pmpd_w8a8_ranges *all, const pmpd_tensor *w)
+{
+    pmpd_w8a8_range *r;
+    uint32_t i;
+    for (i = 0; i < all->n; i++)
+        if (all->ranges[i].key == (const void *)w)
+            return &all->ranges[i];
+    if (all->n == all->capacity) {
+        uint32_t capacity = all->capacity ? 2 * all->capacity : 64;
+        r = (pmpd_w8a8_range *)realloc(all->ranges, capacity * sizeof *r);
+        if (!r)
+            return NULL;
+        all->ranges = r;
+        all->capacity = capacity;
+    }
+    r = &all->ranges[all->n];
+    memset(r, 0, sizeof *r);
+    r->histogram = (uint32_t *)calloc(PMPD_W8A8_HIST_BINS, sizeof *r->histogram);
+    if (!r->histogram)
+        return NULL;
+    r->key = w;
+    r->cols = w->dims[1];
+    memcpy(r->name, w->name, w->name_length);
+    all->n++;
+    return r;
+}
+
+static size_t w8a8_bin(float magnitude)
+{
+    double position;
+    if (!(magnitude > 0.0f))
+        return 0;
+    position = (log2((double)magnitude) - PMPD_W8A8_HIST_MIN_LOG2) * PMPD_W8A8_HIST_PER_OCTAVE;
+    if (position < 0.0)
+        return 0;
+    return position >= PMPD_W8A8_HIST_BINS - 1 ? PMPD_W8A8_HIST_BINS - 1 : (size_t)position;
+}
+
+static void w8a8_observe(void *context, const pmpd_tensor *w, const float *x, size_t n_tokens)
+{
+    pmpd_w8a8_ranges *all = (pmpd_w8a8_ranges *)context;
+    pmpd_w8a8_range *r;
+    size_t i, n;
+    if (all->status != PMPD_OK)
+        return;
+    r = w8a8_range_of(all, w);
+    if (!r) {
+        all->status = PMPD_ERR_OUT_OF_MEMORY;
+        return;
+    }
+    n = n_tokens * (size_t)r->cols;
+    for (i = 0; i < n; i++) {
+        float m = fabsf(x[i]);
+        if (m > r->absmax)
+            r->absmax = m;
+        r->histogram[w8a8_bin(m)]++;
+    }
+    r->values += n;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_w8a8_ranges_collect(const pmpd_model *float_model,
+                                                   const pmpd_calibration_config *config, pmpd_w8a8_ranges *out)
+{
+    pmpd_calibration_set set;
+    pmpd_calibration_session cs;
+    size_t length;
+    int32_t *tokens;
+    uint32_t p;
+    pmpd_status st;
+    memset(out, 0, sizeof *out);
+    memset(&set, 0, sizeof set);
+    st = pmpd_calibration_set_sample(float_model, config, PMPD_CALIBRATION_TRAIN, &set);
+    if (st != PMPD_OK)
+        return st;
+    length = (size_t)set.prompt_length + set.output_length;
+    tokens = (int32_t *)malloc(length * sizeof *tokens);
+    st = tokens ? pmpd_calibration_session_open(float_model, (uint32_t)length, &cs) : PMPD_ERR_OUT_OF_MEMORY;
+    if (st == PMPD_OK) {
+        cs.session->linear_observer = w8a8_observe;
+        cs.session->linear_observer_context = out;
+        for (p = 0; p < set.n_prompts && st == PMPD_OK && out->status == PMPD_OK; p++) {
+            const float *logits;
+            memcpy(tokens, set.prompts + (size_t)p * set.prompt_length, set.prompt_length * sizeof *tokens);
+            memcpy(tokens + set.prompt_length, set.reference + (size_t)p * set.output_length,
+                   set.output_length * sizeof *tokens);
+            st = pmpd_session_reset(cs.session);
+            if (st == PMPD_OK)
+                st = pmpd_session_prefill(cs.session, tokens, length, &logits);
+        }
+        pmpd_calibration_session_close(&cs);
+    }
+    free(tokens);
+    pmpd_calibration_set_free(&set);
+    return st == PMPD_OK ? out->status : st;
+}
+
+PMPD_INTERNAL void pmpd_w8a8_ranges_free(pmpd_w8a8_ranges *ranges)
+{
+    uint32_t i;
+    for (i = 0; i < ranges->n; i++)
+        free(ranges->ranges[i].histogram);
+    free(ranges->ranges);
+    memset(ranges, 0, sizeof *ranges);
+}
+
+PMPD_INTERNAL const pmpd_w8a8_range *pmpd_w8a8_range_find(const pmpd_w8a8_ranges *ranges, const char *name)
+{
+    uint32_t i;
+    for (i = 0; i < ranges->n; i++)
+        if (strcmp(ranges->ranges[i].name, name) == 0)
+            return &ranges->ranges[i];
+    return NULL;
+}
+
+PMPD_INTERNAL float pmpd_w8a8_range_quantile(const pmpd_w8a8_range *range, double q)
+{
+    uint64_t want, seen = 0;
+    size_t b;
+    if (q >= 1.0 || range->values == 0)
+        return range->absmax;
+    want = (uint64_t)ceil(q * (double)range->values);
+    for (b = 0; b < PMPD_W8A8_HIST_BINS; b++) {
+        seen += range->histogram[b];
+        if (seen >= want) {
+            double edge = exp2((double)(b + 1) / PMPD_W8A8_HIST_PER_OCTAVE + PMPD_W8A8_HIST_MIN_LOG2);
+            return edge < range->absmax ? (float)edge : range->absmax;
+        }
+    }
+    return range->absmax;
+}

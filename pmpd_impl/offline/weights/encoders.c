@@ -1,0 +1,74 @@
+#include "pmpd_impl/offline/weights/encoders.h"
+
+#include <string.h>
+
+#include "pmpd_impl/offline/format/from_model.h"
+#include "pmpd_impl/offline/precision/anyprec_build.h"
+#include "pmpd_impl/offline/quant/build.h"
+#include "pmpd_impl/offline/w8a8/w8a8_build.h"
+
+static pmpd_status pmpd_encode_float(pmpd_build_model *b, const pmpd_convert_options *options)
+{
+    return pmpd_build_convert_matrices(b, (uint32_t)options->type);
+}
+
+/* The token embedding and classifier become q8 in every group-quantized
+ * model (quant/build.c). */
+static pmpd_status pmpd_encode_grouped(pmpd_build_model *b, const pmpd_convert_options *options)
+{
+    return pmpd_quant_build_convert(b, (uint32_t)options->type, options->progress, options->progress_context);
+}
+
+static pmpd_status pmpd_encode_anyprec(pmpd_build_model *b, const pmpd_convert_options *options)
+{
+    pmpd_status status = pmpd_anyprec_build_convert(b, options->anyprec_seed_bits ? options->anyprec_seed_bits : 2,
+                                                    options->anyprec_parent_bits ? options->anyprec_parent_bits : 4,
+                                                    NULL, options->progress, options->progress_context);
+    /* The embedding and classifier (all that is left in f32) go to q8, as
+     * with the group-quantized types: in f32 a 32,000-token vocabulary
+     * would be most of what a decode step reads. */
+    if (status == PMPD_OK)
+        status = pmpd_quant_build_convert(b, PMPD_TENSOR_Q8, NULL, NULL);
+    return status;
+}
+
+/* W8A8 needs each layer's input range: the float model (b as it is) is
+ * opened and run on text it writes itself first.  8 prompts of 8 tokens
+ * continued for 24: 256 tokens of activations per layer. */
+static pmpd_status pmpd_encode_w8a8(pmpd_build_model *b, const pmpd_convert_options *options)
+{
+    pmpd_calibration_config config;
+    pmpd_w8a8_ranges ranges;
+    pmpd_build_opened opened;
+    pmpd_status status;
+    pmpd_calibration_config_init(&config);
+    config.n_prompts = 8;
+    config.prompt_length = 8;
+    config.output_length = 24;
+    memset(&ranges, 0, sizeof ranges);
+    status = pmpd_build_open(b, &opened, NULL);
+    if (status == PMPD_OK)
+        status = pmpd_w8a8_ranges_collect(opened.model, &config, &ranges);
+    pmpd_build_close(&opened);
+    if (status == PMPD_OK)
+        status = pmpd_w8a8_build_convert(b, &ranges, options->progress, options->progress_context);
+    pmpd_w8a8_ranges_free(&ranges);
+    return status;
+}
+
+/* The table: one line per weight format the converter writes. */
+static const pmpd_weight_encoder pmpd_weight_encoders[] = {
+    {PMPD_TENSOR_F32, pmpd_encode_float},    {PMPD_TENSOR_F16, pmpd_encode_float},
+    {PMPD_TENSOR_Q8, pmpd_encode_grouped},   {PMPD_TENSOR_Q4, pmpd_encode_grouped},
+    {PMPD_TENSOR_Q2CB, pmpd_encode_grouped}, {PMPD_TENSOR_ANYPREC, pmpd_encode_anyprec},
+    {PMPD_TENSOR_W8A8, pmpd_encode_w8a8},
+};
+
+PMPD_INTERNAL const pmpd_weight_encoder *pmpd_weight_encoder_of(uint32_t type)
+{
+    size_t i;
+    for (i = 0; i < sizeof pmpd_weight_encoders / sizeof pmpd_weight_encoders[0]; i++)
+        if ((uint32_t)pmpd_weight_encoders[i].type == type)
+            return &pmpd_weight_encoders[i];
+    return NULL;
+}

@@ -1,0 +1,103 @@
+/* The table row of nested any-precision weights: the linear layer at a
+ * chosen width (decode multiplies int8 weights from the width's table with
+ * int8 activations quantized once, before the rows are split; prefill
+ * multiplies float-dequantized weights), the size check of a
+ * self-describing tensor, and the bytes a k-bit product reads. */
+#include "pmpd_impl/core/checked.h"
+#include "pmpd_impl/weights/anyprec/anyprec.h"
+#include "pmpd_impl/weights/format.h"
+
+typedef struct pmpd_anyprec_job {
+    pmpd_anyprec_matrix m;
+    unsigned bits;
+    const float *x;
+    float *y;
+    size_t n_tokens;
+    const int8_t *xq; /* decode: int8 activations */
+    const float *xscale;
+} pmpd_anyprec_job;
+
+static void pmpd_anyprec_rows(void *ctx, size_t begin, size_t end, unsigned worker)
+{
+    const pmpd_anyprec_job *job = (const pmpd_anyprec_job *)ctx;
+    (void)worker;
+    if (job->n_tokens == 1)
+        pmpd_anyprec_gemv(&job->m, job->bits, job->xq, job->xscale, job->y, (uint32_t)begin, (uint32_t)end);
+    else
+        pmpd_anyprec_gemm(&job->m, job->bits, job->x, job->n_tokens, job->m.cols, job->y, job->m.rows,
+                          (uint32_t)begin, (uint32_t)end);
+}
+
+/* The int8 activations of one token: padded_cols bytes, then the group
+ * scales. */
+static pmpd_status pmpd_anyprec_scratch(const pmpd_tensor *w, size_t n_tokens, unsigned n_threads, size_t *bytes)
+{
+    size_t padded, scales;
+    (void)n_tokens;
+    (void)n_threads;
+    return pmpd_checked_align_up((size_t)w->dims[1], PMPD_ANYPREC_GROUP, &padded) &&
+                   pmpd_checked_mul(padded / PMPD_ANYPREC_GROUP, sizeof(float), &scales) &&
+                   pmpd_checked_add(padded, scales, bytes)
+               ? PMPD_OK
+               : PMPD_ERR_OVERFLOW;
+}
+
+static void pmpd_anyprec_linear(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y, void *scratch,
+                                pmpd_pool *pool, unsigned bits)
+{
+    pmpd_anyprec_job job;
+    pmpd_anyprec_bind(w->data, w->dims[0], w->dims[1], &job.m);
+    job.bits = pmpd_anyprec_width(&job.m, bits);
+    job.x = x;
+    job.y = y;
+    job.n_tokens = n_tokens;
+    job.xq = NULL;
+    job.xscale = NULL;
+    if (n_tokens == 1) {
+        int8_t *xq = (int8_t *)scratch;
+        float *xscale = (float *)(void *)(xq + pmpd_anyprec_padded_cols(job.m.cols));
+        pmpd_anyprec_quantize_input(x, job.m.cols, xq, xscale);
+        job.xq = xq;
+        job.xscale = xscale;
+    }
+    /* Granules of 4 rows keep the SIMD kernels on their 4-row path. */
+    pmpd_pool_run_weighed(pool, pmpd_anyprec_rows, &job, job.m.rows, 4, job.m.cols * n_tokens);
+}
+
+static void pmpd_anyprec_format_row(const pmpd_tensor *w, size_t r, float *out)
+{
+    pmpd_anyprec_matrix m;
+    pmpd_anyprec_bind(w->data, w->dims[0], w->dims[1], &m);
+    pmpd_anyprec_row(&m, m.parent_bits, (uint32_t)r, out);
+}
+
+static pmpd_status pmpd_anyprec_check(const unsigned char *data, uint64_t size, uint32_t n_dims, const uint64_t *dims,
+                                      uint64_t offset, const char *name, uint32_t name_length, pmpd_error *err)
+{
+    pmpd_anyprec_matrix m;
+    if (n_dims != 2)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, offset, "anyprec tensor %.*s is not a matrix",
+                              (int)name_length, name);
+    return pmpd_anyprec_view(data, size, dims[0], dims[1], offset, &m, err);
+}
+
+/* A k-bit product reads k bits of each padded 256-column superblock, then
+ * the row's scale, offset and table of width k. */
+static uint64_t pmpd_anyprec_bytes_read(const pmpd_tensor *w, unsigned bits)
+{
+    pmpd_anyprec_matrix m;
+    unsigned k;
+    pmpd_anyprec_bind(w->data, w->dims[0], w->dims[1], &m);
+    k = pmpd_anyprec_width(&m, bits);
+    return (uint64_t)m.rows * ((uint64_t)m.superblocks * 32u * k + 2 * sizeof(float) + ((uint64_t)1 << k));
+}
+
+static const pmpd_weight_format pmpd_anyprec_format = {
+    PMPD_TENSOR_ANYPREC, "anyprec", NULL, pmpd_anyprec_check, pmpd_anyprec_scratch, pmpd_anyprec_linear,
+    pmpd_anyprec_format_row, pmpd_anyprec_bytes_read,
+};
+
+PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_anyprec(void)
+{
+    return &pmpd_anyprec_format;
+}

@@ -1,0 +1,334 @@
+/* AVX2 any-precision kernels for widths 2..4 of tensors whose planes 0
+ * and 1 share a 2-bit slice.  One 32-byte load per slice covers 256
+ * columns of a row; for the column groups 2q and 2q+1 a shift and an AND
+ * per slice put their codes into the low and high nibble of each byte
+ * (ORed together), and one in-lane byte shuffle per group looks the codes
+ * up in the row's 16-entry table of 7-bit entries.  The GEMV multiplies
+ * those with int8 activations (maddubs, no sign fix-up), weighs each group
+ * by its integer scale multiplier (madd) and converts to float once per 256
+ * columns; four rows share the activation loads.  The GEMM widens the
+ * entries to float once per group and reuses them for a tile of input
+ * vectors. */
+#include "pmpd_impl/weights/anyprec/anyprec.h"
+
+#if PMPD_USE_AVX2
+#include <immintrin.h>
+#include <string.h>
+
+#define ANYPREC_AVX2_TOKEN_TILE 8
+#if defined(__GNUC__)
+#define ANYPREC_AVX2_INLINE static inline __attribute__((always_inline))
+#else
+#define ANYPREC_AVX2_INLINE static inline
+#endif
+
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_load(const void *p)
+{
+    return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* Bits moved left by shift (right when negative) within 16-bit lanes; the
+ * caller's mask drops what crossed a byte. */
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_shift(__m256i v, int shift)
+{
+    if (shift > 0)
+        return _mm256_slli_epi16(v, shift);
+    if (shift < 0)
+        return _mm256_srli_epi16(v, -shift);
+    return v;
+}
+
+/* Plane p's bits of column groups 2q and 2q+1 at bits p and p+4, where
+ * the codes want them (the plane holds the pair at bits q and q+4). */
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_plane_bits(const unsigned char *plane, unsigned p, unsigned q)
+{
+    return _mm256_and_si256(anyprec_avx2_shift(anyprec_avx2_load(plane), (int)p - (int)q),
+                            _mm256_set1_epi8((char)(0x11 << p)));
+}
+
+/* Codes of column groups 2q (low nibble) and 2q+1 (high nibble) of one
+ * row's superblock, from its 64 bytes of the 2-bit slice and plane p's 32
+ * bytes at plane[p] + at (p = 2..bits-1).  Written out, not looped, so the
+ * compiler keeps everything in registers. */
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_pair(const unsigned char *field, const unsigned char *const *plane,
+                                              size_t at, unsigned q, const unsigned bits)
+{
+    __m256i f = anyprec_avx2_load(field + 32 * (q / 2));
+    __m256i codes = _mm256_and_si256(q % 2 ? _mm256_srli_epi16(f, 2) : f, _mm256_set1_epi8(0x33));
+    if (bits > 2)
+        codes = _mm256_or_si256(codes, anyprec_avx2_plane_bits(plane[2] + at, 2, q));
+    if (bits > 3)
+        codes = _mm256_or_si256(codes, anyprec_avx2_plane_bits(plane[3] + at, 3, q));
+    return codes;
+}
+
+/* The entries of a nibble's codes: half 0 the low nibble, 1 the high. */
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_lookup(__m256i table, __m256i codes, unsigned half)
+{
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    return _mm256_shuffle_epi8(table, _mm256_and_si256(half ? _mm256_srli_epi16(codes, 4) : codes, low));
+}
+
+/* Row r's table in both 128-bit lanes, zero past the last row (the
+ * padding rows of a block). */
+static __m256i anyprec_avx2_row_table(const pmpd_anyprec_matrix *m, unsigned bits, uint32_t r)
+{
+    unsigned char entries[16] = {0};
+    if (r < m->rows)
+        memcpy(entries, m->tables[bits] + ((size_t)r << bits), (size_t)1 << bits);
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)entries));
+}
+
+static float anyprec_avx2_sum(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Group g's products of one row as int32: lookup, maddubs (7-bit entries
+ * by int8 activations), madd by the group's multiplier. */
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_group(__m256i table, __m256i codes, const int8_t *x, const int32_t *mult,
+                                               unsigned g)
+{
+    __m256i products = _mm256_maddubs_epi16(_mm256_shuffle_epi8(table, codes), anyprec_avx2_load(x + 32 * g));
+    return _mm256_madd_epi16(products, _mm256_set1_epi32(mult[g]));
+}
+
+/* Groups 2q and 2q+1 of one row added to its int32 sums. */
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_row_pair(__m256i dot, __m256i table, const unsigned char *field,
+                                                  const unsigned char *const *plane, size_t at, unsigned q,
+                                                  const int8_t *x, const int32_t *mult, const unsigned bits)
+{
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    __m256i codes = anyprec_avx2_pair(field, plane, at, q, bits);
+    __m256i a = anyprec_avx2_group(table, _mm256_and_si256(codes, low), x, mult, 2 * q);
+    __m256i b = anyprec_avx2_group(table, _mm256_and_si256(_mm256_srli_epi16(codes, 4), low), x, mult, 2 * q + 1);
+    return _mm256_add_epi32(dot, _mm256_add_epi32(a, b));
+}
+
+/* At 2 bits a nibble of the 2-bit slice holds two codes whole (groups 4h
+ * and 4h+2 low, 4h+1 and 4h+3 high); a table indexed by its low two bits
+ * and one by its high two bits read them with no further shift.  Groups
+ * 4h..4h+3 of one row added to its sums. */
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_row_quad(__m256i dot, __m256i by_low, __m256i by_high,
+                                                  const unsigned char *field, unsigned h, const int8_t *x,
+                                                  const int32_t *mult)
+{
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    __m256i f = anyprec_avx2_load(field + 32 * h);
+    __m256i lo = _mm256_and_si256(f, low), hi = _mm256_and_si256(_mm256_srli_epi16(f, 4), low);
+    __m256i a = _mm256_add_epi32(anyprec_avx2_group(by_low, lo, x, mult, 4 * h),
+                                 anyprec_avx2_group(by_high, lo, x, mult, 4 * h + 2));
+    __m256i b = _mm256_add_epi32(anyprec_avx2_group(by_low, hi, x, mult, 4 * h + 1),
+                                 anyprec_avx2_group(by_high, hi, x, mult, 4 * h + 3));
+    return _mm256_add_epi32(dot, _mm256_add_epi32(a, b));
+}
+
+/* The four rows of a block, groups 2q and 2q+1 (rows 64 bytes apart in the
+ * 2-bit slice, 32 in the others). */
+ANYPREC_AVX2_INLINE void anyprec_avx2_block_pair(__m256i *dot, const __m256i *table, const unsigned char *field,
+                                                 const unsigned char *const *plane, unsigned q, const int8_t *x,
+                                                 const int32_t *mult, const unsigned bits)
+{
+    dot[0] = anyprec_avx2_row_pair(dot[0], table[0], field, plane, 0, q, x, mult, bits);
+    dot[1] = anyprec_avx2_row_pair(dot[1], table[1], field + 64, plane, 32, q, x, mult, bits);
+    dot[2] = anyprec_avx2_row_pair(dot[2], table[2], field + 128, plane, 64, q, x, mult, bits);
+    dot[3] = anyprec_avx2_row_pair(dot[3], table[3], field + 192, plane, 96, q, x, mult, bits);
+}
+
+/* The four rows of a block at 2 bits, groups 4h..4h+3; table[4 + i] is
+ * row i's table by high bits. */
+ANYPREC_AVX2_INLINE void anyprec_avx2_block_quad(__m256i *dot, const __m256i *table, const unsigned char *field,
+                                                 unsigned h, const int8_t *x, const int32_t *mult)
+{
+    dot[0] = anyprec_avx2_row_quad(dot[0], table[0], table[4], field, h, x, mult);
+    dot[1] = anyprec_avx2_row_quad(dot[1], table[1], table[5], field + 64, h, x, mult);
+    dot[2] = anyprec_avx2_row_quad(dot[2], table[2], table[6], field + 128, h, x, mult);
+    dot[3] = anyprec_avx2_row_quad(dot[3], table[3], table[7], field + 192, h, x, mult);
+}
+
+/* One superblock of the four rows: int32 sums (bounded in anyprec.h), one
+ * conversion to float. */
+ANYPREC_AVX2_INLINE void anyprec_avx2_block_super(const pmpd_anyprec_matrix *m, const int8_t *xq,
+                                                  const pmpd_anyprec_units *u, uint32_t r0, uint32_t s,
+                                                  const __m256i *table, __m256 *acc, const unsigned bits)
+{
+    const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
+    const int8_t *x = pmpd_anyprec_super_input(xq, u, m->cols, s);
+    const int32_t *mult = pmpd_anyprec_super_mult(u, s);
+    const unsigned char *field = pmpd_anyprec_super_slices(m, r0, s, bits, plane);
+    const __m256 unit = _mm256_set1_ps(u->unit[s]);
+    __m256i dot[PMPD_ANYPREC_ROW_BLOCK];
+    dot[0] = dot[1] = dot[2] = dot[3] = _mm256_setzero_si256();
+    if (bits == 2) {
+        anyprec_avx2_block_quad(dot, table, field, 0, x, mult);
+        anyprec_avx2_block_quad(dot, table, field, 1, x, mult);
+    } else {
+        anyprec_avx2_block_pair(dot, table, field, plane, 0, x, mult, bits);
+        anyprec_avx2_block_pair(dot, table, field, plane, 1, x, mult, bits);
+        anyprec_avx2_block_pair(dot, table, field, plane, 2, x, mult, bits);
+        anyprec_avx2_block_pair(dot, table, field, plane, 3, x, mult, bits);
+    }
+    acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[0]), unit, acc[0]);
+    acc[1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[1]), unit, acc[1]);
+    acc[2] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[2]), unit, acc[2]);
+    acc[3] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[3]), unit, acc[3]);
+}
+
+/* The four rows of block r0 (r0 a multiple of 4); stores those inside
+ * [row_begin, row_end). */
+ANYPREC_AVX2_INLINE void anyprec_avx2_gemv_block(const pmpd_anyprec_matrix *m, const int8_t *xq,
+                                                 const pmpd_anyprec_units *u, float *y, uint32_t r0,
+                                                 uint32_t row_begin, uint32_t row_end, const unsigned bits)
+{
+    /* Entry n of the 2-bit tables by low / by high bits: entry n%4 / n/4. */
+    const __m256i by_low = _mm256_set1_epi32(0x03020100), by_high = _mm256_setr_epi8(
+        0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    __m256i table[2 * PMPD_ANYPREC_ROW_BLOCK];
+    __m256 acc[PMPD_ANYPREC_ROW_BLOCK];
+    float sums[PMPD_ANYPREC_ROW_BLOCK];
+    uint32_t s, i;
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
+        __m256i t = anyprec_avx2_row_table(m, bits, r0 + i);
+        table[i] = bits == 2 ? _mm256_shuffle_epi8(t, by_low) : t;
+        table[PMPD_ANYPREC_ROW_BLOCK + i] = _mm256_shuffle_epi8(t, by_high);
+    }
+    acc[0] = acc[1] = acc[2] = acc[3] = _mm256_setzero_ps();
+    for (s = 0; s < m->superblocks; s++)
+        anyprec_avx2_block_super(m, xq, u, r0, s, table, acc, bits);
+    sums[0] = anyprec_avx2_sum(acc[0]);
+    sums[1] = anyprec_avx2_sum(acc[1]);
+    sums[2] = anyprec_avx2_sum(acc[2]);
+    sums[3] = anyprec_avx2_sum(acc[3]);
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+        if (r0 + i >= row_begin && r0 + i < row_end)
+            y[r0 + i] = sums[i] * m->scales[bits][r0 + i] + u->sum * m->offsets[bits][r0 + i];
+}
+
+ANYPREC_AVX2_INLINE void anyprec_avx2_gemv_rows(const pmpd_anyprec_matrix *m, const int8_t *xq,
+                                                const pmpd_anyprec_units *u, float *y, uint32_t row_begin,
+                                                uint32_t row_end, const unsigned bits)
+{
+    uint32_t r0;
+    for (r0 = row_begin / PMPD_ANYPREC_ROW_BLOCK * PMPD_ANYPREC_ROW_BLOCK; r0 < row_end; r0 += PMPD_ANYPREC_ROW_BLOCK)
+        anyprec_avx2_gemv_block(m, xq, u, y, r0, row_begin, row_end, bits);
+}
+
+PMPD_INTERNAL void pmpd_anyprec_gemv_avx2(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
+                                          const float *xscale, float *y, uint32_t row_begin, uint32_t row_end)
+{
+    pmpd_anyprec_units u;
+    pmpd_anyprec_prepare_units(xq, xscale, m->cols, &u);
+    switch (bits) {
+    case 2: anyprec_avx2_gemv_rows(m, xq, &u, y, row_begin, row_end, 2); break;
+    case 3: anyprec_avx2_gemv_rows(m, xq, &u, y, row_begin, row_end, 3); break;
+    default: anyprec_avx2_gemv_rows(m, xq, &u, y, row_begin, row_end, 4); break;
+    }
+}
+
+/* Eight floats of input vector xt from column c, zero past cols (the last
+ * group of a row whose width is no multiple of 32). */
+static __m256 anyprec_avx2_load_tail(const float *xt, uint32_t c, uint32_t cols)
+{
+    float tail[8] = {0};
+    if (c < cols)
+        memcpy(tail, xt + c, ((cols - c < 8 ? cols - c : 8)) * sizeof(float));
+    return _mm256_loadu_ps(tail);
+}
+
+/* Group c0 of one row (weights w, 32 floats) into the tile's sums; every
+ * tile has ANYPREC_AVX2_TOKEN_TILE inputs (short tiles repeat the first and
+ * drop those sums), so the sums stay in registers. */
+ANYPREC_AVX2_INLINE void anyprec_avx2_gemm_group(const __m256 *w, const float *const *xt, uint32_t c0, uint32_t cols,
+                                                 __m256 *acc)
+{
+    uint32_t t, k;
+    if (c0 + PMPD_ANYPREC_GROUP <= cols) {
+#pragma GCC unroll 8
+        for (t = 0; t < ANYPREC_AVX2_TOKEN_TILE; t++)
+#pragma GCC unroll 4
+            for (k = 0; k < 4; k++)
+                acc[t] = _mm256_fmadd_ps(w[k], _mm256_loadu_ps(xt[t] + c0 + 8 * k), acc[t]);
+        return;
+    }
+#pragma GCC unroll 8
+    for (t = 0; t < ANYPREC_AVX2_TOKEN_TILE; t++)
+#pragma GCC unroll 4
+        for (k = 0; k < 4; k++)
+            acc[t] = _mm256_fmadd_ps(w[k], anyprec_avx2_load_tail(xt[t], c0 + 8 * k, cols), acc[t]);
+}
+
+/* One row against a tile of input vectors, one superblock: each group's
+ * entries are widened to float weights once. */
+ANYPREC_AVX2_INLINE void anyprec_avx2_gemm_super(const pmpd_anyprec_matrix *m, uint32_t r, uint32_t s, __m256i table,
+                                                 __m256 scale, __m256 offset, const float *const *xt, __m256 *acc,
+                                                 const unsigned bits)
+{
+    const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
+    const unsigned char *field = pmpd_anyprec_super_slices(m, r, s, bits, plane);
+    uint32_t q, half, k;
+    for (q = 0; q < 4; q++) {
+        __m256i codes = anyprec_avx2_pair(field, plane, 0, q, bits);
+        for (half = 0; half < 2; half++) {
+            uint32_t c0 = s * PMPD_ANYPREC_SUPER + (2 * q + half) * PMPD_ANYPREC_GROUP;
+            __m256i e = anyprec_avx2_lookup(table, codes, half);
+            __m256 w[4];
+            if (c0 >= m->cols)
+                return;
+#pragma GCC unroll 4
+            for (k = 0; k < 4; k++) {
+                __m128i lanes = k < 2 ? _mm256_castsi256_si128(e) : _mm256_extracti128_si256(e, 1);
+                __m128i part = k % 2 ? _mm_srli_si128(lanes, 8) : lanes;
+                w[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(part)), scale, offset);
+            }
+            anyprec_avx2_gemm_group(w, xt, c0, m->cols, acc);
+        }
+    }
+}
+
+ANYPREC_AVX2_INLINE void anyprec_avx2_gemm_rows(const pmpd_anyprec_matrix *m, const float *x, size_t n,
+                                                size_t x_stride, float *y, size_t y_stride, uint32_t row_begin,
+                                                uint32_t row_end, const unsigned bits)
+{
+    uint32_t r, s;
+    size_t t0, t;
+    for (r = row_begin; r < row_end; r++) {
+        const __m256i table = anyprec_avx2_row_table(m, bits, r);
+        const __m256 scale = _mm256_set1_ps(m->scales[bits][r]), offset = _mm256_set1_ps(m->offsets[bits][r]);
+        for (t0 = 0; t0 < n; t0 += ANYPREC_AVX2_TOKEN_TILE) {
+            size_t tile = n - t0 < ANYPREC_AVX2_TOKEN_TILE ? n - t0 : ANYPREC_AVX2_TOKEN_TILE;
+            const float *xt[ANYPREC_AVX2_TOKEN_TILE];
+            __m256 acc[ANYPREC_AVX2_TOKEN_TILE];
+            float sums[ANYPREC_AVX2_TOKEN_TILE];
+#pragma GCC unroll 8
+            for (t = 0; t < ANYPREC_AVX2_TOKEN_TILE; t++) {
+                xt[t] = x + (t0 + (t < tile ? t : 0)) * x_stride;
+                acc[t] = _mm256_setzero_ps();
+            }
+            for (s = 0; s < m->superblocks; s++)
+                anyprec_avx2_gemm_super(m, r, s, table, scale, offset, xt, acc, bits);
+#pragma GCC unroll 8
+            for (t = 0; t < ANYPREC_AVX2_TOKEN_TILE; t++)
+                sums[t] = anyprec_avx2_sum(acc[t]);
+            for (t = 0; t < tile; t++)
+                y[(t0 + t) * y_stride + r] = sums[t];
+        }
+    }
+}
+
+PMPD_INTERNAL void pmpd_anyprec_gemm_avx2(const pmpd_anyprec_matrix *m, unsigned bits, const float *x,
+                                          size_t n, size_t x_stride, float *y, size_t y_stride,
+                                          uint32_t row_begin, uint32_t row_end)
+{
+    switch (bits) {
+    case 2: anyprec_avx2_gemm_rows(m, x, n, x_stride, y, y_stride, row_begin, row_end, 2); break;
+    case 3: anyprec_avx2_gemm_rows(m, x, n, x_stride, y, y_stride, row_begin, row_end, 3); break;
+    default: anyprec_avx2_gemm_rows(m, x, n, x_stride, y, y_stride, row_begin, row_end, 4); break;
+    }
+}
+
+#undef ANYPREC_AVX2_TOKEN_TILE
+#undef ANYPREC_AVX2_INLINE
+#endif

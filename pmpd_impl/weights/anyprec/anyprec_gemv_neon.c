@@ -1,0 +1,316 @@
+/* AArch64 NEON any-precision kernels for widths 2..4 of tensors whose
+ * planes 0 and 1 share a 2-bit slice, the same scheme as the AVX2 ones:
+ * per slice one shift and one AND (byte shifts, so no bits cross lanes)
+ * put the codes of column groups 2q and 2q+1 into the low and high nibble
+ * of each byte, TBL looks them up in the row's 16-entry table of 7-bit
+ * entries, and the GEMV multiplies with int8 activations (SDOT when the
+ * target has it, widening multiplies otherwise), weighs each group by its
+ * integer scale multiplier and converts to float once per 4 groups (a
+ * 32-bit lane holds 8 products per group here, twice AVX2's, so half the
+ * superblock of anyprec.h's bound).  Four rows share the activation
+ * loads.  The GEMM widens the entries to float once per group and reuses
+ * them for a tile of input vectors. */
+#include "pmpd_impl/weights/anyprec/anyprec.h"
+
+#if PMPD_ANYPREC_USE_NEON
+#include <arm_neon.h>
+#include <string.h>
+
+#define ANYPREC_NEON_TOKEN_TILE 4
+#if defined(__GNUC__)
+#define ANYPREC_NEON_INLINE static inline __attribute__((always_inline))
+#else
+#define ANYPREC_NEON_INLINE static inline
+#endif
+
+/* 32 bytes: columns 0..15 and 16..31 of a group, or of a slice row. */
+typedef struct anyprec_neon_pair {
+    uint8x16_t lo, hi;
+} anyprec_neon_pair;
+
+ANYPREC_NEON_INLINE anyprec_neon_pair anyprec_neon_load(const unsigned char *p)
+{
+    anyprec_neon_pair v;
+    v.lo = vld1q_u8(p);
+    v.hi = vld1q_u8(p + 16);
+    return v;
+}
+
+/* v << shift (>> when negative) in each byte; immediates once inlined. */
+ANYPREC_NEON_INLINE uint8x16_t anyprec_neon_shift(uint8x16_t v, int shift)
+{
+    switch (shift) {
+    case 3: return vshlq_n_u8(v, 3);
+    case 2: return vshlq_n_u8(v, 2);
+    case 1: return vshlq_n_u8(v, 1);
+    case -1: return vshrq_n_u8(v, 1);
+    default: return v;
+    }
+}
+
+/* Plane p's bits of groups 2q and 2q+1 moved to bits p and p+4 (the plane
+ * holds them at q and q+4), ORed into codes. */
+ANYPREC_NEON_INLINE anyprec_neon_pair anyprec_neon_plane_bits(anyprec_neon_pair codes, const unsigned char *plane,
+                                                              unsigned p, unsigned q)
+{
+    const uint8x16_t mask = vdupq_n_u8((uint8_t)(0x11 << p));
+    anyprec_neon_pair b = anyprec_neon_load(plane);
+    codes.lo = vorrq_u8(codes.lo, vandq_u8(anyprec_neon_shift(b.lo, (int)p - (int)q), mask));
+    codes.hi = vorrq_u8(codes.hi, vandq_u8(anyprec_neon_shift(b.hi, (int)p - (int)q), mask));
+    return codes;
+}
+
+/* Codes of groups 2q (low nibble) and 2q+1 (high nibble) of one row's
+ * superblock: its 64 bytes of the 2-bit slice, plane p's 32 at plane[p] + at. */
+ANYPREC_NEON_INLINE anyprec_neon_pair anyprec_neon_codes(const unsigned char *field, const unsigned char *const *plane,
+                                                         size_t at, unsigned q, const unsigned bits)
+{
+    const uint8x16_t fields = vdupq_n_u8(0x33);
+    anyprec_neon_pair f = anyprec_neon_load(field + 32 * (q / 2)), codes;
+    codes.lo = vandq_u8(q % 2 ? vshrq_n_u8(f.lo, 2) : f.lo, fields);
+    codes.hi = vandq_u8(q % 2 ? vshrq_n_u8(f.hi, 2) : f.hi, fields);
+    if (bits > 2)
+        codes = anyprec_neon_plane_bits(codes, plane[2] + at, 2, q);
+    if (bits > 3)
+        codes = anyprec_neon_plane_bits(codes, plane[3] + at, 3, q);
+    return codes;
+}
+
+/* The low (half 0) or high nibbles of codes. */
+ANYPREC_NEON_INLINE anyprec_neon_pair anyprec_neon_nibbles(anyprec_neon_pair codes, unsigned half)
+{
+    const uint8x16_t low = vdupq_n_u8(0x0F);
+    anyprec_neon_pair n;
+    n.lo = half ? vshrq_n_u8(codes.lo, 4) : vandq_u8(codes.lo, low);
+    n.hi = half ? vshrq_n_u8(codes.hi, 4) : vandq_u8(codes.hi, low);
+    return n;
+}
+
+static int32x4_t anyprec_neon_dot(int32x4_t acc, uint8x16_t w, int8x16_t x)
+{
+#if PMPD_USE_DOTPROD
+    return vdotq_s32(acc, vreinterpretq_s8_u8(w), x);
+#else
+    /* Two products of at most 127*128 fit an int16 lane. */
+    int8x16_t s = vreinterpretq_s8_u8(w);
+    return vpadalq_s16(acc, vmlal_high_s8(vmull_s8(vget_low_s8(s), vget_low_s8(x)), s, x));
+#endif
+}
+
+/* Group g of one row: entries of the nibbles looked up, dotted with the
+ * activations, times the group's multiplier, added to acc. */
+ANYPREC_NEON_INLINE int32x4_t anyprec_neon_group(int32x4_t acc, uint8x16_t table, anyprec_neon_pair idx,
+                                                 const int8_t *x, const int32_t *mult, unsigned g)
+{
+    int32x4_t dot = anyprec_neon_dot(vdupq_n_s32(0), vqtbl1q_u8(table, idx.lo), vld1q_s8(x + 32 * g));
+    dot = anyprec_neon_dot(dot, vqtbl1q_u8(table, idx.hi), vld1q_s8(x + 32 * g + 16));
+    return vmlaq_n_s32(acc, dot, mult[g] & 0xFFFF);
+}
+
+/* Groups 2q and 2q+1 of one row. */
+ANYPREC_NEON_INLINE int32x4_t anyprec_neon_row_pair(int32x4_t acc, uint8x16_t table, const unsigned char *field,
+                                                    const unsigned char *const *plane, size_t at, unsigned q,
+                                                    const int8_t *x, const int32_t *mult, const unsigned bits)
+{
+    anyprec_neon_pair codes = anyprec_neon_codes(field, plane, at, q, bits);
+    acc = anyprec_neon_group(acc, table, anyprec_neon_nibbles(codes, 0), x, mult, 2 * q);
+    return anyprec_neon_group(acc, table, anyprec_neon_nibbles(codes, 1), x, mult, 2 * q + 1);
+}
+
+/* At 2 bits a nibble of the 2-bit slice holds two codes whole (groups 4h
+ * and 4h+2 low, 4h+1 and 4h+3 high), read by tables by low and by high
+ * bits.  Groups 4h..4h+3 of one row. */
+ANYPREC_NEON_INLINE int32x4_t anyprec_neon_row_quad(int32x4_t acc, uint8x16_t by_low, uint8x16_t by_high,
+                                                    const unsigned char *field, unsigned h, const int8_t *x,
+                                                    const int32_t *mult)
+{
+    anyprec_neon_pair f = anyprec_neon_load(field + 32 * h);
+    anyprec_neon_pair lo = anyprec_neon_nibbles(f, 0), hi = anyprec_neon_nibbles(f, 1);
+    acc = anyprec_neon_group(acc, by_low, lo, x, mult, 4 * h);
+    acc = anyprec_neon_group(acc, by_high, lo, x, mult, 4 * h + 2);
+    acc = anyprec_neon_group(acc, by_low, hi, x, mult, 4 * h + 1);
+    return anyprec_neon_group(acc, by_high, hi, x, mult, 4 * h + 3);
+}
+
+/* Four groups (pairs 2h and 2h+1, or quad h) of the four rows of a block,
+ * rows innermost so each activation load serves four rows. */
+ANYPREC_NEON_INLINE void anyprec_neon_block_half(int32x4_t *dot, const uint8x16_t *table, const unsigned char *field,
+                                                 const unsigned char *const *plane, unsigned h, const int8_t *x,
+                                                 const int32_t *mult, const unsigned bits)
+{
+    unsigned i, q;
+    if (bits == 2) {
+#pragma GCC unroll 4
+        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+            dot[i] = anyprec_neon_row_quad(dot[i], table[i], table[PMPD_ANYPREC_ROW_BLOCK + i], field + 64 * i, h, x,
+                                           mult);
+        return;
+    }
+#pragma GCC unroll 2
+    for (q = 2 * h; q < 2 * h + 2; q++)
+#pragma GCC unroll 4
+        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+            dot[i] = anyprec_neon_row_pair(dot[i], table[i], field + 64 * i, plane, 32 * i, q, x, mult, bits);
+}
+
+/* Row r's table, zero past the last row (the padding rows of a block). */
+static uint8x16_t anyprec_neon_row_table(const pmpd_anyprec_matrix *m, unsigned bits, uint32_t r)
+{
+    unsigned char entries[16] = {0};
+    if (r < m->rows)
+        memcpy(entries, m->tables[bits] + ((size_t)r << bits), (size_t)1 << bits);
+    return vld1q_u8(entries);
+}
+
+/* Superblock s of the four rows of block r0, added to acc: the loop body
+ * (and the region tests/mca/neon_gemv_regions.c measures). */
+ANYPREC_NEON_INLINE void anyprec_neon_block_super(const pmpd_anyprec_matrix *m, const int8_t *xq,
+                                                  const pmpd_anyprec_units *u, uint32_t r0, uint32_t s,
+                                                  const uint8x16_t *table, float32x4_t *acc, const unsigned bits)
+{
+    const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
+    const int8_t *x = pmpd_anyprec_super_input(xq, u, m->cols, s);
+    const int32_t *mult = pmpd_anyprec_super_mult(u, s);
+    const unsigned char *field = pmpd_anyprec_super_slices(m, r0, s, bits, plane);
+    uint32_t i, h;
+#pragma GCC unroll 2
+    for (h = 0; h < 2; h++) {
+        int32x4_t dot[PMPD_ANYPREC_ROW_BLOCK];
+#pragma GCC unroll 4
+        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+            dot[i] = vdupq_n_s32(0);
+        anyprec_neon_block_half(dot, table, field, plane, h, x, mult, bits);
+#pragma GCC unroll 4
+        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+            acc[i] = vfmaq_n_f32(acc[i], vcvtq_f32_s32(dot[i]), u->unit[s]);
+    }
+}
+
+/* Entry n of the 2-bit tables by low / by high bits: entry n%4 / n/4. */
+ANYPREC_NEON_INLINE void anyprec_neon_block_tables(const pmpd_anyprec_matrix *m, uint32_t r0, const unsigned bits,
+                                                   uint8x16_t *table)
+{
+    static const uint8_t low_bits[16] = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3};
+    static const uint8_t high_bits[16] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3};
+    uint32_t i;
+#pragma GCC unroll 4
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
+        uint8x16_t t = anyprec_neon_row_table(m, bits, r0 + i);
+        table[i] = bits == 2 ? vqtbl1q_u8(t, vld1q_u8(low_bits)) : t;
+        table[PMPD_ANYPREC_ROW_BLOCK + i] = vqtbl1q_u8(t, vld1q_u8(high_bits));
+    }
+}
+
+/* The four rows of block r0; stores those inside [row_begin, row_end). */
+ANYPREC_NEON_INLINE void anyprec_neon_gemv_block(const pmpd_anyprec_matrix *m, const int8_t *xq,
+                                                 const pmpd_anyprec_units *u, float *y, uint32_t r0,
+                                                 uint32_t row_begin, uint32_t row_end, const unsigned bits)
+{
+    uint8x16_t table[2 * PMPD_ANYPREC_ROW_BLOCK];
+    float32x4_t acc[PMPD_ANYPREC_ROW_BLOCK];
+    uint32_t s, i;
+    anyprec_neon_block_tables(m, r0, bits, table);
+#pragma GCC unroll 4
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+        acc[i] = vdupq_n_f32(0.0f);
+    for (s = 0; s < m->superblocks; s++)
+        anyprec_neon_block_super(m, xq, u, r0, s, table, acc, bits);
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+        if (r0 + i >= row_begin && r0 + i < row_end)
+            y[r0 + i] = vaddvq_f32(acc[i]) * m->scales[bits][r0 + i] + u->sum * m->offsets[bits][r0 + i];
+}
+
+ANYPREC_NEON_INLINE void anyprec_neon_gemv_rows(const pmpd_anyprec_matrix *m, const int8_t *xq,
+                                                const pmpd_anyprec_units *u, float *y, uint32_t row_begin,
+                                                uint32_t row_end, const unsigned bits)
+{
+    uint32_t r0;
+    for (r0 = row_begin / PMPD_ANYPREC_ROW_BLOCK * PMPD_ANYPREC_ROW_BLOCK; r0 < row_end; r0 += PMPD_ANYPREC_ROW_BLOCK)
+        anyprec_neon_gemv_block(m, xq, u, y, r0, row_begin, row_end, bits);
+}
+
+PMPD_INTERNAL void pmpd_anyprec_gemv_neon(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
+                                          const float *xscale, float *y, uint32_t row_begin, uint32_t row_end)
+{
+    pmpd_anyprec_units u;
+    pmpd_anyprec_prepare_units(xq, xscale, m->cols, &u);
+    switch (bits) {
+    case 2: anyprec_neon_gemv_rows(m, xq, &u, y, row_begin, row_end, 2); break;
+    case 3: anyprec_neon_gemv_rows(m, xq, &u, y, row_begin, row_end, 3); break;
+    default: anyprec_neon_gemv_rows(m, xq, &u, y, row_begin, row_end, 4); break;
+    }
+}
+
+/* Four floats of input vector xt from column c, zero past cols. */
+static float32x4_t anyprec_neon_load_input(const float *xt, uint32_t c, uint32_t cols)
+{
+    float tail[4] = {0};
+    if (c + 4 <= cols)
+        return vld1q_f32(xt + c);
+    if (c < cols)
+        memcpy(tail, xt + c, (cols - c) * sizeof(float));
+    return vld1q_f32(tail);
+}
+
+/* 16 entries as floats scale * entry + offset. */
+static void anyprec_neon_widen(uint8x16_t e, float scale, float offset, float32x4_t out[4])
+{
+    uint16x8_t lo = vmovl_u8(vget_low_u8(e)), hi = vmovl_high_u8(e);
+    const float32x4_t o = vdupq_n_f32(offset);
+    out[0] = vfmaq_n_f32(o, vcvtq_f32_u32(vmovl_u16(vget_low_u16(lo))), scale);
+    out[1] = vfmaq_n_f32(o, vcvtq_f32_u32(vmovl_high_u16(lo)), scale);
+    out[2] = vfmaq_n_f32(o, vcvtq_f32_u32(vmovl_u16(vget_low_u16(hi))), scale);
+    out[3] = vfmaq_n_f32(o, vcvtq_f32_u32(vmovl_high_u16(hi)), scale);
+}
+
+/* One row against a tile of input vectors, one superblock. */
+ANYPREC_NEON_INLINE void anyprec_neon_gemm_super(const pmpd_anyprec_matrix *m, unsigned bits, uint32_t r, uint32_t s,
+                                                 uint8x16_t table, const float *x, size_t x_stride, size_t tile,
+                                                 float32x4_t *acc)
+{
+    const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
+    const unsigned char *field = pmpd_anyprec_super_slices(m, r, s, bits, plane);
+    const float scale = m->scales[bits][r], offset = m->offsets[bits][r];
+    uint32_t q, half, k;
+    size_t t;
+    for (q = 0; q < 4; q++) {
+        anyprec_neon_pair codes = anyprec_neon_codes(field, plane, 0, q, bits);
+        for (half = 0; half < 2; half++) {
+            uint32_t c0 = s * PMPD_ANYPREC_SUPER + (2 * q + half) * PMPD_ANYPREC_GROUP;
+            anyprec_neon_pair idx = anyprec_neon_nibbles(codes, half);
+            float32x4_t w[8];
+            if (c0 >= m->cols)
+                return;
+            anyprec_neon_widen(vqtbl1q_u8(table, idx.lo), scale, offset, w);
+            anyprec_neon_widen(vqtbl1q_u8(table, idx.hi), scale, offset, w + 4);
+            for (t = 0; t < tile; t++)
+                for (k = 0; k < 8; k++)
+                    acc[t] = vfmaq_f32(acc[t], w[k], anyprec_neon_load_input(x + t * x_stride, c0 + 4 * k, m->cols));
+        }
+    }
+}
+
+PMPD_INTERNAL void pmpd_anyprec_gemm_neon(const pmpd_anyprec_matrix *m, unsigned bits, const float *x,
+                                          size_t n, size_t x_stride, float *y, size_t y_stride,
+                                          uint32_t row_begin, uint32_t row_end)
+{
+    uint32_t r, s;
+    size_t t0, t;
+    for (r = row_begin; r < row_end; r++) {
+        const uint8x16_t table = anyprec_neon_row_table(m, bits, r);
+        for (t0 = 0; t0 < n; t0 += ANYPREC_NEON_TOKEN_TILE) {
+            size_t tile = n - t0 < ANYPREC_NEON_TOKEN_TILE ? n - t0 : ANYPREC_NEON_TOKEN_TILE;
+            float32x4_t acc[ANYPREC_NEON_TOKEN_TILE];
+            for (t = 0; t < tile; t++)
+                acc[t] = vdupq_n_f32(0.0f);
+            for (s = 0; s < m->superblocks; s++)
+                anyprec_neon_gemm_super(m, bits, r, s, table, x + t0 * x_stride, x_stride, tile, acc);
+            for (t = 0; t < tile; t++)
+                y[(t0 + t) * y_stride + r] = vaddvq_f32(acc[t]);
+        }
+    }
+}
+
+#undef ANYPREC_NEON_TOKEN_TILE
+#undef ANYPREC_NEON_INLINE
+#endif

@@ -1,0 +1,80 @@
+/* Reference any-precision kernels: plain C, one weight at a time.  Every
+ * SIMD kernel is tested against these and against a brute-force oracle. */
+#include "pmpd_impl/weights/anyprec/anyprec.h"
+
+/* Table index of weight (r, c) at width bits: plane p's bit at bit p. */
+static unsigned anyprec_scalar_index(const pmpd_anyprec_matrix *m, unsigned bits, uint32_t r, uint32_t c)
+{
+    unsigned p, index = 0, bit;
+    for (p = 0; p < bits; p++) {
+        const unsigned char *block = pmpd_anyprec_block(m, p, r, c / PMPD_ANYPREC_SUPER);
+        unsigned byte = pmpd_anyprec_bit_place(m->paired, p, c % PMPD_ANYPREC_SUPER, &bit);
+        index |= ((block[byte] >> bit) & 1u) << p;
+    }
+    return index;
+}
+
+static unsigned anyprec_scalar_entry(const pmpd_anyprec_matrix *m, unsigned bits, uint32_t r, uint32_t c)
+{
+    return m->tables[bits][((size_t)r << bits) + anyprec_scalar_index(m, bits, r, c)];
+}
+
+PMPD_INTERNAL void pmpd_anyprec_gemv_scalar(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
+                                            const float *xscale, float *y, uint32_t row_begin,
+                                            uint32_t row_end)
+{
+    uint32_t r, g, j, groups = pmpd_anyprec_padded_cols(m->cols) / PMPD_ANYPREC_GROUP;
+    for (r = row_begin; r < row_end; r++) {
+        /* weight = scale * entry + offset, so the row is scale * (entries . x) + offset * sum(x). */
+        float dot_entries = 0.0f, dot_ones = 0.0f;
+        for (g = 0; g < groups; g++) {
+            int32_t dot = 0, sum = 0;
+            for (j = 0; j < PMPD_ANYPREC_GROUP && g * PMPD_ANYPREC_GROUP + j < m->cols; j++) {
+                dot += (int32_t)anyprec_scalar_entry(m, bits, r, g * PMPD_ANYPREC_GROUP + j) *
+                       xq[g * PMPD_ANYPREC_GROUP + j];
+                sum += xq[g * PMPD_ANYPREC_GROUP + j];
+            }
+            dot_entries += (float)dot * xscale[g];
+            dot_ones += (float)sum * xscale[g];
+        }
+        y[r] = dot_entries * m->scales[bits][r] + dot_ones * m->offsets[bits][r];
+    }
+}
+
+/* Weights (r, c0 .. c0+n-1) at width bits, in float. */
+static void anyprec_scalar_decode(const pmpd_anyprec_matrix *m, unsigned bits, uint32_t r, uint32_t c0, uint32_t n,
+                                  float *out)
+{
+    uint32_t j;
+    for (j = 0; j < n; j++)
+        out[j] = m->scales[bits][r] * (float)anyprec_scalar_entry(m, bits, r, c0 + j) + m->offsets[bits][r];
+}
+
+PMPD_INTERNAL void pmpd_anyprec_row(const pmpd_anyprec_matrix *m, unsigned bits, uint32_t r, float *out)
+{
+    anyprec_scalar_decode(m, bits, r, 0, m->cols, out);
+}
+
+PMPD_INTERNAL void pmpd_anyprec_gemm_scalar(const pmpd_anyprec_matrix *m, unsigned bits, const float *x,
+                                            size_t n, size_t x_stride, float *y, size_t y_stride,
+                                            uint32_t row_begin, uint32_t row_end)
+{
+    uint32_t r, c0, j, cols = m->cols;
+    float w[PMPD_ANYPREC_GROUP];
+    size_t t;
+    for (r = row_begin; r < row_end; r++) {
+        for (t = 0; t < n; t++)
+            y[t * y_stride + r] = 0.0f;
+        for (c0 = 0; c0 < cols; c0 += PMPD_ANYPREC_GROUP) {
+            uint32_t width = cols - c0 < PMPD_ANYPREC_GROUP ? cols - c0 : PMPD_ANYPREC_GROUP;
+            anyprec_scalar_decode(m, bits, r, c0, width, w);
+            for (t = 0; t < n; t++) {
+                const float *xt = x + t * x_stride + c0;
+                float acc = 0.0f;
+                for (j = 0; j < width; j++)
+                    acc += w[j] * xt[j];
+                y[t * y_stride + r] += acc;
+            }
+        }
+    }
+}

@@ -1,0 +1,123 @@
+/* NEON float products (AArch64).  A tile is 4 weight rows by 2 tokens:
+ * each weight vector loaded (and, for f16, converted) serves both tokens,
+ * and a decode step still runs four independent FMA chains.  Each output
+ * keeps its own 4-lane accumulator over the columns in order. */
+#include "pmpd_impl/weights/float/linear_float.h"
+
+#if PMPD_LINEAR_FLOAT_SIMD && PMPD_USE_NEON
+
+#include <arm_neon.h>
+#include <string.h>
+
+#include "pmpd_impl/model/f16.h"
+
+#define PMPD_LINEAR_NEON_ROWS 4
+#define PMPD_LINEAR_NEON_TOKENS 2
+
+/* The tile is instantiated per weight type and token count; inlining lets
+ * those constants remove the branches and keep the accumulators in
+ * registers. */
+#if defined(__GNUC__)
+#define PMPD_LINEAR_NEON_INLINE static inline __attribute__((always_inline))
+#else
+#define PMPD_LINEAR_NEON_INLINE static inline
+#endif
+
+/* Weights [index, index + n) as floats, n <= 4, zero-padded. */
+PMPD_LINEAR_NEON_INLINE float32x4_t pmpd_linear_neon_weights(const void *data, int is_f16, size_t index, size_t n)
+{
+    float tmp[4] = {0};
+    size_t i;
+    if (!is_f16) {
+        if (n == 4)
+            return vld1q_f32((const float *)data + index);
+        memcpy(tmp, (const float *)data + index, n * sizeof(float));
+        return vld1q_f32(tmp);
+    }
+    if (n == 4)
+        return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)data + index)));
+    for (i = 0; i < n; i++)
+        tmp[i] = pmpd_f16_to_f32(((const uint16_t *)data)[index + i]);
+    return vld1q_f32(tmp);
+}
+
+PMPD_LINEAR_NEON_INLINE float32x4_t pmpd_linear_neon_input(const float *x, size_t n)
+{
+    float tmp[4] = {0};
+    if (n == 4)
+        return vld1q_f32(x);
+    memcpy(tmp, x, n * sizeof(float));
+    return vld1q_f32(tmp);
+}
+
+/* Columns [c, c + n) of the tile into acc. */
+PMPD_LINEAR_NEON_INLINE void pmpd_linear_neon_step(const void *data, int is_f16, size_t cols, const size_t *row,
+                                                    const float *x, size_t n_tokens, size_t c, size_t n,
+                                                    float32x4_t acc[PMPD_LINEAR_NEON_ROWS][PMPD_LINEAR_NEON_TOKENS])
+{
+    float32x4_t xv[PMPD_LINEAR_NEON_TOKENS];
+    size_t i, j;
+    for (j = 0; j < n_tokens; j++)
+        xv[j] = pmpd_linear_neon_input(x + j * cols + c, n);
+    for (i = 0; i < PMPD_LINEAR_NEON_ROWS; i++) {
+        float32x4_t wv = pmpd_linear_neon_weights(data, is_f16, row[i] * cols + c, n);
+        for (j = 0; j < n_tokens; j++)
+            acc[i][j] = vfmaq_f32(acc[i][j], wv, xv[j]);
+    }
+}
+
+/* Rows row[0..3] times tokens x[0 .. n_tokens) (n_tokens <= 2) into out[i][j]. */
+PMPD_LINEAR_NEON_INLINE void pmpd_linear_neon_tile(const void *data, int is_f16, size_t cols, const size_t *row,
+                                                    const float *x, size_t n_tokens,
+                                                    float out[PMPD_LINEAR_NEON_ROWS][PMPD_LINEAR_NEON_TOKENS])
+{
+    float32x4_t acc[PMPD_LINEAR_NEON_ROWS][PMPD_LINEAR_NEON_TOKENS];
+    size_t i, j, c;
+    for (i = 0; i < PMPD_LINEAR_NEON_ROWS; i++)
+        for (j = 0; j < n_tokens; j++)
+            acc[i][j] = vdupq_n_f32(0.0f);
+    for (c = 0; c + 4 <= cols; c += 4)
+        pmpd_linear_neon_step(data, is_f16, cols, row, x, n_tokens, c, 4, acc);
+    if (c < cols)
+        pmpd_linear_neon_step(data, is_f16, cols, row, x, n_tokens, c, cols - c, acc);
+    for (i = 0; i < PMPD_LINEAR_NEON_ROWS; i++)
+        for (j = 0; j < n_tokens; j++)
+            out[i][j] = vaddvq_f32(acc[i][j]);
+}
+
+PMPD_INTERNAL void pmpd_linear_float_simd(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y,
+                                          size_t begin, size_t end)
+{
+    size_t rows = (size_t)w->dims[0], cols = (size_t)w->dims[1], r0, t, i, j;
+    int is_f16 = w->type == PMPD_TENSOR_F16;
+    for (r0 = begin; r0 < end; r0 += PMPD_LINEAR_NEON_ROWS) {
+        /* A short last block repeats its last row (computed, not stored). */
+        size_t row[PMPD_LINEAR_NEON_ROWS];
+        for (i = 0; i < PMPD_LINEAR_NEON_ROWS; i++)
+            row[i] = r0 + i < end ? r0 + i : end - 1;
+        for (t = 0; t < n_tokens; t += PMPD_LINEAR_NEON_TOKENS) {
+            float out[PMPD_LINEAR_NEON_ROWS][PMPD_LINEAR_NEON_TOKENS];
+            size_t nt = n_tokens - t < PMPD_LINEAR_NEON_TOKENS ? n_tokens - t : PMPD_LINEAR_NEON_TOKENS;
+            const float *xt = x + t * cols;
+            if (is_f16 && nt == 2)
+                pmpd_linear_neon_tile(w->data, 1, cols, row, xt, 2, out);
+            else if (is_f16)
+                pmpd_linear_neon_tile(w->data, 1, cols, row, xt, 1, out);
+            else if (nt == 2)
+                pmpd_linear_neon_tile(w->data, 0, cols, row, xt, 2, out);
+            else
+                pmpd_linear_neon_tile(w->data, 0, cols, row, xt, 1, out);
+            for (i = 0; i < PMPD_LINEAR_NEON_ROWS && r0 + i < end; i++)
+                for (j = 0; j < nt; j++)
+                    y[(t + j) * rows + r0 + i] = out[i][j];
+        }
+    }
+}
+
+#undef PMPD_LINEAR_NEON_ROWS
+#undef PMPD_LINEAR_NEON_TOKENS
+#undef PMPD_LINEAR_NEON_INLINE
+
+#else
+typedef int pmpd_linear_float_neon_unused;
+#endif

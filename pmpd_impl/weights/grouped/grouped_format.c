@@ -1,0 +1,83 @@
+/* The table rows of the group-quantized formats q8, q4 and q2cb: one
+ * layout family (qformat.h) and one kernel family (qmatmul.h), which the
+ * rows share; only the block layout differs. */
+#include "pmpd_impl/weights/format.h"
+#include "pmpd_impl/weights/grouped/qlinear.h"
+
+static pmpd_status pmpd_grouped_bytes(uint32_t type, uint32_t n_dims, const uint64_t *dims, uint64_t *bytes)
+{
+    /* Rows are interleaved in blocks: only matrices have a layout. */
+    if (n_dims != 2)
+        return PMPD_ERR_FORMAT_SHAPE;
+    return pmpd_qformat_tensor_bytes(type, dims[0], dims[1], bytes);
+}
+
+static pmpd_status pmpd_q8_bytes(uint32_t n_dims, const uint64_t *dims, uint64_t *bytes)
+{
+    return pmpd_grouped_bytes(PMPD_TENSOR_Q8, n_dims, dims, bytes);
+}
+
+static pmpd_status pmpd_q4_bytes(uint32_t n_dims, const uint64_t *dims, uint64_t *bytes)
+{
+    return pmpd_grouped_bytes(PMPD_TENSOR_Q4, n_dims, dims, bytes);
+}
+
+static pmpd_status pmpd_q2cb_bytes(uint32_t n_dims, const uint64_t *dims, uint64_t *bytes)
+{
+    return pmpd_grouped_bytes(PMPD_TENSOR_Q2CB, n_dims, dims, bytes);
+}
+
+/* The codebook levels must stay within +-64 (qformat.h says why). */
+static pmpd_status pmpd_q2cb_check(const unsigned char *data, uint64_t size, uint32_t n_dims, const uint64_t *dims,
+                                   uint64_t offset, const char *name, uint32_t name_length, pmpd_error *err)
+{
+    uint64_t bad = 0;
+    (void)size;
+    (void)n_dims;
+    (void)dims;
+    if (pmpd_qformat_validate(PMPD_TENSOR_Q2CB, data, &bad) != PMPD_OK)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, offset + bad, "tensor %.*s codebook level is outside -64..64",
+                              (int)name_length, name);
+    return PMPD_OK;
+}
+
+static pmpd_status pmpd_grouped_scratch(const pmpd_tensor *w, size_t n_tokens, unsigned n_threads, size_t *bytes)
+{
+    (void)n_threads;
+    return pmpd_qlinear_scratch_bytes((size_t)w->dims[1], n_tokens, bytes);
+}
+
+static void pmpd_grouped_linear(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y, void *scratch,
+                                pmpd_pool *pool, unsigned bits)
+{
+    (void)bits;
+    pmpd_qlinear(w, x, n_tokens, y, scratch, pool);
+}
+
+static const pmpd_weight_format pmpd_q8_row = {
+    PMPD_TENSOR_Q8, "q8", pmpd_q8_bytes, NULL, pmpd_grouped_scratch, pmpd_grouped_linear, pmpd_qlinear_row, NULL,
+};
+
+static const pmpd_weight_format pmpd_q4_row = {
+    PMPD_TENSOR_Q4, "q4", pmpd_q4_bytes, NULL, pmpd_grouped_scratch, pmpd_grouped_linear, pmpd_qlinear_row, NULL,
+};
+
+static const pmpd_weight_format pmpd_q2cb_row = {
+    PMPD_TENSOR_Q2CB, "q2cb", pmpd_q2cb_bytes, pmpd_q2cb_check, pmpd_grouped_scratch, pmpd_grouped_linear,
+    pmpd_qlinear_row, NULL,
+};
+
+PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_q8(void)
+{
+    return &pmpd_q8_row;
+}
+
+PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_q4(void)
+{
+    return &pmpd_q4_row;
+}
+
+PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_q2cb(void)
+{
+    return &pmpd_q2cb_row;
+}

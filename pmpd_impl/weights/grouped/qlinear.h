@@ -1,0 +1,26 @@
+/*
+ * Linear layers over q8 / q4 / q2cb tensors, the cases model/linear.c
+ * dispatches to: the activations are quantized to int8 once, into the
+ * caller's scratch, then the output rows are split over the pool in whole
+ * row blocks (4 rows), so threads never share a block.
+ */
+#ifndef PMPD_KERNELS_QLINEAR_H
+#define PMPD_KERNELS_QLINEAR_H
+
+#include "pmpd_impl/exec/pool.h"
+#include "pmpd_impl/weights/grouped/qmatmul.h"
+#include "pmpd_impl/model/model.h"
+
+/* Scratch bytes for n_tokens tokens of cols columns (64-byte aligned
+ * buffer).  Errors: PMPD_ERR_OVERFLOW. */
+PMPD_INTERNAL pmpd_status pmpd_qlinear_scratch_bytes(size_t cols, size_t n_tokens, size_t *bytes);
+
+/* Y[t][r] = sum_c W[r][c] X[t][c]; X and Y contiguous (cols and rows
+ * floats per token). */
+PMPD_INTERNAL void pmpd_qlinear(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y, void *scratch,
+                                pmpd_pool *pool);
+
+/* Row r of W dequantized (the embedding lookup). */
+PMPD_INTERNAL void pmpd_qlinear_row(const pmpd_tensor *w, size_t r, float *out);
+
+#endif

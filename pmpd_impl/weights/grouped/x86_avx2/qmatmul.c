@@ -1,0 +1,351 @@
+/*
+ * AVX2 GEMV and GEMM for q8 / q4 / q2cb (qformat.h) with int8 activations.
+ *
+ * One 32-byte vector holds 8 consecutive weights of each of a block's 4
+ * rows, so after vpmaddubsw + vpmaddwd every int32 lane belongs to one row
+ * (two lanes per row): no horizontal sums until a row block is finished.
+ * vpmaddubsw multiplies unsigned by signed bytes, so
+ *   q4    nibbles are biased back to q+8 (one XOR 0x88 undoes the storage
+ *         form) and 8 * sum(x), kept with the activations, is subtracted;
+ *         four products of <= 15*127 fit int16, so one vpmaddwd per block;
+ *   q2cb  one vpshufb looks up (codebook of the row, 2-bit index) in a
+ *         16-byte table of the block's 4 codebooks, biased by +64 into
+ *         [0, 128] (PMPD_Q2CB_LEVEL_LIMIT), and 64 * sum(x) is subtracted;
+ *   q8    the classic sign trick: |w| times x with w's sign.
+ * Where the compiler targets AVX-VNNI, VPDPBUSD does the multiply and both
+ * pairwise adds in one instruction.
+ * GEMM walks 4 tokens at a time so each unpacked block serves 4 tokens
+ * (GEMV is the same walk with one token); the weights of a row block stay
+ * in L1 across the token tiles.
+ */
+#include "pmpd_impl/weights/grouped/qmatmul.h"
+
+#if PMPD_USE_AVX2
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "pmpd_impl/model/f16.h"
+
+#define PMPD_AVX2_TOKENS 4
+#ifndef PMPD_AVX2_PREFETCH
+#define PMPD_AVX2_PREFETCH 1024
+#endif
+
+#if defined(__AVXVNNI__)
+#define PMPD_AVX2_VNNI 1
+#else
+#define PMPD_AVX2_VNNI 0
+#endif
+
+/* The walk is instantiated once per weight type and token count; forcing
+ * the inlining lets those constants remove every branch on them and keep
+ * the per-token accumulators in registers. */
+#if defined(__GNUC__)
+#define PMPD_AVX2_INLINE static inline __attribute__((always_inline))
+#else
+#define PMPD_AVX2_INLINE static inline
+#endif
+
+/* One unpacked block: w[c] holds weights 8c..8c+7 of rows 0..3 as the
+ * unsigned operand of vpmaddubsw; q8 keeps the signed weights in sign[c]. */
+typedef struct pmpd_avx2_block {
+    __m256i w[4];
+    __m256i sign[4];
+    __m256 scale; /* the rows' scales, each twice: s0 s0 s1 s1 s2 s2 s3 s3 */
+} pmpd_avx2_block;
+
+static inline __m256 pmpd_avx2_scales(const unsigned char *block)
+{
+#if defined(__F16C__)
+    __m128 s = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)block));
+#else
+    uint16_t h[4];
+    __m128 s;
+    memcpy(h, block, sizeof h);
+    s = _mm_setr_ps(pmpd_f16_to_f32(h[0]), pmpd_f16_to_f32(h[1]), pmpd_f16_to_f32(h[2]),
+                    pmpd_f16_to_f32(h[3]));
+#endif
+    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(s), _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+}
+
+static inline __m256i pmpd_avx2_load(const unsigned char *p)
+{
+    return _mm256_loadu_si256((const __m256i *)(const void *)p);
+}
+
+PMPD_AVX2_INLINE void pmpd_avx2_unpack(uint32_t type, const unsigned char *block, const __m256i *codebooks,
+                                    pmpd_avx2_block *b)
+{
+    const unsigned char *body = block + 2 * PMPD_QROWS;
+    int c;
+    b->scale = pmpd_avx2_scales(block);
+    if (type == PMPD_TENSOR_Q8) {
+#pragma GCC unroll 8
+        for (c = 0; c < 4; c++) {
+            b->sign[c] = pmpd_avx2_load(body + 32 * c);
+            b->w[c] = _mm256_abs_epi8(b->sign[c]);
+        }
+    } else if (type == PMPD_TENSOR_Q4) {
+        const __m256i low = _mm256_set1_epi8(0x0F), bias = _mm256_set1_epi8((char)0x88);
+        __m256i u0 = _mm256_xor_si256(pmpd_avx2_load(body), bias);
+        __m256i u1 = _mm256_xor_si256(pmpd_avx2_load(body + 32), bias);
+        b->w[0] = _mm256_and_si256(u0, low);
+        b->w[1] = _mm256_and_si256(u1, low);
+        b->w[2] = _mm256_and_si256(_mm256_srli_epi16(u0, 4), low);
+        b->w[3] = _mm256_and_si256(_mm256_srli_epi16(u1, 4), low);
+    } else {
+        /* Lane 0 holds rows 0, 1 and lane 1 rows 2, 3; row i's levels sit
+         * at table bytes 4i..4i+3. */
+        const __m256i three = _mm256_set1_epi8(3);
+        const __m256i row_base = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 8, 8, 8, 8, 8, 8,
+                                                  8, 8, 12, 12, 12, 12, 12, 12, 12, 12);
+        /* The 4 ids as dword indices (rows 0..3, both lanes); VPERMD picks
+         * each row's codebook word from codebooks 0-7 and 8-15, bit 3 of
+         * the id (moved to the sign bit) chooses between them. */
+        uint16_t packed;
+        __m256i ids, table;
+        memcpy(&packed, body, sizeof packed);
+        ids = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(packed), _mm256_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12)),
+                               _mm256_set1_epi32(15));
+        table = _mm256_castps_si256(_mm256_blendv_ps(
+            _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(codebooks[0], ids)),
+            _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(codebooks[1], ids)),
+            _mm256_castsi256_ps(_mm256_slli_epi32(ids, 28))));
+        __m256i raw = pmpd_avx2_load(body + 2);
+        b->w[0] = _mm256_shuffle_epi8(table, _mm256_or_si256(_mm256_and_si256(raw, three), row_base));
+        b->w[1] = _mm256_shuffle_epi8(
+            table, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 2), three), row_base));
+        b->w[2] = _mm256_shuffle_epi8(
+            table, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), three), row_base));
+        b->w[3] = _mm256_shuffle_epi8(
+            table, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 6), three), row_base));
+    }
+}
+
+static inline __m256i pmpd_avx2_chunk(const int8_t *p)
+{
+    int64_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm256_set1_epi64x(v);
+}
+
+/* acc + sums of 4 adjacent products of unsigned u by signed s bytes: one
+ * VPDPBUSD where the compiler targets AVX-VNNI, else VPMADDUBSW (pairs
+ * into int16) + VPMADDWD (pairs into int32). */
+PMPD_AVX2_INLINE __m256i pmpd_avx2_dot4(__m256i acc, __m256i u, __m256i s)
+{
+#if PMPD_AVX2_VNNI
+    return _mm256_dpbusd_avx_epi32(acc, u, s);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
+
+/* Integer dot products of one block with one token's group (x: its 4
+ * chunks, 16 bytes apart; sum: their sum): two int32 lanes per row. */
+PMPD_AVX2_INLINE __m256i pmpd_avx2_dot(uint32_t type, const pmpd_avx2_block *b, const int8_t *x,
+                                       const int32_t *sum)
+{
+    __m256i acc, odd;
+    int c;
+#if !PMPD_AVX2_VNNI
+    if (type == PMPD_TENSOR_Q4) {
+        /* Four products of at most 15 * 127 fit int16: one VPMADDWD. */
+        __m256i p = _mm256_maddubs_epi16(b->w[0], pmpd_avx2_chunk(x));
+#pragma GCC unroll 8
+        for (c = 1; c < 4; c++)
+            p = _mm256_add_epi16(p, _mm256_maddubs_epi16(b->w[c], pmpd_avx2_chunk(x + 16 * c)));
+        return _mm256_sub_epi32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)),
+                                _mm256_slli_epi32(_mm256_set1_epi32(*sum), 2));
+    }
+#endif
+    /* Two accumulators halve the chain of dependent multiply-adds. */
+    acc = odd = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (c = 0; c < 4; c++) {
+        __m256i xc = pmpd_avx2_chunk(x + 16 * c);
+        if (type == PMPD_TENSOR_Q8)
+            xc = _mm256_sign_epi8(xc, b->sign[c]);
+        if (c % 2 == 0)
+            acc = pmpd_avx2_dot4(acc, b->w[c], xc);
+        else
+            odd = pmpd_avx2_dot4(odd, b->w[c], xc);
+    }
+    acc = _mm256_add_epi32(acc, odd);
+    /* Each row's two lanes share its bias: 8 (q4) or 64 (q2cb) times sum. */
+    if (type == PMPD_TENSOR_Q4)
+        acc = _mm256_sub_epi32(acc, _mm256_slli_epi32(_mm256_set1_epi32(*sum), 2));
+    if (type == PMPD_TENSOR_Q2CB)
+        acc = _mm256_sub_epi32(acc, _mm256_slli_epi32(_mm256_set1_epi32(*sum), 5));
+    return acc;
+}
+
+/* One group of the GEMV: acc + the block's products with token t. */
+PMPD_AVX2_INLINE __m256 pmpd_avx2_gemv_group(uint32_t type, const unsigned char *block, const pmpd_qact *act,
+                                             const __m256i *codebooks, size_t t, size_t g, __m256 acc)
+{
+    pmpd_avx2_block b;
+    size_t i = t * act->n_groups + g;
+    __m256i dot;
+    pmpd_avx2_unpack(type, block, codebooks, &b);
+    dot = pmpd_avx2_dot(type, &b, pmpd_qact_chunk(act, t, 4 * g), &act->sum[i]);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(b.scale, _mm256_set1_ps(act->scale[i])), acc);
+}
+
+/* Writes a row block's results from lanes holding each row twice. */
+PMPD_AVX2_INLINE void pmpd_avx2_store(__m256 acc, float *y, size_t ldy, size_t t, size_t first_row,
+                                      size_t row_end)
+{
+    float lanes[8], result[4];
+    int i;
+    _mm256_storeu_ps(lanes, acc);
+#pragma GCC unroll 8
+    for (i = 0; i < 4; i++)
+        result[i] = lanes[2 * i] + lanes[2 * i + 1];
+    pmpd_qmatmul_store(y, ldy, t, first_row, row_end, result);
+}
+
+/* GEMV of row block rb with token t (a GEMM's leftover tokens): even and
+ * odd groups go to separate accumulators, halving the chain of dependent
+ * FMAs. */
+PMPD_AVX2_INLINE void pmpd_avx2_gemv(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
+                                     const __m256i *codebooks, size_t rb, size_t t, size_t row_end, float *y,
+                                     size_t ldy)
+{
+    const unsigned char *blocks = pmpd_qformat_block(w, rb, 0);
+    size_t g, n_groups = act->n_groups, step = pmpd_qformat_block_bytes(type);
+    __m256 even = _mm256_setzero_ps(), odd = _mm256_setzero_ps();
+    for (g = 0; g + 2 <= n_groups; g += 2) {
+        even = pmpd_avx2_gemv_group(type, blocks + g * step, act, codebooks, t, g, even);
+        odd = pmpd_avx2_gemv_group(type, blocks + (g + 1) * step, act, codebooks, t, g + 1, odd);
+    }
+    if (g < n_groups)
+        even = pmpd_avx2_gemv_group(type, blocks + g * step, act, codebooks, t, g, even);
+    pmpd_avx2_store(_mm256_add_ps(even, odd), y, ldy, t, rb * PMPD_QROWS, row_end);
+}
+
+/* The decode GEMV (one token): the range's row blocks are cut into four
+ * quarters and row block i of every quarter is computed side by side, so
+ * the weights stream from RAM as four long sequential streams (what the
+ * hardware prefetchers keep busy enough to reach the bandwidth; one stream
+ * of a kernel this slow does not), each prefetched PMPD_AVX2_PREFETCH bytes
+ * ahead into L2, and the four row blocks give independent FMA chains.
+ * Streams past the last row block repeat the first and are not stored. */
+PMPD_AVX2_INLINE void pmpd_avx2_decode(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
+                                       const __m256i *codebooks, size_t row_begin, size_t row_end, float *y)
+{
+    const size_t step = pmpd_qformat_block_bytes(type), n_groups = act->n_groups;
+    size_t rb0 = row_begin / PMPD_QROWS, rb_end = (row_end + PMPD_QROWS - 1) / PMPD_QROWS;
+    size_t quarter = (rb_end - rb0 + 3) / 4, i, j, g;
+    for (i = 0; i < quarter; i++) {
+        const unsigned char *blocks[4];
+        __m256 acc[4];
+#pragma GCC unroll 4
+        for (j = 0; j < 4; j++) {
+            size_t rb = rb0 + i + j * quarter;
+            blocks[j] = pmpd_qformat_block(w, rb < rb_end ? rb : rb0 + i, 0);
+            acc[j] = _mm256_setzero_ps();
+        }
+        for (g = 0; g < n_groups; g++) {
+#pragma GCC unroll 4
+            for (j = 0; j < 4; j++) {
+                const unsigned char *block = blocks[j] + g * step;
+                size_t line;
+#pragma GCC unroll 4
+                for (line = 0; line < step; line += 64)
+                    _mm_prefetch((const char *)(block + line) + PMPD_AVX2_PREFETCH, _MM_HINT_T1);
+                acc[j] = pmpd_avx2_gemv_group(type, block, act, codebooks, 0, g, acc[j]);
+            }
+        }
+#pragma GCC unroll 4
+        for (j = 0; j < 4; j++)
+            if (rb0 + i + j * quarter < rb_end)
+                pmpd_avx2_store(acc[j], y, 0, 0, (rb0 + i + j * quarter) * PMPD_QROWS, row_end);
+    }
+}
+
+/* GEMM: row block rb by tokens t0..t0+PMPD_AVX2_TOKENS-1, each unpacked
+ * block serving every token of the tile. */
+PMPD_AVX2_INLINE void pmpd_avx2_gemm_tile(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
+                                          const __m256i *codebooks, size_t rb, size_t t0, size_t row_end,
+                                          float *y, size_t ldy)
+{
+    const size_t n_tokens = PMPD_AVX2_TOKENS;
+    __m256 acc[PMPD_AVX2_TOKENS];
+    pmpd_avx2_block b;
+    size_t g, j, n_groups = act->n_groups;
+    const unsigned char *blocks = pmpd_qformat_block(w, rb, 0);
+#pragma GCC unroll 8
+    for (j = 0; j < n_tokens; j++)
+        acc[j] = _mm256_setzero_ps();
+    for (g = 0; g < n_groups; g++) {
+        pmpd_avx2_unpack(type, blocks + g * pmpd_qformat_block_bytes(type), codebooks, &b);
+#pragma GCC unroll 8
+        for (j = 0; j < n_tokens; j++) {
+            size_t t = t0 + j;
+            __m256i dot = pmpd_avx2_dot(type, &b, pmpd_qact_chunk(act, t, 4 * g), &act->sum[t * n_groups + g]);
+            __m256 scale = _mm256_mul_ps(b.scale, _mm256_set1_ps(act->scale[t * n_groups + g]));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[j]);
+        }
+    }
+#pragma GCC unroll 8
+    for (j = 0; j < n_tokens; j++)
+        pmpd_avx2_store(acc[j], y, ldy, t0 + j, rb * PMPD_QROWS, row_end);
+}
+
+/* q2cb levels of the 16 codebooks biased into [0, 128], one codebook per
+ * dword: codebooks 0-7 in the first vector, 8-15 in the second. */
+static void pmpd_avx2_biased_codebooks(const pmpd_qmatrix *w, __m256i codebooks[2])
+{
+    const __m256i bias = _mm256_set1_epi8(PMPD_Q2CB_LEVEL_LIMIT);
+    codebooks[0] = _mm256_add_epi8(pmpd_avx2_load(w->data), bias);
+    codebooks[1] = _mm256_add_epi8(pmpd_avx2_load(w->data + 32), bias);
+}
+
+PMPD_AVX2_INLINE void pmpd_avx2_walk(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
+                                     const __m256i *codebooks, size_t row_begin, size_t row_end, float *y,
+                                     size_t ldy)
+{
+    size_t rb, t0, first;
+    if (act->n_tokens == 1) {
+        pmpd_avx2_decode(type, w, act, codebooks, row_begin, row_end, y);
+        return;
+    }
+    for (first = 0; first < act->n_tokens; first += PMPD_QMATMUL_TOKEN_BLOCK) {
+        size_t last = act->n_tokens - first < PMPD_QMATMUL_TOKEN_BLOCK ? act->n_tokens
+                                                                       : first + PMPD_QMATMUL_TOKEN_BLOCK;
+        for (rb = row_begin / PMPD_QROWS; rb * PMPD_QROWS < row_end; rb++) {
+            for (t0 = first; t0 + PMPD_AVX2_TOKENS <= last; t0 += PMPD_AVX2_TOKENS)
+                pmpd_avx2_gemm_tile(type, w, act, codebooks, rb, t0, row_end, y, ldy);
+            for (; t0 < last; t0++)
+                pmpd_avx2_gemv(type, w, act, codebooks, rb, t0, row_end, y, ldy);
+        }
+    }
+}
+
+PMPD_INTERNAL void pmpd_qmatmul_avx2(const pmpd_qmatrix *w, const pmpd_qact *act, size_t row_begin,
+                                     size_t row_end, float *y, size_t ldy)
+{
+    __m256i codebooks[2];
+    codebooks[0] = codebooks[1] = _mm256_setzero_si256();
+    switch (w->type) {
+    case PMPD_TENSOR_Q8:
+        pmpd_avx2_walk(PMPD_TENSOR_Q8, w, act, codebooks, row_begin, row_end, y, ldy);
+        break;
+    case PMPD_TENSOR_Q4:
+        pmpd_avx2_walk(PMPD_TENSOR_Q4, w, act, codebooks, row_begin, row_end, y, ldy);
+        break;
+    default:
+        pmpd_avx2_biased_codebooks(w, codebooks);
+        pmpd_avx2_walk(PMPD_TENSOR_Q2CB, w, act, codebooks, row_begin, row_end, y, ldy);
+        break;
+    }
+}
+
+#undef PMPD_AVX2_TOKENS
+#undef PMPD_AVX2_PREFETCH
+#undef PMPD_AVX2_INLINE
+#undef PMPD_AVX2_VNNI
+
+#endif

@@ -1,0 +1,132 @@
+/*
+ * W8A8: int8 weights with one scale per output row, multiplied with int8
+ * activations that share ONE static scale per tensor, calibrated offline
+ * (seed 004's integer lane).  With no per-group scale the whole dot
+ * product of a row with a token is a single integer sum: the inner loop is
+ * integer multiply-adds only, and floats appear once per output.
+ *
+ * Layout (version 1), every part starting on a 64-byte boundary:
+ *   64-byte header: "W8A8", u32 version 1, u32 rows, u32 cols,
+ *     u32 padded_cols (cols rounded up to 64), f32 activation scale
+ *     (finite, > 0), then zeros
+ *   f32 row_scale[padded_rows]  (padded_rows = rows rounded up to 4;
+ *     finite, >= 0; 0 for the padding rows)
+ *   int8 weights[padded_rows][padded_cols], row-major, zero beyond cols
+ *     and in the padding rows
+ *
+ * W[r][c] = row_scale[r] * weights[r][c].  An activation x becomes
+ * q = clamp(round(x / activation_scale), -127, 127), so
+ *     Y[t][r] = activation_scale * row_scale[r] * sum_c weights[r][c] q[t][c].
+ * Inputs beyond 127 steps saturate: the activation scale is chosen offline
+ * from the tensor's calibrated input range (pmpd_impl/offline/quant/w8a8*).
+ *
+ * Plain rows keep one layout for every ISA: each kernel reads 4 rows at a
+ * time (4 sequential streams) and keeps one vector accumulator per (row,
+ * token), reduced once per row and token after the last column.  Each ISA
+ * stores the quantized activations the way its multiply wants them
+ * (pmpd_w8a8_act_*): int16 for AVX2 (vpmaddwd), u8 = q + 128 for AVX-512
+ * VNNI (vpdpbusd, with the row's weight sum taking the 128 back out), int8
+ * for NEON SDOT and the scalar oracle.  Weights of -128 are allowed: every
+ * path multiplies exactly.
+ */
+#ifndef PMPD_WEIGHTS_W8A8_H
+#define PMPD_WEIGHTS_W8A8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pmpd.h"
+#include "pmpd_impl/core/config.h"
+#include "pmpd_impl/core/error.h"
+
+#define PMPD_W8A8_HEADER_BYTES 64
+#define PMPD_W8A8_VERSION 1
+#define PMPD_W8A8_COL_ALIGN 64 /* padded_cols: one AVX-512 vector */
+#define PMPD_W8A8_ROW_BLOCK 4
+#define PMPD_W8A8_QMAX 127
+
+/* Which activation representation the compiled kernel reads. */
+#if PMPD_USE_AVX512
+#define PMPD_W8A8_KERNEL "avx512-vnni"
+#define PMPD_W8A8_ACT_BYTES 1 /* u8 = q + 128 */
+#elif PMPD_USE_AVX2
+#define PMPD_W8A8_KERNEL "avx2"
+#define PMPD_W8A8_ACT_BYTES 2 /* int16 */
+#elif PMPD_USE_NEON && defined(__aarch64__)
+#if PMPD_USE_DOTPROD
+#define PMPD_W8A8_KERNEL "neon-sdot"
+#else
+#define PMPD_W8A8_KERNEL "neon"
+#endif
+#define PMPD_W8A8_ACT_BYTES 1 /* int8 */
+#else
+#define PMPD_W8A8_KERNEL "scalar"
+#define PMPD_W8A8_ACT_BYTES 1 /* int8 */
+#endif
+
+typedef struct pmpd_w8a8_matrix {
+    uint32_t rows, cols, padded_cols;
+    float activation_scale;
+    const float *row_scale;       /* [padded_rows] */
+    const int8_t *weights;        /* [padded_rows][padded_cols] */
+} pmpd_w8a8_matrix;
+
+/* Where the parts of a rows x cols tensor lie.  Errors: PMPD_ERR_OVERFLOW,
+ * PMPD_ERR_INVALID_ARGUMENT (a zero dimension or one above 2^31). */
+typedef struct pmpd_w8a8_layout {
+    size_t padded_rows, padded_cols, scale_offset, weight_offset, total;
+} pmpd_w8a8_layout;
+PMPD_INTERNAL pmpd_status pmpd_w8a8_compute_layout(uint64_t rows, uint64_t cols, pmpd_w8a8_layout *out);
+
+/* Checks a stored tensor (header, shape, size, scales) whose bytes lie at
+ * file offset base_offset (for error offsets) and fills m. */
+PMPD_INTERNAL pmpd_status pmpd_w8a8_view(const void *data, uint64_t size, uint64_t rows, uint64_t cols,
+                                         uint64_t base_offset, pmpd_w8a8_matrix *m, pmpd_error *err);
+
+/* The same for a tensor the loader has accepted: no checks. */
+PMPD_INTERNAL void pmpd_w8a8_bind(const void *data, uint64_t rows, uint64_t cols, pmpd_w8a8_matrix *m);
+
+/* The shared rounding of one activation: clamp(round(x / scale)). */
+static inline int pmpd_w8a8_quantize_one(float x, float inverse_scale)
+{
+    float v = x * inverse_scale;
+    /* Compare before converting: a huge or NaN input must not reach an
+     * out-of-range float-to-int conversion. */
+    if (!(v > -(float)PMPD_W8A8_QMAX))
+        return v != v ? 0 : -PMPD_W8A8_QMAX;
+    if (v > (float)PMPD_W8A8_QMAX)
+        return PMPD_W8A8_QMAX;
+    return (int)(v + (v >= 0.0f ? 0.5f : -0.5f));
+}
+
+/* Bytes of activations the compiled kernel needs for n_tokens tokens. */
+static inline size_t pmpd_w8a8_act_bytes(const pmpd_w8a8_matrix *m, size_t n_tokens)
+{
+    return n_tokens * m->padded_cols * PMPD_W8A8_ACT_BYTES;
+}
+
+/* Quantizes tokens [begin, end) of x (cols floats each) into act in the
+ * compiled kernel's representation, zero beyond cols. */
+PMPD_INTERNAL void pmpd_w8a8_act_quantize(const pmpd_w8a8_matrix *m, const float *x, size_t begin, size_t end,
+                                          void *act);
+
+/* y[t * ldy + r] for every token t < n_tokens and r in [row_begin,
+ * row_end) (row_begin a multiple of 4), from act made by
+ * pmpd_w8a8_act_quantize: the compiled kernel. */
+PMPD_INTERNAL void pmpd_w8a8_matmul(const pmpd_w8a8_matrix *m, const void *act, size_t n_tokens,
+                                    size_t row_begin, size_t row_end, float *y, size_t ldy);
+
+/* The scalar oracle: the same from the int8 q values (n_tokens rows of
+ * padded_cols), always compiled. */
+PMPD_INTERNAL void pmpd_w8a8_act_quantize_scalar(const pmpd_w8a8_matrix *m, const float *x, size_t begin,
+                                                 size_t end, int8_t *q);
+PMPD_INTERNAL void pmpd_w8a8_matmul_scalar(const pmpd_w8a8_matrix *m, const int8_t *q, size_t n_tokens,
+                                           size_t row_begin, size_t row_end, float *y, size_t ldy);
+
+/* Writes the result of one (row, token) integer sum. */
+static inline float pmpd_w8a8_output(const pmpd_w8a8_matrix *m, size_t r, int32_t sum)
+{
+    return (float)sum * (m->activation_scale * m->row_scale[r]);
+}
+
+#endif
