@@ -52,6 +52,16 @@ static int usage(FILE *to, int status)
             "  --tied            no output.weight: the classifier is the token embedding\n"
             "  --tokenizer PATH  llama2.c tokenizer.bin; it sets the vocabulary\n"
             "                    (" MKGGUF_DEFAULT_TOKENIZER ")\n"
+            "Architecture variants:\n"
+            "  --arch A          llama or qwen2 (llama); qwen2 adds random Q/K/V biases and\n"
+            "                    rotates NeoX-style halves\n"
+            "  --head-dim N      head width (dim / heads); another value is written as\n"
+            "                    <arch>.attention.key_length and value_length\n"
+            "  --rope-theta X    rope base, <arch>.rope.freq_base (10000)\n"
+            "  --norm-eps X      RMSNorm epsilon (1e-5)\n"
+            "  --rope-freqs      a rope_freqs.weight tensor of Llama 3.1's rope scaling factors\n"
+            "                    (factor 8, low 1, high 4, original context 8192; llama only)\n"
+            "  --std X           standard deviation of the weights (0.02)\n"
             "Defaults are TinyLlama-1.1B's shape.  q8_0 and q4_0 need dim and hidden multiples of 32.\n");
     return status;
 }
@@ -81,6 +91,47 @@ static int mkgguf_type(const char *text, pmpd_ggml_type *type)
     return 0;
 }
 
+/* Positive, finite and written as a plain decimal or exponent number. */
+static int mkgguf_float(const char *text, float *out)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0' || !(v > 0.0) || !(v < 1e30))
+        return 0;
+    *out = (float)v;
+    return 1;
+}
+
+/* The architecture options: how many arguments arg (and next) took, 0 if
+ * arg is not one of them, -1 if its value is bad. */
+static int mkgguf_arch_option(const char *arg, const char *next, pmpd_synth_options *o)
+{
+    unsigned long long value;
+    if (strcmp(arg, "--rope-freqs") == 0) {
+        o->rope_freqs = 1;
+        return 1;
+    }
+    if (strcmp(arg, "--arch") != 0 && strcmp(arg, "--head-dim") != 0 && strcmp(arg, "--rope-theta") != 0 &&
+        strcmp(arg, "--norm-eps") != 0 && strcmp(arg, "--std") != 0)
+        return 0;
+    if (!next)
+        return -1;
+    if (strcmp(arg, "--arch") == 0) {
+        if (strcmp(next, "llama") != 0 && strcmp(next, "qwen2") != 0)
+            return -1;
+        o->arch = next;
+    } else if (strcmp(arg, "--head-dim") == 0) {
+        if (!mkgguf_number(next, 0xFFFFFFu, &value) || value == 0)
+            return -1;
+        o->head_dim = (uint32_t)value;
+    } else if (!mkgguf_float(next, strcmp(arg, "--rope-theta") == 0 ? &o->rope_theta
+                                   : strcmp(arg, "--norm-eps") == 0 ? &o->norm_eps
+                                                                     : &o->std)) {
+        return -1;
+    }
+    return 2;
+}
+
 static const char *mkgguf_type_name(pmpd_ggml_type type)
 {
     switch (type) {
@@ -101,7 +152,7 @@ int main(int argc, char **argv)
     pmpd_status status;
     uint32_t *shape[6];
     unsigned long long value;
-    int i;
+    int i, taken;
     size_t k;
     pmpd_synth_options_default(&options);
     options.tokenizer_path = MKGGUF_DEFAULT_TOKENIZER;
@@ -117,7 +168,10 @@ int main(int argc, char **argv)
             continue;
         if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)
             return usage(stdout, 0);
-        if (k < 6 && next && mkgguf_number(next, 0xFFFFFFFFu, &value)) {
+        taken = mkgguf_arch_option(arg, next, &options);
+        if (taken > 0) {
+            i += taken - 1;
+        } else if (taken == 0 && k < 6 && next && mkgguf_number(next, 0xFFFFFFFFu, &value)) {
             *shape[k] = (uint32_t)value;
             i++;
         } else if (strcmp(arg, "--seed") == 0 && next && mkgguf_number(next, ~0ull, &value)) {
@@ -154,8 +208,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "pmpd-mkgguf: %s: %s\n", pmpd_strerror(status), err.message);
         return 1;
     }
-    printf("pmpd-mkgguf: %s: %u tensors, %u tokens, %llu parameters, %llu bytes (%s%s)\n", out,
+    printf("pmpd-mkgguf: %s: %u tensors, %u tokens, %llu parameters, %llu bytes (%s%s, %s%s)\n", out,
            (unsigned)summary.n_tensors, (unsigned)summary.vocab_size, (unsigned long long)summary.parameters,
-           (unsigned long long)summary.bytes, mkgguf_type_name(options.type), options.tied ? ", tied" : "");
+           (unsigned long long)summary.bytes, mkgguf_type_name(options.type), options.tied ? ", tied" : "",
+           options.arch ? options.arch : "llama", options.rope_freqs ? ", rope_freqs" : "");
     return 0;
 }

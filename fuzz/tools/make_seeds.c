@@ -11,6 +11,16 @@
  *       --tokenizer fuzz/corpus/tokenizer_bin/tiny_tokenizer.bin --type q4      (also q8, q2cb)
  *   build/pmpd-convert fuzz/corpus/llama2c/tiny_legacy_shared.bin fuzz/corpus/container/tiny_anyprec.pmpd \
  *       --type anyprec --bits 2:4
+ *
+ * The architecture-variant seeds come from pmpd-mkgguf, then the converter:
+ *   T="--tokenizer fuzz/corpus/tokenizer_bin/tiny_tokenizer.bin --type f32 --dim 16 --hidden 32 --layers 1
+ *      --heads 2 --kv-heads 1 --seq-len 32"
+ *   build/pmpd-mkgguf fuzz/corpus/gguf/tiny_qwen2_bias.gguf $T --arch qwen2 --seed 2
+ *   build/pmpd-mkgguf fuzz/corpus/gguf/tiny_llama3_rope_freqs_head_dim.gguf $T --head-dim 16 --rope-freqs \
+ *       --rope-theta 500000 --tied --seed 3
+ *   build/pmpd-convert fuzz/corpus/gguf/tiny_qwen2_bias.gguf fuzz/corpus/container/tiny_qwen2_bias.pmpd
+ *   build/pmpd-convert fuzz/corpus/gguf/tiny_llama3_rope_freqs_head_dim.gguf \
+ *       fuzz/corpus/container/tiny_llama3_rope_freqs.pmpd
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -14,6 +14,7 @@
  * classifier, as in the llama2.c checkpoint. */
 #include "pmpd_impl/offline/import/import.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,8 @@ typedef struct gguf_reader {
     size_t size;
     size_t at;
     pmpd_error *err;
+    int arch;             /* GGUF_ARCH_*: matches the '.'-keys once known */
+    char key_name[96];    /* the full name of a key, for messages */
 } gguf_reader;
 
 /* A metadata value of interest: where it is and what type it has. */
@@ -60,18 +63,28 @@ typedef struct gguf_tensor_info {
     size_t info_at;
 } gguf_tensor_info;
 
+/* Keys starting with '.' belong to the architecture: "llama.embedding_length"
+ * in a llama file, "qwen2.embedding_length" in a qwen2 one.  They are
+ * matched once the architecture is known (a second pass over the
+ * metadata, see gguf_read_all_metadata). */
 static const char *const gguf_keys[] = {
-    "general.architecture", "general.alignment", "llama.embedding_length", "llama.feed_forward_length",
-    "llama.block_count", "llama.attention.head_count", "llama.attention.head_count_kv",
-    "llama.context_length", "llama.rope.dimension_count", "llama.attention.layer_norm_rms_epsilon",
-    "llama.rope.freq_base", "tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.scores",
+    "general.architecture", "general.alignment", ".embedding_length", ".feed_forward_length",
+    ".block_count", ".attention.head_count", ".attention.head_count_kv",
+    ".context_length", ".rope.dimension_count", ".attention.layer_norm_rms_epsilon",
+    ".rope.freq_base", "tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.scores",
     "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.add_space_prefix",
+    ".attention.key_length", ".attention.value_length", ".rope.scaling.type", ".rope.scaling.factor",
 };
 
 enum {
     GGUF_KEY_ARCH, GGUF_KEY_ALIGNMENT, GGUF_KEY_DIM, GGUF_KEY_HIDDEN, GGUF_KEY_LAYERS, GGUF_KEY_HEADS, GGUF_KEY_KV_HEADS, GGUF_KEY_CONTEXT, GGUF_KEY_ROPE_DIM,
-    GGUF_KEY_EPS, GGUF_KEY_ROPE_BASE, GGUF_KEY_TOK_MODEL, GGUF_KEY_TOKENS, GGUF_KEY_SCORES, GGUF_KEY_BOS, GGUF_KEY_EOS, GGUF_KEY_SPACE_PREFIX, GGUF_KEY_COUNT
+    GGUF_KEY_EPS, GGUF_KEY_ROPE_BASE, GGUF_KEY_TOK_MODEL, GGUF_KEY_TOKENS, GGUF_KEY_SCORES, GGUF_KEY_BOS, GGUF_KEY_EOS, GGUF_KEY_SPACE_PREFIX,
+    GGUF_KEY_KEY_LENGTH, GGUF_KEY_VALUE_LENGTH, GGUF_KEY_ROPE_SCALING, GGUF_KEY_ROPE_SCALE, GGUF_KEY_COUNT
 };
+
+/* The architectures this importer reads (index = gguf_reader.arch). */
+static const char *const gguf_archs[] = {"llama", "qwen2"};
+enum { GGUF_ARCH_NONE = -1, GGUF_ARCH_LLAMA = 0, GGUF_ARCH_QWEN2 = 1 };
 
 static pmpd_status gguf_need(gguf_reader *r, uint64_t bytes, const char *what)
 {
@@ -166,13 +179,33 @@ static pmpd_status gguf_skip_value(gguf_reader *r, uint32_t type, int depth, uin
     return status;
 }
 
-static int gguf_key_index(const unsigned char *key, uint64_t length)
+static int gguf_key_index(const gguf_reader *r, const unsigned char *key, uint64_t length)
 {
+    const char *arch = r->arch == GGUF_ARCH_NONE ? NULL : gguf_archs[r->arch];
+    size_t prefix = arch ? strlen(arch) : 0;
     int i;
-    for (i = 0; i < GGUF_KEY_COUNT; i++)
-        if (strlen(gguf_keys[i]) == length && memcmp(gguf_keys[i], key, (size_t)length) == 0)
+    for (i = 0; i < GGUF_KEY_COUNT; i++) {
+        const char *name = gguf_keys[i];
+        if (name[0] != '.') {
+            if (strlen(name) == length && memcmp(name, key, (size_t)length) == 0)
+                return i;
+        } else if (arch && prefix + strlen(name) == length && memcmp(arch, key, prefix) == 0 &&
+                   memcmp(name, key + prefix, (size_t)length - prefix) == 0) {
             return i;
+        }
+    }
     return -1;
+}
+
+/* The key's name as the file spells it, for messages. */
+static const char *gguf_key_name(gguf_reader *r, int key)
+{
+    const char *name = gguf_keys[key];
+    if (name[0] != '.')
+        return name;
+    snprintf(r->key_name, sizeof r->key_name, "%s%s", r->arch == GGUF_ARCH_NONE ? "<arch>" : gguf_archs[r->arch],
+             name);
+    return r->key_name;
 }
 
 static pmpd_status gguf_read_metadata(gguf_reader *r, uint64_t n_kv, gguf_value *values)
@@ -190,12 +223,12 @@ static pmpd_status gguf_read_metadata(gguf_reader *r, uint64_t n_kv, gguf_value 
         type_at = r->at;
         if ((status = gguf_u32(r, &type, "metadata type")) != PMPD_OK)
             return status;
-        index = gguf_key_index(key, key_length);
+        index = gguf_key_index(r, key, key_length);
         if (index >= 0) {
             gguf_value *v = &values[index];
             if (v->present)
                 return pmpd_error_set(r->err, PMPD_ERR_FORMAT_DUPLICATE, key_at, "GGUF key %s appears twice",
-                                      gguf_keys[index]);
+                                      gguf_key_name(r, index));
             v->present = 1;
             v->type = type;
             v->at = r->at;
@@ -222,7 +255,7 @@ static pmpd_status gguf_get_uint(gguf_reader *r, const gguf_value *values, int k
     if (!v->present) {
         if (required)
             return pmpd_error_set(r->err, PMPD_ERR_FORMAT_MISSING, PMPD_NO_OFFSET, "GGUF key %s is missing",
-                                  gguf_keys[key]);
+                                  gguf_key_name(r, key));
         *out = fallback;
         return PMPD_OK;
     }
@@ -237,10 +270,10 @@ static pmpd_status gguf_get_uint(gguf_reader *r, const gguf_value *values, int k
     case GGUF_INT64: s = (int64_t)pmpd_le_u64(p); break;
     default:
         return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, v->key_at, "GGUF key %s is not an integer (type %u)",
-                              gguf_keys[key], (unsigned)v->type);
+                              gguf_key_name(r, key), (unsigned)v->type);
     }
     if (s < 0)
-        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, v->at, "GGUF key %s is negative", gguf_keys[key]);
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, v->at, "GGUF key %s is negative", gguf_key_name(r, key));
     *out = (uint64_t)s;
     return PMPD_OK;
 }
@@ -254,7 +287,7 @@ static pmpd_status gguf_get_float(gguf_reader *r, const gguf_value *values, int 
     }
     if (v->type != GGUF_FLOAT32)
         return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, v->key_at, "GGUF key %s is not a float32",
-                              gguf_keys[key]);
+                              gguf_key_name(r, key));
     *out = pmpd_le_f32(r->data + v->at);
     return PMPD_OK;
 }
@@ -278,20 +311,71 @@ static pmpd_status gguf_hparam(gguf_reader *r, const gguf_value *values, int key
         return status;
     if (v == 0 || v > PMPD_MAX_HPARAM)
         return pmpd_error_set(r->err, PMPD_ERR_FORMAT_HPARAMS, values[key].present ? values[key].at : PMPD_NO_OFFSET,
-                              "GGUF %s is %llu, outside 1..%u", gguf_keys[key], (unsigned long long)v,
+                              "GGUF %s is %llu, outside 1..%u", gguf_key_name(r, key), (unsigned long long)v,
                               PMPD_MAX_HPARAM);
     *out = (uint32_t)v;
     return PMPD_OK;
 }
 
+/* Rope scaling the forward pass does not implement is refused rather than
+ * ignored: "linear" with a factor of 1 (or none) is plain rope, and
+ * Llama 3.1's scaling comes as the rope_freqs.weight tensor instead. */
+static pmpd_status gguf_check_rope_scaling(gguf_reader *r, const gguf_value *values)
+{
+    const gguf_value *type = &values[GGUF_KEY_ROPE_SCALING];
+    float factor = 1.0f;
+    pmpd_status status;
+    if (type->present && !gguf_string_is(r, type, "none") && !gguf_string_is(r, type, "linear")) {
+        uint64_t length = type->type == GGUF_STRING ? pmpd_le_u64(r->data + type->at) : 0;
+        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, type->at, "GGUF %s \"%.*s\" is not supported",
+                              gguf_key_name(r, GGUF_KEY_ROPE_SCALING), (int)(length > 32 ? 32 : length),
+                              (const char *)r->data + type->at + 8);
+    }
+    if ((status = gguf_get_float(r, values, GGUF_KEY_ROPE_SCALE, 1.0f, &factor)) != PMPD_OK)
+        return status;
+    if (factor != 0.0f && factor != 1.0f)
+        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, values[GGUF_KEY_ROPE_SCALE].at,
+                              "GGUF %s %g (linear rope scaling) is not supported",
+                              gguf_key_name(r, GGUF_KEY_ROPE_SCALE), (double)factor);
+    return PMPD_OK;
+}
+
+/* head_dim is <arch>.attention.key_length when present (it may differ from
+ * dim / n_heads), the values' width must be the same, and the rotation
+ * must cover the whole head. */
+static pmpd_status gguf_read_head_dim(gguf_reader *r, const gguf_value *values, pmpd_model_info *h)
+{
+    uint64_t key_length, value_length, rope_dim;
+    pmpd_status status;
+    if (!values[GGUF_KEY_KEY_LENGTH].present && (h->dim % h->n_heads != 0 || (h->dim / h->n_heads) % 2 != 0))
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_HPARAMS, values[GGUF_KEY_DIM].at,
+                              "GGUF dim %u is not n_heads %u times an even head size", (unsigned)h->dim,
+                              (unsigned)h->n_heads);
+    if ((status = gguf_get_uint(r, values, GGUF_KEY_KEY_LENGTH, h->dim / h->n_heads, 0, &key_length)) != PMPD_OK ||
+        (status = gguf_get_uint(r, values, GGUF_KEY_VALUE_LENGTH, key_length, 0, &value_length)) != PMPD_OK)
+        return status;
+    if (key_length == 0 || key_length % 2 != 0 || key_length * h->n_heads > PMPD_MAX_HPARAM)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_HPARAMS, values[GGUF_KEY_KEY_LENGTH].at,
+                              "GGUF %s %llu is not an even head size with n_heads x head size up to %u",
+                              gguf_key_name(r, GGUF_KEY_KEY_LENGTH), (unsigned long long)key_length, PMPD_MAX_HPARAM);
+    if (value_length != key_length)
+        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, values[GGUF_KEY_VALUE_LENGTH].at,
+                              "GGUF value head size %llu differs from the key head size %llu",
+                              (unsigned long long)value_length, (unsigned long long)key_length);
+    h->head_dim = (uint32_t)key_length;
+    if ((status = gguf_get_uint(r, values, GGUF_KEY_ROPE_DIM, h->head_dim, 0, &rope_dim)) != PMPD_OK)
+        return status;
+    if (rope_dim != h->head_dim)
+        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, values[GGUF_KEY_ROPE_DIM].at,
+                              "GGUF rope dimension %llu differs from the head size %u (partial rotary)",
+                              (unsigned long long)rope_dim, (unsigned)h->head_dim);
+    return PMPD_OK;
+}
+
 static pmpd_status gguf_read_hparams(gguf_reader *r, const gguf_value *values, pmpd_model_info *h)
 {
-    uint64_t rope_dim, id;
+    uint64_t id;
     pmpd_status status;
-    if (!gguf_string_is(r, &values[GGUF_KEY_ARCH], "llama"))
-        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED,
-                              values[GGUF_KEY_ARCH].present ? values[GGUF_KEY_ARCH].at : PMPD_NO_OFFSET,
-                              "GGUF general.architecture is missing or not \"llama\"");
     if ((status = gguf_hparam(r, values, GGUF_KEY_DIM, 0, 1, &h->dim)) != PMPD_OK ||
         (status = gguf_hparam(r, values, GGUF_KEY_HIDDEN, 0, 1, &h->hidden_dim)) != PMPD_OK ||
         (status = gguf_hparam(r, values, GGUF_KEY_LAYERS, 0, 1, &h->n_layers)) != PMPD_OK ||
@@ -302,16 +386,18 @@ static pmpd_status gguf_read_hparams(gguf_reader *r, const gguf_value *values, p
         (status = gguf_get_float(r, values, GGUF_KEY_ROPE_BASE, 10000.0f, &h->rope_theta)) != PMPD_OK)
         return status;
     h->vocab_size = 1; /* set from the tokenizer or the embedding later */
+    if (h->n_kv_heads > h->n_heads || h->n_heads % h->n_kv_heads != 0)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_HPARAMS, values[GGUF_KEY_KV_HEADS].at,
+                              "GGUF n_kv_heads %u does not divide n_heads %u", (unsigned)h->n_kv_heads,
+                              (unsigned)h->n_heads);
+    if ((status = gguf_read_head_dim(r, values, h)) != PMPD_OK)
+        return status;
     status = pmpd_import_check_hparams(h, values[GGUF_KEY_DIM].at, r->err);
-    if (status != PMPD_OK)
+    if (status != PMPD_OK || (status = gguf_check_rope_scaling(r, values)) != PMPD_OK)
         return status;
-    h->head_dim = h->dim / h->n_heads;
-    if ((status = gguf_get_uint(r, values, GGUF_KEY_ROPE_DIM, h->head_dim, 0, &rope_dim)) != PMPD_OK)
-        return status;
-    if (rope_dim != h->head_dim)
-        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, values[GGUF_KEY_ROPE_DIM].at,
-                              "GGUF rope dimension %llu differs from the head size %u (partial rotary)",
-                              (unsigned long long)rope_dim, (unsigned)h->head_dim);
+    /* llama.cpp's converter permutes llama's Q/K rows into adjacent pairs
+     * and leaves qwen2's in Hugging Face's halves. */
+    h->rope_style = r->arch == GGUF_ARCH_QWEN2 ? PMPD_ROPE_NEOX : PMPD_ROPE_ADJACENT;
     if ((status = gguf_get_uint(r, values, GGUF_KEY_BOS, 1, 0, &id)) != PMPD_OK)
         return status;
     h->bos_id = id > UINT32_MAX ? UINT32_MAX : (uint32_t)id;
@@ -319,6 +405,35 @@ static pmpd_status gguf_read_hparams(gguf_reader *r, const gguf_value *values, p
         return status;
     h->eos_id = id > UINT32_MAX ? UINT32_MAX : (uint32_t)id;
     return PMPD_OK;
+}
+
+/* Reads the metadata twice: first the keys of fixed names, which give the
+ * architecture (anything but llama and qwen2 is refused, by name), then
+ * again with the architecture's own keys ("qwen2.block_count"). */
+static pmpd_status gguf_read_all_metadata(gguf_reader *r, uint64_t n_kv, gguf_value *values)
+{
+    const gguf_value *arch = &values[GGUF_KEY_ARCH];
+    size_t start = r->at;
+    uint64_t length;
+    int i;
+    pmpd_status status = gguf_read_metadata(r, n_kv, values);
+    if (status != PMPD_OK)
+        return status;
+    for (i = 0; i < (int)(sizeof gguf_archs / sizeof gguf_archs[0]); i++)
+        if (gguf_string_is(r, arch, gguf_archs[i]))
+            r->arch = i;
+    if (r->arch == GGUF_ARCH_NONE) {
+        if (!arch->present || arch->type != GGUF_STRING)
+            return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, arch->present ? arch->at : PMPD_NO_OFFSET,
+                                  "GGUF general.architecture is missing or not a string (pmpd reads llama and qwen2)");
+        length = pmpd_le_u64(r->data + arch->at);
+        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, arch->at,
+                              "GGUF general.architecture \"%.*s\" is not supported (pmpd reads llama and qwen2)",
+                              (int)(length > 64 ? 64 : length), (const char *)r->data + arch->at + 8);
+    }
+    memset(values, 0, GGUF_KEY_COUNT * sizeof *values);
+    r->at = start;
+    return gguf_read_metadata(r, n_kv, values);
 }
 
 /* Replaces SentencePiece's U+2581 (E2 96 81) with a space, as llama2.c's
@@ -587,6 +702,7 @@ PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t siz
     r.size = size;
     r.at = 0;
     r.err = err;
+    r.arch = GGUF_ARCH_NONE;
     if (size < 4 || memcmp(data, "GGUF", 4) != 0)
         return pmpd_error_set(err, size < 4 ? PMPD_ERR_FORMAT_TRUNCATED : PMPD_ERR_FORMAT_MAGIC, 0,
                               "GGUF magic is missing");
@@ -607,7 +723,7 @@ PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t siz
         return pmpd_error_set(err, n_tensors == 0 ? PMPD_ERR_FORMAT_VALUE : PMPD_ERR_FORMAT_BOUNDS, 8,
                               "GGUF tensor count %llu is zero or larger than the file allows",
                               (unsigned long long)n_tensors);
-    if ((status = gguf_read_metadata(&r, n_kv, values)) != PMPD_OK)
+    if ((status = gguf_read_all_metadata(&r, n_kv, values)) != PMPD_OK)
         return status;
     if ((status = gguf_get_uint(&r, values, GGUF_KEY_ALIGNMENT, 32, 0, &alignment)) != PMPD_OK)
         return status;
@@ -626,6 +742,8 @@ PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t siz
         status = gguf_import_tensors(&r, infos, n_tensors, data_start, alignment, out);
     }
     free(infos);
+    if (status == PMPD_OK)
+        status = pmpd_import_gguf_features(out, r.arch == GGUF_ARCH_QWEN2 ? PMPD_ROPE_NEOX : PMPD_ROPE_ADJACENT, err);
     if (status != PMPD_OK)
         return status;
     gguf_share_classifier(out);

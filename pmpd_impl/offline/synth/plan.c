@@ -36,7 +36,7 @@ static pmpd_status synth_check_shape(const pmpd_synth_options *o, pmpd_error *er
         o->seq_len > PMPD_MAX_HPARAM)
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
                               "dim, hidden and seq-len must be at most %u and layers at most 999", PMPD_MAX_HPARAM);
-    if (o->dim % o->n_heads != 0 || (o->dim / o->n_heads) % 2 != 0)
+    if (o->head_dim == 0 && (o->dim % o->n_heads != 0 || (o->dim / o->n_heads) % 2 != 0))
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
                               "heads %u do not divide dim %u into heads of even size (rotary pairs)",
                               (unsigned)o->n_heads, (unsigned)o->dim);
@@ -62,6 +62,7 @@ static void synth_add(pmpd_synth_plan *plan, pmpd_ggml_type type, uint64_t ne0, 
     t->ne[0] = ne0;
     t->ne[1] = rows;
     t->type = ne1 ? type : PMPD_GGML_F32;
+    t->fill = ne1 ? PMPD_SYNTH_FILL_NORMAL : PMPD_SYNTH_FILL_ONES;
     t->offset = plan->data_bytes;
     /* The model was bounded to 2^40 weights: no sum here can wrap. */
     t->bytes = rows * pmpd_ggml_row_bytes(t->type, ne0);
@@ -72,21 +73,22 @@ static void synth_add(pmpd_synth_plan *plan, pmpd_ggml_type type, uint64_t ne0, 
 PMPD_INTERNAL pmpd_status pmpd_synth_plan_make(const pmpd_synth_options *o, uint32_t vocab_size, pmpd_synth_plan *plan,
                                                pmpd_error *err)
 {
-    uint64_t kv_dim;
+    uint64_t kv_dim, q_dim;
     double weights;
     uint32_t l, k, count;
     pmpd_status status;
     memset(plan, 0, sizeof *plan);
-    if ((status = synth_check_shape(o, err)) != PMPD_OK)
+    if ((status = synth_check_shape(o, err)) != PMPD_OK || (status = pmpd_synth_arch_check(o, err)) != PMPD_OK)
         return status;
-    kv_dim = (uint64_t)o->dim / o->n_heads * o->n_kv_heads;
+    kv_dim = (uint64_t)pmpd_synth_head_dim(o) * o->n_kv_heads;
+    q_dim = (uint64_t)pmpd_synth_head_dim(o) * o->n_heads;
     /* Each factor is below 2^24, so the count is exact in double. */
     weights = 2.0 * vocab_size * o->dim +
-              (double)o->n_layers * o->dim * (2.0 * o->dim + 2.0 * (double)kv_dim + 3.0 * o->hidden_dim);
+              (double)o->n_layers * o->dim * (2.0 * (double)q_dim + 2.0 * (double)kv_dim + 3.0 * o->hidden_dim);
     if (weights > SYNTH_MAX_WEIGHTS)
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
                               "the shape asks for %.3g weights, more than 2^40", weights);
-    count = 3 + (o->tied ? 0 : 1) + o->n_layers * (uint32_t)SYNTH_PER_LAYER;
+    count = 4 + (o->tied ? 0 : 1) + o->n_layers * (uint32_t)(SYNTH_PER_LAYER + 3);
     plan->tensors = (pmpd_synth_tensor *)calloc(count, sizeof *plan->tensors);
     if (!plan->tensors)
         return pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory for %u tensors",
@@ -95,18 +97,29 @@ PMPD_INTERNAL pmpd_status pmpd_synth_plan_make(const pmpd_synth_options *o, uint
     for (l = 0; l < o->n_layers; l++) {
         /* Widths of each layer tensor, in synth_layer_tensors' order. */
         const uint64_t ne[SYNTH_PER_LAYER][2] = {
-            {o->dim, 0}, {o->dim, o->dim}, {o->dim, kv_dim}, {o->dim, kv_dim}, {o->dim, o->dim},
+            {o->dim, 0}, {o->dim, q_dim}, {o->dim, kv_dim}, {o->dim, kv_dim}, {q_dim, o->dim},
             {o->dim, 0}, {o->dim, o->hidden_dim}, {o->dim, o->hidden_dim}, {o->hidden_dim, o->dim},
         };
         for (k = 0; k < SYNTH_PER_LAYER; k++) {
             char name[32];
             sprintf(name, "blk.%u.%s.weight", (unsigned)l, synth_layer_tensors[k]);
             synth_add(plan, o->type, ne[k][0], ne[k][1], name);
+            /* qwen2's biases follow their matrices, as its converter writes them. */
+            if (pmpd_synth_has_biases(o) && k >= 1 && k <= 3) {
+                sprintf(name, "blk.%u.%s.bias", (unsigned)l, synth_layer_tensors[k]);
+                synth_add(plan, o->type, ne[k][1], 0, name);
+                plan->tensors[plan->n_tensors - 1].fill = PMPD_SYNTH_FILL_NORMAL;
+            }
         }
     }
     synth_add(plan, o->type, o->dim, 0, "output_norm.weight");
     if (!o->tied)
         synth_add(plan, o->type, o->dim, vocab_size, "output.weight");
+    /* Last, so the other tensors keep their streams. */
+    if (o->rope_freqs) {
+        synth_add(plan, o->type, pmpd_synth_head_dim(o) / 2, 0, "rope_freqs.weight");
+        plan->tensors[plan->n_tensors - 1].fill = PMPD_SYNTH_FILL_ROPE_FREQS;
+    }
     return PMPD_OK;
 }
 

@@ -38,9 +38,17 @@ PMPD_INTERNAL void pmpd_synth_normal(uint64_t *state, float std, float *out, siz
 
 /* ---- plan.c: which tensors, in which order, where ---- */
 
+/* What a tensor's values are. */
+typedef enum pmpd_synth_fill {
+    PMPD_SYNTH_FILL_NORMAL = 0,   /* draws from normal(0, std) */
+    PMPD_SYNTH_FILL_ONES = 1,     /* RMSNorm weights */
+    PMPD_SYNTH_FILL_ROPE_FREQS = 2 /* Llama 3.1's rope frequency factors */
+} pmpd_synth_fill;
+
 typedef struct pmpd_synth_tensor {
     char name[32];
-    uint32_t n_dims;        /* 1 for norms (all ones, F32), 2 for matrices */
+    uint32_t fill;          /* pmpd_synth_fill */
+    uint32_t n_dims;        /* 1 for vectors (F32), 2 for matrices */
     uint64_t ne[2];         /* ggml order: ne[0] is the row length */
     pmpd_ggml_type type;
     uint64_t offset;        /* from the start of the data, aligned */
@@ -86,6 +94,23 @@ PMPD_INTERNAL void pmpd_gguf_kv_array(pmpd_gguf_out *o, const char *key, uint32_
 
 enum { PMPD_GGUF_UINT32 = 4, PMPD_GGUF_INT32 = 5, PMPD_GGUF_FLOAT32 = 6, PMPD_GGUF_BOOL = 7, PMPD_GGUF_STRING = 8,
        PMPD_GGUF_ARRAY = 9 };
+
+/* ---- arch.c: the architecture variants (defaults for zero options) ---- */
+
+PMPD_INTERNAL const char *pmpd_synth_arch(const pmpd_synth_options *o);
+PMPD_INTERNAL uint32_t pmpd_synth_head_dim(const pmpd_synth_options *o);
+PMPD_INTERNAL float pmpd_synth_rope_theta(const pmpd_synth_options *o);
+PMPD_INTERNAL float pmpd_synth_norm_eps(const pmpd_synth_options *o);
+PMPD_INTERNAL float pmpd_synth_std(const pmpd_synth_options *o);
+/* 1 when the architecture has Q/K/V biases (qwen2). */
+PMPD_INTERNAL int pmpd_synth_has_biases(const pmpd_synth_options *o);
+/* PMPD_ERR_INVALID_ARGUMENT (err says why) for a variant that cannot be written. */
+PMPD_INTERNAL pmpd_status pmpd_synth_arch_check(const pmpd_synth_options *o, pmpd_error *err);
+/* <arch>.attention.key_length / value_length (when head_dim is not
+ * dim / n_heads), rope dimension, rope base and RMSNorm epsilon. */
+PMPD_INTERNAL void pmpd_synth_arch_metadata(pmpd_gguf_out *out, const pmpd_synth_options *o);
+/* head_dim / 2 divisors of the rotary frequencies, as Llama 3.1's GGUFs carry. */
+PMPD_INTERNAL void pmpd_synth_rope_factors(const pmpd_synth_options *o, float *out);
 
 /* ---- vocab_gguf.c: a llama2.c vocabulary as tokenizer.ggml.* ---- */
 
