@@ -23,18 +23,29 @@
 void pmpd_synth_options_default(pmpd_synth_options *options)
 {
     /* TinyLlama-1.1B: dim, hidden, layers, heads, KV heads, context. */
-    static const pmpd_synth_options tinyllama = {2048, 5632, 22, 32, 4, 2048, PMPD_GGML_Q4_0, 1, 0, NULL, NULL, NULL};
+    static const pmpd_synth_options tinyllama = {2048, 5632, 22, 32, 4, 2048, PMPD_GGML_Q4_0, 1, 0, NULL, NULL, NULL, 0.0f};
     *options = tinyllama;
 }
 
-/* ggml's general.file_type for a model whose matrices are all `type`. */
+/* llama.cpp's general.file_type (enum llama_ftype) for a model whose
+ * matrices are all `type`, or for the mix. */
 static uint32_t synth_file_type(pmpd_ggml_type type)
 {
     switch (type) {
-    case PMPD_GGML_F16: return 1;  /* MOSTLY_F16 */
-    case PMPD_GGML_Q4_0: return 2; /* MOSTLY_Q4_0 */
-    case PMPD_GGML_Q8_0: return 7; /* MOSTLY_Q8_0 */
-    default: return 0;             /* ALL_F32 */
+    case PMPD_GGML_F16: return 1;
+    case PMPD_GGML_Q4_0: return 2;
+    case PMPD_GGML_Q4_1: return 3;
+    case PMPD_GGML_Q8_0: return 7;
+    case PMPD_GGML_Q5_0: return 8;
+    case PMPD_GGML_Q5_1: return 9;
+    case PMPD_GGML_Q4_K: return 14;       /* Q4_K_S: Q4_K throughout */
+    case PMPD_GGML_MIX_Q4_K_M: return 15;
+    case PMPD_GGML_Q5_K: return 16;       /* Q5_K_S */
+    case PMPD_GGML_Q6_K: return 18;
+    case PMPD_GGML_IQ4_NL: return 25;
+    case PMPD_GGML_IQ4_XS: return 30;
+    case PMPD_GGML_BF16: return 32;
+    default: return 0; /* ALL_F32 */
     }
 }
 
@@ -108,8 +119,8 @@ static void synth_write_header(pmpd_gguf_out *o, const pmpd_synth_options *opt, 
 
 /* Tensor `index`'s data: norms all 1.0, matrices row after row of draws
  * from its own stream.  x and row hold one row as floats and as bytes. */
-static void synth_write_tensor(pmpd_gguf_out *o, const pmpd_synth_tensor *t, uint32_t index, uint64_t seed, float *x,
-                               unsigned char *row)
+static void synth_write_tensor(pmpd_gguf_out *o, const pmpd_synth_tensor *t, uint32_t index, uint64_t seed, float std,
+                               float *x, unsigned char *row)
 {
     uint64_t state = pmpd_synth_stream(seed, index), r;
     size_t n = (size_t)t->ne[0], i, row_bytes = (size_t)pmpd_ggml_row_bytes(t->type, t->ne[0]);
@@ -118,7 +129,7 @@ static void synth_write_tensor(pmpd_gguf_out *o, const pmpd_synth_tensor *t, uin
             for (i = 0; i < n; i++)
                 x[i] = 1.0f;
         else
-            pmpd_synth_normal(&state, PMPD_SYNTH_STD, x, n);
+            pmpd_synth_normal(&state, std, x, n);
         pmpd_ggml_encode_row(t->type, x, n, row);
         pmpd_gguf_bytes(o, row, row_bytes);
     }
@@ -147,7 +158,8 @@ static pmpd_status synth_write_file(FILE *f, const char *path, const pmpd_synth_
     synth_write_header(&o, opt, v, plan);
     total = o.written + plan->data_bytes;
     for (i = 0; i < plan->n_tensors && !o.failed; i++) {
-        synth_write_tensor(&o, &plan->tensors[i], i, opt->seed, x, row);
+        synth_write_tensor(&o, &plan->tensors[i], i, opt->seed, opt->weight_std != 0.0f ? opt->weight_std : PMPD_SYNTH_STD, x,
+                           row);
         if (opt->progress)
             opt->progress(opt->progress_context, o.written, total);
     }
