@@ -335,6 +335,7 @@ typedef struct tensor_info {
 typedef struct gguf_file {
     unsigned char *bytes;
     size_t size;
+    uint32_t file_type; /* general.file_type */
     uint64_t n_tensors;
     tensor_info tensors[MAX_TENSORS];
 } gguf_file;
@@ -372,7 +373,11 @@ static void gguf_open(const char *path, gguf_file *g)
     n_kv = u64_at(g->bytes + 16);
     assert_true(g->n_tensors <= MAX_TENSORS && n_kv <= MAX_KEYS);
     for (i = 0; i < n_kv; i++) {
-        at += 8 + (size_t)u64_at(g->bytes + at);
+        size_t key_length = (size_t)u64_at(g->bytes + at);
+        int is_file_type = key_length == 17 && memcmp(g->bytes + at + 8, "general.file_type", 17) == 0;
+        at += 8 + key_length;
+        if (is_file_type)
+            g->file_type = u32_at(g->bytes + at + 4);
         at += 4 + value_size(u32_at(g->bytes + at), g->bytes + at + 4);
     }
     for (i = 0; i < g->n_tensors; i++) {
@@ -465,6 +470,26 @@ static double allowed_error(uint32_t type)
     }
 }
 
+/* llama.cpp's enum llama_ftype for each file (K types alone are its "_S"). */
+static uint32_t expected_file_type(pmpd_ggml_type requested)
+{
+    switch ((int)requested) {
+    case BF16: return 32;
+    case Q4_0: return 2;
+    case Q4_1: return 3;
+    case Q5_0: return 8;
+    case Q5_1: return 9;
+    case Q8_0: return 7;
+    case IQ4_NL: return 25;
+    case Q4_K: return 14;
+    case Q5_K: return 16;
+    case Q6_K: return 18;
+    case IQ4_XS: return 30;
+    case PMPD_GGML_MIX_Q4_K_M: return 15;
+    default: fail_msg("no file type for %d", (int)requested); return 0;
+    }
+}
+
 static void check_type(pmpd_ggml_type requested, const gguf_file *ref)
 {
     gguf_file g;
@@ -473,6 +498,7 @@ static void check_type(pmpd_ggml_type requested, const gguf_file *ref)
     uint64_t i, j;
     generate("build/test_gguf_types.gguf", requested, &g);
     assert_int_equal(g.n_tensors, ref->n_tensors);
+    assert_int_equal(g.file_type, expected_file_type(requested));
     pmpd_build_init(&b);
     assert_int_equal(pmpd_import_gguf(g.bytes, g.size, &b, &err), PMPD_OK);
     for (i = 0; i < g.n_tensors; i++) {
