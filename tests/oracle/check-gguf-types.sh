@@ -13,11 +13,13 @@
 # llama.cpp rounds the activations to 8 bits before each product (Q8_0,
 # Q8_1 or Q8_K blocks) while pmpd multiplies f32 activations by the decoded
 # weights, so logits differ by a little noise and where llama.cpp was nearly
-# undecided the two may pick different tokens.  Over seeds 1-3 and these
-# types the largest margin at such a disagreement was 0.159; run on an F32
-# GGUF of pmpd's decoded weights, llama.cpp gives pmpd's tokens exactly, so
-# those disagreements are llama.cpp's rounding, not the decoding (which
-# tests/test_gguf_types.c checks bit for bit).
+# undecided the two may pick different tokens.  Over seeds 1-3, these 14
+# types and all 32 positions (89 disagreements) the largest such margin
+# was 0.19, hence the bound 0.25; a decoder with Q4_K's nibbles swapped
+# fails at margins of 0.26-0.36.  Run on an F32 GGUF of pmpd's decoded
+# weights, llama.cpp gives pmpd's tokens exactly, so those disagreements are
+# llama.cpp's rounding, not the decoding (which tests/test_gguf_types.c
+# checks bit for bit).
 #
 # After an excused disagreement the check goes on rather than stopping:
 # llama.cpp continues again from pmpd's tokens so far (its prompt is the
@@ -34,7 +36,7 @@ set -u
 BUILD=${BUILD:-build}
 SHARED=${PMPD_SHARED:-../shared}
 TMP=${ORACLE_TMP:-$BUILD/oracle/check-gguf-types}
-MARGIN_BOUND=${MARGIN_BOUND:-0.2}
+MARGIN_BOUND=${MARGIN_BOUND:-0.25}
 TOKENS=32
 TYPES=${GGUF_TYPES:-"f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl q4_k q5_k q6_k iq4_xs q4_k_m"}
 PROMPT="Once upon a time"
