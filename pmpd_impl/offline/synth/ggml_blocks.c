@@ -76,11 +76,12 @@ PMPD_INTERNAL float pmpd_ggml_signed_max(const float *x, int n)
     return max;
 }
 
-/* round(x / step) clamped to lo..hi; a zero step gives lo clamped 0. */
+/* round(x / step) clamped to lo..hi; a zero step gives 0 clamped, a NaN
+ * quotient lo (never a float-to-int conversion out of range). */
 PMPD_INTERNAL int pmpd_ggml_level(float x, float step, int lo, int hi)
 {
     float q = step != 0.0f ? roundf(x / step) : 0.0f;
-    return q < (float)lo ? lo : q > (float)hi ? hi : (int)q;
+    return q > (float)hi ? hi : q >= (float)lo ? (int)q : lo;
 }
 
 static void ggml_q8_0_block(const float *x, unsigned char *out)
