@@ -368,12 +368,29 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path,
 
 /* ---- Offline tools: synthetic Llama models as GGUF (heap-using) ---- */
 
-/* ggml tensor types a synthetic GGUF can hold; the values are ggml's. */
+/* ggml tensor types a synthetic GGUF can hold; the values are ggml's.
+ * K-quants and IQ4_XS pack 256-weight super-blocks: dim and hidden must be
+ * multiples of 256 for them; the others need multiples of 32 (F32, F16 and
+ * BF16: any width). */
 typedef enum pmpd_ggml_type {
     PMPD_GGML_F32 = 0,
     PMPD_GGML_F16 = 1,
-    PMPD_GGML_Q4_0 = 2,  /* 32 weights: f16 scale + 16 bytes of nibbles */
-    PMPD_GGML_Q8_0 = 8   /* 32 weights: f16 scale + 32 int8 */
+    PMPD_GGML_Q4_0 = 2,   /* 32 weights: f16 scale + 16 bytes of nibbles */
+    PMPD_GGML_Q4_1 = 3,   /* 32 weights: f16 scale and min + nibbles */
+    PMPD_GGML_Q5_0 = 6,   /* 32 weights: f16 scale + fifth bits + nibbles */
+    PMPD_GGML_Q5_1 = 7,   /* 32 weights: f16 scale and min + fifth bits + nibbles */
+    PMPD_GGML_Q8_0 = 8,   /* 32 weights: f16 scale + 32 int8 */
+    PMPD_GGML_Q4_K = 12,  /* 256 weights: 8 groups of 32 with 6-bit scales and mins */
+    PMPD_GGML_Q5_K = 13,  /* as Q4_K with a fifth bit */
+    PMPD_GGML_Q6_K = 14,  /* 256 weights: 16 groups of 16 with int8 scales */
+    PMPD_GGML_IQ4_NL = 20, /* 32 weights: f16 scale + nibbles indexing a fixed table */
+    PMPD_GGML_IQ4_XS = 23, /* 256 weights: IQ4_NL groups of 32 with 6-bit scales */
+    PMPD_GGML_BF16 = 30,  /* the upper half of each f32 */
+    /* Not a ggml type but a mix in the spirit of llama.cpp's Q4_K_M:
+     * Q6_K for output.weight (for token_embd.weight when tied), and for
+     * attn_v and ffn_down of layers i with i < n/8, i >= 7n/8 or
+     * (i - n/8) % 3 == 2; Q4_K for every other matrix. */
+    PMPD_GGML_MIX_Q4_K_M = 1000
 } pmpd_ggml_type;
 
 typedef struct pmpd_synth_options {
@@ -393,7 +410,10 @@ typedef struct pmpd_synth_options {
     float norm_eps;               /* <arch>.attention.layer_norm_rms_epsilon [1e-5] */
     int rope_freqs;               /* 1: a rope_freqs.weight tensor of Llama 3.1's factors
                                      (factor 8, low 1, high 4, original context 8192) */
-    float std;                    /* standard deviation of the weights [0.02] */
+    /* Standard deviation of the weights [0.02].  Larger values give logits
+     * with wider gaps between the likeliest tokens, which greedy
+     * comparisons between runtimes need. */
+    float weight_std;
 } pmpd_synth_options;
 
 typedef struct pmpd_synth_summary {
@@ -408,11 +428,10 @@ typedef struct pmpd_synth_summary {
 void pmpd_synth_options_default(pmpd_synth_options *options);
 
 /* Writes a GGUF v3 file of architecture llama (or options->arch) that
- * llama.cpp loads: weights
- * drawn from normal(0, options->std, default 0.02) by a generator seeded
- * with options->seed, RMSNorm weights 1.0 (always F32), Q/K/V biases for
- * "qwen2" and rope_freqs.weight (F32) when asked, the tokenizer as
- * tokenizer.ggml.*.
+ * llama.cpp loads: weights drawn from normal(0, options->weight_std) by a
+ * generator seeded with options->seed, RMSNorm weights 1.0 (always F32),
+ * Q/K/V biases for "qwen2" and rope_freqs.weight (F32) when asked, the
+ * tokenizer as tokenizer.ggml.*.
  * Streams one row at a time; the file is written to "<out_path>.tmp" and
  * renamed, so no partial output is left on failure.  summary may be NULL.
  * Errors: PMPD_ERR_INVALID_ARGUMENT (an impossible shape or type, err says

@@ -39,9 +39,13 @@ static int usage(FILE *to, int status)
 {
     fprintf(to,
             "usage: pmpd-mkgguf OUT [options]\n"
-            "Writes a Llama GGUF v3 file with random weights (normal, std 0.02; RMSNorm weights 1).\n"
-            "  --type T          f32, f16, q8_0 or q4_0 (default q4_0): every matrix, token\n"
-            "                    embedding and output included; norm vectors stay f32\n"
+            "Writes a Llama GGUF v3 file with random weights (normal, std 0.02 or --std; RMSNorm weights 1).\n"
+            "  --type T          every matrix, token embedding and output included, is T;\n"
+            "                    norm vectors stay f32 (default q4_0).  T is one of\n"
+            "                    f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl (rows of 32)\n"
+            "                    q4_k q5_k q6_k iq4_xs (rows of 256), or q4_k_m: llama.cpp's\n"
+            "                    mix, Q6_K for output.weight and for attn_v and ffn_down of\n"
+            "                    layers i < n/8, i >= 7n/8 or (i - n/8) %% 3 == 2, Q4_K elsewhere\n"
             "  --dim N           embedding width (2048)\n"
             "  --hidden N        feed-forward width (5632)\n"
             "  --layers N        transformer blocks (22)\n"
@@ -49,6 +53,7 @@ static int usage(FILE *to, int status)
             "  --kv-heads N      key/value heads (4)\n"
             "  --seq-len N       context length (2048)\n"
             "  --seed N          weight generator seed (1): the same seed gives the same file\n"
+            "  --std X           standard deviation of the weights (0.02)\n"
             "  --tied            no output.weight: the classifier is the token embedding\n"
             "  --tokenizer PATH  llama2.c tokenizer.bin; it sets the vocabulary\n"
             "                    (" MKGGUF_DEFAULT_TOKENIZER ")\n"
@@ -61,8 +66,9 @@ static int usage(FILE *to, int status)
             "  --norm-eps X      RMSNorm epsilon (1e-5)\n"
             "  --rope-freqs      a rope_freqs.weight tensor of Llama 3.1's rope scaling factors\n"
             "                    (factor 8, low 1, high 4, original context 8192; llama only)\n"
-            "  --std X           standard deviation of the weights (0.02)\n"
-            "Defaults are TinyLlama-1.1B's shape.  q8_0 and q4_0 need dim and hidden multiples of 32.\n");
+            "Defaults are TinyLlama-1.1B's shape.  dim and hidden must be multiples of the\n"
+            "type's row block: 32 for q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl; 256 for the K types,\n"
+            "iq4_xs and q4_k_m.\n");
     return status;
 }
 
@@ -75,16 +81,24 @@ static int mkgguf_number(const char *text, unsigned long long max, unsigned long
     return *end == '\0' && *out <= max;
 }
 
+/* The --type spellings, lower-case ggml names. */
+static const struct {
+    const char *name;
+    pmpd_ggml_type type;
+} mkgguf_types[] = {
+    {"f32", PMPD_GGML_F32},     {"f16", PMPD_GGML_F16},       {"bf16", PMPD_GGML_BF16},
+    {"q8_0", PMPD_GGML_Q8_0},   {"q4_0", PMPD_GGML_Q4_0},     {"q4_1", PMPD_GGML_Q4_1},
+    {"q5_0", PMPD_GGML_Q5_0},   {"q5_1", PMPD_GGML_Q5_1},     {"iq4_nl", PMPD_GGML_IQ4_NL},
+    {"q4_k", PMPD_GGML_Q4_K},   {"q5_k", PMPD_GGML_Q5_K},     {"q6_k", PMPD_GGML_Q6_K},
+    {"iq4_xs", PMPD_GGML_IQ4_XS}, {"q4_k_m", PMPD_GGML_MIX_Q4_K_M},
+};
+
 static int mkgguf_type(const char *text, pmpd_ggml_type *type)
 {
-    static const struct {
-        const char *name;
-        pmpd_ggml_type type;
-    } types[] = {{"f32", PMPD_GGML_F32}, {"f16", PMPD_GGML_F16}, {"q8_0", PMPD_GGML_Q8_0}, {"q4_0", PMPD_GGML_Q4_0}};
     size_t i;
-    for (i = 0; i < sizeof types / sizeof types[0]; i++) {
-        if (strcmp(text, types[i].name) == 0) {
-            *type = types[i].type;
+    for (i = 0; i < sizeof mkgguf_types / sizeof mkgguf_types[0]; i++) {
+        if (strcmp(text, mkgguf_types[i].name) == 0) {
+            *type = mkgguf_types[i].type;
             return 1;
         }
     }
@@ -126,7 +140,7 @@ static int mkgguf_arch_option(const char *arg, const char *next, pmpd_synth_opti
         o->head_dim = (uint32_t)value;
     } else if (!mkgguf_float(next, strcmp(arg, "--rope-theta") == 0 ? &o->rope_theta
                                    : strcmp(arg, "--norm-eps") == 0 ? &o->norm_eps
-                                                                     : &o->std)) {
+                                                                     : &o->weight_std)) {
         return -1;
     }
     return 2;
@@ -134,12 +148,11 @@ static int mkgguf_arch_option(const char *arg, const char *next, pmpd_synth_opti
 
 static const char *mkgguf_type_name(pmpd_ggml_type type)
 {
-    switch (type) {
-    case PMPD_GGML_F16: return "f16";
-    case PMPD_GGML_Q8_0: return "q8_0";
-    case PMPD_GGML_Q4_0: return "q4_0";
-    default: return "f32";
-    }
+    size_t i;
+    for (i = 0; i < sizeof mkgguf_types / sizeof mkgguf_types[0]; i++)
+        if (mkgguf_types[i].type == type)
+            return mkgguf_types[i].name;
+    return "?";
 }
 
 int main(int argc, char **argv)

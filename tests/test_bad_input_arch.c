@@ -367,7 +367,7 @@ static void test_mkgguf_refuses_impossible_variants(void **state)
         o.rope_freqs = cases[i].rope_freqs;
         o.rope_theta = cases[i].theta;
         o.norm_eps = cases[i].eps;
-        o.std = cases[i].std;
+        o.weight_std = cases[i].std;
         assert_int_equal(pmpd_synth_gguf(path, &o, NULL, &err), PMPD_ERR_INVALID_ARGUMENT);
         if (!strstr(err.message, cases[i].word))
             fail_msg("case %zu: message \"%s\" lacks \"%s\"", i, err.message, cases[i].word);

@@ -21,15 +21,13 @@
 #include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/core/error.h"
 #include "pmpd_impl/format/le.h"
-#include "pmpd_impl/offline/format/half.h"
+#include "pmpd_impl/offline/import/ggml_types.h"
 
 enum {
     GGUF_UINT8 = 0, GGUF_INT8 = 1, GGUF_UINT16 = 2, GGUF_INT16 = 3, GGUF_UINT32 = 4, GGUF_INT32 = 5,
     GGUF_FLOAT32 = 6, GGUF_BOOL = 7, GGUF_STRING = 8, GGUF_ARRAY = 9, GGUF_UINT64 = 10, GGUF_INT64 = 11,
     GGUF_FLOAT64 = 12, GGUF_N_TYPES = 13
 };
-
-enum { GGUF_GGML_F32 = 0, GGUF_GGML_F16 = 1, GGUF_GGML_Q4_0 = 2, GGUF_GGML_Q8_0 = 8 };
 
 #define GGUF_MAX_DEPTH 3
 #define GGUF_MAX_DIMS 4
@@ -61,6 +59,10 @@ typedef struct gguf_tensor_info {
     uint32_t type;
     uint64_t offset;
     size_t info_at;
+    /* Set once the shape and type are checked: */
+    uint64_t elements;
+    uint64_t start, end;                /* the data region, in file offsets */
+    const pmpd_ggml_type_info *ggml;    /* its ggml type, one that pmpd decodes */
 } gguf_tensor_info;
 
 /* Keys starting with '.' belong to the architecture: "llama.embedding_length"
@@ -560,102 +562,125 @@ static pmpd_status gguf_read_tensor_infos(gguf_reader *r, uint64_t n, gguf_tenso
     return PMPD_OK;
 }
 
-/* Bytes of a tensor of n elements with rows of ne0, per ggml type. */
-static pmpd_status gguf_tensor_bytes(gguf_reader *r, const gguf_tensor_info *t, uint64_t elements, uint64_t *bytes)
+/* The ggml type of t, refused unless pmpd decodes it. */
+static pmpd_status gguf_tensor_type(gguf_reader *r, gguf_tensor_info *t)
 {
-    uint64_t block = 1, block_bytes;
-    switch (t->type) {
-    case GGUF_GGML_F32: block_bytes = 4; break;
-    case GGUF_GGML_F16: block_bytes = 2; break;
-    case GGUF_GGML_Q8_0: block = 32; block_bytes = 34; break;
-    case GGUF_GGML_Q4_0: block = 32; block_bytes = 18; break;
-    default:
-        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, t->info_at,
-                              "GGUF tensor %.*s has ggml type %u; this importer reads F32, F16, Q8_0 and Q4_0",
+    t->ggml = pmpd_ggml_type_find(t->type);
+    if (!t->ggml)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, t->info_at, "GGUF tensor %.*s has unknown ggml type %u",
                               (int)t->name_length, (const char *)t->name, (unsigned)t->type);
-    }
-    if (t->ne[0] % block != 0)
-        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_SHAPE, t->info_at, "GGUF tensor %.*s rows of %llu are not whole blocks of %llu",
-                              (int)t->name_length, (const char *)t->name, (unsigned long long)t->ne[0],
-                              (unsigned long long)block);
-    if (!pmpd_checked_mul_u64(elements / block, block_bytes, bytes))
-        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_SHAPE, t->info_at, "GGUF tensor %.*s size overflows",
-                              (int)t->name_length, (const char *)t->name);
+    if (!t->ggml->decode)
+        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, t->info_at,
+                              "GGUF tensor %.*s has ggml type %u (%s); this importer reads F32, F16, BF16, Q4_0, Q4_1, "
+                              "Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS",
+                              (int)t->name_length, (const char *)t->name, (unsigned)t->type, t->ggml->name);
     return PMPD_OK;
 }
 
-/* Dequantizes n elements of a tensor's data to floats. */
-static void gguf_dequantize(uint32_t type, const unsigned char *p, uint64_t n, float *out)
+/* Checks t's shape, type, alignment and bounds and sets its data region. */
+static pmpd_status gguf_tensor_region(gguf_reader *r, gguf_tensor_info *t, size_t data_start, uint64_t alignment)
 {
-    uint64_t i, b;
-    int j;
-    switch (type) {
-    case GGUF_GGML_F32:
-        for (i = 0; i < n; i++)
-            out[i] = pmpd_le_f32(p + 4 * i);
-        break;
-    case GGUF_GGML_F16:
-        for (i = 0; i < n; i++)
-            out[i] = pmpd_half_to_float(pmpd_le_u16(p + 2 * i));
-        break;
-    case GGUF_GGML_Q8_0:
-        for (b = 0; b < n / 32; b++, p += 34) {
-            float d = pmpd_half_to_float(pmpd_le_u16(p));
-            for (j = 0; j < 32; j++)
-                out[32 * b + j] = d * (float)(int8_t)p[2 + j];
-        }
-        break;
-    case GGUF_GGML_Q4_0:
-        /* Byte j holds element j (low nibble) and element j + 16 (high). */
-        for (b = 0; b < n / 32; b++, p += 18) {
-            float d = pmpd_half_to_float(pmpd_le_u16(p));
-            for (j = 0; j < 16; j++) {
-                out[32 * b + j] = d * (float)((p[2 + j] & 0x0F) - 8);
-                out[32 * b + j + 16] = d * (float)((p[2 + j] >> 4) - 8);
-            }
-        }
-        break;
-    default:
-        break;
-    }
+    uint64_t bytes;
+    uint32_t d;
+    pmpd_status status;
+    t->elements = 1;
+    for (d = 0; d < t->n_dims; d++)
+        if (!pmpd_checked_mul_u64(t->elements, t->ne[d], &t->elements))
+            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_SHAPE, t->info_at, "GGUF tensor %.*s shape overflows",
+                                  (int)t->name_length, (const char *)t->name);
+    if ((status = gguf_tensor_type(r, t)) != PMPD_OK)
+        return status;
+    /* Blocks never straddle rows in ggml, so the row length decides. */
+    if (t->ne[0] % t->ggml->block_elements != 0)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_SHAPE, t->info_at,
+                              "GGUF tensor %.*s rows of %llu are not whole %s blocks of %u",
+                              (int)t->name_length, (const char *)t->name, (unsigned long long)t->ne[0], t->ggml->name,
+                              (unsigned)t->ggml->block_elements);
+    if (!pmpd_checked_mul_u64(t->elements / t->ggml->block_elements, t->ggml->block_bytes, &bytes))
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_SHAPE, t->info_at, "GGUF tensor %.*s size overflows",
+                              (int)t->name_length, (const char *)t->name);
+    if (t->offset % alignment != 0)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_ALIGNMENT, t->info_at,
+                              "GGUF tensor %.*s offset %llu is not a multiple of the alignment %llu",
+                              (int)t->name_length, (const char *)t->name, (unsigned long long)t->offset,
+                              (unsigned long long)alignment);
+    if (!pmpd_checked_add_u64(data_start, t->offset, &t->start) || !pmpd_checked_add_u64(t->start, bytes, &t->end) ||
+        t->end > r->size)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_BOUNDS, t->info_at,
+                              "GGUF tensor %.*s data (offset %llu, %llu bytes) runs past the end of the file",
+                              (int)t->name_length, (const char *)t->name, (unsigned long long)t->offset,
+                              (unsigned long long)bytes);
+    if (t->elements > SIZE_MAX / sizeof(float))
+        return pmpd_error_set(r->err, PMPD_ERR_OVERFLOW, t->info_at, "GGUF tensor too large for this machine");
+    return PMPD_OK;
 }
 
-static pmpd_status gguf_import_tensors(gguf_reader *r, const gguf_tensor_info *infos, uint64_t n, size_t data_start,
+static int gguf_compare_start(const void *a, const void *b)
+{
+    const gguf_tensor_info *x = *(const gguf_tensor_info *const *)a, *y = *(const gguf_tensor_info *const *)b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* llama.cpp places each tensor at the aligned offset after the previous
+ * one, so two regions sharing a byte mean a malformed (or crafted) file:
+ * refused, naming both tensors.  Regions sorted by start overlap iff some
+ * region starts before its predecessor ends. */
+static pmpd_status gguf_check_overlap(gguf_reader *r, gguf_tensor_info *infos, uint64_t n)
+{
+    const gguf_tensor_info **by_start = (const gguf_tensor_info **)malloc((size_t)n * sizeof *by_start);
+    pmpd_status status = PMPD_OK;
+    uint64_t i;
+    if (!by_start)
+        return pmpd_error_set(r->err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory");
+    for (i = 0; i < n; i++)
+        by_start[i] = &infos[i];
+    qsort((void *)by_start, (size_t)n, sizeof *by_start, gguf_compare_start);
+    for (i = 1; i < n && status == PMPD_OK; i++) {
+        const gguf_tensor_info *a = by_start[i - 1], *b = by_start[i];
+        if (b->start < a->end)
+            status = pmpd_error_set(r->err, PMPD_ERR_FORMAT_BOUNDS, b->info_at,
+                                    "GGUF tensor %.*s data (offset %llu) overlaps tensor %.*s (offset %llu, %llu bytes)",
+                                    (int)b->name_length, (const char *)b->name, (unsigned long long)b->offset,
+                                    (int)a->name_length, (const char *)a->name, (unsigned long long)a->offset,
+                                    (unsigned long long)(a->end - a->start));
+    }
+    free((void *)by_start);
+    return status;
+}
+
+/* Decodes a tensor's data, block by block, to floats. */
+static void gguf_decode(const gguf_reader *r, const gguf_tensor_info *t, float *out)
+{
+    const pmpd_ggml_type_info *g = t->ggml;
+    const unsigned char *block = r->data + t->start;
+    uint64_t b, blocks = t->elements / g->block_elements;
+    for (b = 0; b < blocks; b++, block += g->block_bytes)
+        g->decode(block, out + b * g->block_elements);
+}
+
+static pmpd_status gguf_import_tensors(gguf_reader *r, gguf_tensor_info *infos, uint64_t n, size_t data_start,
                                        uint64_t alignment, pmpd_build_model *out)
 {
     uint64_t i;
     pmpd_status status;
+    /* Every region is checked before any is decoded. */
+    for (i = 0; i < n; i++)
+        if ((status = gguf_tensor_region(r, &infos[i], data_start, alignment)) != PMPD_OK)
+            return status;
+    if ((status = gguf_check_overlap(r, infos, n)) != PMPD_OK)
+        return status;
     for (i = 0; i < n; i++) {
         const gguf_tensor_info *t = &infos[i];
-        uint64_t elements = 1, bytes = 0, start, end, dims[GGUF_MAX_DIMS];
+        uint64_t dims[GGUF_MAX_DIMS];
         char name[PMPD_TENSOR_NAME_MAX + 1];
         float *values;
         uint32_t d;
-        for (d = 0; d < t->n_dims; d++) {
-            if (!pmpd_checked_mul_u64(elements, t->ne[d], &elements))
-                return pmpd_error_set(r->err, PMPD_ERR_FORMAT_SHAPE, t->info_at, "GGUF tensor %.*s shape overflows",
-                                      (int)t->name_length, (const char *)t->name);
+        for (d = 0; d < t->n_dims; d++)
             dims[t->n_dims - 1 - d] = t->ne[d];
-        }
-        if ((status = gguf_tensor_bytes(r, t, elements, &bytes)) != PMPD_OK)
-            return status;
-        if (t->offset % alignment != 0)
-            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_ALIGNMENT, t->info_at,
-                                  "GGUF tensor %.*s offset %llu is not a multiple of the alignment %llu",
-                                  (int)t->name_length, (const char *)t->name, (unsigned long long)t->offset,
-                                  (unsigned long long)alignment);
-        if (!pmpd_checked_add_u64(data_start, t->offset, &start) || !pmpd_checked_add_u64(start, bytes, &end) ||
-            end > r->size)
-            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_BOUNDS, t->info_at,
-                                  "GGUF tensor %.*s data (offset %llu, %llu bytes) runs past the end of the file",
-                                  (int)t->name_length, (const char *)t->name, (unsigned long long)t->offset,
-                                  (unsigned long long)bytes);
-        if (elements > SIZE_MAX / sizeof(float))
-            return pmpd_error_set(r->err, PMPD_ERR_OVERFLOW, t->info_at, "GGUF tensor too large for this machine");
-        values = (float *)malloc((size_t)elements * sizeof *values);
+        values = (float *)malloc((size_t)t->elements * sizeof *values);
         if (!values)
             return pmpd_error_set(r->err, PMPD_ERR_OUT_OF_MEMORY, t->info_at, "out of memory");
-        gguf_dequantize(t->type, r->data + start, elements, values);
+        gguf_decode(r, t, values);
         memcpy(name, t->name, (size_t)t->name_length);
         name[t->name_length] = '\0';
         status = pmpd_build_add_f32(out, name, t->n_dims, dims, values);

@@ -36,7 +36,7 @@ PMPD_INTERNAL float pmpd_synth_norm_eps(const pmpd_synth_options *o)
 
 PMPD_INTERNAL float pmpd_synth_std(const pmpd_synth_options *o)
 {
-    return o->std > 0.0f ? o->std : PMPD_SYNTH_STD;
+    return o->weight_std > 0.0f ? o->weight_std : PMPD_SYNTH_STD;
 }
 
 PMPD_INTERNAL int pmpd_synth_has_biases(const pmpd_synth_options *o)
@@ -77,7 +77,7 @@ PMPD_INTERNAL pmpd_status pmpd_synth_arch_check(const pmpd_synth_options *o, pmp
                               (double)o->norm_eps);
     if (!(pmpd_synth_std(o) < 1e6f))
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "std %g is not in (0, 1e6)",
-                              (double)o->std);
+                              (double)o->weight_std);
     return PMPD_OK;
 }
 

@@ -21,21 +21,32 @@
 void pmpd_synth_options_default(pmpd_synth_options *options)
 {
     /* TinyLlama-1.1B: dim, hidden, layers, heads, KV heads, context. */
-    /* The architecture variants after progress_context: zero or NULL is
-     * llama's defaults (arch.c). */
+    /* The architecture variants and weight_std after progress_context:
+     * zero or NULL is llama's defaults (arch.c). */
     static const pmpd_synth_options tinyllama = {2048, 5632, 22, 32, 4, 2048, PMPD_GGML_Q4_0, 1, 0, NULL, NULL, NULL,
                                                  NULL, 0, 0.0f, 0.0f, 0, 0.0f};
     *options = tinyllama;
 }
 
-/* ggml's general.file_type for a model whose matrices are all `type`. */
+/* llama.cpp's general.file_type (enum llama_ftype) for a model whose
+ * matrices are all `type`, or for the mix. */
 static uint32_t synth_file_type(pmpd_ggml_type type)
 {
     switch (type) {
-    case PMPD_GGML_F16: return 1;  /* MOSTLY_F16 */
-    case PMPD_GGML_Q4_0: return 2; /* MOSTLY_Q4_0 */
-    case PMPD_GGML_Q8_0: return 7; /* MOSTLY_Q8_0 */
-    default: return 0;             /* ALL_F32 */
+    case PMPD_GGML_F16: return 1;
+    case PMPD_GGML_Q4_0: return 2;
+    case PMPD_GGML_Q4_1: return 3;
+    case PMPD_GGML_Q8_0: return 7;
+    case PMPD_GGML_Q5_0: return 8;
+    case PMPD_GGML_Q5_1: return 9;
+    case PMPD_GGML_Q4_K: return 14;       /* Q4_K_S: Q4_K throughout */
+    case PMPD_GGML_MIX_Q4_K_M: return 15;
+    case PMPD_GGML_Q5_K: return 16;       /* Q5_K_S */
+    case PMPD_GGML_Q6_K: return 18;
+    case PMPD_GGML_IQ4_NL: return 25;
+    case PMPD_GGML_IQ4_XS: return 30;
+    case PMPD_GGML_BF16: return 32;
+    default: return 0; /* ALL_F32 */
     }
 }
 

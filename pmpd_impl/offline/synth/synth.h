@@ -27,6 +27,32 @@ PMPD_INTERNAL uint64_t pmpd_ggml_row_bytes(pmpd_ggml_type type, uint64_t n);
 /* Encodes n floats as type into out (pmpd_ggml_row_bytes bytes). */
 PMPD_INTERNAL void pmpd_ggml_encode_row(pmpd_ggml_type type, const float *x, size_t n, unsigned char *out);
 
+/* Helpers the block encoders share. */
+/* Stores f as little-endian f16 at p; returns the value decoding will see. */
+PMPD_INTERNAL float pmpd_ggml_put_half(unsigned char *p, float f);
+/* The weight of largest magnitude among n, with its sign (the first on ties). */
+PMPD_INTERNAL float pmpd_ggml_signed_max(const float *x, int n);
+/* round(x / step) clamped to lo..hi (0 clamped when step is 0). */
+PMPD_INTERNAL int pmpd_ggml_level(float x, float step, int lo, int hi);
+/* Index of IQ4_NL's table entry nearest x. */
+PMPD_INTERNAL int pmpd_ggml_nearest_iq4(float x);
+
+/* ---- ggml_kblocks.c: one 256-weight super-block each ---- */
+PMPD_INTERNAL void pmpd_ggml_q4_k_block(const float *x, unsigned char *out);
+PMPD_INTERNAL void pmpd_ggml_q5_k_block(const float *x, unsigned char *out);
+PMPD_INTERNAL void pmpd_ggml_q6_k_block(const float *x, unsigned char *out);
+PMPD_INTERNAL void pmpd_ggml_iq4_xs_block(const float *x, unsigned char *out);
+
+/* ---- tensor_types.c: which type each matrix gets ---- */
+
+/* The type of matrix `name` (layer `layer` of n_layers; ignored for
+ * tensors outside the layers) under the requested type or mix; tied: no
+ * output.weight, the embedding is the classifier. */
+PMPD_INTERNAL pmpd_ggml_type pmpd_synth_matrix_type(pmpd_ggml_type requested, const char *name, uint32_t layer,
+                                                    uint32_t n_layers, int tied);
+/* The ggml name of a type or mix ("Q4_K", "Q4_K_M"); NULL if neither. */
+PMPD_INTERNAL const char *pmpd_synth_type_name(pmpd_ggml_type type);
+
 /* ---- normal.c: the weight stream ---- */
 
 /* The generator state of tensor `index` under `seed`: each tensor draws
