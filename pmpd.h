@@ -193,7 +193,9 @@ typedef struct pmpd_model_info {
     uint32_t n_layers;
     uint32_t n_heads;
     uint32_t n_kv_heads;     /* grouped-query attention: n_heads % n_kv_heads == 0 */
-    uint32_t head_dim;       /* dim / n_heads, even */
+    uint32_t head_dim;       /* width of a query/key/value head, even; often
+                                dim / n_heads, but any value (queries are
+                                n_heads * head_dim wide) */
     uint32_t vocab_size;
     uint32_t seq_len;        /* longest context the model was trained for */
     float rope_theta;        /* 10000 for llama2.c models */
@@ -201,7 +203,24 @@ typedef struct pmpd_model_info {
     uint32_t shared_classifier; /* 1: the classifier is the token embedding */
     uint32_t bos_id;
     uint32_t eos_id;
+    uint32_t rope_style;     /* pmpd_rope_style: which elements of a head rotate together */
+    uint32_t features;       /* PMPD_MODEL_* bits: optional tensors the forward pass uses */
 } pmpd_model_info;
+
+/* How rotary position embedding pairs the elements of a head.  The values
+ * are part of the file format. */
+typedef enum pmpd_rope_style {
+    PMPD_ROPE_ADJACENT = 0, /* (2i, 2i+1): Meta's layout, llama2.c, GGUF "llama" */
+    PMPD_ROPE_NEOX = 1      /* (i, i + head_dim/2): GPT-NeoX's halves, GGUF "qwen2" */
+} pmpd_rope_style;
+
+/* pmpd_model_info.features: each bit names tensors the container must then
+ * hold and the forward pass then uses (part of the file format). */
+#define PMPD_MODEL_QKV_BIAS 1u   /* blk.N.attn_q.bias [n_heads*head_dim], attn_k.bias and
+                                    attn_v.bias [n_kv_heads*head_dim]: f32, added to the
+                                    projections before the rotation (Qwen2) */
+#define PMPD_MODEL_ROPE_FREQS 2u /* rope_freqs.weight [head_dim/2]: f32 > 0; pair i's rotary
+                                    frequency is divided by element i (Llama 3.1+ scaling) */
 
 /* A model opened from a .pmpd container.  Its storage is in the arena given
  * to the open call; tensor data is used in place (zero-copy). */
@@ -261,8 +280,9 @@ void pmpd_model_close(pmpd_model *model);
 /* The model's hyperparameters; valid until the model is closed. */
 const pmpd_model_info *pmpd_model_get_info(const pmpd_model *model);
 
-/* Bytes of weight data one decode step reads: every layer matrix and norm,
- * the classifier, the final norm and one embedding row (its share of the
+/* Bytes of weight data one decode step reads: every layer matrix, norm and
+ * bias, rope frequency factors, the classifier, the final norm and one
+ * embedding row (its share of the
  * embedding table).  Nested any-precision weights count at width bits
  * (0 = their widest; clamped to the widths the tensors hold): only the
  * planes and the table that width reads.  Divide a decode rate's bytes per
@@ -391,9 +411,10 @@ typedef struct pmpd_convert_summary {
     pmpd_convert_input failed_input; /* on failure: which file err refers to */
 } pmpd_convert_summary;
 
-/* Converts a llama2.c checkpoint (legacy or version 1) or a GGUF v3 Llama
- * file at in_path into a container at out_path.  The input kind is detected
- * from its first bytes.  The container is written to "<out_path>.tmp" and
+/* Converts a llama2.c checkpoint (legacy or version 1) or a GGUF v2/v3 file
+ * of architecture llama or qwen2 (others: PMPD_ERR_UNSUPPORTED) at in_path
+ * into a container at out_path.  The input kind is detected from its first
+ * bytes.  The container is written to "<out_path>.tmp" and
  * renamed, so no partial output is left on failure.  options may be NULL
  * (f32, no tokenizer unless the input carries one); summary may be NULL.
  * Errors: PMPD_ERR_NOT_FOUND / PMPD_ERR_IO for files, PMPD_ERR_FORMAT_* for
@@ -405,12 +426,29 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path,
 
 /* ---- Offline tools: synthetic Llama models as GGUF (heap-using) ---- */
 
-/* ggml tensor types a synthetic GGUF can hold; the values are ggml's. */
+/* ggml tensor types a synthetic GGUF can hold; the values are ggml's.
+ * K-quants and IQ4_XS pack 256-weight super-blocks: dim and hidden must be
+ * multiples of 256 for them; the others need multiples of 32 (F32, F16 and
+ * BF16: any width). */
 typedef enum pmpd_ggml_type {
     PMPD_GGML_F32 = 0,
     PMPD_GGML_F16 = 1,
-    PMPD_GGML_Q4_0 = 2,  /* 32 weights: f16 scale + 16 bytes of nibbles */
-    PMPD_GGML_Q8_0 = 8   /* 32 weights: f16 scale + 32 int8 */
+    PMPD_GGML_Q4_0 = 2,   /* 32 weights: f16 scale + 16 bytes of nibbles */
+    PMPD_GGML_Q4_1 = 3,   /* 32 weights: f16 scale and min + nibbles */
+    PMPD_GGML_Q5_0 = 6,   /* 32 weights: f16 scale + fifth bits + nibbles */
+    PMPD_GGML_Q5_1 = 7,   /* 32 weights: f16 scale and min + fifth bits + nibbles */
+    PMPD_GGML_Q8_0 = 8,   /* 32 weights: f16 scale + 32 int8 */
+    PMPD_GGML_Q4_K = 12,  /* 256 weights: 8 groups of 32 with 6-bit scales and mins */
+    PMPD_GGML_Q5_K = 13,  /* as Q4_K with a fifth bit */
+    PMPD_GGML_Q6_K = 14,  /* 256 weights: 16 groups of 16 with int8 scales */
+    PMPD_GGML_IQ4_NL = 20, /* 32 weights: f16 scale + nibbles indexing a fixed table */
+    PMPD_GGML_IQ4_XS = 23, /* 256 weights: IQ4_NL groups of 32 with 6-bit scales */
+    PMPD_GGML_BF16 = 30,  /* the upper half of each f32 */
+    /* Not a ggml type but a mix in the spirit of llama.cpp's Q4_K_M:
+     * Q6_K for output.weight (for token_embd.weight when tied), and for
+     * attn_v and ffn_down of layers i with i < n/8, i >= 7n/8 or
+     * (i - n/8) % 3 == 2; Q4_K for every other matrix. */
+    PMPD_GGML_MIX_Q4_K_M = 1000
 } pmpd_ggml_type;
 
 typedef struct pmpd_synth_options {
@@ -422,6 +460,18 @@ typedef struct pmpd_synth_options {
     /* Called after each tensor with bytes written and the file's total; may be NULL. */
     void (*progress)(void *context, uint64_t done, uint64_t total);
     void *progress_context;
+    /* Architecture variants (0 = the default in brackets). */
+    const char *arch;             /* "llama" or "qwen2" (random Q/K/V biases) ["llama"] */
+    uint32_t head_dim;            /* head width, written as <arch>.attention.key_length and
+                                     value_length when it differs from dim / n_heads [dim/n_heads] */
+    float rope_theta;             /* <arch>.rope.freq_base [10000] */
+    float norm_eps;               /* <arch>.attention.layer_norm_rms_epsilon [1e-5] */
+    int rope_freqs;               /* 1: a rope_freqs.weight tensor of Llama 3.1's factors
+                                     (factor 8, low 1, high 4, original context 8192) */
+    /* Standard deviation of the weights [0.02].  Larger values give logits
+     * with wider gaps between the likeliest tokens, which greedy
+     * comparisons between runtimes need. */
+    float weight_std;
     /* Instead of tokenizer_path: a byte-level BPE vocabulary file (see
      * pmpd-mkgguf --help, --vocab-gpt2), written as tokenizer.ggml.model
      * "gpt2" with its merges; NULL for none. */
@@ -441,9 +491,11 @@ typedef struct pmpd_synth_summary {
  * heads, context 2048), Q4_0, seed 1, untied; tokenizer_path NULL (set it). */
 void pmpd_synth_options_default(pmpd_synth_options *options);
 
-/* Writes a Llama-architecture GGUF v3 file that llama.cpp loads: weights
- * drawn from normal(0, 0.02) by a generator seeded with options->seed,
- * RMSNorm weights 1.0 (always F32), the tokenizer as tokenizer.ggml.*.
+/* Writes a GGUF v3 file of architecture llama (or options->arch) that
+ * llama.cpp loads: weights drawn from normal(0, options->weight_std) by a
+ * generator seeded with options->seed, RMSNorm weights 1.0 (always F32),
+ * Q/K/V biases for "qwen2" and rope_freqs.weight (F32) when asked, the
+ * tokenizer as tokenizer.ggml.*.
  * Streams one row at a time; the file is written to "<out_path>.tmp" and
  * renamed, so no partial output is left on failure.  summary may be NULL.
  * Errors: PMPD_ERR_INVALID_ARGUMENT (an impossible shape or type, err says

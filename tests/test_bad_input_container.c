@@ -270,7 +270,7 @@ static void test_broken_hyperparameters(void **state)
         {PMPD_HDR_N_HEADS, 0, "n_heads"},          {PMPD_HDR_DIM, 0, "dim"},
         {PMPD_HDR_N_KV_HEADS, 0, "n_kv_heads"},    {PMPD_HDR_N_KV_HEADS, 3, "divide"},
         {PMPD_HDR_N_KV_HEADS, 16, "divide"},       {PMPD_HDR_HEAD_DIM, 7, "odd"},
-        {PMPD_HDR_HEAD_DIM, 4, "n_heads"},         {PMPD_HDR_VOCAB_SIZE, 0, "vocab_size"},
+        {PMPD_HDR_HEAD_DIM, 1u << 22, "n_heads"},         {PMPD_HDR_VOCAB_SIZE, 0, "vocab_size"},
         {PMPD_HDR_VOCAB_SIZE, 0x80000000u, "vocab_size"}, {PMPD_HDR_SEQ_LEN, 0, "seq_len"},
         {PMPD_HDR_N_LAYERS, 0x01000001u, "n_layers"}, {PMPD_HDR_SHARED_CLASSIFIER, 2, "shared"},
         {PMPD_HDR_BOS_ID, 512, "bos_id"},          {PMPD_HDR_EOS_ID, 0xFFFFFFFFu, "eos_id"},

@@ -367,8 +367,17 @@ static void test_gguf_tensor_infos(void **state)
     wr64(p + at + 12, (uint64_t)1 << 39);
     expect_refusal(GGUF, p, size, PMPD_ERR_FORMAT_BOUNDS, ANY_OFFSET, "past the end");
     memcpy(p, g, size);
-    wr32(p + at + 20, 14); /* Q8_K */
-    expect_refusal(GGUF, p, size, PMPD_ERR_UNSUPPORTED, ANY_OFFSET, "ggml type 14");
+    wr32(p + at + 20, 16); /* IQ2_XXS: ggml has it, pmpd does not read it */
+    expect_refusal(GGUF, p, size, PMPD_ERR_UNSUPPORTED, at - 8 - strlen("blk.1.attn_k.weight"), "ggml type 16 (IQ2_XXS)");
+    wr32(p + at + 20, 4); /* Q4_2, removed from ggml long ago */
+    expect_refusal(GGUF, p, size, PMPD_ERR_FORMAT_VALUE, ANY_OFFSET, "blk.1.attn_k.weight has unknown ggml type 4");
+    wr32(p + at + 20, 0xFFFFFFFFu);
+    expect_refusal(GGUF, p, size, PMPD_ERR_FORMAT_VALUE, ANY_OFFSET, "unknown ggml type 4294967295");
+    /* Rows of 64 are no whole number of 256-weight super-blocks. */
+    wr32(p + at + 20, 12);
+    expect_refusal(GGUF, p, size, PMPD_ERR_FORMAT_SHAPE, ANY_OFFSET, "rows of 64 are not whole Q4_K blocks of 256");
+    wr32(p + at + 20, 23);
+    expect_refusal(GGUF, p, size, PMPD_ERR_FORMAT_SHAPE, ANY_OFFSET, "IQ4_XS blocks of 256");
     wr32(p + at + 20, 2); /* Q4_0 with rows of 64 is fine: the data just shrinks */
     memcpy(p, g, size);
     wr32(p + at + 20, 8);
@@ -379,6 +388,18 @@ static void test_gguf_tensor_infos(void **state)
     expect_refusal(GGUF, p, size, PMPD_ERR_FORMAT_ALIGNMENT, ANY_OFFSET, "alignment");
     wr64(p + at + 24, UINT64_MAX - 31);
     expect_refusal(GGUF, p, size, PMPD_ERR_FORMAT_BOUNDS, ANY_OFFSET, "past the end");
+    /* Overlapping data: attn_k moved onto attn_q's region, at its start
+     * and inside it (both offsets aligned, both regions inside the file). */
+    {
+        size_t q_at = gguf_tensor_at(g, size, "blk.1.attn_q.weight");
+        uint64_t q_offset = (uint64_t)g[q_at + 24] | (uint64_t)g[q_at + 25] << 8 | (uint64_t)g[q_at + 26] << 16;
+        memcpy(p, g, size);
+        wr64(p + at + 24, q_offset);
+        expect_refusal(GGUF, p, size, PMPD_ERR_FORMAT_BOUNDS, ANY_OFFSET, "overlaps tensor blk.1.attn_");
+        wr64(p + at + 24, q_offset + 64);
+        expect_refusal(GGUF, p, size, PMPD_ERR_FORMAT_BOUNDS, ANY_OFFSET, "blk.1.attn_k.weight data (offset");
+        assert_true(q_at < at);
+    }
     /* Duplicate tensor names. */
     memcpy(p, g, size);
     memcpy(p + at - strlen("blk.1.attn_k.weight"), "blk.1.attn_v.weight", strlen("blk.1.attn_v.weight"));

@@ -632,7 +632,10 @@ static void test_bad_input(void **state)
         {40, 72, 2, 4, 2, PMPD_GGML_Q4_0, "multiples of 32"},
         {64, 100, 2, 4, 2, PMPD_GGML_Q8_0, "hidden 100"},
         {64, 96, 0, 4, 2, PMPD_GGML_F32, "positive"},
-        {64, 96, 2, 4, 2, (pmpd_ggml_type)3, "type 3"},
+        {64, 96, 2, 4, 2, (pmpd_ggml_type)16, "type 16"},
+        {64, 96, 2, 4, 2, PMPD_GGML_Q4_K, "Q4_K rows are blocks of 256 weights: dim 64 and hidden 96"},
+        {256, 96, 2, 4, 2, PMPD_GGML_Q6_K, "multiples of 256"},
+        {512, 320, 2, 4, 2, PMPD_GGML_MIX_Q4_K_M, "Q4_K_M rows are blocks of 256"},
     };
     const char *out = "build/test_mkgguf_bad.gguf";
     pmpd_synth_options o;

@@ -11,6 +11,16 @@
  *       --tokenizer fuzz/corpus/tokenizer_bin/tiny_tokenizer.bin --type q4      (also q8, q2cb)
  *   build/pmpd-convert fuzz/corpus/llama2c/tiny_legacy_shared.bin fuzz/corpus/container/tiny_anyprec.pmpd \
  *       --type anyprec --bits 2:4
+ *
+ * The architecture-variant seeds come from pmpd-mkgguf, then the converter:
+ *   T="--tokenizer fuzz/corpus/tokenizer_bin/tiny_tokenizer.bin --type f32 --dim 16 --hidden 32 --layers 1
+ *      --heads 2 --kv-heads 1 --seq-len 32"
+ *   build/pmpd-mkgguf fuzz/corpus/gguf/tiny_qwen2_bias.gguf $T --arch qwen2 --seed 2
+ *   build/pmpd-mkgguf fuzz/corpus/gguf/tiny_llama3_rope_freqs_head_dim.gguf $T --head-dim 16 --rope-freqs \
+ *       --rope-theta 500000 --tied --seed 3
+ *   build/pmpd-convert fuzz/corpus/gguf/tiny_qwen2_bias.gguf fuzz/corpus/container/tiny_qwen2_bias.pmpd
+ *   build/pmpd-convert fuzz/corpus/gguf/tiny_llama3_rope_freqs_head_dim.gguf \
+ *       fuzz/corpus/container/tiny_llama3_rope_freqs.pmpd
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -309,6 +319,31 @@ static void write_gguf_gpt2(const char *name, const char *container_name, const 
     remove(gguf_path);
 }
 
+/* GGUFs in each newer ggml type, written by pmpd's synthetic generator
+ * with the tiny tokenizer: 32-weight block types at dim 32 (a few KiB),
+ * the 256-weight super-block types at dim 256 with one layer (the smallest
+ * shape they allow; the Q4_K_M mix gives Q4_K and Q6_K in one file). */
+static void write_typed_gguf(const char *name, pmpd_ggml_type type)
+{
+    pmpd_synth_options o;
+    pmpd_error err;
+    char path[256];
+    int super = type == PMPD_GGML_Q5_K || type == PMPD_GGML_IQ4_XS || type == PMPD_GGML_MIX_Q4_K_M;
+    pmpd_synth_options_default(&o);
+    o.dim = super ? 256 : 32;
+    o.hidden_dim = super ? 256 : 64;
+    o.n_layers = 1;
+    o.n_heads = 2;
+    o.n_kv_heads = 1;
+    o.seq_len = SEQ;
+    o.type = type;
+    o.tokenizer_path = "fuzz/corpus/tokenizer_bin/tiny_tokenizer.bin";
+    if (pmpd_synth_gguf(seed_path("gguf", name, path, sizeof path), &o, NULL, &err) != PMPD_OK) {
+        fprintf(stderr, "make_seeds: %s: %s\n", name, err.message);
+        abort();
+    }
+}
+
 int main(void)
 {
     static const char *const texts[] = {
@@ -339,6 +374,14 @@ int main(void)
     write_head("gguf", "stories260K_head.gguf", "../shared/models/stories260K.gguf", 16384);
     write_gguf_gpt2("tiny_gpt2_llama_bpe.gguf", "tiny_gpt2_llama_bpe.pmpd", "llama-bpe");
     write_gguf_gpt2("tiny_gpt2_qwen2.gguf", "tiny_gpt2_qwen2.pmpd", "qwen2");
+    write_typed_gguf("tiny_bf16.gguf", PMPD_GGML_BF16);
+    write_typed_gguf("tiny_q4_1.gguf", PMPD_GGML_Q4_1);
+    write_typed_gguf("tiny_q5_0.gguf", PMPD_GGML_Q5_0);
+    write_typed_gguf("tiny_q5_1.gguf", PMPD_GGML_Q5_1);
+    write_typed_gguf("tiny_iq4_nl.gguf", PMPD_GGML_IQ4_NL);
+    write_typed_gguf("q4_k_m_256.gguf", PMPD_GGML_MIX_Q4_K_M);
+    write_typed_gguf("q5_k_256.gguf", PMPD_GGML_Q5_K);
+    write_typed_gguf("iq4_xs_256.gguf", PMPD_GGML_IQ4_XS);
     write_anyprec("tensor_2x7_seed1_parent4", 2, 7, 1, 4);
     write_anyprec("tensor_3x40_seed2_parent3", 3, 40, 2, 3);
 

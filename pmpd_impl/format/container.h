@@ -29,7 +29,9 @@
 #define PMPD_HDR_SHARED_CLASSIFIER 72
 #define PMPD_HDR_BOS_ID 76
 #define PMPD_HDR_EOS_ID 80
-#define PMPD_HDR_RESERVED 84   /* 40 zero bytes */
+#define PMPD_HDR_ROPE_STYLE 84 /* pmpd_rope_style; zero in files written before it existed */
+#define PMPD_HDR_FEATURES 88   /* PMPD_MODEL_* bits; likewise zero before */
+#define PMPD_HDR_RESERVED 92   /* 32 zero bytes */
 #define PMPD_HDR_CRC 124       /* CRC-32 of bytes [0,124) then the directory */
 #define PMPD_HEADER_SIZE 128u
 
@@ -59,6 +61,7 @@
 #define PMPD_MAX_TENSORS 65536u
 #define PMPD_MAX_SECTIONS 256u
 #define PMPD_MAX_HPARAM (1u << 24)
+#define PMPD_KNOWN_FEATURES (PMPD_MODEL_QKV_BIAS | PMPD_MODEL_ROPE_FREQS)
 
 /* Versions of the section layouts this build reads (see the sections' own
  * parsers for the layouts). */

@@ -5,6 +5,7 @@
  * then the model's required tensors and the tokenizer. */
 #include "pmpd_impl/format/loader.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -166,6 +167,8 @@ static pmpd_status loader_read_hparams(const unsigned char *p, pmpd_model_info *
     h->shared_classifier = pmpd_le_u32(p + PMPD_HDR_SHARED_CLASSIFIER);
     h->bos_id = pmpd_le_u32(p + PMPD_HDR_BOS_ID);
     h->eos_id = pmpd_le_u32(p + PMPD_HDR_EOS_ID);
+    h->rope_style = pmpd_le_u32(p + PMPD_HDR_ROPE_STYLE);
+    h->features = pmpd_le_u32(p + PMPD_HDR_FEATURES);
     if (h->n_kv_heads > h->n_heads || h->n_heads % h->n_kv_heads != 0)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_HPARAMS, PMPD_HDR_N_KV_HEADS,
                               "n_kv_heads %u does not divide n_heads %u", (unsigned)h->n_kv_heads,
@@ -173,10 +176,12 @@ static pmpd_status loader_read_hparams(const unsigned char *p, pmpd_model_info *
     if (h->head_dim % 2 != 0)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_HPARAMS, PMPD_HDR_HEAD_DIM,
                               "head_dim %u is odd (rotary embedding rotates pairs)", (unsigned)h->head_dim);
-    if ((uint64_t)h->n_heads * h->head_dim != h->dim)
+    /* head_dim need not be dim / n_heads (Llama 3.2 3B-style key_length),
+     * but the query width is a tensor dimension like the others. */
+    if ((uint64_t)h->n_heads * h->head_dim > PMPD_MAX_HPARAM)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_HPARAMS, PMPD_HDR_HEAD_DIM,
-                              "dim %u is not n_heads %u x head_dim %u", (unsigned)h->dim, (unsigned)h->n_heads,
-                              (unsigned)h->head_dim);
+                              "n_heads %u x head_dim %u exceeds %u", (unsigned)h->n_heads, (unsigned)h->head_dim,
+                              PMPD_MAX_HPARAM);
     /* The KV cache (2 x layers x seq_len x kv width floats) must be addressable. */
     if (!pmpd_checked_mul3(h->n_layers, h->seq_len, (size_t)h->n_kv_heads * h->head_dim, &kv_bytes) ||
         !pmpd_checked_mul(kv_bytes, 2 * sizeof(float), &kv_bytes) ||
@@ -193,6 +198,13 @@ static pmpd_status loader_read_hparams(const unsigned char *p, pmpd_model_info *
     if (h->shared_classifier > 1)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_HPARAMS, PMPD_HDR_SHARED_CLASSIFIER,
                               "shared_classifier %u is neither 0 nor 1", (unsigned)h->shared_classifier);
+    if (h->rope_style != PMPD_ROPE_ADJACENT && h->rope_style != PMPD_ROPE_NEOX)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, PMPD_HDR_ROPE_STYLE,
+                              "rope_style %u is unknown (0: adjacent pairs, 1: NeoX halves)", (unsigned)h->rope_style);
+    if ((h->features & ~PMPD_KNOWN_FEATURES) != 0)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, PMPD_HDR_FEATURES,
+                              "features 0x%x have bits this build does not know (known: 0x%x)",
+                              (unsigned)h->features, (unsigned)PMPD_KNOWN_FEATURES);
     if (h->bos_id >= h->vocab_size)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_HPARAMS, PMPD_HDR_BOS_ID, "bos_id %u is outside the vocabulary of %u",
                               (unsigned)h->bos_id, (unsigned)h->vocab_size);
@@ -446,15 +458,47 @@ static pmpd_status loader_bind_layer(const loader_binder *b, uint32_t l, pmpd_la
         {"ffn_gate", h->hidden_dim, h->dim, &w->w_gate}, {"ffn_down", h->dim, h->hidden_dim, &w->w_down},
         {"ffn_up", h->hidden_dim, h->dim, &w->w_up},
     };
+    const struct {
+        const char *suffix;
+        uint64_t width;
+        const pmpd_tensor **slot;
+    } bias[] = {{"attn_q", q, &w->bq}, {"attn_k", kv, &w->bk}, {"attn_v", kv, &w->bv}};
     size_t i;
+    char name[PMPD_TENSOR_NAME_MAX + 1];
+    pmpd_status status;
     for (i = 0; i < sizeof want / sizeof want[0]; i++) {
-        char name[PMPD_TENSOR_NAME_MAX + 1];
-        pmpd_status status;
         snprintf(name, sizeof name, "blk.%u.%s.weight", (unsigned)l, want[i].suffix);
         status = loader_bind(b, name, want[i].rows, want[i].cols, want[i].slot);
         if (status != PMPD_OK)
             return status;
     }
+    /* Without the feature bit the biases stay NULL and the forward pass
+     * adds nothing. */
+    for (i = 0; (h->features & PMPD_MODEL_QKV_BIAS) && i < sizeof bias / sizeof bias[0]; i++) {
+        snprintf(name, sizeof name, "blk.%u.%s.bias", (unsigned)l, bias[i].suffix);
+        status = loader_bind(b, name, 0, bias[i].width, bias[i].slot);
+        if (status != PMPD_OK)
+            return status;
+    }
+    return PMPD_OK;
+}
+
+/* Llama 3.1's frequency divisors: finite (checked by loader_bind) and
+ * positive, since each divides a rotary frequency. */
+static pmpd_status loader_bind_rope_freqs(const loader_binder *b)
+{
+    pmpd_model *m = b->model;
+    uint32_t i, half = m->info.head_dim / 2;
+    const unsigned char *data;
+    pmpd_status status = loader_bind(b, "rope_freqs.weight", 0, half, &m->rope_freqs);
+    if (status != PMPD_OK)
+        return status;
+    data = (const unsigned char *)m->rope_freqs->data;
+    for (i = 0; i < half; i++)
+        if (!(pmpd_le_f32(data + 4 * i) > 0.0f))
+            return pmpd_error_set(b->err, PMPD_ERR_FORMAT_VALUE, (uint64_t)(data + 4 * i - b->bytes),
+                                  "tensor rope_freqs.weight element %u is %g, not a positive divisor", (unsigned)i,
+                                  (double)pmpd_le_f32(data + 4 * i));
     return PMPD_OK;
 }
 
@@ -485,6 +529,8 @@ static pmpd_status loader_bind_model(const loader_binder *b)
         if (status != PMPD_OK)
             return status;
     }
+    if (h->features & PMPD_MODEL_ROPE_FREQS)
+        return loader_bind_rope_freqs(b);
     return PMPD_OK;
 }
 
@@ -543,8 +589,9 @@ static pmpd_status loader_read_directory(const unsigned char *p, size_t size, ui
     return PMPD_OK;
 }
 
-/* Each slot of a layer's weights is one required tensor. */
-#define LOADER_TENSORS_PER_LAYER (sizeof(pmpd_layer_weights) / sizeof(const pmpd_tensor *))
+/* Each slot of a layer's weights before the optional biases is one
+ * required tensor. */
+#define LOADER_TENSORS_PER_LAYER (offsetof(pmpd_layer_weights, bq) / sizeof(const pmpd_tensor *))
 
 /* The layer table is sized from n_layers, so n_layers is held against the
  * directory before that table is allocated: a header claiming 2^24 layers
@@ -601,6 +648,8 @@ static pmpd_status loader_open(const unsigned char *p, size_t size, pmpd_arena *
         (status = pmpd_arena_alloc_array(arena, m->info.n_layers, sizeof *m->layers, PMPD_ARENA_ALIGNMENT, (void **)&m->layers)) !=
             PMPD_OK)
         return pmpd_error_set(err, status, PMPD_NO_OFFSET, "arena too small for the model's tables");
+    /* Optional slots (biases) stay NULL unless bound. */
+    memset(m->layers, 0, (size_t)m->info.n_layers * sizeof *m->layers);
     scratch = pmpd_arena_save(arena);
     status = loader_read_directory(p, size, directory_end, flags, m, arena, err);
     if (status == PMPD_OK) {

@@ -40,7 +40,15 @@ static void pmpd_forward_linear(pmpd_session *s, const pmpd_tensor *w, const flo
     pmpd_linear(w, x, n, y, s->linear_scratch, s->pool, s->weight_bits);
 }
 
-static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n)
+/* Adds a bias vector to each of n rows of width floats. */
+static void pmpd_forward_bias(float *rows, const pmpd_tensor *bias, size_t n, size_t width)
+{
+    size_t t;
+    for (t = 0; t < n; t++)
+        pmpd_ops_add(rows + t * width, (const float *)bias->data, width);
+}
+
+static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n, pmpd_ops_rope_fn rope)
 {
     const pmpd_model_info *info = &s->model->info;
     const pmpd_layer_weights *w = &s->model->layers[layer];
@@ -55,11 +63,14 @@ static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n)
     pmpd_forward_linear(s, w->wq, s->xb, n, s->q);
     pmpd_forward_linear(s, w->wk, s->xb, n, s->k);
     pmpd_forward_linear(s, w->wv, s->xb, n, s->v);
+    if (w->bq) { /* the loader binds all three or none */
+        pmpd_forward_bias(s->q, w->bq, n, q_dim);
+        pmpd_forward_bias(s->k, w->bk, n, kv_dim);
+        pmpd_forward_bias(s->v, w->bv, n, kv_dim);
+    }
     for (t = 0; t < n; t++) {
-        pmpd_ops_rope_apply(s->q + t * q_dim, info->n_heads, head_dim, s->rope_cos + t * half,
-                            s->rope_sin + t * half);
-        pmpd_ops_rope_apply(s->k + t * kv_dim, info->n_kv_heads, head_dim, s->rope_cos + t * half,
-                            s->rope_sin + t * half);
+        rope(s->q + t * q_dim, info->n_heads, head_dim, s->rope_cos + t * half, s->rope_sin + t * half);
+        rope(s->k + t * kv_dim, info->n_kv_heads, head_dim, s->rope_cos + t * half, s->rope_sin + t * half);
     }
     pmpd_kv_cache_write(&s->kv, layer, s->position, n, s->k, s->v);
 
@@ -89,15 +100,17 @@ PMPD_INTERNAL void pmpd_forward(pmpd_session *s, const int32_t *tokens, size_t n
 {
     const pmpd_model_info *info = &s->model->info;
     size_t dim = info->dim, half = info->head_dim / 2, t;
+    const float *divisors = s->model->rope_freqs ? (const float *)s->model->rope_freqs->data : NULL;
+    pmpd_ops_rope_fn rope = pmpd_ops_rope_for(info->rope_style);
     uint32_t layer;
 
     for (t = 0; t < n; t++) {
         pmpd_linear_row(s->model->tok_embedding, (size_t)tokens[t], s->x + t * dim);
         pmpd_ops_rope_angles(s->rope_cos + t * half, s->rope_sin + t * half, s->position + t,
-                             info->head_dim, info->rope_theta);
+                             info->head_dim, info->rope_theta, divisors);
     }
     for (layer = 0; layer < info->n_layers; layer++)
-        pmpd_forward_layer(s, layer, n);
+        pmpd_forward_layer(s, layer, n, rope);
     s->position += n;
 
     if (all_logits) {

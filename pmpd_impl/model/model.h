@@ -49,6 +49,11 @@ typedef struct pmpd_layer_weights {
     const pmpd_tensor *w_gate;     /* [hidden][dim]  (llama2.c w1) */
     const pmpd_tensor *w_down;     /* [dim][hidden]  (llama2.c w2) */
     const pmpd_tensor *w_up;       /* [hidden][dim]  (llama2.c w3) */
+    /* Optional (PMPD_MODEL_QKV_BIAS), NULL otherwise; they stay last: the
+     * loader counts the required slots above. */
+    const pmpd_tensor *bq;         /* [n_heads*head_dim] f32 */
+    const pmpd_tensor *bk;         /* [n_kv_heads*head_dim] f32 */
+    const pmpd_tensor *bv;         /* [n_kv_heads*head_dim] f32 */
 } pmpd_layer_weights;
 
 struct pmpd_model {
@@ -64,6 +69,7 @@ struct pmpd_model {
     const pmpd_tensor *final_norm;     /* [dim] f32 */
     const pmpd_tensor *classifier;     /* [vocab][dim]; == tok_embedding when shared */
     pmpd_layer_weights *layers;        /* n_layers entries */
+    const pmpd_tensor *rope_freqs;     /* [head_dim/2] f32 > 0 (PMPD_MODEL_ROPE_FREQS), or NULL */
     pmpd_tokenizer tokenizer;          /* n_tokens == 0 when the container has none */
 };
 

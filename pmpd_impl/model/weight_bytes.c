@@ -21,7 +21,11 @@ pmpd_status pmpd_model_weight_bytes_per_token(const pmpd_model *model, unsigned 
                  pmpd_linear_bytes_read(lw->wv, bits) + pmpd_linear_bytes_read(lw->wo, bits);
         total += pmpd_linear_bytes_read(lw->w_gate, bits) + pmpd_linear_bytes_read(lw->w_up, bits) +
                  pmpd_linear_bytes_read(lw->w_down, bits);
+        if (lw->bq)
+            total += lw->bq->size + lw->bk->size + lw->bv->size;
     }
+    if (model->rope_freqs)
+        total += model->rope_freqs->size;
     *bytes = total + model->final_norm->size;
     return PMPD_OK;
 }

@@ -260,6 +260,8 @@ static void builder_put_header(const pmpd_build_model *b, unsigned char *p, uint
     pmpd_le_put_u32(p + PMPD_HDR_SHARED_CLASSIFIER, h->shared_classifier);
     pmpd_le_put_u32(p + PMPD_HDR_BOS_ID, h->bos_id);
     pmpd_le_put_u32(p + PMPD_HDR_EOS_ID, h->eos_id);
+    pmpd_le_put_u32(p + PMPD_HDR_ROPE_STYLE, h->rope_style);
+    pmpd_le_put_u32(p + PMPD_HDR_FEATURES, h->features);
 }
 
 PMPD_INTERNAL pmpd_status pmpd_build_serialize(const pmpd_build_model *b, void **block, unsigned char **data, size_t *size)

@@ -14,21 +14,20 @@
  * classifier, as in the llama2.c checkpoint. */
 #include "pmpd_impl/offline/import/import.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/core/error.h"
 #include "pmpd_impl/format/le.h"
-#include "pmpd_impl/offline/format/half.h"
+#include "pmpd_impl/offline/import/ggml_types.h"
 
 enum {
     GGUF_UINT8 = 0, GGUF_INT8 = 1, GGUF_UINT16 = 2, GGUF_INT16 = 3, GGUF_UINT32 = 4, GGUF_INT32 = 5,
     GGUF_FLOAT32 = 6, GGUF_BOOL = 7, GGUF_STRING = 8, GGUF_ARRAY = 9, GGUF_UINT64 = 10, GGUF_INT64 = 11,
     GGUF_FLOAT64 = 12, GGUF_N_TYPES = 13
 };
-
-enum { GGUF_GGML_F32 = 0, GGUF_GGML_F16 = 1, GGUF_GGML_Q4_0 = 2, GGUF_GGML_Q8_0 = 8 };
 
 #define GGUF_MAX_DEPTH 3
 #define GGUF_MAX_DIMS 4
@@ -38,6 +37,8 @@ typedef struct gguf_reader {
     size_t size;
     size_t at;
     pmpd_error *err;
+    int arch;             /* GGUF_ARCH_*: matches the '.'-keys once known */
+    char key_name[96];    /* the full name of a key, for messages */
 } gguf_reader;
 
 /* A metadata value of interest: where it is and what type it has. */
@@ -58,14 +59,23 @@ typedef struct gguf_tensor_info {
     uint32_t type;
     uint64_t offset;
     size_t info_at;
+    /* Set once the shape and type are checked: */
+    uint64_t elements;
+    uint64_t start, end;                /* the data region, in file offsets */
+    const pmpd_ggml_type_info *ggml;    /* its ggml type, one that pmpd decodes */
 } gguf_tensor_info;
 
+/* Keys starting with '.' belong to the architecture: "llama.embedding_length"
+ * in a llama file, "qwen2.embedding_length" in a qwen2 one.  They are
+ * matched once the architecture is known (a second pass over the
+ * metadata, see gguf_read_all_metadata). */
 static const char *const gguf_keys[] = {
-    "general.architecture", "general.alignment", "llama.embedding_length", "llama.feed_forward_length",
-    "llama.block_count", "llama.attention.head_count", "llama.attention.head_count_kv",
-    "llama.context_length", "llama.rope.dimension_count", "llama.attention.layer_norm_rms_epsilon",
-    "llama.rope.freq_base", "tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.scores",
+    "general.architecture", "general.alignment", ".embedding_length", ".feed_forward_length",
+    ".block_count", ".attention.head_count", ".attention.head_count_kv",
+    ".context_length", ".rope.dimension_count", ".attention.layer_norm_rms_epsilon",
+    ".rope.freq_base", "tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.scores",
     "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.add_space_prefix",
+    ".attention.key_length", ".attention.value_length", ".rope.scaling.type", ".rope.scaling.factor",
     /* byte-level BPE ("gpt2") vocabularies */
     "tokenizer.ggml.merges", "tokenizer.ggml.token_type", "tokenizer.ggml.pre", "tokenizer.ggml.eot_token_id",
     "tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token",
@@ -74,8 +84,13 @@ static const char *const gguf_keys[] = {
 enum {
     GGUF_KEY_ARCH, GGUF_KEY_ALIGNMENT, GGUF_KEY_DIM, GGUF_KEY_HIDDEN, GGUF_KEY_LAYERS, GGUF_KEY_HEADS, GGUF_KEY_KV_HEADS, GGUF_KEY_CONTEXT, GGUF_KEY_ROPE_DIM,
     GGUF_KEY_EPS, GGUF_KEY_ROPE_BASE, GGUF_KEY_TOK_MODEL, GGUF_KEY_TOKENS, GGUF_KEY_SCORES, GGUF_KEY_BOS, GGUF_KEY_EOS, GGUF_KEY_SPACE_PREFIX,
+    GGUF_KEY_KEY_LENGTH, GGUF_KEY_VALUE_LENGTH, GGUF_KEY_ROPE_SCALING, GGUF_KEY_ROPE_SCALE,
     GGUF_KEY_MERGES, GGUF_KEY_TOKEN_TYPE, GGUF_KEY_PRE, GGUF_KEY_EOT, GGUF_KEY_ADD_BOS, GGUF_KEY_ADD_EOS, GGUF_KEY_COUNT
 };
+
+/* The architectures this importer reads (index = gguf_reader.arch). */
+static const char *const gguf_archs[] = {"llama", "qwen2"};
+enum { GGUF_ARCH_NONE = -1, GGUF_ARCH_LLAMA = 0, GGUF_ARCH_QWEN2 = 1 };
 
 static pmpd_status gguf_need(gguf_reader *r, uint64_t bytes, const char *what)
 {
@@ -170,13 +185,33 @@ static pmpd_status gguf_skip_value(gguf_reader *r, uint32_t type, int depth, uin
     return status;
 }
 
-static int gguf_key_index(const unsigned char *key, uint64_t length)
+static int gguf_key_index(const gguf_reader *r, const unsigned char *key, uint64_t length)
 {
+    const char *arch = r->arch == GGUF_ARCH_NONE ? NULL : gguf_archs[r->arch];
+    size_t prefix = arch ? strlen(arch) : 0;
     int i;
-    for (i = 0; i < GGUF_KEY_COUNT; i++)
-        if (strlen(gguf_keys[i]) == length && memcmp(gguf_keys[i], key, (size_t)length) == 0)
+    for (i = 0; i < GGUF_KEY_COUNT; i++) {
+        const char *name = gguf_keys[i];
+        if (name[0] != '.') {
+            if (strlen(name) == length && memcmp(name, key, (size_t)length) == 0)
+                return i;
+        } else if (arch && prefix + strlen(name) == length && memcmp(arch, key, prefix) == 0 &&
+                   memcmp(name, key + prefix, (size_t)length - prefix) == 0) {
             return i;
+        }
+    }
     return -1;
+}
+
+/* The key's name as the file spells it, for messages. */
+static const char *gguf_key_name(gguf_reader *r, int key)
+{
+    const char *name = gguf_keys[key];
+    if (name[0] != '.')
+        return name;
+    snprintf(r->key_name, sizeof r->key_name, "%s%s", r->arch == GGUF_ARCH_NONE ? "<arch>" : gguf_archs[r->arch],
+             name);
+    return r->key_name;
 }
 
 static pmpd_status gguf_read_metadata(gguf_reader *r, uint64_t n_kv, gguf_value *values)
@@ -194,12 +229,12 @@ static pmpd_status gguf_read_metadata(gguf_reader *r, uint64_t n_kv, gguf_value 
         type_at = r->at;
         if ((status = gguf_u32(r, &type, "metadata type")) != PMPD_OK)
             return status;
-        index = gguf_key_index(key, key_length);
+        index = gguf_key_index(r, key, key_length);
         if (index >= 0) {
             gguf_value *v = &values[index];
             if (v->present)
                 return pmpd_error_set(r->err, PMPD_ERR_FORMAT_DUPLICATE, key_at, "GGUF key %s appears twice",
-                                      gguf_keys[index]);
+                                      gguf_key_name(r, index));
             v->present = 1;
             v->type = type;
             v->at = r->at;
@@ -226,7 +261,7 @@ static pmpd_status gguf_get_uint(gguf_reader *r, const gguf_value *values, int k
     if (!v->present) {
         if (required)
             return pmpd_error_set(r->err, PMPD_ERR_FORMAT_MISSING, PMPD_NO_OFFSET, "GGUF key %s is missing",
-                                  gguf_keys[key]);
+                                  gguf_key_name(r, key));
         *out = fallback;
         return PMPD_OK;
     }
@@ -241,10 +276,10 @@ static pmpd_status gguf_get_uint(gguf_reader *r, const gguf_value *values, int k
     case GGUF_INT64: s = (int64_t)pmpd_le_u64(p); break;
     default:
         return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, v->key_at, "GGUF key %s is not an integer (type %u)",
-                              gguf_keys[key], (unsigned)v->type);
+                              gguf_key_name(r, key), (unsigned)v->type);
     }
     if (s < 0)
-        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, v->at, "GGUF key %s is negative", gguf_keys[key]);
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, v->at, "GGUF key %s is negative", gguf_key_name(r, key));
     *out = (uint64_t)s;
     return PMPD_OK;
 }
@@ -258,7 +293,7 @@ static pmpd_status gguf_get_float(gguf_reader *r, const gguf_value *values, int 
     }
     if (v->type != GGUF_FLOAT32)
         return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, v->key_at, "GGUF key %s is not a float32",
-                              gguf_keys[key]);
+                              gguf_key_name(r, key));
     *out = pmpd_le_f32(r->data + v->at);
     return PMPD_OK;
 }
@@ -282,20 +317,71 @@ static pmpd_status gguf_hparam(gguf_reader *r, const gguf_value *values, int key
         return status;
     if (v == 0 || v > PMPD_MAX_HPARAM)
         return pmpd_error_set(r->err, PMPD_ERR_FORMAT_HPARAMS, values[key].present ? values[key].at : PMPD_NO_OFFSET,
-                              "GGUF %s is %llu, outside 1..%u", gguf_keys[key], (unsigned long long)v,
+                              "GGUF %s is %llu, outside 1..%u", gguf_key_name(r, key), (unsigned long long)v,
                               PMPD_MAX_HPARAM);
     *out = (uint32_t)v;
     return PMPD_OK;
 }
 
+/* Rope scaling the forward pass does not implement is refused rather than
+ * ignored: "linear" with a factor of 1 (or none) is plain rope, and
+ * Llama 3.1's scaling comes as the rope_freqs.weight tensor instead. */
+static pmpd_status gguf_check_rope_scaling(gguf_reader *r, const gguf_value *values)
+{
+    const gguf_value *type = &values[GGUF_KEY_ROPE_SCALING];
+    float factor = 1.0f;
+    pmpd_status status;
+    if (type->present && !gguf_string_is(r, type, "none") && !gguf_string_is(r, type, "linear")) {
+        uint64_t length = type->type == GGUF_STRING ? pmpd_le_u64(r->data + type->at) : 0;
+        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, type->at, "GGUF %s \"%.*s\" is not supported",
+                              gguf_key_name(r, GGUF_KEY_ROPE_SCALING), (int)(length > 32 ? 32 : length),
+                              (const char *)r->data + type->at + 8);
+    }
+    if ((status = gguf_get_float(r, values, GGUF_KEY_ROPE_SCALE, 1.0f, &factor)) != PMPD_OK)
+        return status;
+    if (factor != 0.0f && factor != 1.0f)
+        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, values[GGUF_KEY_ROPE_SCALE].at,
+                              "GGUF %s %g (linear rope scaling) is not supported",
+                              gguf_key_name(r, GGUF_KEY_ROPE_SCALE), (double)factor);
+    return PMPD_OK;
+}
+
+/* head_dim is <arch>.attention.key_length when present (it may differ from
+ * dim / n_heads), the values' width must be the same, and the rotation
+ * must cover the whole head. */
+static pmpd_status gguf_read_head_dim(gguf_reader *r, const gguf_value *values, pmpd_model_info *h)
+{
+    uint64_t key_length, value_length, rope_dim;
+    pmpd_status status;
+    if (!values[GGUF_KEY_KEY_LENGTH].present && (h->dim % h->n_heads != 0 || (h->dim / h->n_heads) % 2 != 0))
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_HPARAMS, values[GGUF_KEY_DIM].at,
+                              "GGUF dim %u is not n_heads %u times an even head size", (unsigned)h->dim,
+                              (unsigned)h->n_heads);
+    if ((status = gguf_get_uint(r, values, GGUF_KEY_KEY_LENGTH, h->dim / h->n_heads, 0, &key_length)) != PMPD_OK ||
+        (status = gguf_get_uint(r, values, GGUF_KEY_VALUE_LENGTH, key_length, 0, &value_length)) != PMPD_OK)
+        return status;
+    if (key_length == 0 || key_length % 2 != 0 || key_length * h->n_heads > PMPD_MAX_HPARAM)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_HPARAMS, values[GGUF_KEY_KEY_LENGTH].at,
+                              "GGUF %s %llu is not an even head size with n_heads x head size up to %u",
+                              gguf_key_name(r, GGUF_KEY_KEY_LENGTH), (unsigned long long)key_length, PMPD_MAX_HPARAM);
+    if (value_length != key_length)
+        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, values[GGUF_KEY_VALUE_LENGTH].at,
+                              "GGUF value head size %llu differs from the key head size %llu",
+                              (unsigned long long)value_length, (unsigned long long)key_length);
+    h->head_dim = (uint32_t)key_length;
+    if ((status = gguf_get_uint(r, values, GGUF_KEY_ROPE_DIM, h->head_dim, 0, &rope_dim)) != PMPD_OK)
+        return status;
+    if (rope_dim != h->head_dim)
+        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, values[GGUF_KEY_ROPE_DIM].at,
+                              "GGUF rope dimension %llu differs from the head size %u (partial rotary)",
+                              (unsigned long long)rope_dim, (unsigned)h->head_dim);
+    return PMPD_OK;
+}
+
 static pmpd_status gguf_read_hparams(gguf_reader *r, const gguf_value *values, pmpd_model_info *h)
 {
-    uint64_t rope_dim, id;
+    uint64_t id;
     pmpd_status status;
-    if (!gguf_string_is(r, &values[GGUF_KEY_ARCH], "llama"))
-        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED,
-                              values[GGUF_KEY_ARCH].present ? values[GGUF_KEY_ARCH].at : PMPD_NO_OFFSET,
-                              "GGUF general.architecture is missing or not \"llama\"");
     if ((status = gguf_hparam(r, values, GGUF_KEY_DIM, 0, 1, &h->dim)) != PMPD_OK ||
         (status = gguf_hparam(r, values, GGUF_KEY_HIDDEN, 0, 1, &h->hidden_dim)) != PMPD_OK ||
         (status = gguf_hparam(r, values, GGUF_KEY_LAYERS, 0, 1, &h->n_layers)) != PMPD_OK ||
@@ -306,16 +392,18 @@ static pmpd_status gguf_read_hparams(gguf_reader *r, const gguf_value *values, p
         (status = gguf_get_float(r, values, GGUF_KEY_ROPE_BASE, 10000.0f, &h->rope_theta)) != PMPD_OK)
         return status;
     h->vocab_size = 1; /* set from the tokenizer or the embedding later */
+    if (h->n_kv_heads > h->n_heads || h->n_heads % h->n_kv_heads != 0)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_HPARAMS, values[GGUF_KEY_KV_HEADS].at,
+                              "GGUF n_kv_heads %u does not divide n_heads %u", (unsigned)h->n_kv_heads,
+                              (unsigned)h->n_heads);
+    if ((status = gguf_read_head_dim(r, values, h)) != PMPD_OK)
+        return status;
     status = pmpd_import_check_hparams(h, values[GGUF_KEY_DIM].at, r->err);
-    if (status != PMPD_OK)
+    if (status != PMPD_OK || (status = gguf_check_rope_scaling(r, values)) != PMPD_OK)
         return status;
-    h->head_dim = h->dim / h->n_heads;
-    if ((status = gguf_get_uint(r, values, GGUF_KEY_ROPE_DIM, h->head_dim, 0, &rope_dim)) != PMPD_OK)
-        return status;
-    if (rope_dim != h->head_dim)
-        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, values[GGUF_KEY_ROPE_DIM].at,
-                              "GGUF rope dimension %llu differs from the head size %u (partial rotary)",
-                              (unsigned long long)rope_dim, (unsigned)h->head_dim);
+    /* llama.cpp's converter permutes llama's Q/K rows into adjacent pairs
+     * and leaves qwen2's in Hugging Face's halves. */
+    h->rope_style = r->arch == GGUF_ARCH_QWEN2 ? PMPD_ROPE_NEOX : PMPD_ROPE_ADJACENT;
     if ((status = gguf_get_uint(r, values, GGUF_KEY_BOS, 1, 0, &id)) != PMPD_OK)
         return status;
     h->bos_id = id > UINT32_MAX ? UINT32_MAX : (uint32_t)id;
@@ -323,6 +411,35 @@ static pmpd_status gguf_read_hparams(gguf_reader *r, const gguf_value *values, p
         return status;
     h->eos_id = id > UINT32_MAX ? UINT32_MAX : (uint32_t)id;
     return PMPD_OK;
+}
+
+/* Reads the metadata twice: first the keys of fixed names, which give the
+ * architecture (anything but llama and qwen2 is refused, by name), then
+ * again with the architecture's own keys ("qwen2.block_count"). */
+static pmpd_status gguf_read_all_metadata(gguf_reader *r, uint64_t n_kv, gguf_value *values)
+{
+    const gguf_value *arch = &values[GGUF_KEY_ARCH];
+    size_t start = r->at;
+    uint64_t length;
+    int i;
+    pmpd_status status = gguf_read_metadata(r, n_kv, values);
+    if (status != PMPD_OK)
+        return status;
+    for (i = 0; i < (int)(sizeof gguf_archs / sizeof gguf_archs[0]); i++)
+        if (gguf_string_is(r, arch, gguf_archs[i]))
+            r->arch = i;
+    if (r->arch == GGUF_ARCH_NONE) {
+        if (!arch->present || arch->type != GGUF_STRING)
+            return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, arch->present ? arch->at : PMPD_NO_OFFSET,
+                                  "GGUF general.architecture is missing or not a string (pmpd reads llama and qwen2)");
+        length = pmpd_le_u64(r->data + arch->at);
+        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, arch->at,
+                              "GGUF general.architecture \"%.*s\" is not supported (pmpd reads llama and qwen2)",
+                              (int)(length > 64 ? 64 : length), (const char *)r->data + arch->at + 8);
+    }
+    memset(values, 0, GGUF_KEY_COUNT * sizeof *values);
+    r->at = start;
+    return gguf_read_metadata(r, n_kv, values);
 }
 
 /* Replaces SentencePiece's U+2581 (E2 96 81) with a space, as llama2.c's
@@ -521,102 +638,125 @@ static pmpd_status gguf_read_tensor_infos(gguf_reader *r, uint64_t n, gguf_tenso
     return PMPD_OK;
 }
 
-/* Bytes of a tensor of n elements with rows of ne0, per ggml type. */
-static pmpd_status gguf_tensor_bytes(gguf_reader *r, const gguf_tensor_info *t, uint64_t elements, uint64_t *bytes)
+/* The ggml type of t, refused unless pmpd decodes it. */
+static pmpd_status gguf_tensor_type(gguf_reader *r, gguf_tensor_info *t)
 {
-    uint64_t block = 1, block_bytes;
-    switch (t->type) {
-    case GGUF_GGML_F32: block_bytes = 4; break;
-    case GGUF_GGML_F16: block_bytes = 2; break;
-    case GGUF_GGML_Q8_0: block = 32; block_bytes = 34; break;
-    case GGUF_GGML_Q4_0: block = 32; block_bytes = 18; break;
-    default:
-        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, t->info_at,
-                              "GGUF tensor %.*s has ggml type %u; this importer reads F32, F16, Q8_0 and Q4_0",
+    t->ggml = pmpd_ggml_type_find(t->type);
+    if (!t->ggml)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, t->info_at, "GGUF tensor %.*s has unknown ggml type %u",
                               (int)t->name_length, (const char *)t->name, (unsigned)t->type);
-    }
-    if (t->ne[0] % block != 0)
-        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_SHAPE, t->info_at, "GGUF tensor %.*s rows of %llu are not whole blocks of %llu",
-                              (int)t->name_length, (const char *)t->name, (unsigned long long)t->ne[0],
-                              (unsigned long long)block);
-    if (!pmpd_checked_mul_u64(elements / block, block_bytes, bytes))
-        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_SHAPE, t->info_at, "GGUF tensor %.*s size overflows",
-                              (int)t->name_length, (const char *)t->name);
+    if (!t->ggml->decode)
+        return pmpd_error_set(r->err, PMPD_ERR_UNSUPPORTED, t->info_at,
+                              "GGUF tensor %.*s has ggml type %u (%s); this importer reads F32, F16, BF16, Q4_0, Q4_1, "
+                              "Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS",
+                              (int)t->name_length, (const char *)t->name, (unsigned)t->type, t->ggml->name);
     return PMPD_OK;
 }
 
-/* Dequantizes n elements of a tensor's data to floats. */
-static void gguf_dequantize(uint32_t type, const unsigned char *p, uint64_t n, float *out)
+/* Checks t's shape, type, alignment and bounds and sets its data region. */
+static pmpd_status gguf_tensor_region(gguf_reader *r, gguf_tensor_info *t, size_t data_start, uint64_t alignment)
 {
-    uint64_t i, b;
-    int j;
-    switch (type) {
-    case GGUF_GGML_F32:
-        for (i = 0; i < n; i++)
-            out[i] = pmpd_le_f32(p + 4 * i);
-        break;
-    case GGUF_GGML_F16:
-        for (i = 0; i < n; i++)
-            out[i] = pmpd_half_to_float(pmpd_le_u16(p + 2 * i));
-        break;
-    case GGUF_GGML_Q8_0:
-        for (b = 0; b < n / 32; b++, p += 34) {
-            float d = pmpd_half_to_float(pmpd_le_u16(p));
-            for (j = 0; j < 32; j++)
-                out[32 * b + j] = d * (float)(int8_t)p[2 + j];
-        }
-        break;
-    case GGUF_GGML_Q4_0:
-        /* Byte j holds element j (low nibble) and element j + 16 (high). */
-        for (b = 0; b < n / 32; b++, p += 18) {
-            float d = pmpd_half_to_float(pmpd_le_u16(p));
-            for (j = 0; j < 16; j++) {
-                out[32 * b + j] = d * (float)((p[2 + j] & 0x0F) - 8);
-                out[32 * b + j + 16] = d * (float)((p[2 + j] >> 4) - 8);
-            }
-        }
-        break;
-    default:
-        break;
-    }
+    uint64_t bytes;
+    uint32_t d;
+    pmpd_status status;
+    t->elements = 1;
+    for (d = 0; d < t->n_dims; d++)
+        if (!pmpd_checked_mul_u64(t->elements, t->ne[d], &t->elements))
+            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_SHAPE, t->info_at, "GGUF tensor %.*s shape overflows",
+                                  (int)t->name_length, (const char *)t->name);
+    if ((status = gguf_tensor_type(r, t)) != PMPD_OK)
+        return status;
+    /* Blocks never straddle rows in ggml, so the row length decides. */
+    if (t->ne[0] % t->ggml->block_elements != 0)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_SHAPE, t->info_at,
+                              "GGUF tensor %.*s rows of %llu are not whole %s blocks of %u",
+                              (int)t->name_length, (const char *)t->name, (unsigned long long)t->ne[0], t->ggml->name,
+                              (unsigned)t->ggml->block_elements);
+    if (!pmpd_checked_mul_u64(t->elements / t->ggml->block_elements, t->ggml->block_bytes, &bytes))
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_SHAPE, t->info_at, "GGUF tensor %.*s size overflows",
+                              (int)t->name_length, (const char *)t->name);
+    if (t->offset % alignment != 0)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_ALIGNMENT, t->info_at,
+                              "GGUF tensor %.*s offset %llu is not a multiple of the alignment %llu",
+                              (int)t->name_length, (const char *)t->name, (unsigned long long)t->offset,
+                              (unsigned long long)alignment);
+    if (!pmpd_checked_add_u64(data_start, t->offset, &t->start) || !pmpd_checked_add_u64(t->start, bytes, &t->end) ||
+        t->end > r->size)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_BOUNDS, t->info_at,
+                              "GGUF tensor %.*s data (offset %llu, %llu bytes) runs past the end of the file",
+                              (int)t->name_length, (const char *)t->name, (unsigned long long)t->offset,
+                              (unsigned long long)bytes);
+    if (t->elements > SIZE_MAX / sizeof(float))
+        return pmpd_error_set(r->err, PMPD_ERR_OVERFLOW, t->info_at, "GGUF tensor too large for this machine");
+    return PMPD_OK;
 }
 
-static pmpd_status gguf_import_tensors(gguf_reader *r, const gguf_tensor_info *infos, uint64_t n, size_t data_start,
+static int gguf_compare_start(const void *a, const void *b)
+{
+    const gguf_tensor_info *x = *(const gguf_tensor_info *const *)a, *y = *(const gguf_tensor_info *const *)b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* llama.cpp places each tensor at the aligned offset after the previous
+ * one, so two regions sharing a byte mean a malformed (or crafted) file:
+ * refused, naming both tensors.  Regions sorted by start overlap iff some
+ * region starts before its predecessor ends. */
+static pmpd_status gguf_check_overlap(gguf_reader *r, gguf_tensor_info *infos, uint64_t n)
+{
+    const gguf_tensor_info **by_start = (const gguf_tensor_info **)malloc((size_t)n * sizeof *by_start);
+    pmpd_status status = PMPD_OK;
+    uint64_t i;
+    if (!by_start)
+        return pmpd_error_set(r->err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory");
+    for (i = 0; i < n; i++)
+        by_start[i] = &infos[i];
+    qsort((void *)by_start, (size_t)n, sizeof *by_start, gguf_compare_start);
+    for (i = 1; i < n && status == PMPD_OK; i++) {
+        const gguf_tensor_info *a = by_start[i - 1], *b = by_start[i];
+        if (b->start < a->end)
+            status = pmpd_error_set(r->err, PMPD_ERR_FORMAT_BOUNDS, b->info_at,
+                                    "GGUF tensor %.*s data (offset %llu) overlaps tensor %.*s (offset %llu, %llu bytes)",
+                                    (int)b->name_length, (const char *)b->name, (unsigned long long)b->offset,
+                                    (int)a->name_length, (const char *)a->name, (unsigned long long)a->offset,
+                                    (unsigned long long)(a->end - a->start));
+    }
+    free((void *)by_start);
+    return status;
+}
+
+/* Decodes a tensor's data, block by block, to floats. */
+static void gguf_decode(const gguf_reader *r, const gguf_tensor_info *t, float *out)
+{
+    const pmpd_ggml_type_info *g = t->ggml;
+    const unsigned char *block = r->data + t->start;
+    uint64_t b, blocks = t->elements / g->block_elements;
+    for (b = 0; b < blocks; b++, block += g->block_bytes)
+        g->decode(block, out + b * g->block_elements);
+}
+
+static pmpd_status gguf_import_tensors(gguf_reader *r, gguf_tensor_info *infos, uint64_t n, size_t data_start,
                                        uint64_t alignment, pmpd_build_model *out)
 {
     uint64_t i;
     pmpd_status status;
+    /* Every region is checked before any is decoded. */
+    for (i = 0; i < n; i++)
+        if ((status = gguf_tensor_region(r, &infos[i], data_start, alignment)) != PMPD_OK)
+            return status;
+    if ((status = gguf_check_overlap(r, infos, n)) != PMPD_OK)
+        return status;
     for (i = 0; i < n; i++) {
         const gguf_tensor_info *t = &infos[i];
-        uint64_t elements = 1, bytes = 0, start, end, dims[GGUF_MAX_DIMS];
+        uint64_t dims[GGUF_MAX_DIMS];
         char name[PMPD_TENSOR_NAME_MAX + 1];
         float *values;
         uint32_t d;
-        for (d = 0; d < t->n_dims; d++) {
-            if (!pmpd_checked_mul_u64(elements, t->ne[d], &elements))
-                return pmpd_error_set(r->err, PMPD_ERR_FORMAT_SHAPE, t->info_at, "GGUF tensor %.*s shape overflows",
-                                      (int)t->name_length, (const char *)t->name);
+        for (d = 0; d < t->n_dims; d++)
             dims[t->n_dims - 1 - d] = t->ne[d];
-        }
-        if ((status = gguf_tensor_bytes(r, t, elements, &bytes)) != PMPD_OK)
-            return status;
-        if (t->offset % alignment != 0)
-            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_ALIGNMENT, t->info_at,
-                                  "GGUF tensor %.*s offset %llu is not a multiple of the alignment %llu",
-                                  (int)t->name_length, (const char *)t->name, (unsigned long long)t->offset,
-                                  (unsigned long long)alignment);
-        if (!pmpd_checked_add_u64(data_start, t->offset, &start) || !pmpd_checked_add_u64(start, bytes, &end) ||
-            end > r->size)
-            return pmpd_error_set(r->err, PMPD_ERR_FORMAT_BOUNDS, t->info_at,
-                                  "GGUF tensor %.*s data (offset %llu, %llu bytes) runs past the end of the file",
-                                  (int)t->name_length, (const char *)t->name, (unsigned long long)t->offset,
-                                  (unsigned long long)bytes);
-        if (elements > SIZE_MAX / sizeof(float))
-            return pmpd_error_set(r->err, PMPD_ERR_OVERFLOW, t->info_at, "GGUF tensor too large for this machine");
-        values = (float *)malloc((size_t)elements * sizeof *values);
+        values = (float *)malloc((size_t)t->elements * sizeof *values);
         if (!values)
             return pmpd_error_set(r->err, PMPD_ERR_OUT_OF_MEMORY, t->info_at, "out of memory");
-        gguf_dequantize(t->type, r->data + start, elements, values);
+        gguf_decode(r, t, values);
         memcpy(name, t->name, (size_t)t->name_length);
         name[t->name_length] = '\0';
         status = pmpd_build_add_f32(out, name, t->n_dims, dims, values);
@@ -663,6 +803,7 @@ PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t siz
     r.size = size;
     r.at = 0;
     r.err = err;
+    r.arch = GGUF_ARCH_NONE;
     if (size < 4 || memcmp(data, "GGUF", 4) != 0)
         return pmpd_error_set(err, size < 4 ? PMPD_ERR_FORMAT_TRUNCATED : PMPD_ERR_FORMAT_MAGIC, 0,
                               "GGUF magic is missing");
@@ -683,7 +824,7 @@ PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t siz
         return pmpd_error_set(err, n_tensors == 0 ? PMPD_ERR_FORMAT_VALUE : PMPD_ERR_FORMAT_BOUNDS, 8,
                               "GGUF tensor count %llu is zero or larger than the file allows",
                               (unsigned long long)n_tensors);
-    if ((status = gguf_read_metadata(&r, n_kv, values)) != PMPD_OK)
+    if ((status = gguf_read_all_metadata(&r, n_kv, values)) != PMPD_OK)
         return status;
     if ((status = gguf_get_uint(&r, values, GGUF_KEY_ALIGNMENT, 32, 0, &alignment)) != PMPD_OK)
         return status;
@@ -702,6 +843,8 @@ PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t siz
         status = gguf_import_tensors(&r, infos, n_tensors, data_start, alignment, out);
     }
     free(infos);
+    if (status == PMPD_OK)
+        status = pmpd_import_gguf_features(out, r.arch == GGUF_ARCH_QWEN2 ? PMPD_ROPE_NEOX : PMPD_ROPE_ADJACENT, err);
     if (status != PMPD_OK)
         return status;
     gguf_share_classifier(out);

@@ -20,7 +20,7 @@ PMPD_INTERNAL pmpd_status pmpd_import_llama2c(const unsigned char *data, size_t 
 PMPD_INTERNAL pmpd_status pmpd_import_llama2c_tokenizer(const unsigned char *data, size_t size, uint32_t vocab_size,
                                           pmpd_vocab *out, pmpd_error *err);
 
-/* GGUF v3 file of Llama architecture, with its tokenizer if present. */
+/* GGUF v2/v3 file of architecture llama or qwen2, with its tokenizer if present. */
 PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t size, pmpd_build_model *out, pmpd_error *err);
 
 /* What gguf.c found of a "gpt2" (byte-level BPE) tokenizer's metadata:
@@ -56,6 +56,12 @@ typedef struct pmpd_gguf_bpe_input {
  * missing or unknown pre-tokenizer (the message names it). */
 PMPD_INTERNAL pmpd_status pmpd_import_gguf_bpe_vocab(const pmpd_gguf_bpe_input *in, pmpd_bpe_vocab *out,
                                                      pmpd_error *err);
+/* Sets b->info.features from the optional tensors a GGUF import brought
+ * (Q/K/V biases, rope_freqs.weight) and refuses tensors pmpd would have to
+ * ignore: other biases, fused QKV, rope_freqs with NeoX rope
+ * (PMPD_ERR_UNSUPPORTED, naming the tensor), biases missing from a layer
+ * (PMPD_ERR_FORMAT_MISSING). */
+PMPD_INTERNAL pmpd_status pmpd_import_gguf_features(pmpd_build_model *b, uint32_t rope_style, pmpd_error *err);
 
 /* Reads a whole file into a new malloc'ed buffer (*data, *size bytes).
  * Errors: PMPD_ERR_NOT_FOUND (cannot open), PMPD_ERR_IO; err names path. */

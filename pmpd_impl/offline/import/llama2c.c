@@ -87,7 +87,8 @@ PMPD_INTERNAL pmpd_status pmpd_import_check_hparams(const pmpd_model_info *h, ui
     if (h->n_kv_heads > h->n_heads || h->n_heads % h->n_kv_heads != 0)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_HPARAMS, field_offset, "n_kv_heads %u does not divide n_heads %u",
                               (unsigned)h->n_kv_heads, (unsigned)h->n_heads);
-    if (h->dim % h->n_heads != 0 || (h->dim / h->n_heads) % 2 != 0)
+    /* A head_dim already read (GGUF key_length) was checked by its reader. */
+    if (h->head_dim == 0 && (h->dim % h->n_heads != 0 || (h->dim / h->n_heads) % 2 != 0))
         return pmpd_error_set(err, PMPD_ERR_FORMAT_HPARAMS, field_offset,
                               "dim %u is not n_heads %u times an even head size", (unsigned)h->dim,
                               (unsigned)h->n_heads);

@@ -16,25 +16,38 @@
 #include "pmpd_impl/offline/format/atomic_file.h"
 #include "pmpd_impl/offline/import/import.h"
 
-#define SYNTH_RMS_EPS 1e-5f
-#define SYNTH_ROPE_BASE 10000.0f
 #define SYNTH_STREAM_BUFFER (1u << 20)
 
 void pmpd_synth_options_default(pmpd_synth_options *options)
 {
     /* TinyLlama-1.1B: dim, hidden, layers, heads, KV heads, context. */
-    static const pmpd_synth_options tinyllama = {2048, 5632, 22, 32, 4, 2048, PMPD_GGML_Q4_0, 1, 0, NULL, NULL, NULL, NULL, NULL};
+    /* The architecture variants and weight_std after progress_context:
+     * zero or NULL is llama's defaults (arch.c); then no byte-level BPE
+     * vocabulary. */
+    static const pmpd_synth_options tinyllama = {2048, 5632, 22, 32, 4, 2048, PMPD_GGML_Q4_0, 1, 0, NULL, NULL, NULL,
+                                                 NULL, 0, 0.0f, 0.0f, 0, 0.0f, NULL, NULL};
     *options = tinyllama;
 }
 
-/* ggml's general.file_type for a model whose matrices are all `type`. */
+/* llama.cpp's general.file_type (enum llama_ftype) for a model whose
+ * matrices are all `type`, or for the mix. */
 static uint32_t synth_file_type(pmpd_ggml_type type)
 {
     switch (type) {
-    case PMPD_GGML_F16: return 1;  /* MOSTLY_F16 */
-    case PMPD_GGML_Q4_0: return 2; /* MOSTLY_Q4_0 */
-    case PMPD_GGML_Q8_0: return 7; /* MOSTLY_Q8_0 */
-    default: return 0;             /* ALL_F32 */
+    case PMPD_GGML_F16: return 1;
+    case PMPD_GGML_Q4_0: return 2;
+    case PMPD_GGML_Q4_1: return 3;
+    case PMPD_GGML_Q8_0: return 7;
+    case PMPD_GGML_Q5_0: return 8;
+    case PMPD_GGML_Q5_1: return 9;
+    case PMPD_GGML_Q4_K: return 14;       /* Q4_K_S: Q4_K throughout */
+    case PMPD_GGML_MIX_Q4_K_M: return 15;
+    case PMPD_GGML_Q5_K: return 16;       /* Q5_K_S */
+    case PMPD_GGML_Q6_K: return 18;
+    case PMPD_GGML_IQ4_NL: return 25;
+    case PMPD_GGML_IQ4_XS: return 30;
+    case PMPD_GGML_BF16: return 32;
+    default: return 0; /* ALL_F32 */
     }
 }
 
@@ -66,20 +79,22 @@ static pmpd_status synth_load_vocab(const char *path, pmpd_vocab *v, pmpd_error 
 static void synth_write_metadata(pmpd_gguf_out *o, const pmpd_synth_options *opt, const pmpd_vocab *v,
                                  const pmpd_synth_gpt2 *g)
 {
-    pmpd_gguf_kv_string(o, "general.architecture", "llama");
+    char key[96];
+    const char *arch = pmpd_synth_arch(opt);
+    pmpd_gguf_kv_string(o, "general.architecture", arch);
     pmpd_gguf_kv_string(o, "general.name", "pmpd synthetic llama");
     pmpd_gguf_kv_u32(o, "general.alignment", PMPD_SYNTH_ALIGNMENT);
     pmpd_gguf_kv_u32(o, "general.file_type", synth_file_type(opt->type));
-    pmpd_gguf_kv_u32(o, "llama.context_length", opt->seq_len);
-    pmpd_gguf_kv_u32(o, "llama.embedding_length", opt->dim);
-    pmpd_gguf_kv_u32(o, "llama.block_count", opt->n_layers);
-    pmpd_gguf_kv_u32(o, "llama.feed_forward_length", opt->hidden_dim);
-    pmpd_gguf_kv_u32(o, "llama.attention.head_count", opt->n_heads);
-    pmpd_gguf_kv_u32(o, "llama.attention.head_count_kv", opt->n_kv_heads);
-    pmpd_gguf_kv_u32(o, "llama.rope.dimension_count", opt->dim / opt->n_heads);
-    pmpd_gguf_kv_f32(o, "llama.rope.freq_base", SYNTH_ROPE_BASE);
-    pmpd_gguf_kv_f32(o, "llama.attention.layer_norm_rms_epsilon", SYNTH_RMS_EPS);
-    pmpd_gguf_kv_u32(o, "llama.vocab_size", g ? g->n_tokens : v->n_tokens);
+#define SYNTH_KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
+    pmpd_gguf_kv_u32(o, SYNTH_KEY("context_length"), opt->seq_len);
+    pmpd_gguf_kv_u32(o, SYNTH_KEY("embedding_length"), opt->dim);
+    pmpd_gguf_kv_u32(o, SYNTH_KEY("block_count"), opt->n_layers);
+    pmpd_gguf_kv_u32(o, SYNTH_KEY("feed_forward_length"), opt->hidden_dim);
+    pmpd_gguf_kv_u32(o, SYNTH_KEY("attention.head_count"), opt->n_heads);
+    pmpd_gguf_kv_u32(o, SYNTH_KEY("attention.head_count_kv"), opt->n_kv_heads);
+    pmpd_synth_arch_metadata(o, opt);
+    pmpd_gguf_kv_u32(o, SYNTH_KEY("vocab_size"), g ? g->n_tokens : v->n_tokens);
+#undef SYNTH_KEY
     if (g)
         pmpd_synth_write_vocab_gpt2(o, g, opt->pre);
     else
@@ -110,19 +125,22 @@ static void synth_write_header(pmpd_gguf_out *o, const pmpd_synth_options *opt, 
     pmpd_gguf_pad(o);
 }
 
-/* Tensor `index`'s data: norms all 1.0, matrices row after row of draws
- * from its own stream.  x and row hold one row as floats and as bytes. */
-static void synth_write_tensor(pmpd_gguf_out *o, const pmpd_synth_tensor *t, uint32_t index, uint64_t seed, float *x,
-                               unsigned char *row)
+/* Tensor `index`'s data: norms all 1.0, matrices (and biases) row after
+ * row of draws from its own stream, rope factors computed.  x and row hold
+ * one row as floats and as bytes. */
+static void synth_write_tensor(pmpd_gguf_out *o, const pmpd_synth_tensor *t, uint32_t index,
+                               const pmpd_synth_options *opt, float *x, unsigned char *row)
 {
-    uint64_t state = pmpd_synth_stream(seed, index), r;
+    uint64_t state = pmpd_synth_stream(opt->seed, index), r;
     size_t n = (size_t)t->ne[0], i, row_bytes = (size_t)pmpd_ggml_row_bytes(t->type, t->ne[0]);
     for (r = 0; r < t->ne[1] && !o->failed; r++) {
-        if (t->n_dims == 1)
+        if (t->fill == PMPD_SYNTH_FILL_ONES)
             for (i = 0; i < n; i++)
                 x[i] = 1.0f;
+        else if (t->fill == PMPD_SYNTH_FILL_ROPE_FREQS)
+            pmpd_synth_rope_factors(opt, x);
         else
-            pmpd_synth_normal(&state, PMPD_SYNTH_STD, x, n);
+            pmpd_synth_normal(&state, pmpd_synth_std(opt), x, n);
         pmpd_ggml_encode_row(t->type, x, n, row);
         pmpd_gguf_bytes(o, row, row_bytes);
     }
@@ -136,11 +154,16 @@ static pmpd_status synth_write_file(FILE *f, const char *path, const pmpd_synth_
                                     pmpd_error *err)
 {
     pmpd_gguf_out o;
+    size_t q_dim = (size_t)pmpd_synth_head_dim(opt) * opt->n_heads;
     size_t widest = opt->dim > opt->hidden_dim ? opt->dim : opt->hidden_dim;
-    float *x = (float *)malloc(widest * sizeof *x);
-    unsigned char *row = (unsigned char *)malloc(widest * sizeof *x);
+    float *x;
+    unsigned char *row;
     uint64_t total;
     uint32_t i;
+    if (q_dim > widest) /* attn_output's rows when head_dim x heads > dim */
+        widest = q_dim;
+    x = (float *)malloc(widest * sizeof *x);
+    row = (unsigned char *)malloc(widest * sizeof *x);
     memset(&o, 0, sizeof o);
     o.f = f;
     if (!x || !row) {
@@ -152,7 +175,7 @@ static pmpd_status synth_write_file(FILE *f, const char *path, const pmpd_synth_
     synth_write_header(&o, opt, v, g, plan);
     total = o.written + plan->data_bytes;
     for (i = 0; i < plan->n_tensors && !o.failed; i++) {
-        synth_write_tensor(&o, &plan->tensors[i], i, opt->seed, x, row);
+        synth_write_tensor(&o, &plan->tensors[i], i, opt, x, row);
         if (opt->progress)
             opt->progress(opt->progress_context, o.written, total);
     }
@@ -219,6 +242,4 @@ pmpd_status pmpd_synth_gguf(const char *out_path, const pmpd_synth_options *opti
     return status;
 }
 
-#undef SYNTH_RMS_EPS
-#undef SYNTH_ROPE_BASE
 #undef SYNTH_STREAM_BUFFER
