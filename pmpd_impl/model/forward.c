@@ -6,6 +6,7 @@
 
 #include "pmpd_impl/model/linear.h"
 #include "pmpd_impl/model/ops.h"
+#include "pmpd_impl/model/ops_batch.h"
 #include "pmpd_impl/model/session.h"
 
 typedef struct pmpd_forward_attention {
@@ -57,9 +58,7 @@ static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n, pmpd_o
     size_t half = head_dim / 2, t;
     pmpd_forward_attention attention;
 
-    for (t = 0; t < n; t++)
-        pmpd_ops_rmsnorm(s->xb + t * dim, s->x + t * dim, (const float *)w->attn_norm->data, dim,
-                         info->norm_eps);
+    pmpd_ops_rmsnorm_batch(s->pool, s->xb, s->x, (const float *)w->attn_norm->data, n, dim, info->norm_eps);
     pmpd_forward_linear(s, w->wq, s->xb, n, s->q);
     pmpd_forward_linear(s, w->wk, s->xb, n, s->k);
     pmpd_forward_linear(s, w->wv, s->xb, n, s->v);
@@ -83,16 +82,14 @@ static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n, pmpd_o
                           (s->position + n) * head_dim * 2 * (info->n_heads / info->n_kv_heads));
 
     pmpd_forward_linear(s, w->wo, s->att, n, s->xb);
-    pmpd_ops_add(s->x, s->xb, n * dim);
+    pmpd_ops_add_batch(s->pool, s->x, s->xb, n, dim);
 
-    for (t = 0; t < n; t++)
-        pmpd_ops_rmsnorm(s->xb + t * dim, s->x + t * dim, (const float *)w->ffn_norm->data, dim,
-                         info->norm_eps);
+    pmpd_ops_rmsnorm_batch(s->pool, s->xb, s->x, (const float *)w->ffn_norm->data, n, dim, info->norm_eps);
     pmpd_forward_linear(s, w->w_gate, s->xb, n, s->hb);
     pmpd_forward_linear(s, w->w_up, s->xb, n, s->hb2);
-    pmpd_ops_swiglu(s->hb, s->hb2, n * hidden);
+    pmpd_ops_swiglu_batch(s->pool, s->hb, s->hb2, n, hidden);
     pmpd_forward_linear(s, w->w_down, s->hb, n, s->xb);
-    pmpd_ops_add(s->x, s->xb, n * dim);
+    pmpd_ops_add_batch(s->pool, s->x, s->xb, n, dim);
 }
 
 PMPD_INTERNAL void pmpd_forward(pmpd_session *s, const int32_t *tokens, size_t n, int want_logits,
