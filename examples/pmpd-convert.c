@@ -183,7 +183,7 @@ static int convert_summary(const convert_args *a, const char *kv_on, const char 
     }
     pmpd_session_config_init(&config);
     config.context_length = a->ctx ? (uint32_t)a->ctx : m->info.seq_len;
-    printf("  arena: model tables %zu bytes; a session of %u positions (batch 32, 1 thread):", tables,
+    printf("  arena: model tables %zu bytes; a session of %u positions (default batch, 1 thread):", tables,
            (unsigned)config.context_length);
     for (kv = 0; kv < 5; kv++) {
         size_t need;

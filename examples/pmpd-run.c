@@ -67,7 +67,7 @@ static void run_usage(FILE *out)
             "  --kv MODE      KV-cache storage: f32 (default), f16, pq (needs the\n"
             "                 model's KV codebooks), int8 or int4 (uniform baselines)\n"
             "  --kv-window N  pq: newest tokens kept in full precision (default head_dim)\n"
-            "  --batch N      prompt tokens per prefill step (default 32)\n"
+            "  --batch N      prompt tokens per prefill step (default 128)\n"
             "  --threads N    threads (default 1)\n"
             "  --ids          print the token ids instead of text\n"
             "  --prompt-file FILE  the prompt is the text of FILE\n"

@@ -6,7 +6,7 @@
 #include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/model/linear.h"
 
-#define PMPD_SESSION_DEFAULT_BATCH 32u
+#define PMPD_SESSION_DEFAULT_BATCH 128u
 
 void pmpd_session_config_init(pmpd_session_config *config)
 {
