@@ -11,24 +11,6 @@
 #include "pmpd_impl/core/error.h"
 #include "pmpd_impl/format/le.h"
 
-typedef struct bpev_piece {
-    const unsigned char *bytes;
-    uint32_t length;
-    uint32_t id;
-} bpev_piece;
-
-static int bpev_piece_compare(const void *a, const void *b)
-{
-    const bpev_piece *x = (const bpev_piece *)a, *y = (const bpev_piece *)b;
-    uint32_t common = x->length < y->length ? x->length : y->length;
-    int c = common ? memcmp(x->bytes, y->bytes, common) : 0;
-    if (c != 0)
-        return c;
-    if (x->length != y->length)
-        return x->length < y->length ? -1 : 1;
-    return x->id < y->id ? -1 : (x->id > y->id ? 1 : 0);
-}
-
 typedef struct bpev_merge {
     uint32_t left, right, merged, rank;
 } bpev_merge;
@@ -61,22 +43,22 @@ static int bpev_is_special(unsigned char type)
 }
 
 /* The normal token whose piece is bytes[0 .. length), or -1. */
-static int64_t bpev_find(const pmpd_bpe_vocab *v, const bpev_piece *sorted, const unsigned char *bytes, uint32_t length)
+static int64_t bpev_find(const pmpd_bpe_vocab *v, const pmpd_build_piece *sorted, const unsigned char *bytes, uint32_t length)
 {
     size_t lo = 0, hi = v->n_tokens;
-    bpev_piece key;
+    pmpd_build_piece key;
     key.bytes = bytes;
     key.length = length;
     key.id = 0;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (bpev_piece_compare(&sorted[mid], &key) < 0)
+        if (pmpd_build_piece_compare(&sorted[mid], &key) < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
     for (; lo < v->n_tokens; lo++) {
-        const bpev_piece *p = &sorted[lo];
+        const pmpd_build_piece *p = &sorted[lo];
         if (p->length != length || memcmp(p->bytes, bytes, length) != 0)
             break;
         if (v->types[p->id] == PMPD_TOKEN_TYPE_NORMAL)
@@ -85,7 +67,7 @@ static int64_t bpev_find(const pmpd_bpe_vocab *v, const bpev_piece *sorted, cons
     return -1;
 }
 
-static pmpd_status bpev_resolve_merges(const pmpd_bpe_vocab *v, const bpev_piece *sorted, bpev_merge *m,
+static pmpd_status bpev_resolve_merges(const pmpd_bpe_vocab *v, const pmpd_build_piece *sorted, bpev_merge *m,
                                        uint32_t *kept, pmpd_error *err)
 {
     unsigned char *joined = (unsigned char *)malloc(2u * (size_t)v->max_token_length + 1);
@@ -132,14 +114,14 @@ PMPD_INTERNAL pmpd_status pmpd_build_add_bpe_vocab(pmpd_build_model *b, const pm
 {
     uint64_t n = v->n_tokens, blob_size = v->offsets[n], size, types_at, blob_at;
     uint32_t i, n_special = 0, kept = 0;
-    bpev_piece *pieces = NULL;
+    pmpd_build_piece *pieces = NULL;
     bpev_merge *merges = NULL;
     uint32_t *special = NULL;
     unsigned char *s = NULL, *at;
     pmpd_status status;
     if (n == 0 || blob_size > UINT32_MAX || v->n_merges == 0)
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "empty vocabulary or no merges");
-    pieces = (bpev_piece *)malloc((size_t)n * sizeof *pieces);
+    pieces = (pmpd_build_piece *)malloc((size_t)n * sizeof *pieces);
     merges = (bpev_merge *)malloc((size_t)v->n_merges * sizeof *merges);
     special = (uint32_t *)malloc((size_t)n * sizeof *special);
     if (!pieces || !merges || !special) {
@@ -153,7 +135,7 @@ PMPD_INTERNAL pmpd_status pmpd_build_add_bpe_vocab(pmpd_build_model *b, const pm
         if (bpev_is_special(v->types[i]))
             special[n_special++] = i;
     }
-    qsort(pieces, (size_t)n, sizeof *pieces, bpev_piece_compare);
+    qsort(pieces, (size_t)n, sizeof *pieces, pmpd_build_piece_compare);
     bpev_special_vocab = v;
     qsort(special, n_special, sizeof *special, bpev_special_compare);
     status = bpev_resolve_merges(v, pieces, merges, &kept, err);

@@ -163,15 +163,9 @@ PMPD_INTERNAL pmpd_status pmpd_build_convert_matrices(pmpd_build_model *b, uint3
     return PMPD_OK;
 }
 
-typedef struct builder_piece {
-    const unsigned char *bytes;
-    uint32_t length;
-    uint32_t id;
-} builder_piece;
-
-static int builder_piece_compare(const void *a, const void *b)
+PMPD_INTERNAL int pmpd_build_piece_compare(const void *a, const void *b)
 {
-    const builder_piece *x = (const builder_piece *)a, *y = (const builder_piece *)b;
+    const pmpd_build_piece *x = (const pmpd_build_piece *)a, *y = (const pmpd_build_piece *)b;
     uint32_t common = x->length < y->length ? x->length : y->length;
     int c = common ? memcmp(x->bytes, y->bytes, common) : 0;
     if (c != 0)
@@ -186,13 +180,13 @@ PMPD_INTERNAL pmpd_status pmpd_build_add_vocab(pmpd_build_model *b, const pmpd_v
     uint64_t n = v->n_tokens, blob_size = v->offsets[n];
     uint64_t size = PMPD_TOK_HEADER_SIZE + 12 * n + 4 + blob_size;
     unsigned char *s, *at;
-    builder_piece *pieces;
+    pmpd_build_piece *pieces;
     uint32_t i;
     pmpd_status status;
     if (size > SIZE_MAX || blob_size > UINT32_MAX)
         return PMPD_ERR_INVALID_ARGUMENT;
     s = (unsigned char *)malloc((size_t)size);
-    pieces = (builder_piece *)malloc((size_t)n * sizeof *pieces + 1);
+    pieces = (pmpd_build_piece *)malloc((size_t)n * sizeof *pieces + 1);
     if (!s || !pieces) {
         free(s);
         free(pieces);
@@ -212,7 +206,7 @@ PMPD_INTERNAL pmpd_status pmpd_build_add_vocab(pmpd_build_model *b, const pmpd_v
         pieces[i].length = v->offsets[i + 1] - v->offsets[i];
         pieces[i].id = i;
     }
-    qsort(pieces, (size_t)n, sizeof *pieces, builder_piece_compare);
+    qsort(pieces, (size_t)n, sizeof *pieces, pmpd_build_piece_compare);
     for (i = 0; i < n; i++, at += 4)
         pmpd_le_put_u32(at, pieces[i].id);
     if (blob_size)

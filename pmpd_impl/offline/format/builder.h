@@ -107,5 +107,15 @@ PMPD_INTERNAL void pmpd_bpe_vocab_free(pmpd_bpe_vocab *v);
  * *block is what to free(), *data the container, *size its length. */
 PMPD_INTERNAL pmpd_status pmpd_build_serialize(const pmpd_build_model *b, void **block, unsigned char **data, size_t *size);
 
+/* A vocabulary piece as the tokenizer sections sort them: by bytes
+ * (unsigned, a shorter prefix first), ties by id; pmpd_build_piece_compare
+ * is that order for qsort and binary searches. */
+typedef struct pmpd_build_piece {
+    const unsigned char *bytes;
+    uint32_t length;
+    uint32_t id;
+} pmpd_build_piece;
+PMPD_INTERNAL int pmpd_build_piece_compare(const void *a, const void *b);
+
 #endif /* PMPD_OFFLINE */
 #endif
