@@ -45,7 +45,8 @@ static void test_one_row_per_type(void **state)
         assert_int_equal(f->type, all_types[i]);
         assert_non_null(name);
         assert_string_equal(name, f->name);
-        assert_non_null(f->linear);
+        /* A product, in one step or in two (prepare, rows, shares). */
+        assert_true(f->linear ? !f->prepare && !f->rows && !f->shares : f->prepare && f->rows && f->shares);
         assert_non_null(f->row);
         assert_int_equal(pmpd_tensor_type_from_name(name, &parsed), PMPD_OK);
         assert_int_equal(parsed, all_types[i]);
@@ -138,7 +139,7 @@ static void check_matrix(const pmpd_tensor *t, pmpd_pool *pool, test_rng *rng)
     unsigned char *scratch = (unsigned char *)test_aligned(scratch_memory);
     assert_int_equal(pmpd_linear_scratch_bytes(t, 1, 1, &need), PMPD_OK);
     assert_true(need <= 1 << 16);
-    f->linear(t, x, 1, y, scratch, pool, 0);
+    pmpd_linear(t, x, 1, y, scratch, pool, 0);
     for (r = 0; r < rows; r++) {
         double exact = 0, magnitude = 0, bound;
         for (c = 0; c < cols; c++) {
@@ -167,6 +168,43 @@ static void check_matrix(const pmpd_tensor *t, pmpd_pool *pool, test_rng *rng)
     free(y);
 }
 
+/* q, k, v (and gate, up) as one group give what three (two) separate
+ * products give, bit for bit, for 1 and 5 tokens and 2 threads. */
+static void check_group(const pmpd_model *m, pmpd_pool *pool, test_rng *rng)
+{
+    const pmpd_layer_weights *lw = &m->layers[0];
+    const pmpd_tensor *qkv[3];
+    size_t cols = (size_t)lw->wq->dims[1], n, i, k, total = 0;
+    float *x, *alone, *grouped, *out[3];
+    unsigned char *scratch = (unsigned char *)test_aligned(scratch_memory);
+    qkv[0] = lw->wq, qkv[1] = lw->wk, qkv[2] = lw->wv;
+    for (k = 0; k < 3; k++)
+        total += (size_t)qkv[k]->dims[0];
+    x = (float *)malloc(5 * cols * sizeof(float));
+    alone = (float *)malloc(5 * total * sizeof(float));
+    grouped = (float *)malloc(5 * total * sizeof(float));
+    assert_true(x && alone && grouped);
+    for (n = 1; n <= 5; n += 4) {
+        size_t need = 0, offset = 0;
+        for (k = 0; k < 3; k++) {
+            assert_int_equal(pmpd_linear_scratch_bytes(qkv[k], n, 2, &need), PMPD_OK);
+            assert_true(need <= 1 << 16);
+        }
+        for (i = 0; i < n * cols; i++)
+            x[i] = test_rng_normal(rng) * 0.1f;
+        for (k = 0; k < 3; k++) {
+            pmpd_linear(qkv[k], x, n, alone + offset, scratch, pool, 0);
+            out[k] = grouped + offset;
+            offset += n * (size_t)qkv[k]->dims[0];
+        }
+        pmpd_linear_group(qkv, 3, x, n, out, scratch, pool, 0);
+        assert_memory_equal(alone, grouped, offset * sizeof(float));
+    }
+    free(x);
+    free(alone);
+    free(grouped);
+}
+
 static void test_product_matches_dequantized_rows(void **state)
 {
     size_t i, k;
@@ -176,7 +214,7 @@ static void test_product_matches_dequantized_rows(void **state)
     (void)state;
     test_rng_seed(&rng, 14);
     pmpd_arena_init(&arena, pool_memory, sizeof pool_memory);
-    assert_int_equal(pmpd_pool_create(&arena, 1, &pool), PMPD_OK);
+    assert_int_equal(pmpd_pool_create(&arena, 2, &pool), PMPD_OK);
     for (i = 0; i < N_TYPES; i++) {
         char path[128];
         test_opened_file o;
@@ -200,6 +238,7 @@ static void test_product_matches_dequantized_rows(void **state)
                                             : m->classifier;
             check_matrix(t, pool, &rng);
         }
+        check_group(m, pool, &rng);
         /* The matrices went to the asked format (the vocabulary to q8 for
          * the quantized ones). */
         assert_int_equal(m->layers[0].w_down->type, all_types[i]);

@@ -41,6 +41,17 @@ static void pmpd_forward_linear(pmpd_session *s, const pmpd_tensor *w, const flo
     pmpd_linear(w, x, n, y, s->linear_scratch, s->pool, s->weight_bits);
 }
 
+/* Matrices reading the same input (q, k, v; gate, up) as one product. */
+static void pmpd_forward_linear_group(pmpd_session *s, const pmpd_tensor *const *w, size_t count, const float *x,
+                                      size_t n, float *const *y)
+{
+    size_t i;
+    if (s->linear_observer)
+        for (i = 0; i < count; i++)
+            s->linear_observer(s->linear_observer_context, w[i], x, n);
+    pmpd_linear_group(w, count, x, n, y, s->linear_scratch, s->pool, s->weight_bits);
+}
+
 /* Adds a bias vector to each of n rows of width floats. */
 static void pmpd_forward_bias(float *rows, const pmpd_tensor *bias, size_t n, size_t width)
 {
@@ -59,9 +70,13 @@ static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n, pmpd_o
     pmpd_forward_attention attention;
 
     pmpd_ops_rmsnorm_batch(s->pool, s->xb, s->x, (const float *)w->attn_norm->data, n, dim, info->norm_eps);
-    pmpd_forward_linear(s, w->wq, s->xb, n, s->q);
-    pmpd_forward_linear(s, w->wk, s->xb, n, s->k);
-    pmpd_forward_linear(s, w->wv, s->xb, n, s->v);
+    {
+        const pmpd_tensor *qkv[3];
+        float *out[3];
+        qkv[0] = w->wq, qkv[1] = w->wk, qkv[2] = w->wv;
+        out[0] = s->q, out[1] = s->k, out[2] = s->v;
+        pmpd_forward_linear_group(s, qkv, 3, s->xb, n, out);
+    }
     if (w->bq) { /* the loader binds all three or none */
         pmpd_forward_bias(s->q, w->bq, n, q_dim);
         pmpd_forward_bias(s->k, w->bk, n, kv_dim);
@@ -85,8 +100,13 @@ static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n, pmpd_o
     pmpd_ops_add_batch(s->pool, s->x, s->xb, n, dim);
 
     pmpd_ops_rmsnorm_batch(s->pool, s->xb, s->x, (const float *)w->ffn_norm->data, n, dim, info->norm_eps);
-    pmpd_forward_linear(s, w->w_gate, s->xb, n, s->hb);
-    pmpd_forward_linear(s, w->w_up, s->xb, n, s->hb2);
+    {
+        const pmpd_tensor *gate_up[2];
+        float *out[2];
+        gate_up[0] = w->w_gate, gate_up[1] = w->w_up;
+        out[0] = s->hb, out[1] = s->hb2;
+        pmpd_forward_linear_group(s, gate_up, 2, s->xb, n, out);
+    }
     pmpd_ops_swiglu_batch(s->pool, s->hb, s->hb2, n, hidden);
     pmpd_forward_linear(s, w->w_down, s->hb, n, s->xb);
     pmpd_ops_add_batch(s->pool, s->x, s->xb, n, dim);

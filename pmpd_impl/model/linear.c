@@ -6,7 +6,7 @@ PMPD_INTERNAL pmpd_status pmpd_linear_scratch_bytes(const pmpd_tensor *w, size_t
                                                     size_t *bytes)
 {
     const pmpd_weight_format *f = pmpd_weight_format_of(w->type);
-    if (!f || !f->linear)
+    if (!f || (!f->linear && !f->rows))
         return PMPD_ERR_UNSUPPORTED;
     if (!f->scratch_bytes) {
         *bytes = 0;
@@ -15,10 +15,72 @@ PMPD_INTERNAL pmpd_status pmpd_linear_scratch_bytes(const pmpd_tensor *w, size_t
     return f->scratch_bytes(w, n_tokens, n_threads, bytes);
 }
 
+/* One pool job over the output rows of several matrices sharing their
+ * prepared input: item i is row i of the matrices laid end to end, each
+ * rounded up to whole blocks of 4 so a granule never straddles two. */
+typedef struct pmpd_linear_group_job {
+    const pmpd_weight_format *format;
+    const pmpd_tensor *const *w;
+    float *const *y;
+    size_t count, n_tokens;
+    const float *x;
+    const void *scratch;
+} pmpd_linear_group_job;
+
+static size_t pmpd_linear_padded_rows(const pmpd_tensor *w)
+{
+    return ((size_t)w->dims[0] + 3) / 4 * 4;
+}
+
+static void pmpd_linear_group_rows(void *ctx, size_t begin, size_t end, unsigned worker)
+{
+    const pmpd_linear_group_job *job = (const pmpd_linear_group_job *)ctx;
+    size_t i, first = 0;
+    (void)worker;
+    for (i = 0; i < job->count && first < end; i++) {
+        size_t rows = (size_t)job->w[i]->dims[0], span = pmpd_linear_padded_rows(job->w[i]);
+        size_t lo = begin > first ? begin - first : 0, hi = end - first < rows ? end - first : rows;
+        if (lo < hi)
+            job->format->rows(job->w[i], job->scratch, job->x, job->n_tokens, job->y[i], lo, hi);
+        first += span;
+    }
+}
+
+PMPD_INTERNAL void pmpd_linear_group(const pmpd_tensor *const *w, size_t count, const float *x, size_t n_tokens,
+                                     float *const *y, void *scratch, pmpd_pool *pool, unsigned bits)
+{
+    const pmpd_weight_format *f = pmpd_weight_format_of(w[0]->type);
+    pmpd_linear_group_job job;
+    size_t i, total = 0;
+    int shared = f->rows != NULL;
+    for (i = 1; i < count && shared; i++)
+        shared = w[i]->type == w[0]->type && f->shares(w[0], w[i]);
+    if (!shared) {
+        for (i = 0; i < count; i++)
+            pmpd_linear(w[i], x, n_tokens, y[i], scratch, pool, bits);
+        return;
+    }
+    for (i = 0; i < count; i++)
+        total += pmpd_linear_padded_rows(w[i]);
+    f->prepare(w[0], x, n_tokens, scratch, pool);
+    job.format = f;
+    job.w = w;
+    job.y = y;
+    job.count = count;
+    job.n_tokens = n_tokens;
+    job.x = x;
+    job.scratch = scratch;
+    pmpd_pool_run_weighed(pool, pmpd_linear_group_rows, &job, total, 4, (size_t)w[0]->dims[1] * n_tokens);
+}
+
 PMPD_INTERNAL void pmpd_linear(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y, void *scratch,
                                pmpd_pool *pool, unsigned bits)
 {
-    pmpd_weight_format_of(w->type)->linear(w, x, n_tokens, y, scratch, pool, bits);
+    const pmpd_weight_format *f = pmpd_weight_format_of(w->type);
+    if (f->linear)
+        f->linear(w, x, n_tokens, y, scratch, pool, bits);
+    else
+        pmpd_linear_group(&w, 1, x, n_tokens, &y, scratch, pool, bits);
 }
 
 PMPD_INTERNAL void pmpd_linear_row(const pmpd_tensor *w, size_t r, float *out)

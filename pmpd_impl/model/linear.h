@@ -42,6 +42,15 @@ PMPD_INTERNAL pmpd_status pmpd_linear_scratch_bytes(const pmpd_tensor *w, size_t
 PMPD_INTERNAL void pmpd_linear(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y,
                                void *scratch, pmpd_pool *pool, unsigned bits);
 
+/* Y_i = X W_i^T for count matrices that read the same X (q, k and v;
+ * gate and up): where their format prepares its input apart from the
+ * product (weights/format.h) and the matrices can share it, X is prepared
+ * once and the rows of all of them are split over the pool in one job;
+ * otherwise one pmpd_linear each.  scratch holds what the largest of
+ * them needs. */
+PMPD_INTERNAL void pmpd_linear_group(const pmpd_tensor *const *w, size_t count, const float *x, size_t n_tokens,
+                                     float *const *y, void *scratch, pmpd_pool *pool, unsigned bits);
+
 /* Row r of W as cols floats (the embedding lookup). */
 PMPD_INTERNAL void pmpd_linear_row(const pmpd_tensor *w, size_t r, float *out);
 

@@ -48,7 +48,8 @@ typedef struct pmpd_weight_format {
     pmpd_status (*scratch_bytes)(const pmpd_tensor *w, size_t n_tokens, unsigned n_threads, size_t *bytes);
 
     /* Y = X W^T over n_tokens tokens, split over the pool (see
-     * model/linear.h); bits is the width nested weights are read at. */
+     * model/linear.h); bits is the width nested weights are read at.
+     * NULL for formats that give prepare and rows (below) instead. */
     void (*linear)(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y, void *scratch,
                    pmpd_pool *pool, unsigned bits);
 
@@ -59,6 +60,18 @@ typedef struct pmpd_weight_format {
     /* Bytes one product with w reads at width bits.  NULL: the whole
      * tensor (w->size). */
     uint64_t (*bytes_read)(const pmpd_tensor *w, unsigned bits);
+
+    /* The product in two steps, so that matrices reading one input (q, k
+     * and v; gate and up) convert it once and share one pool job
+     * (model/linear.c): prepare converts x (n_tokens rows of cols floats)
+     * into scratch, split over the pool; rows computes y[t * rows + r] for
+     * r in [begin, end) (begin a multiple of 4) from what prepare made, on
+     * one thread.  shares says whether b can use what prepare made for a.
+     * NULL for formats that give linear. */
+    void (*prepare)(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch, pmpd_pool *pool);
+    void (*rows)(const pmpd_tensor *w, const void *scratch, const float *x, size_t n_tokens, float *y, size_t begin,
+                 size_t end);
+    int (*shares)(const pmpd_tensor *a, const pmpd_tensor *b);
 } pmpd_weight_format;
 
 /* The row of a type, or NULL for a type this build does not know. */

@@ -94,7 +94,7 @@ static uint64_t pmpd_anyprec_bytes_read(const pmpd_tensor *w, unsigned bits)
 
 static const pmpd_weight_format pmpd_anyprec_format = {
     PMPD_TENSOR_ANYPREC, "anyprec", NULL, pmpd_anyprec_check, pmpd_anyprec_scratch, pmpd_anyprec_linear,
-    pmpd_anyprec_format_row, pmpd_anyprec_bytes_read,
+    pmpd_anyprec_format_row, pmpd_anyprec_bytes_read, NULL, NULL, NULL,
 };
 
 PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_anyprec(void)

@@ -140,11 +140,11 @@ static pmpd_status pmpd_f16_bytes(uint32_t n_dims, const uint64_t *dims, uint64_
 }
 
 static const pmpd_weight_format pmpd_f32_row = {
-    PMPD_TENSOR_F32, "f32", pmpd_f32_bytes, NULL, NULL, pmpd_float_linear, pmpd_float_row, NULL,
+    PMPD_TENSOR_F32, "f32", pmpd_f32_bytes, NULL, NULL, pmpd_float_linear, pmpd_float_row, NULL, NULL, NULL, NULL,
 };
 
 static const pmpd_weight_format pmpd_f16_row = {
-    PMPD_TENSOR_F16, "f16", pmpd_f16_bytes, NULL, NULL, pmpd_float_linear, pmpd_float_row, NULL,
+    PMPD_TENSOR_F16, "f16", pmpd_f16_bytes, NULL, NULL, pmpd_float_linear, pmpd_float_row, NULL, NULL, NULL, NULL,
 };
 
 PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_f32(void)

@@ -47,24 +47,32 @@ static pmpd_status pmpd_grouped_scratch(const pmpd_tensor *w, size_t n_tokens, u
     return pmpd_qlinear_scratch_bytes((size_t)w->dims[1], n_tokens, bytes);
 }
 
-static void pmpd_grouped_linear(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y, void *scratch,
-                                pmpd_pool *pool, unsigned bits)
+static void pmpd_grouped_rows(const pmpd_tensor *w, const void *scratch, const float *x, size_t n_tokens, float *y,
+                              size_t begin, size_t end)
 {
-    (void)bits;
-    pmpd_qlinear(w, x, n_tokens, y, scratch, pool);
+    (void)x;
+    pmpd_qlinear_rows(w, scratch, n_tokens, y, begin, end);
+}
+
+/* Activations quantized per group of 32 depend only on X. */
+static int pmpd_grouped_shares(const pmpd_tensor *a, const pmpd_tensor *b)
+{
+    return a->dims[1] == b->dims[1];
 }
 
 static const pmpd_weight_format pmpd_q8_row = {
-    PMPD_TENSOR_Q8, "q8", pmpd_q8_bytes, NULL, pmpd_grouped_scratch, pmpd_grouped_linear, pmpd_qlinear_row, NULL,
+    PMPD_TENSOR_Q8,       "q8",   pmpd_q8_bytes,           NULL, pmpd_grouped_scratch, NULL, pmpd_qlinear_row, NULL,
+    pmpd_qlinear_prepare, pmpd_grouped_rows, pmpd_grouped_shares,
 };
 
 static const pmpd_weight_format pmpd_q4_row = {
-    PMPD_TENSOR_Q4, "q4", pmpd_q4_bytes, NULL, pmpd_grouped_scratch, pmpd_grouped_linear, pmpd_qlinear_row, NULL,
+    PMPD_TENSOR_Q4,       "q4",   pmpd_q4_bytes,           NULL, pmpd_grouped_scratch, NULL, pmpd_qlinear_row, NULL,
+    pmpd_qlinear_prepare, pmpd_grouped_rows, pmpd_grouped_shares,
 };
 
 static const pmpd_weight_format pmpd_q2cb_row = {
-    PMPD_TENSOR_Q2CB, "q2cb", pmpd_q2cb_bytes, pmpd_q2cb_check, pmpd_grouped_scratch, pmpd_grouped_linear,
-    pmpd_qlinear_row, NULL,
+    PMPD_TENSOR_Q2CB, "q2cb", pmpd_q2cb_bytes, pmpd_q2cb_check, pmpd_grouped_scratch, NULL, pmpd_qlinear_row, NULL,
+    pmpd_qlinear_prepare, pmpd_grouped_rows, pmpd_grouped_shares,
 };
 
 PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_q8(void)

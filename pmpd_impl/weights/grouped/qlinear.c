@@ -1,24 +1,16 @@
 #include "pmpd_impl/weights/grouped/qlinear.h"
 
 typedef struct pmpd_qlinear_job {
-    pmpd_qmatrix w;
     pmpd_qact *act;
     const float *x;
-    float *y;
+    size_t cols;
 } pmpd_qlinear_job;
 
 static void pmpd_qlinear_quantize(void *ctx, size_t begin, size_t end, unsigned worker)
 {
     const pmpd_qlinear_job *job = (const pmpd_qlinear_job *)ctx;
     (void)worker;
-    pmpd_qact_quantize_tokens(job->act, job->x, job->w.cols, job->w.cols, begin, end);
-}
-
-static void pmpd_qlinear_rows(void *ctx, size_t begin, size_t end, unsigned worker)
-{
-    const pmpd_qlinear_job *job = (const pmpd_qlinear_job *)ctx;
-    (void)worker;
-    pmpd_qmatmul(&job->w, job->act, begin, end, job->y, job->w.rows);
+    pmpd_qact_quantize_tokens(job->act, job->x, job->cols, job->cols, begin, end);
 }
 
 static pmpd_qmatrix pmpd_qlinear_matrix(const pmpd_tensor *w)
@@ -31,34 +23,48 @@ static pmpd_qmatrix pmpd_qlinear_matrix(const pmpd_tensor *w)
     return m;
 }
 
+/* The activations' view of scratch: the same arena layout every time, so
+ * prepare and rows find the same arrays. */
+static void pmpd_qlinear_view(void *scratch, size_t n_tokens, size_t cols, pmpd_qact *act)
+{
+    pmpd_arena arena;
+    size_t bytes = 0;
+    /* The planning call sized scratch with pmpd_qlinear_scratch_bytes, so
+     * these cannot fail. */
+    pmpd_qact_bytes(n_tokens, cols, &bytes);
+    pmpd_arena_init(&arena, scratch, bytes);
+    pmpd_qact_alloc(&arena, n_tokens, cols, act);
+    act->n_tokens = n_tokens;
+}
+
 PMPD_INTERNAL pmpd_status pmpd_qlinear_scratch_bytes(size_t cols, size_t n_tokens, size_t *bytes)
 {
     return pmpd_qact_bytes(n_tokens, cols, bytes);
 }
 
-PMPD_INTERNAL void pmpd_qlinear(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y, void *scratch,
-                                pmpd_pool *pool)
+PMPD_INTERNAL void pmpd_qlinear_prepare(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch,
+                                        pmpd_pool *pool)
 {
     pmpd_qlinear_job job;
     pmpd_qact act;
-    pmpd_arena arena;
-    size_t bytes = 0;
-    job.w = pmpd_qlinear_matrix(w);
-    /* The planning call sized scratch with pmpd_qlinear_scratch_bytes, so
-     * these cannot fail. */
-    pmpd_qact_bytes(n_tokens, job.w.cols, &bytes);
-    pmpd_arena_init(&arena, scratch, bytes);
-    pmpd_qact_alloc(&arena, n_tokens, job.w.cols, &act);
-    act.n_tokens = n_tokens;
+    job.cols = (size_t)w->dims[1];
+    pmpd_qlinear_view(scratch, n_tokens, job.cols, &act);
     job.act = &act;
     job.x = x;
-    job.y = y;
     /* Prefill quantizes many tokens: split them too (pairs share bytes). */
     if (n_tokens == 1)
-        pmpd_qact_quantize(&act, x, job.w.cols, n_tokens, job.w.cols);
+        pmpd_qact_quantize(&act, x, job.cols, n_tokens, job.cols);
     else
-        pmpd_pool_run_weighed(pool, pmpd_qlinear_quantize, &job, n_tokens + (n_tokens & 1), 2, job.w.cols);
-    pmpd_pool_run_weighed(pool, pmpd_qlinear_rows, &job, job.w.rows, PMPD_QROWS, job.w.cols * n_tokens);
+        pmpd_pool_run_weighed(pool, pmpd_qlinear_quantize, &job, n_tokens + (n_tokens & 1), 2, job.cols);
+}
+
+PMPD_INTERNAL void pmpd_qlinear_rows(const pmpd_tensor *w, const void *scratch, size_t n_tokens, float *y,
+                                     size_t begin, size_t end)
+{
+    pmpd_qmatrix m = pmpd_qlinear_matrix(w);
+    pmpd_qact act;
+    pmpd_qlinear_view((void *)(uintptr_t)scratch, n_tokens, m.cols, &act);
+    pmpd_qmatmul(&m, &act, begin, end, y, m.rows);
 }
 
 PMPD_INTERNAL void pmpd_qlinear_row(const pmpd_tensor *w, size_t r, float *out)

@@ -1,6 +1,7 @@
 /* The table row of W8A8 weights: activations quantized once with the
  * tensor's static scale (split over the pool for prefill), then the rows
- * split over the pool in blocks of 4. */
+ * split over the pool in blocks of 4 (model/linear.c runs the two steps,
+ * once for q, k and v together). */
 #include <string.h>
 
 #include "pmpd_impl/core/checked.h"
@@ -10,8 +11,6 @@
 typedef struct pmpd_w8a8_job {
     pmpd_w8a8_matrix m;
     const float *x;
-    float *y;
-    size_t n_tokens;
     void *act;
 } pmpd_w8a8_job;
 
@@ -22,13 +21,33 @@ static void pmpd_w8a8_quantize_part(void *ctx, size_t begin, size_t end, unsigne
     pmpd_w8a8_act_quantize(&job->m, job->x, begin, end, job->act);
 }
 
-static void pmpd_w8a8_rows(void *ctx, size_t begin, size_t end, unsigned worker)
+static void pmpd_w8a8_prepare(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch, pmpd_pool *pool)
 {
-    const pmpd_w8a8_job *job = (const pmpd_w8a8_job *)ctx;
-    (void)worker;
-    pmpd_w8a8_matmul(&job->m, job->act, job->n_tokens, begin, end, job->y, job->m.rows);
-    if (job->m.n_hot)
-        pmpd_w8a8_shadow(&job->m, job->x, job->n_tokens, begin, end, job->y, job->m.rows);
+    pmpd_w8a8_job job;
+    pmpd_w8a8_bind(w->data, w->dims[0], w->dims[1], &job.m);
+    job.x = x;
+    job.act = scratch;
+    pmpd_pool_run_weighed(pool, pmpd_w8a8_quantize_part, &job, n_tokens, 1, job.m.cols);
+}
+
+static void pmpd_w8a8_rows(const pmpd_tensor *w, const void *scratch, const float *x, size_t n_tokens, float *y,
+                           size_t begin, size_t end)
+{
+    pmpd_w8a8_matrix m;
+    pmpd_w8a8_bind(w->data, w->dims[0], w->dims[1], &m);
+    pmpd_w8a8_matmul(&m, scratch, n_tokens, begin, end, y, m.rows);
+    if (m.n_hot)
+        pmpd_w8a8_shadow(&m, x, n_tokens, begin, end, y, m.rows);
+}
+
+/* Matrices calibrated on one input (q, k, v) get the same activation
+ * scale: then the quantized activations are the same too. */
+static int pmpd_w8a8_shares(const pmpd_tensor *a, const pmpd_tensor *b)
+{
+    pmpd_w8a8_matrix ma, mb;
+    pmpd_w8a8_bind(a->data, a->dims[0], a->dims[1], &ma);
+    pmpd_w8a8_bind(b->data, b->dims[0], b->dims[1], &mb);
+    return ma.cols == mb.cols && ma.activation_scale == mb.activation_scale;
 }
 
 static pmpd_status pmpd_w8a8_scratch(const pmpd_tensor *w, size_t n_tokens, unsigned n_threads, size_t *bytes)
@@ -38,23 +57,6 @@ static pmpd_status pmpd_w8a8_scratch(const pmpd_tensor *w, size_t n_tokens, unsi
     if (pmpd_w8a8_compute_layout(w->dims[0], w->dims[1], 0, &layout) != PMPD_OK)
         return PMPD_ERR_OVERFLOW;
     return pmpd_checked_mul3(n_tokens, layout.padded_cols, PMPD_W8A8_ACT_BYTES, bytes) ? PMPD_OK : PMPD_ERR_OVERFLOW;
-}
-
-static void pmpd_w8a8_linear(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y, void *scratch,
-                             pmpd_pool *pool, unsigned bits)
-{
-    pmpd_w8a8_job job;
-    (void)bits;
-    pmpd_w8a8_bind(w->data, w->dims[0], w->dims[1], &job.m);
-    job.x = x;
-    job.y = y;
-    job.n_tokens = n_tokens;
-    job.act = scratch;
-    if (n_tokens == 1)
-        pmpd_w8a8_act_quantize(&job.m, x, 0, 1, scratch);
-    else
-        pmpd_pool_run_weighed(pool, pmpd_w8a8_quantize_part, &job, n_tokens, 1, job.m.cols);
-    pmpd_pool_run_weighed(pool, pmpd_w8a8_rows, &job, job.m.rows, PMPD_W8A8_ROW_BLOCK, job.m.cols * n_tokens);
 }
 
 /* The integer weights dequantized: what a product with inputs inside the
@@ -80,7 +82,8 @@ static pmpd_status pmpd_w8a8_check(const unsigned char *data, uint64_t size, uin
 }
 
 static const pmpd_weight_format pmpd_w8a8_format = {
-    PMPD_TENSOR_W8A8, "w8a8", NULL, pmpd_w8a8_check, pmpd_w8a8_scratch, pmpd_w8a8_linear, pmpd_w8a8_row, NULL,
+    PMPD_TENSOR_W8A8,  "w8a8",         NULL,           pmpd_w8a8_check, pmpd_w8a8_scratch, NULL, pmpd_w8a8_row, NULL,
+    pmpd_w8a8_prepare, pmpd_w8a8_rows, pmpd_w8a8_shares,
 };
 
 PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_w8a8(void)
