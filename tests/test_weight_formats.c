@@ -22,6 +22,8 @@
 #include "pmpd_impl/exec/pool.h"
 #include "pmpd_impl/model/linear.h"
 #include "pmpd_impl/model/model.h"
+#include "pmpd_impl/offline/quant/quant.h"
+#include "pmpd_impl/offline/w8a8/w8a8_build.h"
 #include "pmpd_impl/offline/weights/encoders.h"
 #include "pmpd_impl/weights/format.h"
 #include "pmpd_impl/weights/w8a8/w8a8.h"
@@ -205,6 +207,69 @@ static void check_group(const pmpd_model *m, pmpd_pool *pool, test_rng *rng)
     free(grouped);
 }
 
+/* Row counts that are no multiple of 4 (5, 7, 3): the group's rows are
+ * laid end to end in blocks of 4, which must not straddle two matrices. */
+static void test_group_with_awkward_rows(void **state)
+{
+    static const size_t rows[3] = {5, 7, 3};
+    static const uint32_t types[2] = {PMPD_TENSOR_Q4, PMPD_TENSOR_W8A8};
+    /* Enough work (rows x cols x tokens) for the pool to split it. */
+    const size_t cols = 1024, n = 16;
+    unsigned char *scratch = (unsigned char *)test_aligned(scratch_memory);
+    float *w = (float *)malloc(7 * 1024 * sizeof(float)), *x = (float *)malloc(16 * 1024 * sizeof(float));
+    float alone[16 * 15], grouped[16 * 15], *out[3];
+    pmpd_tensor t[3];
+    const pmpd_tensor *group[3];
+    void *data[3];
+    pmpd_arena arena;
+    pmpd_pool *pool = NULL;
+    test_rng rng;
+    size_t i, k, ti, offset;
+    (void)state;
+    assert_true(w && x);
+    test_rng_seed(&rng, 21);
+    pmpd_arena_init(&arena, pool_memory, sizeof pool_memory);
+    assert_int_equal(pmpd_pool_create(&arena, 2, &pool), PMPD_OK);
+    for (i = 0; i < n * cols; i++)
+        x[i] = test_rng_normal(&rng);
+    for (ti = 0; ti < 2; ti++) {
+        for (k = 0, offset = 0; k < 3; k++) {
+            uint64_t dims[2], bytes = 0;
+            for (i = 0; i < rows[k] * cols; i++)
+                w[i] = test_rng_normal(&rng);
+            memset(&t[k], 0, sizeof t[k]);
+            t[k].type = types[ti];
+            t[k].n_dims = 2;
+            t[k].dims[0] = dims[0] = rows[k];
+            t[k].dims[1] = dims[1] = cols;
+            if (types[ti] == PMPD_TENSOR_W8A8) {
+                pmpd_w8a8_layout layout;
+                assert_int_equal(pmpd_w8a8_compute_layout(rows[k], cols, 0, &layout), PMPD_OK);
+                bytes = layout.total;
+                data[k] = malloc((size_t)bytes);
+                assert_int_equal(pmpd_w8a8_encode(w, rows[k], cols, 0.05f, NULL, 0, data[k], (size_t)bytes), PMPD_OK);
+            } else {
+                assert_int_equal(pmpd_weight_tensor_bytes(types[ti], 2, dims, &bytes), PMPD_OK);
+                data[k] = malloc((size_t)bytes);
+                assert_int_equal(pmpd_quant_matrix(types[ti], w, rows[k], cols, data[k], (size_t)bytes), PMPD_OK);
+            }
+            t[k].data = data[k];
+            t[k].size = bytes;
+            group[k] = &t[k];
+            pmpd_linear(&t[k], x, n, alone + offset, scratch, pool, 0);
+            out[k] = grouped + offset;
+            offset += n * rows[k];
+        }
+        pmpd_linear_group(group, 3, x, n, out, scratch, pool, 0);
+        assert_memory_equal(alone, grouped, offset * sizeof(float));
+        for (k = 0; k < 3; k++)
+            free(data[k]);
+    }
+    pmpd_pool_destroy(pool);
+    free(w);
+    free(x);
+}
+
 static void test_product_matches_dequantized_rows(void **state)
 {
     size_t i, k;
@@ -252,6 +317,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_row_per_type),
         cmocka_unit_test(test_sizes_follow_the_shape),
+        cmocka_unit_test(test_group_with_awkward_rows),
         cmocka_unit_test(test_product_matches_dequantized_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
