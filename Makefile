@@ -109,6 +109,17 @@ $(NO_MMAP_PORT): platform/posix.c
 $(BUILD)/tests/test_model_read_fallback: $(NO_MMAP_PORT)
 $(BUILD)/tests/test_model_read_fallback: TEST_PORT := $(NO_MMAP_PORT)
 
+# test_w8a8_delegate links a W8A8 format object built with
+# -DPMPD_W8A8_DELEGATE=test_w8a8_delegate ahead of the library, so every
+# W8A8 product goes through the test's delegate (w8a8.h says how a board's
+# NPU driver fills that slot).
+DELEGATE_OBJ := $(BUILD)/obj/delegate/pmpd_impl/weights/w8a8/w8a8_format.o
+$(DELEGATE_OBJ): pmpd_impl/weights/w8a8/w8a8_format.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -DPMPD_W8A8_DELEGATE=test_w8a8_delegate -c -o $@ $<
+$(BUILD)/tests/test_w8a8_delegate: $(DELEGATE_OBJ)
+$(BUILD)/tests/test_w8a8_delegate: TEST_PORT := $(DELEGATE_OBJ)
+
 # Shared example code as an archive, so each tool links only what it uses.
 EXAMPLE_COMMON_LIB := $(BUILD)/libpmpd_examples.a
 $(EXAMPLE_COMMON_LIB): $(EXAMPLE_COMMON_OBJ)

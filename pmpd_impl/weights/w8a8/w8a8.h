@@ -135,6 +135,26 @@ PMPD_INTERNAL void pmpd_w8a8_act_quantize(const pmpd_w8a8_matrix *m, const float
 PMPD_INTERNAL void pmpd_w8a8_matmul(const pmpd_w8a8_matrix *m, const void *act, size_t n_tokens,
                                     size_t row_begin, size_t row_end, float *y, size_t ldy);
 
+/* The delegate: the one function every W8A8 integer product goes through,
+ * chosen at compile time (no dlopen, no function pointer to patch): the
+ * CPU kernel above unless the build names another with
+ * -DPMPD_W8A8_DELEGATE=name.  A board whose NPU multiplies int8 matrices
+ * supplies `name` with pmpd_w8a8_matmul's signature and contract: the
+ * weights are m->weights (int8, rows of m->padded_cols, row-major), the
+ * activations act are n_tokens rows of m->padded_cols in the compiled
+ * CPU kernel's representation (PMPD_W8A8_ACT_BYTES: int8 q values on Arm
+ * and without SIMD), the result y[t * ldy + r] = activation_scale *
+ * row_scale[r] * sum_c w[r][c] q[t][c] for r in [row_begin, row_end).  It
+ * is called from pool workers, concurrently for disjoint row ranges (a
+ * driver that wants whole matrices can serialise on its own lock or run
+ * the pool with one thread).  The shadow path stays on the CPU. */
+#ifndef PMPD_W8A8_DELEGATE
+#define PMPD_W8A8_DELEGATE pmpd_w8a8_matmul
+#else
+void PMPD_W8A8_DELEGATE(const pmpd_w8a8_matrix *m, const void *act, size_t n_tokens, size_t row_begin,
+                        size_t row_end, float *y, size_t ldy);
+#endif
+
 /* The scalar oracle: the same from the int8 q values (n_tokens rows of
  * padded_cols), always compiled. */
 PMPD_INTERNAL void pmpd_w8a8_act_quantize_scalar(const pmpd_w8a8_matrix *m, const float *x, size_t begin,

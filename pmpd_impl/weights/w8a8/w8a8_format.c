@@ -35,7 +35,7 @@ static void pmpd_w8a8_rows(const pmpd_tensor *w, const void *scratch, const floa
 {
     pmpd_w8a8_matrix m;
     pmpd_w8a8_bind(w->data, w->dims[0], w->dims[1], &m);
-    pmpd_w8a8_matmul(&m, scratch, n_tokens, begin, end, y, m.rows);
+    PMPD_W8A8_DELEGATE(&m, scratch, n_tokens, begin, end, y, m.rows);
     if (m.n_hot)
         pmpd_w8a8_shadow(&m, x, n_tokens, begin, end, y, m.rows);
 }
