@@ -181,7 +181,7 @@ static void test_conversion_uses_the_weights(void **state)
     only_q = f->importance;
     only_q.n_tensors = 0;
     while (only_q.n_tensors < f->importance.n_tensors &&
-           strcmp(f->importance.tensors[only_q.n_tensors].name, "blk.0.attn_q.weight") != 0)
+           strcmp(f->importance.tensors[only_q.n_tensors].head.name, "blk.0.attn_q.weight") != 0)
         only_q.n_tensors++;
     assert_true(only_q.n_tensors < f->importance.n_tensors);
     only_q.tensors = &f->importance.tensors[only_q.n_tensors];

@@ -49,7 +49,7 @@ static void test_pycode_ranges(void **state)
     print_message("  tensor                    absmax   p99.9   absmax/p99.9  max/median channel  hot\n");
     for (i = 0; i < ranges.n; i++) {
         const pmpd_w8a8_range *r = &ranges.ranges[i];
-        float *sorted = (float *)malloc((size_t)r->cols * sizeof(float)), p999 = pmpd_w8a8_range_quantile(r, 0.999);
+        float *sorted = (float *)malloc((size_t)r->head.cols * sizeof(float)), p999 = pmpd_w8a8_range_quantile(r, 0.999);
         float p99 = pmpd_w8a8_range_quantile(r, 0.99), largest = 0.0f;
         pmpd_w8a8_choice choice;
         uint32_t expected_hot = 0;
@@ -57,30 +57,30 @@ static void test_pycode_ranges(void **state)
         /* Every block matrix saw every calibration token once (the prompts
          * carry a BOS beyond prompt_length); the classifier only each
          * prompt's last position. */
-        assert_int_equal(r->values % r->cols, 0);
-        if (strncmp(r->name, "blk.", 4) == 0) {
-            assert_int_equal(r->values / r->cols, ranges.ranges[0].values / ranges.ranges[0].cols);
-            assert_true(r->values / r->cols >=
+        assert_int_equal(r->values % r->head.cols, 0);
+        if (strncmp(r->head.name, "blk.", 4) == 0) {
+            assert_int_equal(r->values / r->head.cols, ranges.ranges[0].values / ranges.ranges[0].head.cols);
+            assert_true(r->values / r->head.cols >=
                         (uint64_t)config.n_prompts * (config.prompt_length + config.output_length));
         } else {
-            assert_int_equal(r->values / r->cols, config.n_prompts);
+            assert_int_equal(r->values / r->head.cols, config.n_prompts);
         }
         assert_true(p99 <= p999 && p999 <= r->absmax && p99 > 0.0f);
-        for (c = 0; c < r->cols; c++)
+        for (c = 0; c < r->head.cols; c++)
             largest = r->channel_absmax[c] > largest ? r->channel_absmax[c] : largest;
         assert_true(largest == r->absmax);
-        memcpy(sorted, r->channel_absmax, (size_t)r->cols * sizeof(float));
-        qsort(sorted, (size_t)r->cols, sizeof(float), by_value);
-        for (c = 0; c < r->cols; c++)
-            expected_hot += (double)r->channel_absmax[c] > PMPD_W8A8_OUTLIER_RATIO * (double)sorted[r->cols / 2];
-        if (expected_hot > r->cols / 32)
-            expected_hot = (uint32_t)(r->cols / 32);
+        memcpy(sorted, r->channel_absmax, (size_t)r->head.cols * sizeof(float));
+        qsort(sorted, (size_t)r->head.cols, sizeof(float), by_value);
+        for (c = 0; c < r->head.cols; c++)
+            expected_hot += (double)r->channel_absmax[c] > PMPD_W8A8_OUTLIER_RATIO * (double)sorted[r->head.cols / 2];
+        if (expected_hot > r->head.cols / 32)
+            expected_hot = (uint32_t)(r->head.cols / 32);
         assert_int_equal(pmpd_w8a8_choose(r, 1, PMPD_W8A8_OUTLIER_RATIO, &choice), PMPD_OK);
         assert_int_equal(choice.n_hot, expected_hot);
         for (c = 0; c < choice.n_hot; c++)
-            assert_true((double)r->channel_absmax[choice.hot[c]] > PMPD_W8A8_OUTLIER_RATIO * (double)sorted[r->cols / 2]);
-        print_message("  %-24s %8.3f %7.3f %10.1f %14.1f %10u\n", r->name, (double)r->absmax, (double)p999,
-                      (double)(r->absmax / p999), (double)(sorted[r->cols - 1] / sorted[r->cols / 2]),
+            assert_true((double)r->channel_absmax[choice.hot[c]] > PMPD_W8A8_OUTLIER_RATIO * (double)sorted[r->head.cols / 2]);
+        print_message("  %-24s %8.3f %7.3f %10.1f %14.1f %10u\n", r->head.name, (double)r->absmax, (double)p999,
+                      (double)(r->absmax / p999), (double)(sorted[r->head.cols - 1] / sorted[r->head.cols / 2]),
                       (unsigned)choice.n_hot);
         free(choice.hot);
         free(sorted);

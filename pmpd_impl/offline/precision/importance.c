@@ -8,30 +8,12 @@
 
 static pmpd_importance_tensor *importance_entry(pmpd_anyprec_importance *imp, const pmpd_tensor *w)
 {
-    pmpd_importance_tensor *e;
-    uint32_t i;
-    for (i = 0; i < imp->n_tensors; i++)
-        if (imp->tensors[i].key == (const void *)w)
-            return &imp->tensors[i];
-    if (imp->n_tensors == imp->capacity) {
-        uint32_t capacity = imp->capacity ? 2 * imp->capacity : 32;
-        e = (pmpd_importance_tensor *)realloc(imp->tensors, capacity * sizeof *e);
-        if (!e)
-            return NULL;
-        imp->tensors = e;
-        imp->capacity = capacity;
-    }
-    e = &imp->tensors[imp->n_tensors];
-    memset(e, 0, sizeof *e);
-    e->key = w;
-    e->cols = w->dims[1];
-    memcpy(e->name, w->name, w->name_length);
-    e->name[w->name_length] = '\0';
-    e->sum_squares = (double *)calloc((size_t)e->cols, sizeof(double));
-    if (!e->sum_squares)
-        return NULL;
-    imp->n_tensors++;
-    return e;
+    int created;
+    pmpd_importance_tensor *e = (pmpd_importance_tensor *)pmpd_tensor_record_of(
+        (void **)&imp->tensors, &imp->n_tensors, &imp->capacity, sizeof *imp->tensors, w, &created);
+    if (e && created)
+        e->sum_squares = (double *)calloc((size_t)e->head.cols, sizeof(double));
+    return e && e->sum_squares ? e : NULL;
 }
 
 static void importance_observe(void *context, const pmpd_tensor *w, const float *x, size_t n_tokens)
@@ -46,8 +28,8 @@ static void importance_observe(void *context, const pmpd_tensor *w, const float 
         imp->status = PMPD_ERR_OUT_OF_MEMORY;
         return;
     }
-    for (t = 0; t < n_tokens; t++, x += e->cols)
-        for (c = 0; c < e->cols; c++)
+    for (t = 0; t < n_tokens; t++, x += e->head.cols)
+        for (c = 0; c < e->head.cols; c++)
             e->sum_squares[c] += (double)x[c] * x[c];
     e->rows_seen += n_tokens;
 }
@@ -56,17 +38,17 @@ static pmpd_status importance_finish(pmpd_importance_tensor *e)
 {
     double mean = 0.0, floor;
     uint64_t c;
-    e->weights = (float *)malloc((size_t)e->cols * sizeof(float));
+    e->weights = (float *)malloc((size_t)e->head.cols * sizeof(float));
     if (!e->weights)
         return PMPD_ERR_OUT_OF_MEMORY;
-    for (c = 0; c < e->cols; c++)
+    for (c = 0; c < e->head.cols; c++)
         mean += e->sum_squares[c] / (double)e->rows_seen;
-    mean /= (double)e->cols;
+    mean /= (double)e->head.cols;
     /* A column that never fired still gets a little weight: the quantizer
      * wants every weight positive, and the calibration text may simply
      * have missed what excites it. */
     floor = mean > 0.0 ? 1e-6 * mean : 1.0;
-    for (c = 0; c < e->cols; c++) {
+    for (c = 0; c < e->head.cols; c++) {
         double w = e->sum_squares[c] / (double)e->rows_seen;
         e->weights[c] = (float)(w > floor ? w : floor);
     }
@@ -116,7 +98,7 @@ PMPD_INTERNAL const float *pmpd_anyprec_importance_find(const pmpd_anyprec_impor
     if (!importance)
         return NULL;
     for (i = 0; i < importance->n_tensors; i++)
-        if (strcmp(importance->tensors[i].name, name) == 0 && importance->tensors[i].cols == cols)
+        if (strcmp(importance->tensors[i].head.name, name) == 0 && importance->tensors[i].head.cols == cols)
             return importance->tensors[i].weights;
     return NULL;
 }

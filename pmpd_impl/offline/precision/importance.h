@@ -10,12 +10,11 @@
 #include "pmpd.h"
 #include "pmpd_impl/core/config.h"
 #include "pmpd_impl/format/container.h"
+#include "pmpd_impl/offline/format/tensor_records.h"
 
 #if PMPD_OFFLINE
 typedef struct pmpd_importance_tensor {
-    char name[PMPD_TENSOR_NAME_MAX + 1];
-    const void *key;      /* the model tensor it was collected for */
-    uint64_t cols;
+    pmpd_tensor_record head; /* name, the model tensor, cols */
     double *sum_squares;  /* [cols] over every input row seen */
     uint64_t rows_seen;
     float *weights;       /* [cols], once finished */

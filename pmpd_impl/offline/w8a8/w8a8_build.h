@@ -10,6 +10,7 @@
 #include "pmpd_impl/core/config.h"
 #include "pmpd_impl/format/container.h"
 #include "pmpd_impl/offline/format/builder.h"
+#include "pmpd_impl/offline/format/tensor_records.h"
 
 #if PMPD_OFFLINE
 
@@ -20,9 +21,8 @@
 
 /* What one linear layer saw at its input. */
 typedef struct pmpd_w8a8_range {
-    char name[PMPD_TENSOR_NAME_MAX + 1];
-    const void *key;         /* the model tensor it was collected for */
-    uint64_t cols, values;   /* values seen (tokens x cols) */
+    pmpd_tensor_record head; /* name, the model tensor, cols */
+    uint64_t values;         /* values seen (tokens x cols) */
     float absmax;
     float *channel_absmax;   /* [cols] */
     uint32_t *histogram;     /* [PMPD_W8A8_HIST_BINS] counts of |x| */

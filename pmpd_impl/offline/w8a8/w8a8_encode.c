@@ -75,7 +75,7 @@ static int w8a8_compare_index(const void *a, const void *b)
 PMPD_INTERNAL pmpd_status pmpd_w8a8_choose(const pmpd_w8a8_range *range, int shadow, double ratio,
                                            pmpd_w8a8_choice *out)
 {
-    uint32_t *order, n_hot = 0, cols = (uint32_t)range->cols, c, limit = cols / 32 > 0 ? cols / 32 : 1;
+    uint32_t *order, n_hot = 0, cols = (uint32_t)range->head.cols, c, limit = cols / 32 > 0 ? cols / 32 : 1;
     double threshold;
     float rest;
     memset(out, 0, sizeof *out);
@@ -129,7 +129,7 @@ PMPD_INTERNAL pmpd_status pmpd_w8a8_build_convert(pmpd_build_model *b, const pmp
         if (t->n_dims != 2 || t->type != PMPD_TENSOR_F32 || w8a8_is_vocabulary(t))
             continue;
         range = pmpd_w8a8_range_find(ranges, t->name);
-        if (!range || range->cols != t->dims[1])
+        if (!range || range->head.cols != t->dims[1])
             return PMPD_ERR_INVALID_ARGUMENT;
         st = pmpd_w8a8_choose(range, shadow, PMPD_W8A8_OUTLIER_RATIO, &choice);
         if (st != PMPD_OK)

@@ -10,33 +10,14 @@
 /* The range of tensor w, made on first sight. */
 static pmpd_w8a8_range *w8a8_range_of(pmpd_w8a8_ranges *all, const pmpd_tensor *w)
 {
-    pmpd_w8a8_range *r;
-    uint32_t i;
-    for (i = 0; i < all->n; i++)
-        if (all->ranges[i].key == (const void *)w)
-            return &all->ranges[i];
-    if (all->n == all->capacity) {
-        uint32_t capacity = all->capacity ? 2 * all->capacity : 64;
-        r = (pmpd_w8a8_range *)realloc(all->ranges, capacity * sizeof *r);
-        if (!r)
-            return NULL;
-        all->ranges = r;
-        all->capacity = capacity;
+    int created;
+    pmpd_w8a8_range *r = (pmpd_w8a8_range *)pmpd_tensor_record_of((void **)&all->ranges, &all->n, &all->capacity,
+                                                                  sizeof *all->ranges, w, &created);
+    if (r && created) {
+        r->histogram = (uint32_t *)calloc(PMPD_W8A8_HIST_BINS, sizeof *r->histogram);
+        r->channel_absmax = (float *)calloc((size_t)r->head.cols, sizeof *r->channel_absmax);
     }
-    r = &all->ranges[all->n];
-    memset(r, 0, sizeof *r);
-    r->histogram = (uint32_t *)calloc(PMPD_W8A8_HIST_BINS, sizeof *r->histogram);
-    r->channel_absmax = (float *)calloc((size_t)w->dims[1], sizeof *r->channel_absmax);
-    if (!r->histogram || !r->channel_absmax) {
-        free(r->histogram);
-        free(r->channel_absmax);
-        return NULL;
-    }
-    r->key = w;
-    r->cols = w->dims[1];
-    memcpy(r->name, w->name, w->name_length);
-    all->n++;
-    return r;
+    return r && r->histogram && r->channel_absmax ? r : NULL;
 }
 
 static size_t w8a8_bin(float magnitude)
@@ -62,10 +43,10 @@ static void w8a8_observe(void *context, const pmpd_tensor *w, const float *x, si
         all->status = PMPD_ERR_OUT_OF_MEMORY;
         return;
     }
-    n = n_tokens * (size_t)r->cols;
+    n = n_tokens * (size_t)r->head.cols;
     for (i = 0; i < n; i++) {
         float m = fabsf(x[i]);
-        size_t c = i % (size_t)r->cols;
+        size_t c = i % (size_t)r->head.cols;
         if (m > r->absmax)
             r->absmax = m;
         if (m > r->channel_absmax[c])
@@ -126,7 +107,7 @@ PMPD_INTERNAL const pmpd_w8a8_range *pmpd_w8a8_range_find(const pmpd_w8a8_ranges
 {
     uint32_t i;
     for (i = 0; i < ranges->n; i++)
-        if (strcmp(ranges->ranges[i].name, name) == 0)
+        if (strcmp(ranges->ranges[i].head.name, name) == 0)
             return &ranges->ranges[i];
     return NULL;
 }
