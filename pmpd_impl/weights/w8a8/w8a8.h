@@ -40,7 +40,7 @@
  * stores the quantized activations the way its multiply wants them
  * (pmpd_w8a8_act_*): int16 for AVX2 (vpmaddwd), u8 = q + 128 for AVX-512
  * VNNI (vpdpbusd, with the row's weight sum taking the 128 back out), int8
- * for NEON SDOT and the scalar oracle.  Weights of -128 are allowed: every
+ * for NEON (SMMLA, SDOT) and the scalar oracle.  Weights of -128 are allowed: every
  * path multiplies exactly.
  */
 #ifndef PMPD_WEIGHTS_W8A8_H
@@ -67,7 +67,9 @@
 #define PMPD_W8A8_KERNEL "avx2"
 #define PMPD_W8A8_ACT_BYTES 2 /* int16 */
 #elif PMPD_USE_NEON && defined(__aarch64__)
-#if PMPD_USE_DOTPROD
+#if PMPD_USE_I8MM
+#define PMPD_W8A8_KERNEL "neon-smmla"
+#elif PMPD_USE_DOTPROD
 #define PMPD_W8A8_KERNEL "neon-sdot"
 #else
 #define PMPD_W8A8_KERNEL "neon"
