@@ -291,6 +291,29 @@ const pmpd_model_info *pmpd_model_get_info(const pmpd_model *model);
  * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL model or bytes). */
 pmpd_status pmpd_model_weight_bytes_per_token(const pmpd_model *model, unsigned bits, uint64_t *bytes);
 
+/* One tensor of an open model, for tools that describe a model
+ * (pmpd-run --info): name (not NUL-terminated: name_length bytes), type
+ * (pmpd_tensor_type), shape and data bytes.  Pointers stay valid until the
+ * model is closed. */
+typedef struct pmpd_tensor_desc {
+    const char *name;
+    size_t name_length;
+    uint32_t type;
+    uint32_t n_dims;
+    uint64_t dims[4];
+    uint64_t bytes;
+} pmpd_tensor_desc;
+
+/* Tensors in the container (0 for NULL).  Thread-safe. */
+uint32_t pmpd_model_tensor_count(const pmpd_model *model);
+
+/* Describes tensor index (container order).  Thread-safe.
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL arguments, index >= the count). */
+pmpd_status pmpd_model_tensor_at(const pmpd_model *model, uint32_t index, pmpd_tensor_desc *desc);
+
+/* Bytes of the whole container (0 for NULL).  Thread-safe. */
+uint64_t pmpd_model_container_bytes(const pmpd_model *model);
+
 /* Encodes NUL-terminated UTF-8 text with the model's tokenizer exactly as
  * llama2.c's run.c does: optional BOS, a leading space token when the text is
  * not empty (if the tokenizer asks for it), one token per UTF-8 character or
