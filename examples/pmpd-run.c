@@ -504,11 +504,13 @@ static int run_chat(const run_options *o, const pmpd_model *model, pmpd_arena *s
     int rc;
 
     memset(&c, 0, sizeof c);
+    const char *source = "--template";
     c.family = o->chat_template ? example_chat_family_from_name(o->chat_template)
-                                : example_chat_detect_vocab(model, scratch);
+                                : example_chat_detect_model(model, scratch, &source);
     if (c.family == EXAMPLE_CHAT_NONE) {
-        fprintf(stderr, "pmpd-run: --chat: the vocabulary has no chat template's special tokens (Llama 3, "
-                        "ChatML or Zephyr); name the template with --template llama3|chatml|zephyr|llama2\n");
+        fprintf(stderr, "pmpd-run: --chat: neither the model's chat template nor its special tokens name a "
+                        "format this tool knows (Llama 3, ChatML, Zephyr, Llama 2); name one with "
+                        "--template llama3|chatml|zephyr|llama2\n");
         return 1;
     }
     if ((rc = run_engine_open(o, model, &engine)) != 0)
@@ -517,8 +519,8 @@ static int run_chat(const run_options *o, const pmpd_model *model, pmpd_arena *s
     c.max_reply = (size_t)o->n_generate;
     c.context_length = o->context ? (size_t)o->context : pmpd_model_get_info(model)->seq_len;
     c.prompt = 1;
-    fprintf(stderr, "chat template %s; %zu positions; one message per line, /reset starts over, EOF ends\n",
-            example_chat_family_name(c.family), c.context_length);
+    fprintf(stderr, "chat template %s (from %s); %zu positions; one message per line, /reset starts over, EOF ends\n",
+            example_chat_family_name(c.family), source, c.context_length);
     pmpd_rng_seed(&rng, o->seed);
     st = example_chat_loop(model, engine.session, &engine.sampler, &rng, &c, stdin, stdout, stderr, scratch, &stats);
     fprintf(stderr, "\n%zu replies, %zu resets\n", stats.replies, stats.resets);

@@ -91,7 +91,7 @@ static void test_info_text(void **state)
     expect_says(text, "f32 47 (");
     expect_says(text, "model tables 1234 arena bytes");
     expect_says(text, "for 512 positions");
-    expect_says(text, "chat template (from the vocabulary's special tokens): none");
+    expect_says(text, "chat template: none stored, format none\n");
     free(text);
     /* q8 matrices: two types listed; --ctx 64 planned. */
     text = describe(PMPD_TENSOR_Q8, 64, &st);

@@ -87,6 +87,28 @@ example_chat_family example_chat_detect_vocab(const pmpd_model *model, pmpd_aren
     return EXAMPLE_CHAT_NONE;
 }
 
+example_chat_family example_chat_detect_model(const pmpd_model *model, pmpd_arena *scratch, const char **source)
+{
+    const char *text;
+    size_t length;
+    example_chat_family f = EXAMPLE_CHAT_NONE;
+    if (pmpd_model_chat_template(model, &text, &length) == PMPD_OK) {
+        /* The stored text is not NUL-terminated. */
+        char *copy = (char *)malloc(length + 1);
+        if (copy) {
+            memcpy(copy, text, length);
+            copy[length] = 0;
+            f = example_chat_detect_template(copy);
+            free(copy);
+        }
+    }
+    if (source)
+        *source = f != EXAMPLE_CHAT_NONE ? "chat template" : NULL;
+    if (f == EXAMPLE_CHAT_NONE && (f = example_chat_detect_vocab(model, scratch)) != EXAMPLE_CHAT_NONE && source)
+        *source = "special tokens";
+    return f;
+}
+
 static void chat_add(example_chat_piece *pieces, size_t *n, example_chat_piece_kind kind, const char *text)
 {
     if ((kind == EXAMPLE_CHAT_TEMPLATE) && (!text || !text[0]))

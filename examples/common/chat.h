@@ -36,6 +36,13 @@ example_chat_family example_chat_detect_template(const char *chat_template);
  * user names the family).  scratch: tokenizer working memory (a few KiB). */
 example_chat_family example_chat_detect_vocab(const pmpd_model *model, pmpd_arena *scratch);
 
+/* The model's family: from its stored chat template (GGUF
+ * tokenizer.chat_template, pmpd_model_chat_template) when it names one of
+ * the four, else from its vocabulary's special tokens (a template of
+ * another family, or none, falls back to them).  *source (may be NULL)
+ * says which: "chat template", "special tokens", or NULL for none. */
+example_chat_family example_chat_detect_model(const pmpd_model *model, pmpd_arena *scratch, const char **source);
+
 /* One stretch of a formatted turn. */
 typedef enum example_chat_piece_kind {
     EXAMPLE_CHAT_TEMPLATE = 0, /* the template's own text: special tokens parsed */

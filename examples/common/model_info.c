@@ -56,8 +56,18 @@ pmpd_status example_print_model_info(FILE *out, const pmpd_model *model, size_t 
         else
             fputs("none", out);
         fprintf(out, "; add bos %s, add eos %s\n", tok.add_bos ? "yes" : "no", tok.add_eos ? "yes" : "no");
-        fprintf(out, "chat template (from the vocabulary's special tokens): %s\n",
-                example_chat_family_name(example_chat_detect_vocab(model, &scratch)));
+        {
+            const char *source, *text;
+            size_t length;
+            example_chat_family f = example_chat_detect_model(model, &scratch, &source);
+            fprintf(out, "chat template: ");
+            if (pmpd_model_chat_template(model, &text, &length) == PMPD_OK)
+                fprintf(out, "stored (%zu bytes), ", length);
+            else
+                fprintf(out, "none stored, ");
+            fprintf(out, "format %s%s%s\n", example_chat_family_name(f), source ? " by its " : "",
+                    source ? source : "");
+        }
     } else {
         fputs("tokenizer: none\n", out);
     }
