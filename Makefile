@@ -167,7 +167,7 @@ check-native:
 
 # pmpd-run as a process: --tokenize against llama2.c's ids, --info, a
 # scripted --chat (tests/cli/check-run.sh).
-check-cli: $(BUILD)/pmpd-run $(BUILD)/pmpd-convert
+check-cli: $(BUILD)/pmpd-run $(BUILD)/pmpd-convert $(BUILD)/pmpd-mkgguf
 	BUILD=$(BUILD) MODELS=$(MODELS) sh tests/cli/check-run.sh
 
 check-asan:

@@ -6,7 +6,8 @@
 #   --chat: a scripted conversation (two messages, /reset) on stories260K
 #     with --template zephyr exits 0 after two replies; without --template a
 #     SentencePiece model is refused (exit 1, naming --template); an unknown
-#     template name is a usage error (exit 2).
+#     template name is a usage error (exit 2); a GGUF's chat template
+#     (pmpd-mkgguf --chat-template) survives conversion and names the format.
 set -u
 BUILD=${BUILD:-build}
 MODELS=${MODELS:-../shared/models}
@@ -40,4 +41,14 @@ printf 'hello\n' | "$run" "$dir/s.pmpd" --chat > /dev/null 2> "$dir/refused"
 grep -q -- "--template" "$dir/refused" || fail "the refusal does not name --template"
 "$run" "$dir/s.pmpd" --chat --template jinja < /dev/null > /dev/null 2>&1
 [ $? -eq 2 ] || fail "--template jinja was not a usage error"
+# A GGUF's tokenizer.chat_template travels into the container and names the
+# chat format: no --template needed.
+zephyr="{% for message in messages %}{% if message['role'] == 'user' %}{{ '<|user|>\n' + message['content'] + eos_token }}{% endif %}{% endfor %}{{ '<|assistant|>' }}"
+"$BUILD/pmpd-mkgguf" "$dir/t.gguf" --tokenizer "$MODELS/tok512.bin" --dim 64 --hidden 128 --layers 1 --heads 2 \
+    --kv-heads 1 --seq-len 128 --type f32 --chat-template "$zephyr" > /dev/null 2>&1 || fail "pmpd-mkgguf --chat-template"
+"$BUILD/pmpd-convert" "$dir/t.gguf" "$dir/t.pmpd" > /dev/null 2>&1 || fail "pmpd-convert of a GGUF with a chat template"
+"$run" --info "$dir/t.pmpd" | grep -q "chat template: stored (${#zephyr} bytes), format zephyr by its chat template" ||
+    fail "--info does not report the stored template: $("$run" --info "$dir/t.pmpd" | grep 'chat template')"
+printf 'hi\n' | "$run" "$dir/t.pmpd" --chat -t 0 -n 4 > /dev/null 2> "$dir/t.err" || fail "--chat with a stored template"
+grep -q "chat template zephyr (from chat template)" "$dir/t.err" || fail "--chat did not use the stored template"
 echo "check-run: --tokenize, --info, --chat: all passed"
