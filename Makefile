@@ -65,7 +65,7 @@ LIB := $(BUILD)/libpmpd.a
 OFFLINE_LIB := $(BUILD)/libpmpd_offline.a
 
 .PHONY: all lib examples tests test check amalgamation amalgamation-test heap-check \
-        check-native check-asan check-oracles check-aarch64 check-arm32 deps size install bench bench-compare mca demo firmware-example \
+        check-native check-cli check-asan check-oracles check-aarch64 check-arm32 deps size install bench bench-compare mca demo firmware-example \
         fuzz fuzz-replay \
         clean help
 
@@ -170,10 +170,16 @@ check: deps
 # from a tree built without it, so the AVX2 GEMV stays tested too.
 check-native:
 	$(MAKE) test
+	$(MAKE) check-cli
 	@if echo | $(CC) $(ARCH_FLAGS) -dM -E - | grep -q __AVX512VBMI__; then \
 	  $(MAKE) BUILD=$(BUILD)/no-avx512 CFLAGS="$(CFLAGS) -DPMPD_USE_AVX512=0" \
 	    TEST_BIN="$(BUILD)/no-avx512/tests/test_kernels_qmatmul $(BUILD)/no-avx512/tests/test_quant_model" test; \
 	fi
+
+# pmpd-run as a process: --tokenize against llama2.c's ids, --info, a
+# scripted --chat (tests/cli/check-run.sh).
+check-cli: $(BUILD)/pmpd-run $(BUILD)/pmpd-convert $(BUILD)/pmpd-mkgguf
+	BUILD=$(BUILD) MODELS=$(MODELS) sh tests/cli/check-run.sh
 
 check-asan:
 	$(MAKE) BUILD=build/asan SAN=1 CFLAGS="-O1 -g" TEST_REDUCED=1 test

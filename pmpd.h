@@ -241,7 +241,8 @@ typedef enum pmpd_section_kind {
     PMPD_SECTION_LEARNED_SCHEDULER = 3,   /* learned precision-switch classifier */
     PMPD_SECTION_KV_CODEBOOKS = 4,        /* product-quantized KV-cache codebooks */
     PMPD_SECTION_OUTLIER_CALIBRATION = 5, /* activation scales and outlier channels */
-    PMPD_SECTION_QUANTIZER = 6            /* per-layer quantizer metadata */
+    PMPD_SECTION_QUANTIZER = 6,           /* per-layer quantizer metadata */
+    PMPD_SECTION_CHAT_TEMPLATE = 7        /* GGUF tokenizer.chat_template text (optional) */
 } pmpd_section_kind;
 
 /* Section flag bit: a reader that does not know the kind must refuse the file. */
@@ -290,6 +291,38 @@ const pmpd_model_info *pmpd_model_get_info(const pmpd_model *model);
  * kernel runs.  Thread-safe (reads the model only).
  * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL model or bytes). */
 pmpd_status pmpd_model_weight_bytes_per_token(const pmpd_model *model, unsigned bits, uint64_t *bytes);
+
+/* One tensor of an open model, for tools that describe a model
+ * (pmpd-run --info): name (not NUL-terminated: name_length bytes), type
+ * (pmpd_tensor_type), shape and data bytes.  Pointers stay valid until the
+ * model is closed. */
+typedef struct pmpd_tensor_desc {
+    const char *name;
+    size_t name_length;
+    uint32_t type;
+    uint32_t n_dims;
+    uint64_t dims[4];
+    uint64_t bytes;
+} pmpd_tensor_desc;
+
+/* Tensors in the container (0 for NULL).  Thread-safe. */
+uint32_t pmpd_model_tensor_count(const pmpd_model *model);
+
+/* Describes tensor index (container order).  Thread-safe.
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL arguments, index >= the count). */
+pmpd_status pmpd_model_tensor_at(const pmpd_model *model, uint32_t index, pmpd_tensor_desc *desc);
+
+/* Bytes of the whole container (0 for NULL).  Thread-safe. */
+uint64_t pmpd_model_container_bytes(const pmpd_model *model);
+
+/* The model's chat template (GGUF tokenizer.chat_template, a Jinja text,
+ * kept by the importer in a PMPD_SECTION_CHAT_TEMPLATE section, validated
+ * as UTF-8 without NUL on open): *text points into the container, not
+ * NUL-terminated, *length bytes.  The runtime never interprets it; tools
+ * recognise the chat format from it (examples/common/chat.c).
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL arguments), PMPD_ERR_FORMAT_MISSING
+ * (the container has none: older files, GGUFs without one). */
+pmpd_status pmpd_model_chat_template(const pmpd_model *model, const char **text, size_t *length);
 
 /* Encodes NUL-terminated UTF-8 text with the model's tokenizer exactly as
  * llama2.c's run.c does: optional BOS, a leading space token when the text is
@@ -478,6 +511,7 @@ typedef struct pmpd_synth_options {
     const char *gpt2_vocab_path;
     const char *pre;              /* with gpt2_vocab_path: tokenizer.ggml.pre to write
                                      instead of the file's; NULL keeps it */
+    const char *chat_template;    /* tokenizer.chat_template to write; NULL: none */
 } pmpd_synth_options;
 
 typedef struct pmpd_synth_summary {

@@ -62,6 +62,7 @@ static int usage(FILE *to, int status)
             "                    \"tokens N\" and N lines \"TYPE TEXT\", \"merges M\" and M lines\n"
             "                    (tests/oracle/export-llama3-vocab.mjs writes Llama 3's)\n"
             "  --pre NAME        with --vocab-gpt2: the tokenizer.ggml.pre to write\n"
+            "  --chat-template T the tokenizer.chat_template text to write\n"
             "Architecture variants:\n"
             "  --arch A          llama or qwen2 (llama); qwen2 adds random Q/K/V biases and\n"
             "                    rotates NeoX-style halves\n"
@@ -205,6 +206,9 @@ int main(int argc, char **argv)
             i++;
         } else if (strcmp(arg, "--pre") == 0 && next) {
             options.pre = next;
+            i++;
+        } else if (strcmp(arg, "--chat-template") == 0 && next) {
+            options.chat_template = next;
             i++;
         } else if (strcmp(arg, "--tied") == 0) {
             options.tied = 1;

@@ -6,10 +6,14 @@
  *            [--threads N] [--ids] [--prompt-file FILE] [--prompt-tokens N]
  *            [--ignore-eos] [--bits PREFILL:DECODE] [--schedule P:D1,D2,...]
  *            [--learned]
+ *   pmpd-run MODEL --tokenize -p PROMPT
+ *   pmpd-run --info MODEL [--ctx N]
+ *   pmpd-run MODEL --chat [--system TEXT] [--template NAME] [sampling options]
  *
  * Streams the text as it is generated (or, with --ids, prints the whole id
  * sequence: BOS, prompt and generated ids), stops early when the model
- * emits BOS as llama2.c's run.c does, then prints a summary line on stderr:
+ * emits BOS as llama2.c's run.c does, or EOS or end-of-turn (unless
+ * --ignore-eos), then prints a summary line on stderr:
  * prompt tokens and prefill speed, generated tokens and decode speed, and
  * the arena bytes used of those planned, and the KV-cache bytes.  With nested any-precision weights
  * it also prints the precision in use: the prefill width, the tokens decoded
@@ -17,6 +21,9 @@
  * applies unless --bits fixes the widths; --learned lets the model's learned
  * scheduler choose the decode widths after the prefill, and reports its cost
  * next to one decode step's).
+ * --tokenize prints the prompt's ids (BOS as the model's metadata adds it)
+ * one per line; --info describes the model (examples/common/model_info.c);
+ * --chat talks with the model turn by turn (examples/common/chat_loop.c).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -24,8 +31,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "examples/common/chat.h"
+#include "examples/common/chat_loop.h"
 #include "examples/common/cli.h"
 #include "examples/common/model_file.h"
+#include "examples/common/model_info.h"
 #include "examples/common/read_file.h"
 #include "pmpd.h"
 #include "platform/platform.h"
@@ -51,6 +61,11 @@ typedef struct run_options {
     pmpd_precision_schedule schedule;   /* --schedule, when n_schedule_widths > 0 */
     unsigned n_schedule_widths;
     int learned;                        /* --learned */
+    int tokenize_only;                  /* --tokenize: print the prompt's ids and stop */
+    int info;                           /* --info: describe the model and stop */
+    int chat;                           /* --chat: interactive conversation */
+    const char *system;                 /* --system: the chat's system message */
+    const char *chat_template;          /* --template: chat family name, instead of detection */
 } run_options;
 
 static void run_usage(FILE *out)
@@ -72,14 +87,23 @@ static void run_usage(FILE *out)
             "  --ids          print the token ids instead of text\n"
             "  --prompt-file FILE  the prompt is the text of FILE\n"
             "  --prompt-tokens N   keep only the prompt's first N tokens (BOS included)\n"
-            "  --ignore-eos   do not stop when the model emits BOS: generate exactly -n tokens\n"
+            "  --ignore-eos   do not stop when the model emits BOS, EOS or end-of-turn:\n"
+            "                 generate exactly -n tokens\n"
             "                 (for timing; prints the weight bytes read per decoded token)\n"
             "  --bits P:D     any-precision models: prefill and decode widths\n"
             "                 (default: the model's schedule, else the widest)\n"
             "  --schedule P:D1,D2,...  any-precision models: prefill at P bits, then\n"
             "                 decode at D1, D2, ... bits (decreasing), each for an equal\n"
             "                 share of the -n tokens (e.g. 4:4,3,2 = 4/3/2 at thirds)\n"
-            "  --learned      any-precision models: the learned scheduler picks the decode widths\n");
+            "  --learned      any-precision models: the learned scheduler picks the decode widths\n"
+            "  --tokenize     print the prompt's ids (BOS as the model adds it), one per line\n"
+            "  --info         print the model's metadata, tensor types and the session arena\n"
+            "                 for --ctx (default: the model's context) and stop\n"
+            "  --chat         interactive chat: one user message per stdin line, /reset\n"
+            "                 starts over, EOF ends; -n caps each reply (default 256)\n"
+            "  --system TEXT  --chat: the system message\n"
+            "  --template T   --chat: llama3, chatml, zephyr or llama2 (default: from the\n"
+            "                 vocabulary's special tokens; SentencePiece models need it)\n");
 }
 
 static int run_parse_float(const char *text, float *out)
@@ -152,6 +176,10 @@ static int run_parse(int argc, char **argv, run_options *o)
             o->ignore_eos = 1;
             continue;
         }
+        if (!strcmp(a, "--tokenize") || !strcmp(a, "--info") || !strcmp(a, "--chat")) {
+            *(a[2] == 't' ? &o->tokenize_only : a[2] == 'i' ? &o->info : &o->chat) = 1;
+            continue;
+        }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             run_usage(stdout);
             exit(0);
@@ -171,6 +199,8 @@ static int run_parse(int argc, char **argv, run_options *o)
         i++;
         if (!strcmp(a, "-p")) o->prompt = v;
         else if (!strcmp(a, "--prompt-file")) o->prompt_file = v;
+        else if (!strcmp(a, "--system")) o->system = v;
+        else if (!strcmp(a, "--template")) ok = example_chat_family_from_name(o->chat_template = v) != EXAMPLE_CHAT_NONE;
         else if (!strcmp(a, "--prompt-tokens")) ok = example_parse_long(v, 1, &o->prompt_tokens);
         else if (!strcmp(a, "--schedule")) ok = run_parse_schedule(v, o);
         else if (!strcmp(a, "-n")) ok = example_parse_long(v, 0, &o->n_generate);
@@ -284,22 +314,33 @@ static void run_weight_report(const pmpd_model *model, const run_precision *p, s
             bytes * (double)decoded / seconds * 1e-9);
 }
 
-static int run_generate(const run_options *o, const pmpd_model *model, int32_t *ids, size_t n_prompt)
+/* A session and sampler in one malloc'ed arena, as planned. */
+typedef struct run_engine {
+    pmpd_session *session;
+    pmpd_sampler sampler;
+    pmpd_arena arena;
+    void *block;
+    size_t planned;
+} run_engine;
+
+static void run_engine_close(run_engine *e)
+{
+    pmpd_session_destroy(e->session);
+    free(e->block);
+    e->session = NULL;
+    e->block = NULL;
+}
+
+/* Returns 0 when the session is ready, else the exit status (reported). */
+static int run_engine_open(const run_options *o, const pmpd_model *model, run_engine *e)
 {
     const pmpd_model_info *info = pmpd_model_get_info(model);
     pmpd_session_config config;
     pmpd_sampler_config sampling;
-    pmpd_sampler sampler;
-    pmpd_session *session = NULL;
-    pmpd_arena arena;
-    pmpd_rng rng;
-    size_t session_bytes, sampler_bytes, planned, n = n_prompt, i;
-    const float *logits = NULL;
-    uint64_t t0, t1, t2;
-    void *block;
+    size_t session_bytes, sampler_bytes;
     pmpd_status st;
-    run_precision precision;
 
+    memset(e, 0, sizeof *e);
     pmpd_session_config_init(&config);
     config.context_length = (uint32_t)o->context;
     config.prefill_batch = (uint32_t)o->batch;
@@ -323,20 +364,62 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
         return run_fail("session configuration", st);
     if ((st = pmpd_sampler_plan(info->vocab_size, &sampler_bytes)) != PMPD_OK)
         return run_fail("sampler", st);
-    planned = session_bytes + sampler_bytes;
-    block = malloc(planned + PMPD_ARENA_ALIGNMENT);
-    if (!block)
+    e->planned = session_bytes + sampler_bytes;
+    e->block = malloc(e->planned + PMPD_ARENA_ALIGNMENT);
+    if (!e->block)
         return run_fail("arena", PMPD_ERR_OUT_OF_MEMORY);
-    pmpd_arena_init(&arena, example_aligned(block), planned);
-    if ((st = pmpd_session_create(model, &config, &arena, &session)) != PMPD_OK ||
-        (st = pmpd_sampler_init(&sampler, &sampling, info->vocab_size, &arena)) != PMPD_OK) {
-        free(block);
+    pmpd_arena_init(&e->arena, example_aligned(e->block), e->planned);
+    if ((st = pmpd_session_create(model, &config, &e->arena, &e->session)) != PMPD_OK ||
+        (st = pmpd_sampler_init(&e->sampler, &sampling, info->vocab_size, &e->arena)) != PMPD_OK) {
+        run_engine_close(e);
         return run_fail("session", st);
     }
+    return 0;
+}
+
+/* 1 when generation stops at token: BOS as llama2.c's run.c stops, and the
+ * end of the text or of a turn as the tokenizer names them. */
+static int run_is_stop(const pmpd_model *model, int32_t token)
+{
+    pmpd_tokenizer_info t;
+    const pmpd_model_info *info = pmpd_model_get_info(model);
+    if (token == (int32_t)info->bos_id)
+        return 1;
+    if (pmpd_model_get_tokenizer_info(model, &t) != PMPD_OK || !t.kind)
+        return token == (int32_t)info->eos_id;
+    return token == (int32_t)t.eos_id || token == t.eot_id;
+}
+
+static void run_print_token(const pmpd_model *model, int32_t prev, int32_t token)
+{
+    const char *piece;
+    size_t length;
+    if (pmpd_token_is_control(model, token))
+        return;
+    if (pmpd_token_to_piece(model, prev, token, &piece, &length) == PMPD_OK)
+        run_print_piece(piece, length);
+}
+
+static int run_generate(const run_options *o, const pmpd_model *model, int32_t *ids, size_t n_prompt)
+{
+    const pmpd_model_info *info = pmpd_model_get_info(model);
+    run_engine engine;
+    pmpd_session *session;
+    pmpd_rng rng;
+    size_t n = n_prompt, i, planned;
+    const float *logits = NULL;
+    uint64_t t0, t1, t2;
+    pmpd_status st;
+    run_precision precision;
+    int rc = run_engine_open(o, model, &engine);
+
+    if (rc)
+        return rc;
+    session = engine.session;
+    planned = engine.planned;
     pmpd_rng_seed(&rng, o->seed);
     if ((st = run_precision_start(o, model, session, &precision)) != PMPD_OK) {
-        pmpd_session_destroy(session);
-        free(block);
+        run_engine_close(&engine);
         return run_fail("precision schedule", st);
     }
 
@@ -354,8 +437,7 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
         t1 = pmpd_platform_now_ns();
     }
     if (st != PMPD_OK) {
-        pmpd_session_destroy(session);
-        free(block);
+        run_engine_close(&engine);
         if (st == PMPD_ERR_CONTEXT_FULL) {
             fprintf(stderr, "pmpd-run: the prompt has %zu tokens but the context holds %ld (see --ctx)\n",
                     n_prompt, o->context ? o->context : (long)info->seq_len);
@@ -363,26 +445,17 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
         }
         return run_fail("prompt", st);
     }
-    if (!o->print_ids) {
-        for (i = 1; i < n_prompt; i++) {
-            const char *piece;
-            size_t length;
-            if (pmpd_token_to_piece(model, ids[i - 1], ids[i], &piece, &length) == PMPD_OK)
-                run_print_piece(piece, length);
-        }
-    }
+    if (!o->print_ids) /* BOS and other control tokens print nothing */
+        for (i = 0; i < n_prompt; i++)
+            run_print_token(model, i ? ids[i - 1] : -1, ids[i]);
     while (n < n_prompt + (size_t)o->n_generate) {
         int32_t next;
-        pmpd_sampler_sample(&sampler, logits, &rng, &next);
-        if (next == (int32_t)info->bos_id && !o->ignore_eos)
+        pmpd_sampler_sample(&engine.sampler, logits, &rng, &next);
+        if (!o->ignore_eos && run_is_stop(model, next))
             break;
         ids[n++] = next;
-        if (!o->print_ids) {
-            const char *piece;
-            size_t length;
-            if (pmpd_token_to_piece(model, ids[n - 2], next, &piece, &length) == PMPD_OK)
-                run_print_piece(piece, length);
-        }
+        if (!o->print_ids)
+            run_print_token(model, n >= 2 ? ids[n - 2] : -1, next);
         if (n == n_prompt + (size_t)o->n_generate)
             break;
         run_precision_count(&precision, session);
@@ -390,8 +463,7 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
         if (st == PMPD_ERR_CONTEXT_FULL)
             break;
         if (st != PMPD_OK) {
-            pmpd_session_destroy(session);
-            free(block);
+            run_engine_close(&engine);
             return run_fail("decode", st);
         }
     }
@@ -410,16 +482,50 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
                 "prompt %zu tokens, prefill %.1f tokens/s; generated %zu tokens, decode %.1f tokens/s; "
                 "arena %zu of %zu bytes planned\n",
                 n_prompt, prefill_s > 0 ? (double)n_prompt / prefill_s : 0.0, generated,
-                decode_s > 0 ? (double)decoded / decode_s : 0.0, arena.high_water, planned);
+                decode_s > 0 ? (double)decoded / decode_s : 0.0, engine.arena.high_water, planned);
         run_precision_report(&precision);
         if (o->ignore_eos)
             run_weight_report(model, &precision, decoded, decode_s);
         if (pmpd_session_kv_bytes(session, &kv_bytes) == PMPD_OK)
             fprintf(stderr, "KV cache: %zu bytes for %zu positions\n", kv_bytes, pmpd_session_position(session));
     }
-    pmpd_session_destroy(session);
-    free(block);
+    run_engine_close(&engine);
     return 0;
+}
+
+/* --chat: the conversation loop on stdin and stdout. */
+static int run_chat(const run_options *o, const pmpd_model *model, pmpd_arena *scratch)
+{
+    example_chat_config c;
+    example_chat_stats stats;
+    run_engine engine;
+    pmpd_rng rng;
+    pmpd_status st;
+    int rc;
+
+    memset(&c, 0, sizeof c);
+    const char *source = "--template";
+    c.family = o->chat_template ? example_chat_family_from_name(o->chat_template)
+                                : example_chat_detect_model(model, scratch, &source);
+    if (c.family == EXAMPLE_CHAT_NONE) {
+        fprintf(stderr, "pmpd-run: --chat: neither the model's chat template nor its special tokens name a "
+                        "format this tool knows (Llama 3, ChatML, Zephyr, Llama 2); name one with "
+                        "--template llama3|chatml|zephyr|llama2\n");
+        return 1;
+    }
+    if ((rc = run_engine_open(o, model, &engine)) != 0)
+        return rc;
+    c.system = o->system;
+    c.max_reply = (size_t)o->n_generate;
+    c.context_length = o->context ? (size_t)o->context : pmpd_model_get_info(model)->seq_len;
+    c.prompt = 1;
+    fprintf(stderr, "chat template %s (from %s); %zu positions; one message per line, /reset starts over, EOF ends\n",
+            example_chat_family_name(c.family), source, c.context_length);
+    pmpd_rng_seed(&rng, o->seed);
+    st = example_chat_loop(model, engine.session, &engine.sampler, &rng, &c, stdin, stdout, stderr, scratch, &stats);
+    fprintf(stderr, "\n%zu replies, %zu resets\n", stats.replies, stats.resets);
+    run_engine_close(&engine);
+    return st == PMPD_OK ? 0 : 1;
 }
 
 int main(int argc, char **argv)
@@ -440,6 +546,16 @@ int main(int argc, char **argv)
         return 1;
     model = file.model;
     info = pmpd_model_get_info(model);
+    if (o.info) {
+        st = example_print_model_info(stdout, model, (size_t)o.context, file.arena.used);
+        example_model_file_close(&file);
+        return st == PMPD_OK ? 0 : run_fail("session plan", st);
+    }
+    if (o.chat) {
+        rc = run_chat(&o, model, &file.arena);
+        example_model_file_close(&file);
+        return rc;
+    }
 
     /* Generation stops at the end of the context, so no more ids than that. */
     if (o.n_generate > (long)info->seq_len)
@@ -461,8 +577,12 @@ int main(int argc, char **argv)
         example_model_file_close(&file);
         return run_fail("token buffer", PMPD_ERR_OUT_OF_MEMORY);
     }
-    if (o.prompt && o.prompt[0]) {
-        st = pmpd_tokenize(model, o.prompt, 1, 0, ids, capacity, &n_prompt, &file.arena);
+    if ((o.prompt && o.prompt[0]) || o.tokenize_only) {
+        /* BOS (and EOS) as the model's metadata says: always BOS for
+         * llama2.c vocabularies, add_bos_token for GGUF ones. */
+        const char *text = o.prompt ? o.prompt : "";
+        st = pmpd_tokenize_text(model, text, strlen(text), PMPD_TOKENIZE_MODEL_BOS, ids, capacity, &n_prompt,
+                                &file.arena);
         if (st != PMPD_OK) {
             free(ids);
             free(prompt_text);
@@ -475,7 +595,18 @@ int main(int argc, char **argv)
     }
     if (o.prompt_tokens && n_prompt > (size_t)o.prompt_tokens)
         n_prompt = (size_t)o.prompt_tokens;
-    rc = run_generate(&o, model, ids, n_prompt);
+    if (o.tokenize_only) {
+        size_t i;
+        for (i = 0; i < n_prompt; i++)
+            printf("%d\n", (int)ids[i]);
+        rc = fflush(stdout) == 0 ? 0 : 1;
+    } else if (!n_prompt) {
+        /* A model that adds no BOS and an empty prompt: start from BOS. */
+        ids[0] = (int32_t)info->bos_id;
+        rc = run_generate(&o, model, ids, 1);
+    } else {
+        rc = run_generate(&o, model, ids, n_prompt);
+    }
     free(prompt_text);
     free(ids);
     example_model_file_close(&file);

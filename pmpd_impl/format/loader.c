@@ -11,6 +11,7 @@
 
 #include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/core/error.h"
+#include "pmpd_impl/format/chat_template.h"
 #include "pmpd_impl/format/container.h"
 #include "pmpd_impl/format/crc32.h"
 #include "pmpd_impl/format/le.h"
@@ -310,6 +311,7 @@ static uint32_t loader_section_version_read(uint32_t kind)
     case PMPD_SECTION_PRECISION_SCHEDULE: return PMPD_PRECISION_SCHEDULE_VERSION;
     case PMPD_SECTION_LEARNED_SCHEDULER: return PMPD_LEARNED_SCHEDULER_VERSION;
     case PMPD_SECTION_KV_CODEBOOKS: return PMPD_KV_CODEBOOKS_VERSION;
+    case PMPD_SECTION_CHAT_TEMPLATE: return PMPD_CHAT_TEMPLATE_VERSION;
     default: return 0;
     }
 }
@@ -321,6 +323,7 @@ static const char *loader_section_name(uint32_t kind)
     case PMPD_SECTION_PRECISION_SCHEDULE: return "precision schedule";
     case PMPD_SECTION_LEARNED_SCHEDULER: return "learned scheduler";
     case PMPD_SECTION_KV_CODEBOOKS: return "KV codebooks";
+    case PMPD_SECTION_CHAT_TEMPLATE: return "chat template";
     default: return "unknown";
     }
 }
@@ -680,6 +683,15 @@ static pmpd_status loader_open(const unsigned char *p, size_t size, pmpd_arena *
         else
             status = pmpd_tokenizer_parse_bpe(&m->tokenizer, (const unsigned char *)tok->data, tok->size, at,
                                               m->info.vocab_size, m->info.bos_id, m->info.eos_id, err);
+        if (status != PMPD_OK)
+            return status;
+    }
+    /* Optional: a version this build does not read is skipped. */
+    tok = pmpd_model_find_section(m, PMPD_SECTION_CHAT_TEMPLATE);
+    if (tok && tok->version == PMPD_CHAT_TEMPLATE_VERSION) {
+        status = pmpd_chat_template_parse((const unsigned char *)tok->data, tok->size,
+                                          (uint64_t)((const unsigned char *)tok->data - p), &m->chat_template,
+                                          &m->chat_template_length, err);
         if (status != PMPD_OK)
             return status;
     }

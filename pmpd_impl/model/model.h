@@ -71,6 +71,8 @@ struct pmpd_model {
     pmpd_layer_weights *layers;        /* n_layers entries */
     const pmpd_tensor *rope_freqs;     /* [head_dim/2] f32 > 0 (PMPD_MODEL_ROPE_FREQS), or NULL */
     pmpd_tokenizer tokenizer;          /* n_tokens == 0 when the container has none */
+    const char *chat_template;         /* validated UTF-8, not NUL-terminated; NULL when absent */
+    uint32_t chat_template_length;
 };
 
 #endif

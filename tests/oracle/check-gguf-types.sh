@@ -72,7 +72,9 @@ for type in $TYPES; do
         failed=1
         continue
     fi
-    ids=$("$BUILD/pmpd-run" "$pmpd" -p "$PROMPT" -n $TOKENS -t 0 --ids 2>/dev/null)
+    # --ignore-eos: exactly TOKENS ids, as greedy.mjs gives (pmpd-run stops at
+    # BOS, EOS and end-of-turn otherwise).
+    ids=$("$BUILD/pmpd-run" "$pmpd" -p "$PROMPT" -n $TOKENS -t 0 --ids --ignore-eos 2>/dev/null)
     prompt_part=$(echo "$ids" | cut -d' ' -f1-5 | tr ' ' ',')
     ours=$(echo "$ids" | cut -d' ' -f6-)
     if [ "$prompt_part" != "$PROMPT_IDS" ] || [ "$(echo "$ours" | wc -w)" -ne $TOKENS ]; then

@@ -20,6 +20,7 @@
 
 #include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/core/error.h"
+#include "pmpd_impl/format/chat_template.h"
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/offline/import/ggml_types.h"
 
@@ -78,14 +79,14 @@ static const char *const gguf_keys[] = {
     ".attention.key_length", ".attention.value_length", ".rope.scaling.type", ".rope.scaling.factor",
     /* byte-level BPE ("gpt2") vocabularies */
     "tokenizer.ggml.merges", "tokenizer.ggml.token_type", "tokenizer.ggml.pre", "tokenizer.ggml.eot_token_id",
-    "tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token",
+    "tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token", "tokenizer.chat_template",
 };
 
 enum {
     GGUF_KEY_ARCH, GGUF_KEY_ALIGNMENT, GGUF_KEY_DIM, GGUF_KEY_HIDDEN, GGUF_KEY_LAYERS, GGUF_KEY_HEADS, GGUF_KEY_KV_HEADS, GGUF_KEY_CONTEXT, GGUF_KEY_ROPE_DIM,
     GGUF_KEY_EPS, GGUF_KEY_ROPE_BASE, GGUF_KEY_TOK_MODEL, GGUF_KEY_TOKENS, GGUF_KEY_SCORES, GGUF_KEY_BOS, GGUF_KEY_EOS, GGUF_KEY_SPACE_PREFIX,
     GGUF_KEY_KEY_LENGTH, GGUF_KEY_VALUE_LENGTH, GGUF_KEY_ROPE_SCALING, GGUF_KEY_ROPE_SCALE,
-    GGUF_KEY_MERGES, GGUF_KEY_TOKEN_TYPE, GGUF_KEY_PRE, GGUF_KEY_EOT, GGUF_KEY_ADD_BOS, GGUF_KEY_ADD_EOS, GGUF_KEY_COUNT
+    GGUF_KEY_MERGES, GGUF_KEY_TOKEN_TYPE, GGUF_KEY_PRE, GGUF_KEY_EOT, GGUF_KEY_ADD_BOS, GGUF_KEY_ADD_EOS, GGUF_KEY_CHAT_TEMPLATE, GGUF_KEY_COUNT
 };
 
 /* The architectures this importer reads (index = gguf_reader.arch). */
@@ -596,6 +597,34 @@ static pmpd_status gguf_read_bpe_vocab(gguf_reader *r, const gguf_value *values,
     return status;
 }
 
+/* tokenizer.chat_template, when present, as a chat-template section
+ * (format/chat_template.h): text for tools, checked here as the loader
+ * will check it. */
+static pmpd_status gguf_read_chat_template(gguf_reader *r, const gguf_value *v, pmpd_build_model *out)
+{
+    uint64_t length;
+    unsigned char *section;
+    pmpd_status status;
+    if (!v->present)
+        return PMPD_OK;
+    if (v->type != GGUF_STRING)
+        return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, v->key_at, "GGUF tokenizer.chat_template is not a string");
+    length = pmpd_le_u64(r->data + v->at);
+    if ((status = pmpd_chat_template_check(r->data + v->at + 8, length, v->at + 8, "GGUF tokenizer.chat_template",
+                                           r->err)) != PMPD_OK)
+        return status;
+    if (!(section = (unsigned char *)malloc((size_t)length + 4)))
+        return pmpd_error_set(r->err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory for the chat template");
+    pmpd_le_put_u32(section, (uint32_t)length);
+    memcpy(section + 4, r->data + v->at + 8, (size_t)length);
+    status = pmpd_build_add_section(out, PMPD_SECTION_CHAT_TEMPLATE, PMPD_CHAT_TEMPLATE_VERSION, 0, section,
+                                    length + 4);
+    free(section);
+    if (status != PMPD_OK)
+        return pmpd_error_set(r->err, status, PMPD_NO_OFFSET, "out of memory for the chat template");
+    return PMPD_OK;
+}
+
 static pmpd_status gguf_read_tensor_infos(gguf_reader *r, uint64_t n, gguf_tensor_info *infos)
 {
     uint64_t i, j;
@@ -879,6 +908,8 @@ PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t siz
                                 "GGUF tokenizer.ggml.model \"%.*s\" is not one this build reads (llama, gpt2)",
                                 (int)(length > 32 ? 32 : length), m->type == GGUF_STRING ? (const char *)r.data + m->at + 8 : "");
     }
+    if (status == PMPD_OK)
+        status = gguf_read_chat_template(&r, &values[GGUF_KEY_CHAT_TEMPLATE], out);
     return status;
 }
 

@@ -23,9 +23,9 @@ void pmpd_synth_options_default(pmpd_synth_options *options)
     /* TinyLlama-1.1B: dim, hidden, layers, heads, KV heads, context. */
     /* The architecture variants and weight_std after progress_context:
      * zero or NULL is llama's defaults (arch.c); then no byte-level BPE
-     * vocabulary. */
+     * vocabulary, no chat template. */
     static const pmpd_synth_options tinyllama = {2048, 5632, 22, 32, 4, 2048, PMPD_GGML_Q4_0, 1, 0, NULL, NULL, NULL,
-                                                 NULL, 0, 0.0f, 0.0f, 0, 0.0f, NULL, NULL};
+                                                 NULL, 0, 0.0f, 0.0f, 0, 0.0f, NULL, NULL, NULL};
     *options = tinyllama;
 }
 
@@ -99,6 +99,8 @@ static void synth_write_metadata(pmpd_gguf_out *o, const pmpd_synth_options *opt
         pmpd_synth_write_vocab_gpt2(o, g, opt->pre);
     else
         pmpd_synth_write_vocab(o, v);
+    if (opt->chat_template)
+        pmpd_gguf_kv_string(o, "tokenizer.chat_template", opt->chat_template);
 }
 
 static void synth_write_header(pmpd_gguf_out *o, const pmpd_synth_options *opt, const pmpd_vocab *v,

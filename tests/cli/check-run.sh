@@ -1,0 +1,54 @@
+#!/bin/sh
+# pmpd-run as a process (make check-cli, run by make check-native):
+#   --tokenize: stories260K's ids for "Once upon a time" are llama2.c's
+#     (the first ids of ../shared/vectors/stories260K_once_greedy.ids);
+#   --info: exits 0 and names the shape, tokenizer ids and tensor types;
+#   --chat: a scripted conversation (two messages, /reset) on stories260K
+#     with --template zephyr exits 0 after two replies; without --template a
+#     SentencePiece model is refused (exit 1, naming --template); an unknown
+#     template name is a usage error (exit 2); a GGUF's chat template
+#     (pmpd-mkgguf --chat-template) survives conversion and names the format.
+set -u
+BUILD=${BUILD:-build}
+MODELS=${MODELS:-../shared/models}
+VECTORS=${VECTORS:-../shared/vectors}
+run=$BUILD/pmpd-run
+dir=$(mktemp -d "${TMPDIR:-/tmp}/pmpd-check-run.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "check-run: FAIL: $*"; exit 1; }
+
+"$BUILD/pmpd-convert" "$MODELS/stories260K.bin" "$dir/s.pmpd" --tokenizer "$MODELS/tok512.bin" >/dev/null 2>&1 ||
+    fail "pmpd-convert stories260K"
+
+# llama2.c encodes the prompt as 5 ids (BOS first); the vector file holds them.
+want=$(tr -s ' \n' '\n\n' < "$VECTORS/stories260K_once_greedy.ids" | grep . | head -n 5 | tr '\n' ' ')
+got=$("$run" "$dir/s.pmpd" --tokenize -p "Once upon a time" | tr '\n' ' ') || fail "--tokenize exit status"
+[ "$got" = "$want" ] || fail "--tokenize: got '$got', llama2.c '$want'"
+[ "$("$run" "$dir/s.pmpd" --tokenize -p "" | tr '\n' ' ')" = "1 " ] || fail "--tokenize of an empty prompt is not BOS"
+
+"$run" --info "$dir/s.pmpd" > "$dir/info" 2>&1 || fail "--info exit status"
+for words in "dim 64, hidden 172, layers 5, heads 8, kv heads 4, head_dim 8, vocab 512, seq_len 512" \
+    "bos 1, eos 2, eot none" "f32 47" "f16"; do
+    grep -q "$words" "$dir/info" || fail "--info does not say '$words': $(cat "$dir/info")"
+done
+
+printf 'hello\nwho are you?\n/reset\n' | "$run" "$dir/s.pmpd" --chat --template zephyr -t 0 -n 16 \
+    > "$dir/chat.out" 2> "$dir/chat.err" || fail "--chat exit status: $(cat "$dir/chat.err")"
+grep -q "^2 replies, 1 resets" "$dir/chat.err" || fail "--chat: not two replies and one reset: $(cat "$dir/chat.err")"
+
+printf 'hello\n' | "$run" "$dir/s.pmpd" --chat > /dev/null 2> "$dir/refused"
+[ $? -eq 1 ] || fail "--chat without --template on a SentencePiece model was not refused"
+grep -q -- "--template" "$dir/refused" || fail "the refusal does not name --template"
+"$run" "$dir/s.pmpd" --chat --template jinja < /dev/null > /dev/null 2>&1
+[ $? -eq 2 ] || fail "--template jinja was not a usage error"
+# A GGUF's tokenizer.chat_template travels into the container and names the
+# chat format: no --template needed.
+zephyr="{% for message in messages %}{% if message['role'] == 'user' %}{{ '<|user|>\n' + message['content'] + eos_token }}{% endif %}{% endfor %}{{ '<|assistant|>' }}"
+"$BUILD/pmpd-mkgguf" "$dir/t.gguf" --tokenizer "$MODELS/tok512.bin" --dim 64 --hidden 128 --layers 1 --heads 2 \
+    --kv-heads 1 --seq-len 128 --type f32 --chat-template "$zephyr" > /dev/null 2>&1 || fail "pmpd-mkgguf --chat-template"
+"$BUILD/pmpd-convert" "$dir/t.gguf" "$dir/t.pmpd" > /dev/null 2>&1 || fail "pmpd-convert of a GGUF with a chat template"
+"$run" --info "$dir/t.pmpd" | grep -q "chat template: stored (${#zephyr} bytes), format zephyr by its chat template" ||
+    fail "--info does not report the stored template: $("$run" --info "$dir/t.pmpd" | grep 'chat template')"
+printf 'hi\n' | "$run" "$dir/t.pmpd" --chat -t 0 -n 4 > /dev/null 2> "$dir/t.err" || fail "--chat with a stored template"
+grep -q "chat template zephyr (from chat template)" "$dir/t.err" || fail "--chat did not use the stored template"
+echo "check-run: --tokenize, --info, --chat: all passed"
