@@ -23,27 +23,6 @@
 #include "tests/support/test_models.h"
 #include "tests/support/test_support.h"
 
-/* GPT-2's byte-level spelling of byte b, written by the rule itself:
- * printable Latin-1 bytes stand for themselves, the others in order for
- * U+0100, U+0101, ... */
-static size_t byte_level(unsigned b, char *out)
-{
-    unsigned cp = b, k = 0, c;
-    if (!((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE))) {
-        for (c = 0; c < b; c++)
-            if (!((c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE)))
-                k++;
-        cp = 0x100 + k;
-    }
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    out[0] = (char)(0xC0 | (cp >> 6));
-    out[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-}
-
 /* ids: 0..255 the bytes, 256 "ab", 257 "abc", 258 "<|end|>" (control). */
 static unsigned char *make_gguf_pre(size_t *size, char *path, size_t path_size, const char *pre)
 {
@@ -60,7 +39,7 @@ static unsigned char *make_gguf_pre(size_t *size, char *path, size_t path_size, 
     fprintf(f, "pmpd-gpt2-vocab 1\npre %s\nbos 258\neos 258\neot 258\ntokens 259\n", pre);
     for (b = 0; b < 256; b++) {
         fputs("1 ", f);
-        fwrite(piece, 1, byte_level(b, piece), f);
+        fwrite(piece, 1, test_byte_level_piece(b, piece), f);
         fputc('\n', f);
     }
     fprintf(f, "1 ab\n1 abc\n3 <|end|>\nmerges 2\na b\nab c\n");

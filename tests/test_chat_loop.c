@@ -24,26 +24,6 @@
 #include "tests/support/test_models.h"
 #include "tests/support/test_support.h"
 
-/* GPT-2's byte-level spelling of byte b (printable Latin-1 bytes stand for
- * themselves, the others in order for U+0100, U+0101, ...). */
-static size_t byte_level(unsigned b, char *out)
-{
-    unsigned cp = b, k = 0, c;
-    if (!((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE))) {
-        for (c = 0; c < b; c++)
-            if (!((c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE)))
-                k++;
-        cp = 0x100 + k;
-    }
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    out[0] = (char)(0xC0 | (cp >> 6));
-    out[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-}
-
 /* Ids 0..255 the bytes, 256 "ab" (merges need one), then the control
  * tokens of specials (NULL-terminated) from 257. */
 static void open_model(const char *pre, const char *const *specials, unsigned bos, unsigned eos, unsigned eot,
@@ -67,7 +47,7 @@ static void open_model(const char *pre, const char *const *specials, unsigned bo
             add_bos, 257 + n);
     for (b = 0; b < 256; b++) {
         fputs("1 ", f);
-        fwrite(piece, 1, byte_level(b, piece), f);
+        fwrite(piece, 1, test_byte_level_piece(b, piece), f);
         fputc('\n', f);
     }
     fputs("1 ab\n", f);

@@ -151,3 +151,21 @@ void test_softmax_attention(const float *q, size_t heads, size_t dim, const floa
             out[h * dim + d] /= sum;
     }
 }
+
+size_t test_byte_level_piece(unsigned b, char *out)
+{
+    unsigned cp = b, k = 0, c;
+    if (!((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE))) {
+        for (c = 0; c < b; c++)
+            if (!((c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE)))
+                k++;
+        cp = 0x100 + k;
+    }
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    out[0] = (char)(0xC0 | (cp >> 6));
+    out[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+}

@@ -47,4 +47,9 @@ float test_rng_uniform(test_rng *rng);
 /* Standard normal (Box-Muller). */
 float test_rng_normal(test_rng *rng);
 
+/* GPT-2's byte-level spelling of byte b, written by the rule itself
+ * (printable Latin-1 bytes stand for themselves, the others in order for
+ * U+0100, U+0101, ...) into out (2 bytes); returns its length. */
+size_t test_byte_level_piece(unsigned b, char *out);
+
 #endif
