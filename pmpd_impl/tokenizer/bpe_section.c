@@ -44,33 +44,6 @@ static pmpd_status bpes_check_pieces(pmpd_tokenizer *tok, uint64_t blob_size, ui
     return PMPD_OK;
 }
 
-static pmpd_status bpes_check_sorted(const pmpd_tokenizer *tok, uint64_t at, pmpd_error *err)
-{
-    uint32_t k;
-    for (k = 0; k < tok->n_tokens; k++) {
-        uint32_t id = pmpd_le_u32(tok->sorted + 4u * k);
-        if (id >= tok->n_tokens)
-            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, at + 4u * k,
-                                  "tokenizer sorted index entry %u is id %u, outside the vocabulary of %u",
-                                  (unsigned)k, (unsigned)id, (unsigned)tok->n_tokens);
-        if (k > 0) {
-            uint32_t prev = pmpd_le_u32(tok->sorted + 4u * (k - 1));
-            size_t a_length, b_length, common;
-            const unsigned char *a = pmpd_tokenizer_piece(tok, prev, &a_length);
-            const unsigned char *b = pmpd_tokenizer_piece(tok, id, &b_length);
-            int c;
-            common = a_length < b_length ? a_length : b_length;
-            c = common ? memcmp(a, b, common) : 0;
-            if (c == 0)
-                c = a_length < b_length ? -1 : (a_length > b_length ? 1 : 0);
-            if (c > 0 || (c == 0 && prev >= id))
-                return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, at + 4u * k,
-                                      "tokenizer sorted index is not in increasing order at entry %u", (unsigned)k);
-        }
-    }
-    return PMPD_OK;
-}
-
 static pmpd_status bpes_check_types(const pmpd_tokenizer *tok, uint64_t at, uint32_t *n_special_types,
                                     pmpd_error *err)
 {
@@ -271,7 +244,7 @@ PMPD_INTERNAL pmpd_status pmpd_tokenizer_parse_bpe(pmpd_tokenizer *tok, const un
     tok->types = data + types_at;
     tok->blob = data + blob_at;
     if ((status = bpes_check_pieces(tok, blob_size, file_offset + offsets_at, err)) == PMPD_OK &&
-        (status = bpes_check_sorted(tok, file_offset + sorted_at, err)) == PMPD_OK &&
+        (status = pmpd_tokenizer_check_sorted(tok, file_offset + sorted_at, err)) == PMPD_OK &&
         (status = bpes_check_types(tok, file_offset + types_at, &n_special_types, err)) == PMPD_OK &&
         (status = bpes_check_special(tok, n_special_types, file_offset + special_at,
                                      file_offset + PMPD_TOK2_N_SPECIAL, err)) == PMPD_OK &&

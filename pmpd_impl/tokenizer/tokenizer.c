@@ -82,7 +82,8 @@ static int tok_byte_piece_value(const unsigned char *piece, size_t length)
     return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
 }
 
-static pmpd_status tok_check_sorted(const pmpd_tokenizer *tok, uint64_t sorted_offset, pmpd_error *err)
+PMPD_INTERNAL pmpd_status pmpd_tokenizer_check_sorted(const pmpd_tokenizer *tok, uint64_t sorted_offset,
+                                                      pmpd_error *err)
 {
     uint32_t k;
     for (k = 0; k < tok->n_tokens; k++) {
@@ -172,7 +173,7 @@ PMPD_INTERNAL pmpd_status pmpd_tokenizer_parse(pmpd_tokenizer *tok, const unsign
         return pmpd_error_set(err, PMPD_ERR_FORMAT_BOUNDS, file_offset + offsets_at + 4u * n,
                               "tokenizer pieces end at byte %u, not at the blob size %llu",
                               (unsigned)pmpd_le_u32(tok->offsets + 4u * n), (unsigned long long)blob_size);
-    status = tok_check_sorted(tok, file_offset + sorted_at, err);
+    status = pmpd_tokenizer_check_sorted(tok, file_offset + sorted_at, err);
     if (status != PMPD_OK) {
         tok->n_tokens = 0;
         return status;

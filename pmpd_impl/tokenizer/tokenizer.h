@@ -54,6 +54,13 @@ PMPD_INTERNAL int32_t pmpd_tokenizer_lookup(const pmpd_tokenizer *tok, const uns
 /* Bytes of piece id (id < n_tokens). */
 PMPD_INTERNAL const unsigned char *pmpd_tokenizer_piece(const pmpd_tokenizer *tok, uint32_t id, size_t *length);
 
+/* Checks tok->sorted: every entry an id below n_tokens, the pieces in
+ * increasing byte order (a shorter prefix first, ties by increasing id),
+ * as both tokenizer section versions store it.  sorted_offset is the
+ * index's file offset, for the error.  Errors: PMPD_ERR_FORMAT_VALUE. */
+PMPD_INTERNAL pmpd_status pmpd_tokenizer_check_sorted(const pmpd_tokenizer *tok, uint64_t sorted_offset,
+                                                      pmpd_error *err);
+
 /* Encodes text[0 .. length) (flags: PMPD_TOKENIZE_*, with BOS/EOS already
  * resolved to PMPD_TOKENIZE_BOS/EOS).  Scratch: 24 * (length + 3) bytes. */
 PMPD_INTERNAL pmpd_status pmpd_tokenizer_encode(const pmpd_tokenizer *tok, const char *text, size_t length,
