@@ -1,5 +1,5 @@
 /* Nested any-precision weights: layout, quantizer and kernels.  The oracle
- * decodes weights straight from the documented byte layout (version 2:
+ * decodes weights straight from the documented byte layout (version 3:
  * slices of 4-row blocks by 256-column superblocks, top k planes, scale *
  * u8 table + offset) and multiplies in double; it shares no code with the
  * kernels. */
@@ -54,7 +54,7 @@ static size_t apt_align64(size_t v)
     return (v + 63) / 64 * 64;
 }
 
-/* Layout version 2 from the README, independently of anyprec.h. */
+/* Layout version 3 from the README, independently of anyprec.h. */
 static size_t apt_slice_bytes(const apt_tensor *t, unsigned field_bits)
 {
     size_t blocks = (t->rows + 3) / 4 * ((t->cols + 255) / 256) * 4;
@@ -144,24 +144,19 @@ static void test_size_and_arguments(void **state)
     assert_int_equal(pmpd_anyprec_size(3, 40, 2, 4, NULL), PMPD_ERR_INVALID_ARGUMENT);
 }
 
-/* Oracle int8 activations: per group of 32, scale = whole steps (at least
- * one, at most 4096) of unit = superblock max|x| / (127 * 4096), the fewest
- * that cover the group's max|x| / 127; values round half away. */
+/* Oracle int8 activations: every group of a 256-column superblock has the
+ * scale max|x| / 127 of the superblock; values round half away. */
 static void apt_quantize_input(const float *x, uint32_t cols, int8_t *xq, float *xs)
 {
     uint32_t g, c, padded = (cols + 31) / 32 * 32;
     for (g = 0; g < padded / 32; g++) {
-        double amax = 0.0, sb_max = 0.0, unit, steps;
-        for (c = g * 32; c < g * 32 + 32 && c < cols; c++)
-            amax = fabs(x[c]) > amax ? fabs(x[c]) : amax;
+        double sb_max = 0.0, scale;
         for (c = g / 8 * 256; c < g / 8 * 256 + 256 && c < cols; c++)
             sb_max = fabs(x[c]) > sb_max ? fabs(x[c]) : sb_max;
-        unit = sb_max / (127.0 * 4096);
-        steps = unit > 0.0 ? ceil(amax / 127.0 / unit) : 1.0;
-        steps = steps < 1.0 ? 1.0 : steps > 4096.0 ? 4096.0 : steps;
-        xs[g] = (float)(steps * unit);
+        scale = sb_max / 127.0;
+        xs[g] = (float)scale;
         for (c = g * 32; c < g * 32 + 32; c++)
-            xq[c] = (int8_t)(c < cols && unit > 0.0 ? lrint((double)x[c] / (steps * unit)) : 0);
+            xq[c] = (int8_t)(c < cols && scale > 0.0 ? lrint((double)x[c] / scale) : 0);
     }
 }
 
@@ -179,6 +174,15 @@ static void apt_check_kernels(const apt_tensor *t, uint64_t seed)
     apt_view(t, &m);
     assert_int_equal(m.seed_bits, t->seed);
     assert_int_equal(m.parent_bits, t->parent);
+    /* Each row's table spans 0..63 below 4 bits and 0..127 from 4 on
+     * (README, layout version 3). */
+    for (k = t->seed; k <= t->parent; k++)
+        for (r = 0; r < t->rows; r++) {
+            unsigned top = 0, e;
+            for (e = 0; e < 1u << k; e++)
+                top = m.tables[k][((size_t)r << k) + e] > top ? m.tables[k][((size_t)r << k) + e] : top;
+            assert_int_equal(top, k < 4 ? 63 : 127);
+        }
     apt_quantize_input(x, t->cols, xq, xs);
     pmpd_anyprec_quantize_input(x, t->cols, xq_lib, xs_lib);
     /* Float and double may round a step apart; the GEMV below uses the library's. */
@@ -252,6 +256,41 @@ static void test_kernels_every_width(void **state)
         free(t.raw);
         free(w);
     }
+}
+
+/* The largest sums the kernels meet: every entry at its width's limit and
+ * every activation at +-127 with one sign, so any int16 sum that wrapped
+ * or saturated would show. */
+static void test_kernels_extreme_sums(void **state)
+{
+    const uint32_t rows = 8, cols = 512;
+    float *w = apt_random_matrix(rows, cols, 7), x[512], xs[16], y[8];
+    int8_t xq[512];
+    apt_tensor t;
+    pmpd_anyprec_matrix m;
+    unsigned k, sign;
+    uint32_t r, c;
+    (void)state;
+    apt_quantize(&t, w, rows, cols, 2, 4);
+    apt_view(&t, &m);
+    for (k = 2; k <= 4; k++)
+        memset((unsigned char *)(uintptr_t)m.tables[k], k < 4 ? 63 : 127, (size_t)rows << k);
+    for (sign = 0; sign < 2; sign++) {
+        for (c = 0; c < cols; c++)
+            x[c] = sign ? -1.0f : 1.0f;
+        pmpd_anyprec_quantize_input(x, cols, xq, xs);
+        for (k = 2; k <= 4; k++) {
+            pmpd_anyprec_gemv(&m, k, xq, xs, y, 0, rows);
+            for (r = 0; r < rows; r++) {
+                double dot = 0.0;
+                for (c = 0; c < cols; c++)
+                    dot += apt_weight(&t, r, c, k) * xq[c] * xs[c / 32];
+                assert_float_equal(y[r], dot, 1e-4 * fabs(dot) + 1e-6);
+            }
+        }
+    }
+    free(t.raw);
+    free(w);
 }
 
 /* Reading the parent at width k gives exactly the model quantized at k. */
@@ -368,10 +407,18 @@ static void test_view_rejects_bad_bytes(void **state)
     t.bytes[6] = 0;
     assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, 0, &m, &err), PMPD_ERR_FORMAT_VERSION);
     assert_non_null(strstr(err.message, "version 0"));
+    /* So is version 2, whose narrow tables used 7-bit entries. */
     t.bytes[6] = 2;
-    /* Table entries above 127 would overflow the kernels' pair sums. */
-    t.bytes[64 + 256 + 128 + 2 * 64] = 128;
+    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, 0, &m, &err), PMPD_ERR_FORMAT_VERSION);
+    assert_non_null(strstr(err.message, "version 2"));
+    t.bytes[6] = 3;
+    /* Below 4 bits entries above 63 would overflow the kernels' int16 sums
+     * of two groups; 63 itself is accepted. */
+    t.bytes[64 + 256 + 128 + 2 * 64] = 64;
     assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, 0, &m, &err), PMPD_ERR_FORMAT_VALUE);
+    assert_non_null(strstr(err.message, "above 63 at width 2"));
+    t.bytes[64 + 256 + 128 + 2 * 64] = 63;
+    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, 0, &m, &err), PMPD_OK);
     t.bytes[64 + 256 + 128 + 2 * 64] = 0;
     memcpy(t.bytes + 64 + 256 + 128 + 4, &nan_value, 4);
     assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, 0, &m, &err), PMPD_ERR_FORMAT_NONFINITE);
@@ -410,6 +457,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_size_and_arguments),
         cmocka_unit_test(test_kernels_every_width),
+        cmocka_unit_test(test_kernels_extreme_sums),
         cmocka_unit_test(test_nested_equals_direct),
         cmocka_unit_test(test_reads_only_top_planes),
         cmocka_unit_test(test_error_falls_with_width),

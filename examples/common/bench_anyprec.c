@@ -84,7 +84,7 @@ static void bench_anyprec_fill(unsigned char *bytes, const pmpd_anyprec_layout *
             memcpy(bytes + layout->offset_offset[k] + (size_t)r * sizeof(float), &offset, sizeof offset);
         }
         for (i = 0; i < ((size_t)rows << k); i++)
-            bytes[layout->table_offset[k] + i] &= PMPD_ANYPREC_TABLE_MAX;
+            bytes[layout->table_offset[k] + i] &= (unsigned char)pmpd_anyprec_table_max(k);
     }
 }
 

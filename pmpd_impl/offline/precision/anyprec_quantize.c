@@ -117,25 +117,26 @@ static size_t anyprec_quantize_index(size_t code, unsigned k)
     return index;
 }
 
-/* Centroids as scale * entry + offset with entries 0..127 spanning the
- * row's smallest to largest centroid (error at most 1/254 of that span).
+/* Centroids as scale * entry + offset with entries 0..max spanning the
+ * row's smallest to largest centroid, max = 127 from 4 bits on and 63 below
+ * (pmpd_anyprec_table_max): error at most 1/254 (1/126) of that span.
  * scale_at and offset_at may be unaligned (the caller's buffer). */
 static void anyprec_quantize_store_table(const double *centroids, unsigned bits, unsigned char *scale_at,
                                          unsigned char *offset_at, unsigned char *table)
 {
     size_t i, entries = (size_t)1 << bits;
-    double lo = centroids[0], hi = centroids[0];
+    double lo = centroids[0], hi = centroids[0], top = pmpd_anyprec_table_max(bits);
     float scale, offset;
     for (i = 1; i < entries; i++) {
         lo = centroids[i] < lo ? centroids[i] : lo;
         hi = centroids[i] > hi ? centroids[i] : hi;
     }
-    scale = (float)((hi - lo) / PMPD_ANYPREC_TABLE_MAX);
+    scale = (float)((hi - lo) / top);
     offset = (float)lo;
     memcpy(scale_at, &scale, sizeof scale);
     memcpy(offset_at, &offset, sizeof offset);
     for (i = 0; i < entries; i++) {
-        double v = hi > lo ? (centroids[i] - lo) / (hi - lo) * PMPD_ANYPREC_TABLE_MAX : 0.0;
+        double v = hi > lo ? (centroids[i] - lo) / (hi - lo) * top : 0.0;
         table[anyprec_quantize_index(i, bits)] = (unsigned char)lrint(v < 0.0 ? 0.0 : v);
     }
 }

@@ -1,9 +1,9 @@
 /*
  * Nested ("any-precision") weights: one stored copy of a matrix serves every
  * width from the seed width up to the parent width.  The byte layout
- * (version 2) is documented in README.md ("ANYPREC tensors"); in short:
+ * (version 3) is documented in README.md ("ANYPREC tensors"); in short:
  *
- *   64-byte header: "ANYP", seed_bits, parent_bits, version 2, 0, rows (u32),
+ *   64-byte header: "ANYP", seed_bits, parent_bits, version 3, 0, rows (u32),
  *     cols (u32)
  *   slices of code bits, coarsest first: when seed_bits >= 2, planes 0 and 1
  *     share one slice of 2-bit fields, every other plane has a slice of its
@@ -17,13 +17,16 @@
  *     high nibble of each byte, and a k-bit product streams k/parent of the
  *     slice bytes, k sequential streams.  Slices are rounded up to 64 bytes.
  *   for every width k = seed..parent: rows f32 scales, rows f32 offsets,
- *     rows tables of 2^k u8 entries 0..127 (each block rounded up to 64)
+ *     rows tables of 2^k u8 entries 0..pmpd_anyprec_table_max(k) (each
+ *     block rounded up to 64)
  *
  * The table index of a weight at width k is sum of bit_p << p over planes
  * p < k (plane 0 the lowest bit), its value scales[k][row] *
  * tables[k][row][index] + offsets[k][row].  Entries of 7 bits let maddubs
- * multiply them with int8 activations without sign tricks; the offset
- * costs one multiply-add per row with the sum of the activations.
+ * multiply them with int8 activations without sign tricks; below 4 bits
+ * entries of 6 bits let two groups' int16 pair sums add before they widen
+ * to int32 (version 3; version 2 stored 7 bits at every width).  The
+ * offset costs one multiply-add per row with the sum of the activations.
  * Switching width changes a number and a pointer, nothing is copied.
  */
 #ifndef PMPD_PRECISION_ANYPREC_H
@@ -33,17 +36,14 @@
 #include "pmpd_impl/core/config.h"
 
 #define PMPD_ANYPREC_HEADER_BYTES 64
-#define PMPD_ANYPREC_VERSION 2
+#define PMPD_ANYPREC_VERSION 3
 #define PMPD_ANYPREC_GROUP 32        /* columns per activation scale */
 #define PMPD_ANYPREC_SUPER 256       /* columns per 32-byte plane load */
 #define PMPD_ANYPREC_ROW_BLOCK 4     /* rows interleaved in a slice */
-#define PMPD_ANYPREC_TABLE_MAX 127   /* largest table entry */
-/* Activation scales of one superblock are multiples m (1..this) of a unit:
- * a 32-bit lane then sums 2 maddubs pairs (|pair| <= 2*127*128) times m
- * over 8 groups: 16 * 32512 * 4096 < 2^31, so a superblock accumulates in
- * int32 and converts to float once. */
-#define PMPD_ANYPREC_UNIT_STEPS 4096
-/* The SIMD kernels prepare per-group multipliers on the stack (9 KB). */
+#define PMPD_ANYPREC_TABLE_MAX 127   /* largest table entry at 4 bits and more */
+#define PMPD_ANYPREC_NARROW_MAX 63   /* largest table entry below 4 bits */
+/* The SIMD kernels keep the superblocks' activation scales on the stack
+ * (1 KB). */
 #define PMPD_ANYPREC_SIMD_MAX_COLS 65536
 
 /* The NEON kernels use AArch64-only table lookups and reductions. */
@@ -74,6 +74,14 @@ typedef struct pmpd_anyprec_layout {
     size_t table_offset[PMPD_ANYPREC_MAX_BITS + 1];
     size_t total;
 } pmpd_anyprec_layout;
+
+/* The largest table entry at width bits: with 6-bit entries (below 4 bits)
+ * a maddubs pair is at most 2 * 63 * 127, so two groups' pairs add in
+ * int16 (4 * 63 * 127 < 2^15) before one madd widens them. */
+static inline unsigned pmpd_anyprec_table_max(unsigned bits)
+{
+    return bits < 4 ? PMPD_ANYPREC_NARROW_MAX : PMPD_ANYPREC_TABLE_MAX;
+}
 
 /* Bytes per row per superblock in the slice of plane p. */
 static inline size_t pmpd_anyprec_super_bytes(int paired, unsigned p)
@@ -143,20 +151,19 @@ PMPD_INTERNAL void pmpd_anyprec_row(const pmpd_anyprec_matrix *m, unsigned bits,
 
 /* Activations for the integer GEMV: int8 values in groups of
  * PMPD_ANYPREC_GROUP with one float scale each, zero-padded to a whole group.
- * xq holds padded_cols bytes, xscale padded_cols / 32 floats.  Within a
- * superblock the scales are m * unit with integer m in
- * 1..PMPD_ANYPREC_UNIT_STEPS and the largest m equal to it, so the SIMD
- * kernels recover m exactly and weigh groups with integer multiplies. */
+ * xq holds padded_cols bytes, xscale padded_cols / 32 floats.  The groups of
+ * one 256-column superblock share its scale (max |x| / 127 there), so the
+ * SIMD kernels sum a superblock in integers and convert to float once, and
+ * int16 pair sums of different groups may add.  Measured on pycode21M
+ * (decode, 1,024 tokens): KL to f32 the same as with a scale per group of 32
+ * at 2, 3 and 4 bits. */
 PMPD_INTERNAL void pmpd_anyprec_quantize_input(const float *x, uint32_t cols, int8_t *xq, float *xscale);
 
-/* The activations as the SIMD GEMVs use them: per group m | m << 16 (for
- * madd / a multiply by m), per superblock the unit, the sum of all
- * activations (for the table offsets) and the last superblock's values
- * zero-padded to 256 columns.  Scales that are no multiples of a unit are
- * rounded to the nearest of 4096 steps of their superblock's largest. */
+/* The activations as the SIMD GEMVs use them: per superblock its scale, the
+ * sum of all activations (for the table offsets) and the last superblock's
+ * values zero-padded to 256 columns. */
 typedef struct pmpd_anyprec_units {
-    int32_t mult[PMPD_ANYPREC_SIMD_MAX_COLS / PMPD_ANYPREC_GROUP];
-    float unit[PMPD_ANYPREC_SIMD_MAX_COLS / PMPD_ANYPREC_SUPER];
+    float scale[PMPD_ANYPREC_SIMD_MAX_COLS / PMPD_ANYPREC_SUPER];
     float sum;
     int8_t tail[PMPD_ANYPREC_SUPER];
 } pmpd_anyprec_units;
@@ -164,12 +171,6 @@ typedef struct pmpd_anyprec_units {
 /* Fills u for cols <= PMPD_ANYPREC_SIMD_MAX_COLS. */
 PMPD_INTERNAL void pmpd_anyprec_prepare_units(const int8_t *xq, const float *xscale, uint32_t cols,
                                               pmpd_anyprec_units *u);
-
-/* Superblock s's 8 group multipliers. */
-static inline const int32_t *pmpd_anyprec_super_mult(const pmpd_anyprec_units *u, uint32_t s)
-{
-    return u->mult + (size_t)s * (PMPD_ANYPREC_SUPER / PMPD_ANYPREC_GROUP);
-}
 
 /* Superblock s's 256 activations: in place, or the zero-padded tail. */
 static inline const int8_t *pmpd_anyprec_super_input(const int8_t *xq, const pmpd_anyprec_units *u, uint32_t cols,

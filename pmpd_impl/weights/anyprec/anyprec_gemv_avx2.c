@@ -3,17 +3,27 @@
  * columns of a row; for the column groups 2q and 2q+1 a shift and an AND
  * per slice put their codes into the low and high nibble of each byte
  * (ORed together), and one in-lane byte shuffle per group looks the codes
- * up in the row's 16-entry table of 7-bit entries.  The GEMV multiplies
- * those with int8 activations (maddubs, no sign fix-up), weighs each group
- * by its integer scale multiplier (madd) and converts to float once per 256
- * columns; four rows share the activation loads.  The GEMM widens the
- * entries to float once per group and reuses them for a tile of input
- * vectors. */
+ * up in the row's table.  The GEMV multiplies the entries with int8
+ * activations (maddubs, no sign fix-up; below 4 bits two groups' int16
+ * pair sums add before one madd widens them), and converts to float once
+ * per 256 columns (one activation scale per superblock); four rows share
+ * the activation loads and the block's slices are prefetched ahead.  On
+ * Zen3 the multiplies (2 pipes) and the bit placement bound it: llvm-mca
+ * gives 1.4 / 2.0 / 2.6 cycles per 32 weights of a row at 2 / 3 / 4 bits.
+ * The GEMM widens the entries to float once per group and reuses them for
+ * a tile of input vectors. */
 #include "pmpd_impl/weights/anyprec/anyprec.h"
 
 #if PMPD_USE_AVX2
 #include <immintrin.h>
 #include <string.h>
+/* Bytes ahead in the 2-bit slice that the GEMV prefetches (half as far in
+ * the 1-bit slices, which advance half as fast): 1-4 KB measured alike on
+ * Zen3, and 0.5 KB or none 10-20% slower at 2 and 3 bits. */
+#define ANYPREC_AVX2_PREFETCH 2048
+
+
+
 
 #define ANYPREC_AVX2_TOKEN_TILE 8
 #if defined(__GNUC__)
@@ -87,94 +97,123 @@ static float anyprec_avx2_sum(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
-/* Group g's products of one row as int32: lookup, maddubs (7-bit entries
- * by int8 activations), madd by the group's multiplier. */
-ANYPREC_AVX2_INLINE __m256i anyprec_avx2_group(__m256i table, __m256i codes, const int8_t *x, const int32_t *mult,
-                                               unsigned g)
-{
-    __m256i products = _mm256_maddubs_epi16(_mm256_shuffle_epi8(table, codes), anyprec_avx2_load(x + 32 * g));
-    return _mm256_madd_epi16(products, _mm256_set1_epi32(mult[g]));
-}
-
-/* Groups 2q and 2q+1 of one row added to its int32 sums. */
+/* Groups 2q and 2q+1 of one row added to its int32 sums.  At 3 bits the
+ * codes leave bits 3 and 7 of each byte clear, so the low nibble needs no
+ * AND (vpshufb ignores bits 4..6) and the high one none after the shift;
+ * their 6-bit entries let both groups' pair sums add in int16 (anyprec.h)
+ * before one madd widens them.  At 4 bits each group widens alone. */
 ANYPREC_AVX2_INLINE __m256i anyprec_avx2_row_pair(__m256i dot, __m256i table, const unsigned char *field,
                                                   const unsigned char *const *plane, size_t at, unsigned q,
-                                                  const int8_t *x, const int32_t *mult, const unsigned bits)
+                                                  const int8_t *x, const unsigned bits)
 {
-    const __m256i low = _mm256_set1_epi8(0x0F);
+    const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     __m256i codes = anyprec_avx2_pair(field, plane, at, q, bits);
-    __m256i a = anyprec_avx2_group(table, _mm256_and_si256(codes, low), x, mult, 2 * q);
-    __m256i b = anyprec_avx2_group(table, _mm256_and_si256(_mm256_srli_epi16(codes, 4), low), x, mult, 2 * q + 1);
-    return _mm256_add_epi32(dot, _mm256_add_epi32(a, b));
+    __m256i lo = bits > 3 ? _mm256_and_si256(codes, low) : codes, hi = _mm256_srli_epi16(codes, 4);
+    __m256i a, b;
+    if (bits > 3)
+        hi = _mm256_and_si256(hi, low);
+    a = _mm256_maddubs_epi16(_mm256_shuffle_epi8(table, lo), anyprec_avx2_load(x + 64 * q));
+    b = _mm256_maddubs_epi16(_mm256_shuffle_epi8(table, hi), anyprec_avx2_load(x + 64 * q + 32));
+    if (bits > 3)
+        return _mm256_add_epi32(dot, _mm256_add_epi32(_mm256_madd_epi16(a, ones), _mm256_madd_epi16(b, ones)));
+    return _mm256_add_epi32(dot, _mm256_madd_epi16(_mm256_add_epi16(a, b), ones));
 }
 
 /* At 2 bits a nibble of the 2-bit slice holds two codes whole (groups 4h
  * and 4h+2 low, 4h+1 and 4h+3 high); a table indexed by its low two bits
  * and one by its high two bits read them with no further shift.  Groups
- * 4h..4h+3 of one row added to its sums. */
+ * 4h..4h+3 of one row added to its sums, two groups per int16 sum. */
 ANYPREC_AVX2_INLINE __m256i anyprec_avx2_row_quad(__m256i dot, __m256i by_low, __m256i by_high,
-                                                  const unsigned char *field, unsigned h, const int8_t *x,
-                                                  const int32_t *mult)
+                                                  const unsigned char *field, unsigned h, const int8_t *x)
 {
-    const __m256i low = _mm256_set1_epi8(0x0F);
+    const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    const int8_t *xh = x + 128 * h;
     __m256i f = anyprec_avx2_load(field + 32 * h);
     __m256i lo = _mm256_and_si256(f, low), hi = _mm256_and_si256(_mm256_srli_epi16(f, 4), low);
-    __m256i a = _mm256_add_epi32(anyprec_avx2_group(by_low, lo, x, mult, 4 * h),
-                                 anyprec_avx2_group(by_high, lo, x, mult, 4 * h + 2));
-    __m256i b = _mm256_add_epi32(anyprec_avx2_group(by_low, hi, x, mult, 4 * h + 1),
-                                 anyprec_avx2_group(by_high, hi, x, mult, 4 * h + 3));
-    return _mm256_add_epi32(dot, _mm256_add_epi32(a, b));
+    __m256i a = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_shuffle_epi8(by_low, lo), anyprec_avx2_load(xh)),
+                                 _mm256_maddubs_epi16(_mm256_shuffle_epi8(by_high, lo), anyprec_avx2_load(xh + 64)));
+    __m256i b = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_shuffle_epi8(by_low, hi), anyprec_avx2_load(xh + 32)),
+                                 _mm256_maddubs_epi16(_mm256_shuffle_epi8(by_high, hi), anyprec_avx2_load(xh + 96)));
+    return _mm256_add_epi32(dot, _mm256_add_epi32(_mm256_madd_epi16(a, ones), _mm256_madd_epi16(b, ones)));
 }
 
-/* The four rows of a block, groups 2q and 2q+1 (rows 64 bytes apart in the
- * 2-bit slice, 32 in the others). */
-ANYPREC_AVX2_INLINE void anyprec_avx2_block_pair(__m256i *dot, const __m256i *table, const unsigned char *field,
-                                                 const unsigned char *const *plane, unsigned q, const int8_t *x,
-                                                 const int32_t *mult, const unsigned bits)
+/* Superblock s of row i of the block at r0 (the block's rows lie 64 bytes
+ * apart in the 2-bit slice, 32 in the others), added to acc: int32 sums
+ * (at most 8 groups of 32 products of 127 * 127), one conversion. */
+ANYPREC_AVX2_INLINE __m256 anyprec_avx2_row_super(__m256 acc, const __m256i *table, unsigned i,
+                                                  const unsigned char *field, const unsigned char *const *plane,
+                                                  const int8_t *x, __m256 scale, const unsigned bits)
 {
-    dot[0] = anyprec_avx2_row_pair(dot[0], table[0], field, plane, 0, q, x, mult, bits);
-    dot[1] = anyprec_avx2_row_pair(dot[1], table[1], field + 64, plane, 32, q, x, mult, bits);
-    dot[2] = anyprec_avx2_row_pair(dot[2], table[2], field + 128, plane, 64, q, x, mult, bits);
-    dot[3] = anyprec_avx2_row_pair(dot[3], table[3], field + 192, plane, 96, q, x, mult, bits);
+    __m256i dot = _mm256_setzero_si256();
+    unsigned q;
+    if (bits == 2) {
+        dot = anyprec_avx2_row_quad(dot, table[i], table[PMPD_ANYPREC_ROW_BLOCK + i], field + 64 * i, 0, x);
+        dot = anyprec_avx2_row_quad(dot, table[i], table[PMPD_ANYPREC_ROW_BLOCK + i], field + 64 * i, 1, x);
+    } else {
+#pragma GCC unroll 4
+        for (q = 0; q < 4; q++)
+            dot = anyprec_avx2_row_pair(dot, table[i], field + 64 * i, plane, 32 * i, q, x, bits);
+    }
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc);
 }
 
-/* The four rows of a block at 2 bits, groups 4h..4h+3; table[4 + i] is
- * row i's table by high bits. */
-ANYPREC_AVX2_INLINE void anyprec_avx2_block_quad(__m256i *dot, const __m256i *table, const unsigned char *field,
-                                                 unsigned h, const int8_t *x, const int32_t *mult)
-{
-    dot[0] = anyprec_avx2_row_quad(dot[0], table[0], table[4], field, h, x, mult);
-    dot[1] = anyprec_avx2_row_quad(dot[1], table[1], table[5], field + 64, h, x, mult);
-    dot[2] = anyprec_avx2_row_quad(dot[2], table[2], table[6], field + 128, h, x, mult);
-    dot[3] = anyprec_avx2_row_quad(dot[3], table[3], table[7], field + 192, h, x, mult);
-}
-
-/* One superblock of the four rows: int32 sums (bounded in anyprec.h), one
- * conversion to float. */
+/* One superblock of the four rows of the block at r0. */
 ANYPREC_AVX2_INLINE void anyprec_avx2_block_super(const pmpd_anyprec_matrix *m, const int8_t *xq,
                                                   const pmpd_anyprec_units *u, uint32_t r0, uint32_t s,
                                                   const __m256i *table, __m256 *acc, const unsigned bits)
 {
     const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
     const int8_t *x = pmpd_anyprec_super_input(xq, u, m->cols, s);
-    const int32_t *mult = pmpd_anyprec_super_mult(u, s);
     const unsigned char *field = pmpd_anyprec_super_slices(m, r0, s, bits, plane);
-    const __m256 unit = _mm256_set1_ps(u->unit[s]);
-    __m256i dot[PMPD_ANYPREC_ROW_BLOCK];
-    dot[0] = dot[1] = dot[2] = dot[3] = _mm256_setzero_si256();
-    if (bits == 2) {
-        anyprec_avx2_block_quad(dot, table, field, 0, x, mult);
-        anyprec_avx2_block_quad(dot, table, field, 1, x, mult);
-    } else {
-        anyprec_avx2_block_pair(dot, table, field, plane, 0, x, mult, bits);
-        anyprec_avx2_block_pair(dot, table, field, plane, 1, x, mult, bits);
-        anyprec_avx2_block_pair(dot, table, field, plane, 2, x, mult, bits);
-        anyprec_avx2_block_pair(dot, table, field, plane, 3, x, mult, bits);
+    const __m256 scale = _mm256_set1_ps(u->scale[s]);
+    unsigned i, p;
+    /* The block's next bytes, 4 lines of the 2-bit slice and 2 of each
+     * other plane per superblock, so the streams never wait. */
+    for (i = 0; i < 4; i++)
+        _mm_prefetch((const char *)field + ANYPREC_AVX2_PREFETCH + 64 * i, _MM_HINT_T0);
+    for (p = 2; p < bits; p++) {
+        _mm_prefetch((const char *)plane[p] + ANYPREC_AVX2_PREFETCH / 2, _MM_HINT_T0);
+        _mm_prefetch((const char *)plane[p] + ANYPREC_AVX2_PREFETCH / 2 + 64, _MM_HINT_T0);
     }
-    acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[0]), unit, acc[0]);
-    acc[1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[1]), unit, acc[1]);
-    acc[2] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[2]), unit, acc[2]);
-    acc[3] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[3]), unit, acc[3]);
+#pragma GCC unroll 4
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+        acc[i] = anyprec_avx2_row_super(acc[i], table, i, field, plane, x, scale, bits);
+}
+
+/* The tables of the four rows of the block at r0, each in both 128-bit
+ * lanes (at 2 bits by low bits, then all four by high bits), loaded
+ * straight from the matrix's tables when the block has no padding rows. */
+ANYPREC_AVX2_INLINE void anyprec_avx2_block_tables(const pmpd_anyprec_matrix *m, uint32_t r0, __m256i *table,
+                                                   const unsigned bits)
+{
+    /* Entry n of the 2-bit tables by low / by high bits: entry n%4 / n/4. */
+    const __m256i by_low = _mm256_set1_epi32(0x03020100), by_high = _mm256_setr_epi8(
+        0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const unsigned char *entries = m->tables[bits] + ((size_t)r0 << bits);
+    unsigned i;
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
+        __m256i t;
+        if (r0 + PMPD_ANYPREC_ROW_BLOCK > m->rows) {
+            t = anyprec_avx2_row_table(m, bits, r0 + i);
+        } else if (bits == 4) {
+            t = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(entries + 16 * i)));
+        } else if (bits == 3) {
+            t = _mm256_broadcastsi128_si256(_mm_loadl_epi64((const __m128i *)(const void *)(entries + 8 * i)));
+        } else {
+            int32_t four;
+            memcpy(&four, entries + 4 * i, sizeof four);
+            t = _mm256_set1_epi32(four);
+        }
+        table[i] = bits == 2 ? _mm256_shuffle_epi8(t, by_low) : t;
+        table[PMPD_ANYPREC_ROW_BLOCK + i] = _mm256_shuffle_epi8(t, by_high);
+    }
+}
+
+/* The four rows' sums of acc, in row order. */
+static __m128 anyprec_avx2_sum4(const __m256 *acc)
+{
+    __m256 pairs = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
+    return _mm_add_ps(_mm256_castps256_ps128(pairs), _mm256_extractf128_ps(pairs, 1));
 }
 
 /* The four rows of block r0 (r0 a multiple of 4); stores those inside
@@ -183,25 +222,15 @@ ANYPREC_AVX2_INLINE void anyprec_avx2_gemv_block(const pmpd_anyprec_matrix *m, c
                                                  const pmpd_anyprec_units *u, float *y, uint32_t r0,
                                                  uint32_t row_begin, uint32_t row_end, const unsigned bits)
 {
-    /* Entry n of the 2-bit tables by low / by high bits: entry n%4 / n/4. */
-    const __m256i by_low = _mm256_set1_epi32(0x03020100), by_high = _mm256_setr_epi8(
-        0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     __m256i table[2 * PMPD_ANYPREC_ROW_BLOCK];
     __m256 acc[PMPD_ANYPREC_ROW_BLOCK];
     float sums[PMPD_ANYPREC_ROW_BLOCK];
     uint32_t s, i;
-    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
-        __m256i t = anyprec_avx2_row_table(m, bits, r0 + i);
-        table[i] = bits == 2 ? _mm256_shuffle_epi8(t, by_low) : t;
-        table[PMPD_ANYPREC_ROW_BLOCK + i] = _mm256_shuffle_epi8(t, by_high);
-    }
+    anyprec_avx2_block_tables(m, r0, table, bits);
     acc[0] = acc[1] = acc[2] = acc[3] = _mm256_setzero_ps();
     for (s = 0; s < m->superblocks; s++)
         anyprec_avx2_block_super(m, xq, u, r0, s, table, acc, bits);
-    sums[0] = anyprec_avx2_sum(acc[0]);
-    sums[1] = anyprec_avx2_sum(acc[1]);
-    sums[2] = anyprec_avx2_sum(acc[2]);
-    sums[3] = anyprec_avx2_sum(acc[3]);
+    _mm_storeu_ps(sums, anyprec_avx2_sum4(acc));
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
         if (r0 + i >= row_begin && r0 + i < row_end)
             y[r0 + i] = sums[i] * m->scales[bits][r0 + i] + u->sum * m->offsets[bits][r0 + i];
@@ -330,5 +359,6 @@ PMPD_INTERNAL void pmpd_anyprec_gemm_avx2(const pmpd_anyprec_matrix *m, unsigned
 }
 
 #undef ANYPREC_AVX2_TOKEN_TILE
+#undef ANYPREC_AVX2_PREFETCH
 #undef ANYPREC_AVX2_INLINE
 #endif

@@ -4,11 +4,9 @@
  * put the codes of column groups 2q and 2q+1 into the low and high nibble
  * of each byte, TBL looks them up in the row's 16-entry table of 7-bit
  * entries, and the GEMV multiplies with int8 activations (SDOT when the
- * target has it, widening multiplies otherwise), weighs each group by its
- * integer scale multiplier and converts to float once per 4 groups (a
- * 32-bit lane holds 8 products per group here, twice AVX2's, so half the
- * superblock of anyprec.h's bound).  Four rows share the activation
- * loads.  The GEMM widens the entries to float once per group and reuses
+ * target has it, widening multiplies otherwise) into int32 sums that
+ * become float once per superblock (its groups share one activation
+ * scale).  Four rows share the activation loads.  The GEMM widens the entries to float once per group and reuses
  * them for a tile of input vectors. */
 #include "pmpd_impl/weights/anyprec/anyprec.h"
 
@@ -98,59 +96,56 @@ static int32x4_t anyprec_neon_dot(int32x4_t acc, uint8x16_t w, int8x16_t x)
 }
 
 /* Group g of one row: entries of the nibbles looked up, dotted with the
- * activations, times the group's multiplier, added to acc. */
+ * activations, added to acc. */
 ANYPREC_NEON_INLINE int32x4_t anyprec_neon_group(int32x4_t acc, uint8x16_t table, anyprec_neon_pair idx,
-                                                 const int8_t *x, const int32_t *mult, unsigned g)
+                                                 const int8_t *x, unsigned g)
 {
-    int32x4_t dot = anyprec_neon_dot(vdupq_n_s32(0), vqtbl1q_u8(table, idx.lo), vld1q_s8(x + 32 * g));
-    dot = anyprec_neon_dot(dot, vqtbl1q_u8(table, idx.hi), vld1q_s8(x + 32 * g + 16));
-    return vmlaq_n_s32(acc, dot, mult[g] & 0xFFFF);
+    acc = anyprec_neon_dot(acc, vqtbl1q_u8(table, idx.lo), vld1q_s8(x + 32 * g));
+    return anyprec_neon_dot(acc, vqtbl1q_u8(table, idx.hi), vld1q_s8(x + 32 * g + 16));
 }
 
 /* Groups 2q and 2q+1 of one row. */
 ANYPREC_NEON_INLINE int32x4_t anyprec_neon_row_pair(int32x4_t acc, uint8x16_t table, const unsigned char *field,
                                                     const unsigned char *const *plane, size_t at, unsigned q,
-                                                    const int8_t *x, const int32_t *mult, const unsigned bits)
+                                                    const int8_t *x, const unsigned bits)
 {
     anyprec_neon_pair codes = anyprec_neon_codes(field, plane, at, q, bits);
-    acc = anyprec_neon_group(acc, table, anyprec_neon_nibbles(codes, 0), x, mult, 2 * q);
-    return anyprec_neon_group(acc, table, anyprec_neon_nibbles(codes, 1), x, mult, 2 * q + 1);
+    acc = anyprec_neon_group(acc, table, anyprec_neon_nibbles(codes, 0), x, 2 * q);
+    return anyprec_neon_group(acc, table, anyprec_neon_nibbles(codes, 1), x, 2 * q + 1);
 }
 
 /* At 2 bits a nibble of the 2-bit slice holds two codes whole (groups 4h
  * and 4h+2 low, 4h+1 and 4h+3 high), read by tables by low and by high
  * bits.  Groups 4h..4h+3 of one row. */
 ANYPREC_NEON_INLINE int32x4_t anyprec_neon_row_quad(int32x4_t acc, uint8x16_t by_low, uint8x16_t by_high,
-                                                    const unsigned char *field, unsigned h, const int8_t *x,
-                                                    const int32_t *mult)
+                                                    const unsigned char *field, unsigned h, const int8_t *x)
 {
     anyprec_neon_pair f = anyprec_neon_load(field + 32 * h);
     anyprec_neon_pair lo = anyprec_neon_nibbles(f, 0), hi = anyprec_neon_nibbles(f, 1);
-    acc = anyprec_neon_group(acc, by_low, lo, x, mult, 4 * h);
-    acc = anyprec_neon_group(acc, by_high, lo, x, mult, 4 * h + 2);
-    acc = anyprec_neon_group(acc, by_low, hi, x, mult, 4 * h + 1);
-    return anyprec_neon_group(acc, by_high, hi, x, mult, 4 * h + 3);
+    acc = anyprec_neon_group(acc, by_low, lo, x, 4 * h);
+    acc = anyprec_neon_group(acc, by_high, lo, x, 4 * h + 2);
+    acc = anyprec_neon_group(acc, by_low, hi, x, 4 * h + 1);
+    return anyprec_neon_group(acc, by_high, hi, x, 4 * h + 3);
 }
 
 /* Four groups (pairs 2h and 2h+1, or quad h) of the four rows of a block,
  * rows innermost so each activation load serves four rows. */
 ANYPREC_NEON_INLINE void anyprec_neon_block_half(int32x4_t *dot, const uint8x16_t *table, const unsigned char *field,
                                                  const unsigned char *const *plane, unsigned h, const int8_t *x,
-                                                 const int32_t *mult, const unsigned bits)
+                                                 const unsigned bits)
 {
     unsigned i, q;
     if (bits == 2) {
 #pragma GCC unroll 4
         for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-            dot[i] = anyprec_neon_row_quad(dot[i], table[i], table[PMPD_ANYPREC_ROW_BLOCK + i], field + 64 * i, h, x,
-                                           mult);
+            dot[i] = anyprec_neon_row_quad(dot[i], table[i], table[PMPD_ANYPREC_ROW_BLOCK + i], field + 64 * i, h, x);
         return;
     }
 #pragma GCC unroll 2
     for (q = 2 * h; q < 2 * h + 2; q++)
 #pragma GCC unroll 4
         for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-            dot[i] = anyprec_neon_row_pair(dot[i], table[i], field + 64 * i, plane, 32 * i, q, x, mult, bits);
+            dot[i] = anyprec_neon_row_pair(dot[i], table[i], field + 64 * i, plane, 32 * i, q, x, bits);
 }
 
 /* Row r's table, zero past the last row (the padding rows of a block). */
@@ -170,20 +165,18 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_super(const pmpd_anyprec_matrix *m, 
 {
     const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
     const int8_t *x = pmpd_anyprec_super_input(xq, u, m->cols, s);
-    const int32_t *mult = pmpd_anyprec_super_mult(u, s);
     const unsigned char *field = pmpd_anyprec_super_slices(m, r0, s, bits, plane);
+    int32x4_t dot[PMPD_ANYPREC_ROW_BLOCK];
     uint32_t i, h;
+#pragma GCC unroll 4
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+        dot[i] = vdupq_n_s32(0);
 #pragma GCC unroll 2
-    for (h = 0; h < 2; h++) {
-        int32x4_t dot[PMPD_ANYPREC_ROW_BLOCK];
+    for (h = 0; h < 2; h++)
+        anyprec_neon_block_half(dot, table, field, plane, h, x, bits);
 #pragma GCC unroll 4
-        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-            dot[i] = vdupq_n_s32(0);
-        anyprec_neon_block_half(dot, table, field, plane, h, x, mult, bits);
-#pragma GCC unroll 4
-        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-            acc[i] = vfmaq_n_f32(acc[i], vcvtq_f32_s32(dot[i]), u->unit[s]);
-    }
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+        acc[i] = vfmaq_n_f32(acc[i], vcvtq_f32_s32(dot[i]), u->scale[s]);
 }
 
 /* Entry n of the 2-bit tables by low / by high bits: entry n%4 / n/4. */

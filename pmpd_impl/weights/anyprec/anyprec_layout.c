@@ -167,13 +167,13 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_view(const void *data, uint64_t size, uin
                                       base_offset + layout.offset_offset[k] + (uint64_t)r * sizeof(float),
                                       "anyprec: offset of row %lu at width %u is not finite", (unsigned long)r, k);
         }
-    /* Entries above 127 would overflow the kernels' int16 pair sums. */
+    /* Larger entries would overflow the kernels' int16 pair sums. */
     for (k = seed; k <= parent; k++)
         for (e = 0; e < ((size_t)m->rows << k); e++)
-            if (m->tables[k][e] > PMPD_ANYPREC_TABLE_MAX)
+            if (m->tables[k][e] > pmpd_anyprec_table_max(k))
                 return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + layout.table_offset[k] + e,
                                       "anyprec: table entry %u above %u at width %u", m->tables[k][e],
-                                      PMPD_ANYPREC_TABLE_MAX, k);
+                                      pmpd_anyprec_table_max(k), k);
     pmpd_error_clear(err);
     return PMPD_OK;
 }
