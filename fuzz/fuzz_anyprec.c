@@ -18,8 +18,10 @@
 
 static unsigned char fuzz_anyprec_input[FUZZ_ANYPREC_MAX_INPUT + 64];
 static float fuzz_anyprec_x[2 * FUZZ_ANYPREC_MAX_COLS], fuzz_anyprec_y[2 * FUZZ_ANYPREC_MAX_ROWS];
-static float fuzz_anyprec_xscale[FUZZ_ANYPREC_MAX_COLS / 32];
-static int8_t fuzz_anyprec_xq[FUZZ_ANYPREC_MAX_COLS];
+/* Two tokens' activations in pmpd_anyprec_quantize_tokens' layout (1024
+ * columns are whole superblocks); the GEMV reads the first. */
+static float fuzz_anyprec_xscale[2 * FUZZ_ANYPREC_MAX_COLS / 32], fuzz_anyprec_xsum[2];
+static int8_t fuzz_anyprec_xq[2 * FUZZ_ANYPREC_MAX_COLS];
 static float fuzz_anyprec_work[FUZZ_ANYPREC_MAX_FLOATS];
 
 static uint32_t fuzz_anyprec_u32(const unsigned char *p)
@@ -42,10 +44,11 @@ static void fuzz_anyprec_tensor(const unsigned char *p, size_t size)
         return;
     for (c = 0; c < 2 * cols; c++)
         fuzz_anyprec_x[c] = (float)(c % 7) - 3.0f;
-    pmpd_anyprec_quantize_input(fuzz_anyprec_x, cols, fuzz_anyprec_xq, fuzz_anyprec_xscale);
+    pmpd_anyprec_quantize_tokens(fuzz_anyprec_x, 2, cols, fuzz_anyprec_xq, fuzz_anyprec_xscale, fuzz_anyprec_xsum);
     for (k = m.seed_bits; k <= m.parent_bits; k++) {
         pmpd_anyprec_gemv(&m, k, fuzz_anyprec_xq, fuzz_anyprec_xscale, fuzz_anyprec_y, 0, rows);
-        pmpd_anyprec_gemm(&m, k, fuzz_anyprec_x, 2, cols, fuzz_anyprec_y, rows, 0, rows);
+        pmpd_anyprec_gemm(&m, k, fuzz_anyprec_xq, fuzz_anyprec_xscale, fuzz_anyprec_xsum, 2, fuzz_anyprec_y, rows, 0,
+                          rows);
         pmpd_anyprec_row(&m, k, rows - 1, fuzz_anyprec_x);
     }
 }

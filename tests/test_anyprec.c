@@ -164,11 +164,14 @@ static void apt_check_kernels(const apt_tensor *t, uint64_t seed)
 {
     pmpd_anyprec_matrix m;
     uint32_t padded = (t->cols + 31) / 32 * 32, r, c;
-    const size_t n = 3;
+    const size_t n = 35; /* the SIMD GEMMs' tile of 32 tokens, and a partial one */
     float *x = apt_random_matrix((uint32_t)n, t->cols, seed), *xs = (float *)malloc(padded / 32 * sizeof(float));
     float *xs_lib = (float *)malloc(padded / 32 * sizeof(float));
     int8_t *xq = (int8_t *)malloc(padded), *xq_lib = (int8_t *)malloc(padded);
     float *y = (float *)malloc(n * t->rows * sizeof(float)), *y_ref = (float *)malloc(n * t->rows * sizeof(float));
+    const size_t stride = (t->cols + 255) / 256 * 256;
+    int8_t *xq_tokens = (int8_t *)malloc(n * stride);
+    float *xs_tokens = (float *)malloc(n * stride / 32 * sizeof(float)), *xsum_tokens = (float *)malloc(n * sizeof(float));
     unsigned k;
     size_t i;
     apt_view(t, &m);
@@ -206,14 +209,29 @@ static void apt_check_kernels(const apt_tensor *t, uint64_t seed)
             for (c = 0; c < t->cols; c++)
                 assert_true(row[c] == (float)apt_weight(t, r, c, k));
         }
-        /* GEMM, float activations: two row ranges, as a worker pool splits them. */
+        /* GEMM: n tokens' int8 activations, each token's rows as its GEMV
+         * (exact integer products, float rounding only); two row ranges, as
+         * a worker pool splits them. */
+        pmpd_anyprec_quantize_tokens(x, n, t->cols, xq_tokens, xs_tokens, xsum_tokens);
+        for (i = 0; i < n; i++) {
+            const int8_t *q = xq_tokens + i * stride;
+            const float *qs = xs_tokens + i * (stride / 32);
+            double sum = 0.0;
+            for (c = t->cols; c < stride; c++)
+                assert_int_equal(q[c], 0);
+            for (c = 0; c < t->cols; c++)
+                sum += (double)q[c] * qs[c / 32];
+            assert_float_equal(xsum_tokens[i], sum, 1e-5 * fabs(sum) + 1e-6);
+            for (r = 0; r < t->rows; r++) {
+                double dot = 0.0;
+                for (c = 0; c < t->cols; c++)
+                    dot += apt_weight(t, r, c, k) * q[c] * qs[c / 32];
+                y_ref[i * t->rows + r] = (float)dot;
+            }
+        }
         memset(y, 0xff, n * t->rows * sizeof(float));
-        pmpd_anyprec_gemm(&m, k, x, n, t->cols, y, t->rows, 0, t->rows / 3);
-        pmpd_anyprec_gemm(&m, k, x, n, t->cols, y, t->rows, t->rows / 3, t->rows);
-        for (i = 0; i < n * t->rows; i++)
-            assert_float_equal(y[i], y_ref[i], 1e-5 + 1e-4 * fabs(y_ref[i]));
-        memset(y, 0xff, n * t->rows * sizeof(float));
-        pmpd_anyprec_gemm_scalar(&m, k, x, n, t->cols, y, t->rows, 0, t->rows);
+        pmpd_anyprec_gemm(&m, k, xq_tokens, xs_tokens, xsum_tokens, n, y, t->rows, 0, t->rows / 3);
+        pmpd_anyprec_gemm(&m, k, xq_tokens, xs_tokens, xsum_tokens, n, y, t->rows, t->rows / 3, t->rows);
         for (i = 0; i < n * t->rows; i++)
             assert_float_equal(y[i], y_ref[i], 1e-5 + 1e-4 * fabs(y_ref[i]));
         /* GEMV, int8 activations: exact integer products, float rounding only. */
@@ -240,6 +258,9 @@ static void apt_check_kernels(const apt_tensor *t, uint64_t seed)
     free(xq_lib);
     free(y);
     free(y_ref);
+    free(xq_tokens);
+    free(xs_tokens);
+    free(xsum_tokens);
 }
 
 static void test_kernels_every_width(void **state)
@@ -264,7 +285,7 @@ static void test_kernels_every_width(void **state)
 static void test_kernels_extreme_sums(void **state)
 {
     const uint32_t rows = 8, cols = 512;
-    float *w = apt_random_matrix(rows, cols, 7), x[512], xs[16], y[8];
+    float *w = apt_random_matrix(rows, cols, 7), x[512], xs[16], y[8], y2[8];
     int8_t xq[512];
     apt_tensor t;
     pmpd_anyprec_matrix m;
@@ -280,6 +301,7 @@ static void test_kernels_extreme_sums(void **state)
             x[c] = sign ? -1.0f : 1.0f;
         pmpd_anyprec_quantize_input(x, cols, xq, xs);
         for (k = 2; k <= 4; k++) {
+            float xsum;
             pmpd_anyprec_gemv(&m, k, xq, xs, y, 0, rows);
             for (r = 0; r < rows; r++) {
                 double dot = 0.0;
@@ -287,6 +309,13 @@ static void test_kernels_extreme_sums(void **state)
                     dot += apt_weight(&t, r, c, k) * xq[c] * xs[c / 32];
                 assert_float_equal(y[r], dot, 1e-4 * fabs(dot) + 1e-6);
             }
+            /* One token through the GEMM (512 columns: no padding). */
+            xsum = 0.0f;
+            for (c = 0; c < cols; c++)
+                xsum += (float)xq[c] * xs[c / 32];
+            pmpd_anyprec_gemm(&m, k, xq, xs, &xsum, 1, y2, rows, 0, rows);
+            for (r = 0; r < rows; r++)
+                assert_float_equal(y2[r], y[r], 1e-4 * fabs(y[r]) + 1e-6);
         }
     }
     free(t.raw);

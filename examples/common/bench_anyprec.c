@@ -27,7 +27,6 @@ typedef struct bench_anyprec_job {
     const pmpd_anyprec_matrix *views; /* the streamed copies */
     pmpd_pool *pool;
     unsigned bits;
-    int use_float;
     int8_t *xq;
     float *xscale;
     const float *x;
@@ -38,11 +37,7 @@ static void bench_anyprec_rows(void *ctx, size_t begin, size_t end, unsigned wor
 {
     const bench_anyprec_job *job = (const bench_anyprec_job *)ctx;
     (void)worker;
-    if (job->use_float)
-        pmpd_anyprec_gemm(job->m, job->bits, job->x, 1, job->m->cols, job->y, job->m->rows, (uint32_t)begin,
-                          (uint32_t)end);
-    else
-        pmpd_anyprec_gemv(job->m, job->bits, job->xq, job->xscale, job->y, (uint32_t)begin, (uint32_t)end);
+    pmpd_anyprec_gemv(job->m, job->bits, job->xq, job->xscale, job->y, (uint32_t)begin, (uint32_t)end);
 }
 
 /* One product as the model runs it: quantize the activations (the int8
@@ -51,8 +46,7 @@ static void bench_anyprec_product(void *raw, size_t copy)
 {
     bench_anyprec_job *job = (bench_anyprec_job *)raw;
     job->m = &job->views[copy];
-    if (!job->use_float)
-        pmpd_anyprec_quantize_input(job->x, job->m->cols, job->xq, job->xscale);
+    pmpd_anyprec_quantize_input(job->x, job->m->cols, job->xq, job->xscale);
     pmpd_pool_run(job->pool, bench_anyprec_rows, job, job->m->rows, 4);
 }
 
@@ -135,9 +129,8 @@ static int bench_anyprec_shape(const bench_context *ctx, pmpd_pool *pool, pmpd_p
          * width-k tables, scales and offsets. */
         size_t slices_end = k < BENCH_ANYPREC_PARENT ? layout.slice_offset[k] : layout.width_offset[BENCH_ANYPREC_SEED];
         double bytes = (double)(slices_end - PMPD_ANYPREC_HEADER_BYTES) + (double)rows * ((1u << k) + 8);
-        double t_one, t_float = 0.0, t_all;
+        double t_one, t_all;
         job.bits = k;
-        job.use_float = 0;
         t_one = bench_anyprec_time(ctx, single, copies, &job);
         t_all = bench_anyprec_time(ctx, pool, copies, &job);
         if (k == BENCH_ANYPREC_PARENT)
@@ -151,14 +144,6 @@ static int bench_anyprec_shape(const bench_context *ctx, pmpd_pool *pool, pmpd_p
         snprintf(note, sizeof note, "%.0f%% of all-thread bw; %.0f us = %.2fx q4's time",
                  100.0 * bytes / t_all * 1e-9 / ctx->bw_all_gbs, t_all * 1e6, t_all / q4_all);
         bench_row(ctx, "anyprec", name, bytes / t_all * 1e-9, "GB/s", note);
-        if (ctx->gemv_only)
-            continue;
-        job.use_float = 1;
-        t_float = bench_anyprec_time(ctx, single, copies, &job);
-        snprintf(name, sizeof name, "gemv %ux%u %u-bit float, 1 thread", rows, cols, k);
-        snprintf(note, sizeof note, "%.0f%% of 1-thread bandwidth; int8 path is %.2fx faster",
-                 100.0 * bytes / t_float * 1e-9 / ctx->bw_one_gbs, t_float / t_one);
-        bench_row(ctx, "anyprec", name, bytes / t_float * 1e-9, "GB/s", note);
     }
     free(raw);
     free(views);

@@ -1,7 +1,8 @@
 /* Prefill GEMM through the table of weight formats: the same random matrix
- * in q8, q4 and w8a8, each multiplied by pmpd_linear (activation
- * quantization included, as in a forward pass) at 64 and 512 tokens on 1
- * and all threads, reported in GFLOP/s and against q4 of the same run. */
+ * in q4, q8, w8a8 and nested 2:4 (at its parent width, as prefill runs it),
+ * each multiplied by pmpd_linear (activation quantization included, as in a
+ * forward pass) at 64 and 512 tokens on 1 and all threads, reported in
+ * GFLOP/s and against q4 of the same run. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +33,14 @@ static void bench_formats_step(void *job_pointer, size_t copy)
 static void *bench_formats_encode(uint32_t type, const float *w, size_t rows, size_t cols, uint64_t *bytes)
 {
     void *out = NULL;
-    if (type == PMPD_TENSOR_W8A8) {
+    if (type == PMPD_TENSOR_ANYPREC) {
+        size_t size;
+        if (pmpd_anyprec_size(rows, cols, 2, 4, &size) != PMPD_OK || !(out = calloc(1, size)))
+            return NULL;
+        *bytes = size;
+        if (pmpd_anyprec_quantize(w, rows, cols, NULL, 2, 4, 0, rows, out, size) == PMPD_OK)
+            return out;
+    } else if (type == PMPD_TENSOR_W8A8) {
         pmpd_w8a8_layout layout;
         if (pmpd_w8a8_compute_layout(rows, cols, 0, &layout) != PMPD_OK || !(out = malloc(layout.total)))
             return NULL;
@@ -55,7 +63,7 @@ static void *bench_formats_encode(uint32_t type, const float *w, size_t rows, si
 
 int bench_formats(bench_context *ctx)
 {
-    static const uint32_t types[3] = {PMPD_TENSOR_Q4, PMPD_TENSOR_Q8, PMPD_TENSOR_W8A8};
+    static const uint32_t types[4] = {PMPD_TENSOR_Q4, PMPD_TENSOR_Q8, PMPD_TENSOR_W8A8, PMPD_TENSOR_ANYPREC};
     static const size_t shapes[3][2] = {{4096, 4096}, {5632, 2048}, {2048, 5632}};
     static const size_t token_counts[2] = {64, 512};
     bench_pools pools;
@@ -78,7 +86,7 @@ int bench_formats(bench_context *ctx)
             for (c = 0; c < 512 * cols; c++)
                 x[c] = (float)((int)(c * 40503u % 2001) - 1000) / 1000.0f;
         }
-        for (i = 0; i < 3 && rc == 0; i++) {
+        for (i = 0; i < 4 && rc == 0; i++) {
             bench_formats_job job;
             uint64_t bytes = 0;
             size_t scratch_bytes = 0;

@@ -189,29 +189,42 @@ PMPD_INTERNAL void pmpd_anyprec_gemv_scalar(const pmpd_anyprec_matrix *m, unsign
                                             const float *xscale, float *y, uint32_t row_begin,
                                             uint32_t row_end);
 
-/* Prefill: y[t*y_stride + r] = sum_c W_bits[r][c] x[t*x_stride + c] for the
- * n input vectors, in float (weights dequantized through the table, inputs
- * not quantized).  x rows need only cols valid floats. */
-PMPD_INTERNAL void pmpd_anyprec_gemm(const pmpd_anyprec_matrix *m, unsigned bits, const float *x, size_t n,
-                                     size_t x_stride, float *y, size_t y_stride, uint32_t row_begin,
-                                     uint32_t row_end);
-PMPD_INTERNAL void pmpd_anyprec_gemm_scalar(const pmpd_anyprec_matrix *m, unsigned bits, const float *x,
-                                            size_t n, size_t x_stride, float *y, size_t y_stride,
-                                            uint32_t row_begin, uint32_t row_end);
+/* Bytes between tokens in the activations of pmpd_anyprec_gemm: whole
+ * superblocks, so the SIMD kernels read no zero-padded tail copy. */
+static inline size_t pmpd_anyprec_token_stride(uint32_t cols)
+{
+    return ((size_t)cols + PMPD_ANYPREC_SUPER - 1) / PMPD_ANYPREC_SUPER * PMPD_ANYPREC_SUPER;
+}
+
+/* n tokens' activations for pmpd_anyprec_gemm: token t's int8 values at
+ * xq + t * stride (stride = pmpd_anyprec_token_stride(cols); zero past
+ * cols), its group scales at xscale + t * stride / 32, both as
+ * pmpd_anyprec_quantize_input writes them, and xsum[t] = the sum of its
+ * dequantized values (for the table offsets). */
+PMPD_INTERNAL void pmpd_anyprec_quantize_tokens(const float *x, size_t n, uint32_t cols, int8_t *xq, float *xscale,
+                                                float *xsum);
+
+/* Prefill: y[t * y_stride + r] = the GEMV of token t (activations from
+ * pmpd_anyprec_quantize_tokens) for rows [row_begin, row_end), bits in
+ * seed_bits..parent_bits.  The SIMD kernels decode a row block's codes once
+ * per tile of tokens; the reference is one GEMV per token. */
+PMPD_INTERNAL void pmpd_anyprec_gemm(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
+                                     const float *xscale, const float *xsum, size_t n, float *y, size_t y_stride,
+                                     uint32_t row_begin, uint32_t row_end);
 
 #if PMPD_USE_AVX2
 PMPD_INTERNAL void pmpd_anyprec_gemv_avx2(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
                                           const float *xscale, float *y, uint32_t row_begin, uint32_t row_end);
-PMPD_INTERNAL void pmpd_anyprec_gemm_avx2(const pmpd_anyprec_matrix *m, unsigned bits, const float *x,
-                                          size_t n, size_t x_stride, float *y, size_t y_stride,
-                                          uint32_t row_begin, uint32_t row_end);
+PMPD_INTERNAL void pmpd_anyprec_gemm_avx2(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
+                                          const float *xscale, const float *xsum, size_t n, float *y,
+                                          size_t y_stride, uint32_t row_begin, uint32_t row_end);
 #endif
 #if PMPD_ANYPREC_USE_NEON
 PMPD_INTERNAL void pmpd_anyprec_gemv_neon(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
                                           const float *xscale, float *y, uint32_t row_begin, uint32_t row_end);
-PMPD_INTERNAL void pmpd_anyprec_gemm_neon(const pmpd_anyprec_matrix *m, unsigned bits, const float *x,
-                                          size_t n, size_t x_stride, float *y, size_t y_stride,
-                                          uint32_t row_begin, uint32_t row_end);
+PMPD_INTERNAL void pmpd_anyprec_gemm_neon(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
+                                          const float *xscale, const float *xsum, size_t n, float *y,
+                                          size_t y_stride, uint32_t row_begin, uint32_t row_end);
 #endif
 
 /* Padded column count (a whole number of groups). */

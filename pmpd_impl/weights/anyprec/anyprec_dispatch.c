@@ -1,7 +1,7 @@
 /* Compile-time choice of the any-precision kernels.  SIMD kernels cover the
  * widths PMPD runs at (2..4 bits: tables of at most 16 entries, one register
  * lookup) of tensors with a paired 2-bit slice (seed >= 2), and rows short
- * enough for their stack-held multipliers; everything else takes the
+ * enough for their stack-held superblock scales; everything else takes the
  * reference path. */
 #include "pmpd_impl/weights/anyprec/anyprec.h"
 
@@ -32,22 +32,26 @@ PMPD_INTERNAL void pmpd_anyprec_gemv(const pmpd_anyprec_matrix *m, unsigned bits
     pmpd_anyprec_gemv_scalar(m, bits, xq, xscale, y, row_begin, row_end);
 }
 
-PMPD_INTERNAL void pmpd_anyprec_gemm(const pmpd_anyprec_matrix *m, unsigned bits, const float *x, size_t n,
-                                     size_t x_stride, float *y, size_t y_stride, uint32_t row_begin,
-                                     uint32_t row_end)
+PMPD_INTERNAL void pmpd_anyprec_gemm(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
+                                     const float *xscale, const float *xsum, size_t n, float *y, size_t y_stride,
+                                     uint32_t row_begin, uint32_t row_end)
 {
+    size_t stride = pmpd_anyprec_token_stride(m->cols), t;
 #if PMPD_USE_AVX2
     if (anyprec_dispatch_simd(m, bits)) {
-        pmpd_anyprec_gemm_avx2(m, bits, x, n, x_stride, y, y_stride, row_begin, row_end);
+        pmpd_anyprec_gemm_avx2(m, bits, xq, xscale, xsum, n, y, y_stride, row_begin, row_end);
         return;
     }
 #elif PMPD_ANYPREC_USE_NEON
     if (anyprec_dispatch_simd(m, bits)) {
-        pmpd_anyprec_gemm_neon(m, bits, x, n, x_stride, y, y_stride, row_begin, row_end);
+        pmpd_anyprec_gemm_neon(m, bits, xq, xscale, xsum, n, y, y_stride, row_begin, row_end);
         return;
     }
 #endif
-    pmpd_anyprec_gemm_scalar(m, bits, x, n, x_stride, y, y_stride, row_begin, row_end);
+    (void)xsum;
+    for (t = 0; t < n; t++)
+        pmpd_anyprec_gemv(m, bits, xq + t * stride, xscale + t * (stride / PMPD_ANYPREC_GROUP), y + t * y_stride,
+                          row_begin, row_end);
 }
 
 #undef ANYPREC_DISPATCH_SIMD_MAX_BITS

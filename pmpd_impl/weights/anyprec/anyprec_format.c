@@ -1,7 +1,7 @@
 /* The table row of nested any-precision weights: the linear layer at a
- * chosen width (decode multiplies int8 weights from the width's table with
- * int8 activations quantized once, before the rows are split; prefill
- * multiplies float-dequantized weights), the size check of a
+ * chosen width (int8 entries from the width's table times int8
+ * activations quantized once, before the rows are split; prefill runs the
+ * tokens through one pass over the weights), the size check of a
  * self-describing tensor, and the bytes a k-bit product reads. */
 #include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/weights/anyprec/anyprec.h"
@@ -10,11 +10,11 @@
 typedef struct pmpd_anyprec_job {
     pmpd_anyprec_matrix m;
     unsigned bits;
-    const float *x;
     float *y;
     size_t n_tokens;
-    const int8_t *xq; /* decode: int8 activations */
+    const int8_t *xq; /* int8 activations, pmpd_anyprec_quantize_tokens' layout */
     const float *xscale;
+    const float *xsum;
 } pmpd_anyprec_job;
 
 static void pmpd_anyprec_rows(void *ctx, size_t begin, size_t end, unsigned worker)
@@ -24,20 +24,21 @@ static void pmpd_anyprec_rows(void *ctx, size_t begin, size_t end, unsigned work
     if (job->n_tokens == 1)
         pmpd_anyprec_gemv(&job->m, job->bits, job->xq, job->xscale, job->y, (uint32_t)begin, (uint32_t)end);
     else
-        pmpd_anyprec_gemm(&job->m, job->bits, job->x, job->n_tokens, job->m.cols, job->y, job->m.rows,
+        pmpd_anyprec_gemm(&job->m, job->bits, job->xq, job->xscale, job->xsum, job->n_tokens, job->y, job->m.rows,
                           (uint32_t)begin, (uint32_t)end);
 }
 
-/* The int8 activations of one token: padded_cols bytes, then the group
- * scales. */
+/* The int8 activations of the tokens: per token a whole number of
+ * superblocks of bytes and their group scales, then one sum per token. */
 static pmpd_status pmpd_anyprec_scratch(const pmpd_tensor *w, size_t n_tokens, unsigned n_threads, size_t *bytes)
 {
-    size_t padded, scales;
-    (void)n_tokens;
+    size_t stride = pmpd_anyprec_token_stride((uint32_t)w->dims[1]), per_token;
     (void)n_threads;
-    return pmpd_checked_align_up((size_t)w->dims[1], PMPD_ANYPREC_GROUP, &padded) &&
-                   pmpd_checked_mul(padded / PMPD_ANYPREC_GROUP, sizeof(float), &scales) &&
-                   pmpd_checked_add(padded, scales, bytes)
+    if (w->dims[1] > UINT32_MAX)
+        return PMPD_ERR_OVERFLOW;
+    return pmpd_checked_mul(stride / PMPD_ANYPREC_GROUP, sizeof(float), &per_token) &&
+                   pmpd_checked_add(per_token, stride + sizeof(float), &per_token) &&
+                   pmpd_checked_mul(per_token, n_tokens ? n_tokens : 1, bytes)
                ? PMPD_OK
                : PMPD_ERR_OVERFLOW;
 }
@@ -46,20 +47,17 @@ static void pmpd_anyprec_linear(const pmpd_tensor *w, const float *x, size_t n_t
                                 pmpd_pool *pool, unsigned bits)
 {
     pmpd_anyprec_job job;
+    size_t stride;
     pmpd_anyprec_bind(w->data, w->dims[0], w->dims[1], &job.m);
+    stride = pmpd_anyprec_token_stride(job.m.cols);
     job.bits = pmpd_anyprec_width(&job.m, bits);
-    job.x = x;
     job.y = y;
     job.n_tokens = n_tokens;
-    job.xq = NULL;
-    job.xscale = NULL;
-    if (n_tokens == 1) {
-        int8_t *xq = (int8_t *)scratch;
-        float *xscale = (float *)(void *)(xq + pmpd_anyprec_padded_cols(job.m.cols));
-        pmpd_anyprec_quantize_input(x, job.m.cols, xq, xscale);
-        job.xq = xq;
-        job.xscale = xscale;
-    }
+    job.xq = (const int8_t *)scratch;
+    job.xscale = (const float *)(const void *)((const unsigned char *)scratch + n_tokens * stride);
+    job.xsum = job.xscale + n_tokens * (stride / PMPD_ANYPREC_GROUP);
+    pmpd_anyprec_quantize_tokens(x, n_tokens, job.m.cols, (int8_t *)scratch, (float *)(uintptr_t)job.xscale,
+                                 (float *)(uintptr_t)job.xsum);
     /* Granules of 4 rows keep the SIMD kernels on their 4-row path. */
     pmpd_pool_run_weighed(pool, pmpd_anyprec_rows, &job, job.m.rows, 4, job.m.cols * n_tokens);
 }

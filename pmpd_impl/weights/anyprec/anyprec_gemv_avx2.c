@@ -10,8 +10,8 @@
  * the activation loads and the block's slices are prefetched ahead.  On
  * Zen3 the multiplies (2 pipes) and the bit placement bound it: llvm-mca
  * gives 1.4 / 2.0 / 2.6 cycles per 32 weights of a row at 2 / 3 / 4 bits.
- * The GEMM widens the entries to float once per group and reuses them for
- * a tile of input vectors. */
+ * The GEMM (prefill) looks a row block's entries up once per superblock
+ * and multiplies them with a tile of tokens' int8 activations. */
 #include "pmpd_impl/weights/anyprec/anyprec.h"
 
 #if PMPD_USE_AVX2
@@ -25,7 +25,8 @@
 
 
 
-#define ANYPREC_AVX2_TOKEN_TILE 8
+/* Tokens whose (row, token) sums a GEMM tile keeps (4 KB of vectors). */
+#define ANYPREC_AVX2_TOKEN_TILE 32
 #if defined(__GNUC__)
 #define ANYPREC_AVX2_INLINE static inline __attribute__((always_inline))
 #else
@@ -72,13 +73,6 @@ ANYPREC_AVX2_INLINE __m256i anyprec_avx2_pair(const unsigned char *field, const 
     return codes;
 }
 
-/* The entries of a nibble's codes: half 0 the low nibble, 1 the high. */
-ANYPREC_AVX2_INLINE __m256i anyprec_avx2_lookup(__m256i table, __m256i codes, unsigned half)
-{
-    const __m256i low = _mm256_set1_epi8(0x0F);
-    return _mm256_shuffle_epi8(table, _mm256_and_si256(half ? _mm256_srli_epi16(codes, 4) : codes, low));
-}
-
 /* Row r's table in both 128-bit lanes, zero past the last row (the
  * padding rows of a block). */
 static __m256i anyprec_avx2_row_table(const pmpd_anyprec_matrix *m, unsigned bits, uint32_t r)
@@ -87,14 +81,6 @@ static __m256i anyprec_avx2_row_table(const pmpd_anyprec_matrix *m, unsigned bit
     if (r < m->rows)
         memcpy(entries, m->tables[bits] + ((size_t)r << bits), (size_t)1 << bits);
     return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)entries));
-}
-
-static float anyprec_avx2_sum(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
 }
 
 /* Groups 2q and 2q+1 of one row added to its int32 sums.  At 3 bits the
@@ -257,104 +243,127 @@ PMPD_INTERNAL void pmpd_anyprec_gemv_avx2(const pmpd_anyprec_matrix *m, unsigned
     }
 }
 
-/* Eight floats of input vector xt from column c, zero past cols (the last
- * group of a row whose width is no multiple of 32). */
-static __m256 anyprec_avx2_load_tail(const float *xt, uint32_t c, uint32_t cols)
+/* Group g of row i of a block, as looked-up entries: e[8 * i + g]. */
+ANYPREC_AVX2_INLINE void anyprec_avx2_block_entries(const pmpd_anyprec_matrix *m, uint32_t r0, uint32_t s,
+                                                    const __m256i *table, __m256i *e, const unsigned bits)
 {
-    float tail[8] = {0};
-    if (c < cols)
-        memcpy(tail, xt + c, ((cols - c < 8 ? cols - c : 8)) * sizeof(float));
-    return _mm256_loadu_ps(tail);
-}
-
-/* Group c0 of one row (weights w, 32 floats) into the tile's sums; every
- * tile has ANYPREC_AVX2_TOKEN_TILE inputs (short tiles repeat the first and
- * drop those sums), so the sums stay in registers. */
-ANYPREC_AVX2_INLINE void anyprec_avx2_gemm_group(const __m256 *w, const float *const *xt, uint32_t c0, uint32_t cols,
-                                                 __m256 *acc)
-{
-    uint32_t t, k;
-    if (c0 + PMPD_ANYPREC_GROUP <= cols) {
-#pragma GCC unroll 8
-        for (t = 0; t < ANYPREC_AVX2_TOKEN_TILE; t++)
-#pragma GCC unroll 4
-            for (k = 0; k < 4; k++)
-                acc[t] = _mm256_fmadd_ps(w[k], _mm256_loadu_ps(xt[t] + c0 + 8 * k), acc[t]);
-        return;
-    }
-#pragma GCC unroll 8
-    for (t = 0; t < ANYPREC_AVX2_TOKEN_TILE; t++)
-#pragma GCC unroll 4
-        for (k = 0; k < 4; k++)
-            acc[t] = _mm256_fmadd_ps(w[k], anyprec_avx2_load_tail(xt[t], c0 + 8 * k, cols), acc[t]);
-}
-
-/* One row against a tile of input vectors, one superblock: each group's
- * entries are widened to float weights once. */
-ANYPREC_AVX2_INLINE void anyprec_avx2_gemm_super(const pmpd_anyprec_matrix *m, uint32_t r, uint32_t s, __m256i table,
-                                                 __m256 scale, __m256 offset, const float *const *xt, __m256 *acc,
-                                                 const unsigned bits)
-{
+    const __m256i low = _mm256_set1_epi8(0x0F);
     const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
-    const unsigned char *field = pmpd_anyprec_super_slices(m, r, s, bits, plane);
-    uint32_t q, half, k;
-    for (q = 0; q < 4; q++) {
-        __m256i codes = anyprec_avx2_pair(field, plane, 0, q, bits);
-        for (half = 0; half < 2; half++) {
-            uint32_t c0 = s * PMPD_ANYPREC_SUPER + (2 * q + half) * PMPD_ANYPREC_GROUP;
-            __m256i e = anyprec_avx2_lookup(table, codes, half);
-            __m256 w[4];
-            if (c0 >= m->cols)
-                return;
+    const unsigned char *field = pmpd_anyprec_super_slices(m, r0, s, bits, plane);
+    unsigned i, h, q;
 #pragma GCC unroll 4
-            for (k = 0; k < 4; k++) {
-                __m128i lanes = k < 2 ? _mm256_castsi256_si128(e) : _mm256_extracti128_si256(e, 1);
-                __m128i part = k % 2 ? _mm_srli_si128(lanes, 8) : lanes;
-                w[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(part)), scale, offset);
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
+        __m256i *row = e + 8 * i;
+        if (bits == 2) {
+            const __m256i by_low = table[i], by_high = table[PMPD_ANYPREC_ROW_BLOCK + i];
+#pragma GCC unroll 2
+            for (h = 0; h < 2; h++) {
+                __m256i f = anyprec_avx2_load(field + 64 * i + 32 * h);
+                __m256i lo = _mm256_and_si256(f, low), hi = _mm256_and_si256(_mm256_srli_epi16(f, 4), low);
+                row[4 * h] = _mm256_shuffle_epi8(by_low, lo);
+                row[4 * h + 1] = _mm256_shuffle_epi8(by_low, hi);
+                row[4 * h + 2] = _mm256_shuffle_epi8(by_high, lo);
+                row[4 * h + 3] = _mm256_shuffle_epi8(by_high, hi);
             }
-            anyprec_avx2_gemm_group(w, xt, c0, m->cols, acc);
+        } else {
+#pragma GCC unroll 4
+            for (q = 0; q < 4; q++) {
+                __m256i codes = anyprec_avx2_pair(field + 64 * i, plane, 32 * i, q, bits);
+                __m256i lo = bits > 3 ? _mm256_and_si256(codes, low) : codes, hi = _mm256_srli_epi16(codes, 4);
+                if (bits > 3)
+                    hi = _mm256_and_si256(hi, low);
+                row[2 * q] = _mm256_shuffle_epi8(table[i], lo);
+                row[2 * q + 1] = _mm256_shuffle_epi8(table[i], hi);
+            }
         }
     }
 }
 
-ANYPREC_AVX2_INLINE void anyprec_avx2_gemm_rows(const pmpd_anyprec_matrix *m, const float *x, size_t n,
-                                                size_t x_stride, float *y, size_t y_stride, uint32_t row_begin,
+/* One row's entries (8 groups) dotted with one token's superblock x, as
+ * int32 sums: below 4 bits two groups share a madd (anyprec.h). */
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_entries_dot(const __m256i *e, const __m256i *x, const unsigned bits)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i dot = _mm256_setzero_si256();
+    unsigned q;
+#pragma GCC unroll 4
+    for (q = 0; q < 4; q++) {
+        __m256i a = _mm256_maddubs_epi16(e[2 * q], x[2 * q]), b = _mm256_maddubs_epi16(e[2 * q + 1], x[2 * q + 1]);
+        if (bits > 3)
+            dot = _mm256_add_epi32(dot, _mm256_add_epi32(_mm256_madd_epi16(a, ones), _mm256_madd_epi16(b, ones)));
+        else
+            dot = _mm256_add_epi32(dot, _mm256_madd_epi16(_mm256_add_epi16(a, b), ones));
+    }
+    return dot;
+}
+
+/* Tokens t0 .. t0+tile-1 against the block at r0: per superblock the
+ * block's entries are looked up once and serve every token of the tile;
+ * each (row, token) sum stays a vector until the block is done. */
+ANYPREC_AVX2_INLINE void anyprec_avx2_gemm_tile(const pmpd_anyprec_matrix *m, const int8_t *xq, const float *xscale,
+                                                const float *xsum, size_t t0, size_t tile, const __m256i *table,
+                                                float *y, size_t y_stride, uint32_t r0, uint32_t row_begin,
                                                 uint32_t row_end, const unsigned bits)
 {
-    uint32_t r, s;
-    size_t t0, t;
-    for (r = row_begin; r < row_end; r++) {
-        const __m256i table = anyprec_avx2_row_table(m, bits, r);
-        const __m256 scale = _mm256_set1_ps(m->scales[bits][r]), offset = _mm256_set1_ps(m->offsets[bits][r]);
+    const size_t stride = pmpd_anyprec_token_stride(m->cols);
+    __m256i e[8 * PMPD_ANYPREC_ROW_BLOCK];
+    __m256 acc[PMPD_ANYPREC_ROW_BLOCK * ANYPREC_AVX2_TOKEN_TILE];
+    uint32_t s, i, g;
+    size_t t;
+    for (t = 0; t < PMPD_ANYPREC_ROW_BLOCK * tile; t++)
+        acc[t] = _mm256_setzero_ps();
+    for (s = 0; s < m->superblocks; s++) {
+        anyprec_avx2_block_entries(m, r0, s, table, e, bits);
+        for (t = 0; t < tile; t++) {
+            const int8_t *xt = xq + (t0 + t) * stride + (size_t)s * PMPD_ANYPREC_SUPER;
+            const __m256 scale = _mm256_set1_ps(xscale[(t0 + t) * (stride / PMPD_ANYPREC_GROUP) + 8 * s]);
+            __m256i x[8];
+#pragma GCC unroll 8
+            for (g = 0; g < 8; g++)
+                x[g] = anyprec_avx2_load(xt + 32 * g);
+#pragma GCC unroll 4
+            for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+                acc[i * tile + t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(anyprec_avx2_entries_dot(e + 8 * i, x, bits)),
+                                                    scale, acc[i * tile + t]);
+        }
+    }
+    for (t = 0; t < tile; t++) {
+        __m256 rows[PMPD_ANYPREC_ROW_BLOCK];
+        float sums[PMPD_ANYPREC_ROW_BLOCK];
+        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+            rows[i] = acc[i * tile + t];
+        _mm_storeu_ps(sums, anyprec_avx2_sum4(rows));
+        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+            if (r0 + i >= row_begin && r0 + i < row_end)
+                y[(t0 + t) * y_stride + r0 + i] =
+                    sums[i] * m->scales[bits][r0 + i] + xsum[t0 + t] * m->offsets[bits][r0 + i];
+    }
+}
+
+ANYPREC_AVX2_INLINE void anyprec_avx2_gemm_rows(const pmpd_anyprec_matrix *m, const int8_t *xq, const float *xscale,
+                                                const float *xsum, size_t n, float *y, size_t y_stride,
+                                                uint32_t row_begin, uint32_t row_end, const unsigned bits)
+{
+    __m256i table[2 * PMPD_ANYPREC_ROW_BLOCK];
+    uint32_t r0;
+    size_t t0;
+    for (r0 = row_begin / PMPD_ANYPREC_ROW_BLOCK * PMPD_ANYPREC_ROW_BLOCK; r0 < row_end; r0 += PMPD_ANYPREC_ROW_BLOCK) {
+        anyprec_avx2_block_tables(m, r0, table, bits);
         for (t0 = 0; t0 < n; t0 += ANYPREC_AVX2_TOKEN_TILE) {
             size_t tile = n - t0 < ANYPREC_AVX2_TOKEN_TILE ? n - t0 : ANYPREC_AVX2_TOKEN_TILE;
-            const float *xt[ANYPREC_AVX2_TOKEN_TILE];
-            __m256 acc[ANYPREC_AVX2_TOKEN_TILE];
-            float sums[ANYPREC_AVX2_TOKEN_TILE];
-#pragma GCC unroll 8
-            for (t = 0; t < ANYPREC_AVX2_TOKEN_TILE; t++) {
-                xt[t] = x + (t0 + (t < tile ? t : 0)) * x_stride;
-                acc[t] = _mm256_setzero_ps();
-            }
-            for (s = 0; s < m->superblocks; s++)
-                anyprec_avx2_gemm_super(m, r, s, table, scale, offset, xt, acc, bits);
-#pragma GCC unroll 8
-            for (t = 0; t < ANYPREC_AVX2_TOKEN_TILE; t++)
-                sums[t] = anyprec_avx2_sum(acc[t]);
-            for (t = 0; t < tile; t++)
-                y[(t0 + t) * y_stride + r] = sums[t];
+            anyprec_avx2_gemm_tile(m, xq, xscale, xsum, t0, tile, table, y, y_stride, r0, row_begin, row_end, bits);
         }
     }
 }
 
-PMPD_INTERNAL void pmpd_anyprec_gemm_avx2(const pmpd_anyprec_matrix *m, unsigned bits, const float *x,
-                                          size_t n, size_t x_stride, float *y, size_t y_stride,
-                                          uint32_t row_begin, uint32_t row_end)
+PMPD_INTERNAL void pmpd_anyprec_gemm_avx2(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
+                                          const float *xscale, const float *xsum, size_t n, float *y,
+                                          size_t y_stride, uint32_t row_begin, uint32_t row_end)
 {
     switch (bits) {
-    case 2: anyprec_avx2_gemm_rows(m, x, n, x_stride, y, y_stride, row_begin, row_end, 2); break;
-    case 3: anyprec_avx2_gemm_rows(m, x, n, x_stride, y, y_stride, row_begin, row_end, 3); break;
-    default: anyprec_avx2_gemm_rows(m, x, n, x_stride, y, y_stride, row_begin, row_end, 4); break;
+    case 2: anyprec_avx2_gemm_rows(m, xq, xscale, xsum, n, y, y_stride, row_begin, row_end, 2); break;
+    case 3: anyprec_avx2_gemm_rows(m, xq, xscale, xsum, n, y, y_stride, row_begin, row_end, 3); break;
+    default: anyprec_avx2_gemm_rows(m, xq, xscale, xsum, n, y, y_stride, row_begin, row_end, 4); break;
     }
 }
 

@@ -14,7 +14,8 @@
 #include <arm_neon.h>
 #include <string.h>
 
-#define ANYPREC_NEON_TOKEN_TILE 4
+/* Tokens whose (row, token) sums a GEMM tile keeps (2 KB of vectors). */
+#define ANYPREC_NEON_TOKEN_TILE 32
 #if defined(__GNUC__)
 #define ANYPREC_NEON_INLINE static inline __attribute__((always_inline))
 #else
@@ -234,72 +235,93 @@ PMPD_INTERNAL void pmpd_anyprec_gemv_neon(const pmpd_anyprec_matrix *m, unsigned
     }
 }
 
-/* Four floats of input vector xt from column c, zero past cols. */
-static float32x4_t anyprec_neon_load_input(const float *xt, uint32_t c, uint32_t cols)
-{
-    float tail[4] = {0};
-    if (c + 4 <= cols)
-        return vld1q_f32(xt + c);
-    if (c < cols)
-        memcpy(tail, xt + c, (cols - c) * sizeof(float));
-    return vld1q_f32(tail);
-}
-
-/* 16 entries as floats scale * entry + offset. */
-static void anyprec_neon_widen(uint8x16_t e, float scale, float offset, float32x4_t out[4])
-{
-    uint16x8_t lo = vmovl_u8(vget_low_u8(e)), hi = vmovl_high_u8(e);
-    const float32x4_t o = vdupq_n_f32(offset);
-    out[0] = vfmaq_n_f32(o, vcvtq_f32_u32(vmovl_u16(vget_low_u16(lo))), scale);
-    out[1] = vfmaq_n_f32(o, vcvtq_f32_u32(vmovl_high_u16(lo)), scale);
-    out[2] = vfmaq_n_f32(o, vcvtq_f32_u32(vmovl_u16(vget_low_u16(hi))), scale);
-    out[3] = vfmaq_n_f32(o, vcvtq_f32_u32(vmovl_high_u16(hi)), scale);
-}
-
-/* One row against a tile of input vectors, one superblock. */
-ANYPREC_NEON_INLINE void anyprec_neon_gemm_super(const pmpd_anyprec_matrix *m, unsigned bits, uint32_t r, uint32_t s,
-                                                 uint8x16_t table, const float *x, size_t x_stride, size_t tile,
-                                                 float32x4_t *acc)
+/* Group g of row i of a block, as looked-up entries: e[8 * i + g]. */
+ANYPREC_NEON_INLINE void anyprec_neon_block_entries(const pmpd_anyprec_matrix *m, uint32_t r0, uint32_t s,
+                                                    const uint8x16_t *table, anyprec_neon_pair *e, const unsigned bits)
 {
     const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
-    const unsigned char *field = pmpd_anyprec_super_slices(m, r, s, bits, plane);
-    const float scale = m->scales[bits][r], offset = m->offsets[bits][r];
-    uint32_t q, half, k;
-    size_t t;
-    for (q = 0; q < 4; q++) {
-        anyprec_neon_pair codes = anyprec_neon_codes(field, plane, 0, q, bits);
-        for (half = 0; half < 2; half++) {
-            uint32_t c0 = s * PMPD_ANYPREC_SUPER + (2 * q + half) * PMPD_ANYPREC_GROUP;
-            anyprec_neon_pair idx = anyprec_neon_nibbles(codes, half);
-            float32x4_t w[8];
-            if (c0 >= m->cols)
-                return;
-            anyprec_neon_widen(vqtbl1q_u8(table, idx.lo), scale, offset, w);
-            anyprec_neon_widen(vqtbl1q_u8(table, idx.hi), scale, offset, w + 4);
-            for (t = 0; t < tile; t++)
-                for (k = 0; k < 8; k++)
-                    acc[t] = vfmaq_f32(acc[t], w[k], anyprec_neon_load_input(x + t * x_stride, c0 + 4 * k, m->cols));
+    const unsigned char *field = pmpd_anyprec_super_slices(m, r0, s, bits, plane);
+    unsigned i, h, q;
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
+        anyprec_neon_pair *row = e + 8 * i;
+        if (bits == 2) {
+            for (h = 0; h < 2; h++) {
+                anyprec_neon_pair f = anyprec_neon_load(field + 64 * i + 32 * h);
+                anyprec_neon_pair lo = anyprec_neon_nibbles(f, 0), hi = anyprec_neon_nibbles(f, 1);
+                const uint8x16_t by_low = table[i], by_high = table[PMPD_ANYPREC_ROW_BLOCK + i];
+                row[4 * h].lo = vqtbl1q_u8(by_low, lo.lo);
+                row[4 * h].hi = vqtbl1q_u8(by_low, lo.hi);
+                row[4 * h + 1].lo = vqtbl1q_u8(by_low, hi.lo);
+                row[4 * h + 1].hi = vqtbl1q_u8(by_low, hi.hi);
+                row[4 * h + 2].lo = vqtbl1q_u8(by_high, lo.lo);
+                row[4 * h + 2].hi = vqtbl1q_u8(by_high, lo.hi);
+                row[4 * h + 3].lo = vqtbl1q_u8(by_high, hi.lo);
+                row[4 * h + 3].hi = vqtbl1q_u8(by_high, hi.hi);
+            }
+        } else {
+            for (q = 0; q < 4; q++) {
+                anyprec_neon_pair codes = anyprec_neon_codes(field + 64 * i, plane, 32 * i, q, bits);
+                anyprec_neon_pair lo = anyprec_neon_nibbles(codes, 0), hi = anyprec_neon_nibbles(codes, 1);
+                row[2 * q].lo = vqtbl1q_u8(table[i], lo.lo);
+                row[2 * q].hi = vqtbl1q_u8(table[i], lo.hi);
+                row[2 * q + 1].lo = vqtbl1q_u8(table[i], hi.lo);
+                row[2 * q + 1].hi = vqtbl1q_u8(table[i], hi.hi);
+            }
         }
     }
 }
 
-PMPD_INTERNAL void pmpd_anyprec_gemm_neon(const pmpd_anyprec_matrix *m, unsigned bits, const float *x,
-                                          size_t n, size_t x_stride, float *y, size_t y_stride,
-                                          uint32_t row_begin, uint32_t row_end)
+/* Tokens t0 .. t0+tile-1 against the block at r0: per superblock the
+ * block's entries are looked up once and serve every token of the tile. */
+static void anyprec_neon_gemm_tile(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq, const float *xscale,
+                                   const float *xsum, size_t t0, size_t tile, const uint8x16_t *table, float *y,
+                                   size_t y_stride, uint32_t r0, uint32_t row_begin, uint32_t row_end)
 {
-    uint32_t r, s;
-    size_t t0, t;
-    for (r = row_begin; r < row_end; r++) {
-        const uint8x16_t table = anyprec_neon_row_table(m, bits, r);
+    const size_t stride = pmpd_anyprec_token_stride(m->cols);
+    anyprec_neon_pair e[8 * PMPD_ANYPREC_ROW_BLOCK];
+    float32x4_t acc[PMPD_ANYPREC_ROW_BLOCK * ANYPREC_NEON_TOKEN_TILE];
+    uint32_t s, i, g;
+    size_t t;
+    for (t = 0; t < PMPD_ANYPREC_ROW_BLOCK * tile; t++)
+        acc[t] = vdupq_n_f32(0.0f);
+    for (s = 0; s < m->superblocks; s++) {
+        anyprec_neon_block_entries(m, r0, s, table, e, bits);
+        for (t = 0; t < tile; t++) {
+            const int8_t *xt = xq + (t0 + t) * stride + (size_t)s * PMPD_ANYPREC_SUPER;
+            const float scale = xscale[(t0 + t) * (stride / PMPD_ANYPREC_GROUP) + 8 * s];
+            for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
+                int32x4_t dot = vdupq_n_s32(0);
+                for (g = 0; g < 8; g++) {
+                    dot = anyprec_neon_dot(dot, e[8 * i + g].lo, vld1q_s8(xt + 32 * g));
+                    dot = anyprec_neon_dot(dot, e[8 * i + g].hi, vld1q_s8(xt + 32 * g + 16));
+                }
+                acc[i * tile + t] = vfmaq_n_f32(acc[i * tile + t], vcvtq_f32_s32(dot), scale);
+            }
+        }
+    }
+    for (t = 0; t < tile; t++)
+        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+            if (r0 + i >= row_begin && r0 + i < row_end)
+                y[(t0 + t) * y_stride + r0 + i] = vaddvq_f32(acc[i * tile + t]) * m->scales[bits][r0 + i] +
+                                                   xsum[t0 + t] * m->offsets[bits][r0 + i];
+}
+
+PMPD_INTERNAL void pmpd_anyprec_gemm_neon(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
+                                          const float *xscale, const float *xsum, size_t n, float *y,
+                                          size_t y_stride, uint32_t row_begin, uint32_t row_end)
+{
+    uint8x16_t table[2 * PMPD_ANYPREC_ROW_BLOCK];
+    uint32_t r0;
+    size_t t0;
+    for (r0 = row_begin / PMPD_ANYPREC_ROW_BLOCK * PMPD_ANYPREC_ROW_BLOCK; r0 < row_end; r0 += PMPD_ANYPREC_ROW_BLOCK) {
+        switch (bits) {
+        case 2: anyprec_neon_block_tables(m, r0, 2, table); break;
+        case 3: anyprec_neon_block_tables(m, r0, 3, table); break;
+        default: anyprec_neon_block_tables(m, r0, 4, table); break;
+        }
         for (t0 = 0; t0 < n; t0 += ANYPREC_NEON_TOKEN_TILE) {
             size_t tile = n - t0 < ANYPREC_NEON_TOKEN_TILE ? n - t0 : ANYPREC_NEON_TOKEN_TILE;
-            float32x4_t acc[ANYPREC_NEON_TOKEN_TILE];
-            for (t = 0; t < tile; t++)
-                acc[t] = vdupq_n_f32(0.0f);
-            for (s = 0; s < m->superblocks; s++)
-                anyprec_neon_gemm_super(m, bits, r, s, table, x + t0 * x_stride, x_stride, tile, acc);
-            for (t = 0; t < tile; t++)
-                y[(t0 + t) * y_stride + r] = vaddvq_f32(acc[t]);
+            anyprec_neon_gemm_tile(m, bits, xq, xscale, xsum, t0, tile, table, y, y_stride, r0, row_begin, row_end);
         }
     }
 }

@@ -54,27 +54,3 @@ PMPD_INTERNAL void pmpd_anyprec_row(const pmpd_anyprec_matrix *m, unsigned bits,
 {
     anyprec_scalar_decode(m, bits, r, 0, m->cols, out);
 }
-
-PMPD_INTERNAL void pmpd_anyprec_gemm_scalar(const pmpd_anyprec_matrix *m, unsigned bits, const float *x,
-                                            size_t n, size_t x_stride, float *y, size_t y_stride,
-                                            uint32_t row_begin, uint32_t row_end)
-{
-    uint32_t r, c0, j, cols = m->cols;
-    float w[PMPD_ANYPREC_GROUP];
-    size_t t;
-    for (r = row_begin; r < row_end; r++) {
-        for (t = 0; t < n; t++)
-            y[t * y_stride + r] = 0.0f;
-        for (c0 = 0; c0 < cols; c0 += PMPD_ANYPREC_GROUP) {
-            uint32_t width = cols - c0 < PMPD_ANYPREC_GROUP ? cols - c0 : PMPD_ANYPREC_GROUP;
-            anyprec_scalar_decode(m, bits, r, c0, width, w);
-            for (t = 0; t < n; t++) {
-                const float *xt = x + t * x_stride + c0;
-                float acc = 0.0f;
-                for (j = 0; j < width; j++)
-                    acc += w[j] * xt[j];
-                y[t * y_stride + r] += acc;
-            }
-        }
-    }
-}

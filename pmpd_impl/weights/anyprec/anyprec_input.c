@@ -47,3 +47,19 @@ PMPD_INTERNAL void pmpd_anyprec_prepare_units(const int8_t *xq, const float *xsc
     s = cols / PMPD_ANYPREC_SUPER * PMPD_ANYPREC_SUPER;
     memcpy(u->tail, xq + s, padded - s);
 }
+
+PMPD_INTERNAL void pmpd_anyprec_quantize_tokens(const float *x, size_t n, uint32_t cols, int8_t *xq, float *xscale,
+                                                float *xsum)
+{
+    size_t stride = pmpd_anyprec_token_stride(cols), padded = pmpd_anyprec_padded_cols(cols), t, c;
+    for (t = 0; t < n; t++) {
+        int8_t *q = xq + t * stride;
+        float *scale = xscale + t * (stride / PMPD_ANYPREC_GROUP);
+        double sum = 0.0;
+        pmpd_anyprec_quantize_input(x + t * cols, cols, q, scale);
+        memset(q + padded, 0, stride - padded);
+        for (c = 0; c < padded; c++)
+            sum += (double)q[c] * scale[c / PMPD_ANYPREC_GROUP];
+        xsum[t] = (float)sum;
+    }
+}
