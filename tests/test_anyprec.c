@@ -229,7 +229,8 @@ static void apt_check_kernels(const apt_tensor *t, uint64_t seed)
                 y_ref[i * t->rows + r] = (float)dot;
             }
         }
-        memset(y, 0xff, n * t->rows * sizeof(float));
+        /* 0x7f bytes are a huge finite float that no comparison passes (NaN would). */
+        memset(y, 0x7f, n * t->rows * sizeof(float));
         pmpd_anyprec_gemm(&m, k, xq_tokens, xs_tokens, xsum_tokens, n, y, t->rows, 0, t->rows / 3);
         pmpd_anyprec_gemm(&m, k, xq_tokens, xs_tokens, xsum_tokens, n, y, t->rows, t->rows / 3, t->rows);
         for (i = 0; i < n * t->rows; i++)
@@ -241,12 +242,12 @@ static void apt_check_kernels(const apt_tensor *t, uint64_t seed)
                 dot += apt_weight(t, r, c, k) * xq[c] * xs[c / 32];
             y_ref[r] = (float)dot;
         }
-        memset(y, 0xff, t->rows * sizeof(float));
+        memset(y, 0x7f, t->rows * sizeof(float));
         pmpd_anyprec_gemv(&m, k, xq, xs, y, 0, t->rows / 2);
         pmpd_anyprec_gemv(&m, k, xq, xs, y, t->rows / 2, t->rows);
         for (r = 0; r < t->rows; r++)
             assert_float_equal(y[r], y_ref[r], 1e-5 + 1e-4 * fabs(y_ref[r]));
-        memset(y, 0xff, t->rows * sizeof(float));
+        memset(y, 0x7f, t->rows * sizeof(float));
         pmpd_anyprec_gemv_scalar(&m, k, xq, xs, y, 0, t->rows);
         for (r = 0; r < t->rows; r++)
             assert_float_equal(y[r], y_ref[r], 1e-5 + 1e-4 * fabs(y_ref[r]));
@@ -320,6 +321,51 @@ static void test_kernels_extreme_sums(void **state)
     }
     free(t.raw);
     free(w);
+}
+
+/* A prefill long and wide enough that the SIMD GEMMs split the tokens into
+ * several passes over the rows (their activation chunks): every token's
+ * rows equal its own product with the weights decoded from the bytes. */
+static void test_gemm_many_passes(void **state)
+{
+    const uint32_t rows = 9, cols = 8200;
+    const size_t n = 70, stride = (cols + 255) / 256 * 256;
+    float *w = apt_random_matrix(rows, cols, 11), *x = apt_random_matrix((uint32_t)n, cols, 12);
+    float *xs = (float *)malloc(n * stride / 32 * sizeof(float)), *xsum = (float *)malloc(n * sizeof(float));
+    float *y = (float *)malloc(n * rows * sizeof(float));
+    double *decoded = (double *)malloc((size_t)cols * sizeof(double));
+    int8_t *xq = (int8_t *)malloc(n * stride);
+    apt_tensor t;
+    pmpd_anyprec_matrix m;
+    unsigned k;
+    uint32_t r, c;
+    size_t i;
+    (void)state;
+    apt_quantize(&t, w, rows, cols, 2, 4);
+    apt_view(&t, &m);
+    pmpd_anyprec_quantize_tokens(x, n, cols, xq, xs, xsum);
+    for (k = 2; k <= 4; k++) {
+        memset(y, 0x7f, n * rows * sizeof(float));
+        pmpd_anyprec_gemm(&m, k, xq, xs, xsum, n, y, rows, 0, rows);
+        for (r = 0; r < rows; r++) {
+            for (c = 0; c < cols; c++)
+                decoded[c] = apt_weight(&t, r, c, k);
+            for (i = 0; i < n; i++) {
+                double dot = 0.0;
+                for (c = 0; c < cols; c++)
+                    dot += decoded[c] * xq[i * stride + c] * xs[i * (stride / 32) + c / 32];
+                assert_float_equal(y[i * rows + r], dot, 1e-5 + 1e-4 * fabs(dot));
+            }
+        }
+    }
+    free(t.raw);
+    free(w);
+    free(x);
+    free(xs);
+    free(xsum);
+    free(y);
+    free(decoded);
+    free(xq);
 }
 
 /* Reading the parent at width k gives exactly the model quantized at k. */
@@ -487,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_size_and_arguments),
         cmocka_unit_test(test_kernels_every_width),
         cmocka_unit_test(test_kernels_extreme_sums),
+        cmocka_unit_test(test_gemm_many_passes),
         cmocka_unit_test(test_nested_equals_direct),
         cmocka_unit_test(test_reads_only_top_planes),
         cmocka_unit_test(test_error_falls_with_width),
