@@ -171,7 +171,8 @@ static void apt_check_kernels(const apt_tensor *t, uint64_t seed)
     float *y = (float *)malloc(n * t->rows * sizeof(float)), *y_ref = (float *)malloc(n * t->rows * sizeof(float));
     const size_t stride = (t->cols + 255) / 256 * 256;
     int8_t *xq_tokens = (int8_t *)malloc(n * stride);
-    float *xs_tokens = (float *)malloc(n * stride / 32 * sizeof(float)), *xsum_tokens = (float *)malloc(n * sizeof(float));
+    float *xs_tokens = (float *)malloc(n * stride / 32 * sizeof(float));
+    float *xsum_tokens = (float *)malloc(n * sizeof(float));
     unsigned k;
     size_t i;
     apt_view(t, &m);

@@ -196,14 +196,6 @@ static inline size_t pmpd_anyprec_token_stride(uint32_t cols)
     return ((size_t)cols + PMPD_ANYPREC_SUPER - 1) / PMPD_ANYPREC_SUPER * PMPD_ANYPREC_SUPER;
 }
 
-/* Tokens per pass of a SIMD GEMM over its rows: as many whole tiles as fit
- * bytes of activations, at least one tile. */
-static inline size_t pmpd_anyprec_gemm_chunk(uint32_t cols, size_t bytes, size_t tile)
-{
-    size_t tokens = bytes / pmpd_anyprec_token_stride(cols) / tile * tile;
-    return tokens > tile ? tokens : tile;
-}
-
 /* n tokens' activations for pmpd_anyprec_gemm: token t's int8 values at
  * xq + t * stride (stride = pmpd_anyprec_token_stride(cols); zero past
  * cols), its group scales at xscale + t * stride / 32, both as

@@ -36,12 +36,8 @@
 
 
 
-/* Tokens whose (row, token) sums a GEMM tile keeps (4 KB of vectors), and
- * the activation bytes of the tokens one pass over the rows serves: they
- * stay in L2 while every row block reads them (512 tokens of 5,632 columns
- * read once per row block ran 0.33x q4 on 16 Xeon threads). */
+/* Tokens whose (row, token) sums a GEMM tile keeps (4 KB of vectors). */
 #define ANYPREC_AVX2_TOKEN_TILE 32
-#define ANYPREC_AVX2_CHUNK_BYTES (256u << 10)
 #if defined(__GNUC__)
 #define ANYPREC_AVX2_INLINE static inline __attribute__((always_inline))
 #else
@@ -368,20 +364,14 @@ ANYPREC_AVX2_INLINE void anyprec_avx2_gemm_rows(const pmpd_anyprec_matrix *m, co
                                                 const float *xsum, size_t n, float *y, size_t y_stride,
                                                 uint32_t row_begin, uint32_t row_end, const unsigned bits)
 {
-    const size_t chunk = pmpd_anyprec_gemm_chunk(m->cols, ANYPREC_AVX2_CHUNK_BYTES, ANYPREC_AVX2_TOKEN_TILE);
     __m256i table[2 * PMPD_ANYPREC_ROW_BLOCK];
     uint32_t r0;
-    size_t c0, t0;
-    for (c0 = 0; c0 < n; c0 += chunk) {
-        size_t c_end = n - c0 < chunk ? n : c0 + chunk;
-        for (r0 = row_begin / PMPD_ANYPREC_ROW_BLOCK * PMPD_ANYPREC_ROW_BLOCK; r0 < row_end;
-             r0 += PMPD_ANYPREC_ROW_BLOCK) {
-            anyprec_avx2_block_tables(m, r0, table, bits);
-            for (t0 = c0; t0 < c_end; t0 += ANYPREC_AVX2_TOKEN_TILE) {
-                size_t tile = c_end - t0 < ANYPREC_AVX2_TOKEN_TILE ? c_end - t0 : ANYPREC_AVX2_TOKEN_TILE;
-                anyprec_avx2_gemm_tile(m, xq, xscale, xsum, t0, tile, table, y, y_stride, r0, row_begin, row_end,
-                                       bits);
-            }
+    size_t t0;
+    for (r0 = row_begin / PMPD_ANYPREC_ROW_BLOCK * PMPD_ANYPREC_ROW_BLOCK; r0 < row_end; r0 += PMPD_ANYPREC_ROW_BLOCK) {
+        anyprec_avx2_block_tables(m, r0, table, bits);
+        for (t0 = 0; t0 < n; t0 += ANYPREC_AVX2_TOKEN_TILE) {
+            size_t tile = n - t0 < ANYPREC_AVX2_TOKEN_TILE ? n - t0 : ANYPREC_AVX2_TOKEN_TILE;
+            anyprec_avx2_gemm_tile(m, xq, xscale, xsum, t0, tile, table, y, y_stride, r0, row_begin, row_end, bits);
         }
     }
 }
@@ -398,7 +388,6 @@ PMPD_INTERNAL void pmpd_anyprec_gemm_avx2(const pmpd_anyprec_matrix *m, unsigned
 }
 
 #undef ANYPREC_AVX2_TOKEN_TILE
-#undef ANYPREC_AVX2_CHUNK_BYTES
 #undef ANYPREC_AVX2_PREFETCH
 #undef ANYPREC_AVX2_VNNI
 #undef ANYPREC_AVX2_DPBUSD

@@ -14,11 +14,8 @@
 #include <arm_neon.h>
 #include <string.h>
 
-/* Tokens whose (row, token) sums a GEMM tile keeps (2 KB of vectors), and
- * the activation bytes of the tokens one pass over the rows serves (a
- * small core's L2). */
+/* Tokens whose (row, token) sums a GEMM tile keeps (2 KB of vectors). */
 #define ANYPREC_NEON_TOKEN_TILE 32
-#define ANYPREC_NEON_CHUNK_BYTES (128u << 10)
 #if defined(__GNUC__)
 #define ANYPREC_NEON_INLINE static inline __attribute__((always_inline))
 #else
@@ -313,29 +310,22 @@ PMPD_INTERNAL void pmpd_anyprec_gemm_neon(const pmpd_anyprec_matrix *m, unsigned
                                           const float *xscale, const float *xsum, size_t n, float *y,
                                           size_t y_stride, uint32_t row_begin, uint32_t row_end)
 {
-    const size_t chunk = pmpd_anyprec_gemm_chunk(m->cols, ANYPREC_NEON_CHUNK_BYTES, ANYPREC_NEON_TOKEN_TILE);
     uint8x16_t table[2 * PMPD_ANYPREC_ROW_BLOCK];
     uint32_t r0;
-    size_t c0, t0;
-    for (c0 = 0; c0 < n; c0 += chunk) {
-        size_t c_end = n - c0 < chunk ? n : c0 + chunk;
-        for (r0 = row_begin / PMPD_ANYPREC_ROW_BLOCK * PMPD_ANYPREC_ROW_BLOCK; r0 < row_end;
-             r0 += PMPD_ANYPREC_ROW_BLOCK) {
-            switch (bits) {
-            case 2: anyprec_neon_block_tables(m, r0, 2, table); break;
-            case 3: anyprec_neon_block_tables(m, r0, 3, table); break;
-            default: anyprec_neon_block_tables(m, r0, 4, table); break;
-            }
-            for (t0 = c0; t0 < c_end; t0 += ANYPREC_NEON_TOKEN_TILE) {
-                size_t tile = c_end - t0 < ANYPREC_NEON_TOKEN_TILE ? c_end - t0 : ANYPREC_NEON_TOKEN_TILE;
-                anyprec_neon_gemm_tile(m, bits, xq, xscale, xsum, t0, tile, table, y, y_stride, r0, row_begin,
-                                       row_end);
-            }
+    size_t t0;
+    for (r0 = row_begin / PMPD_ANYPREC_ROW_BLOCK * PMPD_ANYPREC_ROW_BLOCK; r0 < row_end; r0 += PMPD_ANYPREC_ROW_BLOCK) {
+        switch (bits) {
+        case 2: anyprec_neon_block_tables(m, r0, 2, table); break;
+        case 3: anyprec_neon_block_tables(m, r0, 3, table); break;
+        default: anyprec_neon_block_tables(m, r0, 4, table); break;
+        }
+        for (t0 = 0; t0 < n; t0 += ANYPREC_NEON_TOKEN_TILE) {
+            size_t tile = n - t0 < ANYPREC_NEON_TOKEN_TILE ? n - t0 : ANYPREC_NEON_TOKEN_TILE;
+            anyprec_neon_gemm_tile(m, bits, xq, xscale, xsum, t0, tile, table, y, y_stride, r0, row_begin, row_end);
         }
     }
 }
 
 #undef ANYPREC_NEON_TOKEN_TILE
-#undef ANYPREC_NEON_CHUNK_BYTES
 #undef ANYPREC_NEON_INLINE
 #endif
