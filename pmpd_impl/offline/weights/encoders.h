@@ -17,10 +17,28 @@ typedef struct pmpd_weight_encoder {
      * format; options gives widths and progress.  Errors:
      * PMPD_ERR_OUT_OF_MEMORY, PMPD_ERR_OVERFLOW, PMPD_ERR_INVALID_ARGUMENT. */
     pmpd_status (*convert)(pmpd_build_model *b, const pmpd_convert_options *options);
+    /* 1: each matrix is encoded on its own (pmpd_weight_encode_matrix), so
+     * the converter streams (pmpd_build_write_stream); 0: the encoder needs
+     * the whole model in memory (nested trees, activation ranges). */
+    int streams;
 } pmpd_weight_encoder;
 
 /* The encoder of a type, or NULL for a type the converter cannot write. */
 PMPD_INTERNAL const pmpd_weight_encoder *pmpd_weight_encoder_of(uint32_t type);
+
+/* The type a streaming conversion stores f32 tensor t as: vectors stay
+ * f32; with options->keep_closest a matrix takes its GGUF type's closest
+ * pmpd type (import/ggml_types.c, f32 when it came from elsewhere);
+ * otherwise options->type, except that with a group-quantized type the
+ * token embedding and classifier become q8. */
+PMPD_INTERNAL uint32_t pmpd_weight_stream_type(const pmpd_convert_options *options, const pmpd_build_tensor *t);
+
+/* Encodes matrix t's values (host floats) as type f16, q8, q4 or q2cb into
+ * out (size bytes, pmpd_weight_tensor_bytes of it).  Errors:
+ * PMPD_ERR_INVALID_ARGUMENT (another type, a size that does not match),
+ * PMPD_ERR_OUT_OF_MEMORY. */
+PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(uint32_t type, const pmpd_build_tensor *t, const float *values,
+                                                    unsigned char *out, size_t size);
 
 #endif /* PMPD_OFFLINE */
 
