@@ -865,17 +865,26 @@ static pmpd_status gguf_import(const unsigned char *data, size_t size, uint64_t 
     r.unloaded = unloaded;
     r.err = err;
     r.arch = GGUF_ARCH_NONE;
-    if (size < 4 || memcmp(data, "GGUF", 4) != 0)
+    if (size < 4 || memcmp(data, "GGUF", 4) != 0) {
+        if (size < 4)
+            gguf_past_end(&r);
+        *short_read = r.short_read;
         return pmpd_error_set(err, size < 4 ? PMPD_ERR_FORMAT_TRUNCATED : PMPD_ERR_FORMAT_MAGIC, 0,
                               "GGUF magic is missing");
+    }
     r.at = 4;
-    if ((status = gguf_u32(&r, &version, "version")) != PMPD_OK)
+    status = gguf_u32(&r, &version, "version");
+    *short_read = r.short_read;
+    if (status != PMPD_OK)
         return status;
     if (version != 2 && version != 3)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_VERSION, 4, "GGUF version %u is not supported (2 and 3 are)",
                               (unsigned)version);
-    if ((status = gguf_u64(&r, &n_tensors, "tensor count")) != PMPD_OK ||
-        (status = gguf_u64(&r, &n_kv, "metadata count")) != PMPD_OK)
+    status = gguf_u64(&r, &n_tensors, "tensor count");
+    if (status == PMPD_OK)
+        status = gguf_u64(&r, &n_kv, "metadata count");
+    *short_read = r.short_read;
+    if (status != PMPD_OK)
         return status;
     /* A metadata entry takes at least 13 bytes and a tensor info 32. */
     if (n_kv > (file_size - r.at) / 13)
