@@ -6,6 +6,8 @@
  *     which is how the converter worked before it streamed; the streamed
  *     file must equal it byte for byte, for every type that streams, with a
  *     separate, an equal (hence shared) and no classifier;
+ *   - chunks: the writer encoding a few rows at a time equals it encoding
+ *     whole tensors;
  *   - keep-closest: a GGUF the test writer (tests/support/test_gguf.c) makes
  *     with a chosen ggml type per tensor, and the mapping written out here
  *     from the README's table; f32 and f16 tensors must also keep their
@@ -270,6 +272,74 @@ static void test_keep_closest_llama2c(void **state)
     remove(OUT_PATH);
 }
 
+static uint32_t stream_type(void *context, const pmpd_build_tensor *t)
+{
+    return pmpd_weight_stream_type((const pmpd_convert_options *)context, t);
+}
+
+/* The container the stream writer makes of b with at most chunk_bytes of floats at once. */
+static unsigned char *write_chunked(const pmpd_build_model *b, const pmpd_convert_options *options,
+                                    uint64_t chunk_bytes, size_t *size)
+{
+    pmpd_build_stream how;
+    FILE *f = tmpfile();
+    unsigned char *bytes;
+    uint64_t written;
+    int writing;
+    assert_non_null(f);
+    memset(&how, 0, sizeof how);
+    how.type_of = stream_type;
+    how.row_block = pmpd_weight_row_block;
+    how.encode = pmpd_weight_encode_matrix;
+    how.context = (void *)options;
+    how.chunk_bytes = chunk_bytes;
+    assert_int_equal(pmpd_build_write_stream(b, f, &how, &written, &writing, NULL), PMPD_OK);
+    *size = (size_t)written;
+    bytes = (unsigned char *)malloc(*size);
+    assert_non_null(bytes);
+    assert_int_equal(fseek(f, 0, SEEK_SET), 0);
+    assert_int_equal(fread(bytes, 1, *size, f), *size);
+    fclose(f);
+    return bytes;
+}
+
+/* Encoding a matrix a few rows at a time (row blocks of q4/q8, single rows
+ * of f16, a last chunk shorter than the others) gives the bytes of
+ * encoding it whole. */
+static void test_chunks_equal_whole(void **state)
+{
+    static const uint32_t types[] = {PMPD_TENSOR_F32, PMPD_TENSOR_F16, PMPD_TENSOR_Q8, PMPD_TENSOR_Q4,
+                                     PMPD_TENSOR_Q2CB};
+    static const uint64_t chunks[] = {1, 3000, 20000};
+    pmpd_build_model b;
+    pmpd_convert_input failed;
+    size_t k, c;
+    (void)state;
+    write_gguf(MIXED_PATH, mixed_type, &b);
+    pmpd_build_free(&b);
+    assert_int_equal(pmpd_import_file(MIXED_PATH, NULL, 1, &b, &failed, NULL), PMPD_OK);
+    assert_null(b.tensors[0].data); /* left in the file */
+    for (k = 0; k < sizeof types / sizeof types[0]; k++) {
+        pmpd_convert_options options;
+        unsigned char *whole;
+        size_t whole_size;
+        memset(&options, 0, sizeof options);
+        options.type = (pmpd_tensor_type)types[k];
+        whole = write_chunked(&b, &options, (uint64_t)1 << 30, &whole_size);
+        for (c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+            size_t size;
+            unsigned char *chunked = write_chunked(&b, &options, chunks[c], &size);
+            assert_int_equal(size, whole_size);
+            if (memcmp(chunked, whole, size) != 0)
+                fail_msg("%s in chunks of %llu bytes differs from whole tensors",
+                         pmpd_tensor_type_name((pmpd_tensor_type)types[k]), (unsigned long long)chunks[c]);
+            free(chunked);
+        }
+        free(whole);
+    }
+    pmpd_build_free(&b);
+}
+
 /* Imports the first head bytes of path as a file of file_size bytes. */
 static pmpd_status import_head(const unsigned char *data, size_t head, uint64_t file_size, int *short_read,
                                pmpd_error *err)
@@ -353,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_keep_closest_types),
         cmocka_unit_test(test_stream_equals_in_memory),
         cmocka_unit_test(test_keep_closest_llama2c),
+        cmocka_unit_test(test_chunks_equal_whole),
         cmocka_unit_test(test_head_reads),
         cmocka_unit_test(test_truncated_file_refused),
     };

@@ -163,19 +163,24 @@ PMPD_INTERNAL uint64_t pmpd_build_align(uint64_t v);
 typedef struct pmpd_build_stream {
     /* The type f32 tensor t is stored as. */
     uint32_t (*type_of)(void *context, const pmpd_build_tensor *t);
-    /* Encodes t's values (host floats) as type into out, size bytes. */
-    pmpd_status (*encode)(uint32_t type, const pmpd_build_tensor *t, const float *values, unsigned char *out,
+    /* Rows that type lays out together: a chunk of rows is encoded on its
+     * own when it is a multiple of this; 0 when the whole matrix must be. */
+    uint64_t (*row_block)(uint32_t type);
+    /* Encodes rows x cols values (host floats) as type into out, size bytes. */
+    pmpd_status (*encode)(uint32_t type, const float *values, uint64_t rows, uint64_t cols, unsigned char *out,
                           size_t size);
     /* After tensor index is written (may be NULL); done and total are bytes of the container. */
     void (*written)(void *context, uint32_t index, const pmpd_build_tensor *t, uint32_t type, uint64_t done,
                     uint64_t total);
     void *context;
+    uint64_t chunk_bytes; /* floats encoded at once, at most (0: 32 MiB); whole tensors for row_block 0 */
 } pmpd_build_stream;
 
-/* Writes b as a container to f (positioned at its start, seekable), one
- * tensor at a time: each tensor's floats are read (pmpd_build_tensor_floats),
- * encoded, checksummed and written before the next is read, so memory
- * holds one tensor.  Offsets follow from the types and shapes, so the data
+/* Writes b as a container to f (positioned at its start, seekable), a
+ * chunk of rows at a time: the rows' floats are read
+ * (pmpd_build_tensor_floats), encoded, checksummed and written before the
+ * next are read, so memory holds how->chunk_bytes of floats (a whole
+ * tensor for formats without row blocks).  Offsets follow from the types and shapes, so the data
  * go first and the header and directory last, over the zeros reserved for
  * them; the bytes equal pmpd_build_serialize's of the converted model.
  * *size is the container's length.  Errors: PMPD_ERR_IO (err names the

@@ -31,36 +31,77 @@ static pmpd_status stream_pad(FILE *f, uint64_t at, int *writing, pmpd_error *er
     return stream_put(f, zeros, pmpd_build_align(at) - at, at, writing, err);
 }
 
-/* Tensor t's stored bytes (type and size as planned) into *out, which the
- * caller frees: the floats for f32, their encoding for other types, the
- * builder's bytes for tensors that were not f32. */
-static pmpd_status stream_tensor_bytes(const pmpd_build_model *b, const pmpd_build_tensor *t,
-                                       const pmpd_build_stream *how, uint32_t type, uint64_t size,
-                                       unsigned char **out, pmpd_error *err)
+/* Floats encoded at once by default, at most (a tensor whose format needs
+ * all its rows together, q2cb, is taken whole): a Llama 3 8B embedding is
+ * 2.1 GB of floats, more than a 2 GB board has. */
+#define STREAM_CHUNK_BYTES ((uint64_t)32 << 20)
+
+/* Writes tensor t as type (size bytes planned) a chunk of rows at a time:
+ * reads the rows' floats, encodes them into their slice of the stored
+ * bytes (formats lay rows out in blocks of row_block rows, so a chunk of
+ * whole blocks is a contiguous slice) and writes it, checksumming as it
+ * goes into *crc.  Tensors that were not f32 are written as they are. */
+static pmpd_status stream_tensor(const pmpd_build_model *b, FILE *f, const pmpd_build_stream *how,
+                                 const pmpd_build_tensor *t, uint32_t type, uint64_t size, uint64_t at,
+                                 uint32_t *crc, int *writing, pmpd_error *err)
 {
-    float *values;
-    pmpd_status status;
-    *out = NULL;
-    if (t->type != PMPD_TENSOR_F32)
-        return PMPD_OK;
-    if (t->size > SIZE_MAX || size > SIZE_MAX)
+    uint64_t cols = t->dims[t->n_dims - 1], rows = t->size / 4 / cols, step, r, done = 0, out_size = 0, dims[2];
+    uint64_t block = type == PMPD_TENSOR_F32 ? 1 : how->row_block(type);
+    float *values = NULL;
+    unsigned char *out = NULL;
+    pmpd_status status = PMPD_OK;
+    if (t->type != PMPD_TENSOR_F32) {
+        *crc = pmpd_crc32_update(0, t->data, (size_t)t->size);
+        return stream_put(f, t->data, t->size, at, writing, err);
+    }
+    step = block ? ((how->chunk_bytes ? how->chunk_bytes : STREAM_CHUNK_BYTES) / 4 / cols) / block * block : rows;
+    if (step < block)
+        step = block;
+    if (step > rows)
+        step = rows;
+    dims[0] = step;
+    dims[1] = cols;
+    if (type != PMPD_TENSOR_F32 && pmpd_weight_tensor_bytes(type, 2, dims, &out_size) != PMPD_OK)
+        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "tensor %s cannot be stored as %s",
+                              t->name, pmpd_tensor_type_name((pmpd_tensor_type)type));
+    if (step * cols > SIZE_MAX / 4 || out_size > SIZE_MAX)
         return pmpd_error_set(err, PMPD_ERR_OVERFLOW, PMPD_NO_OFFSET, "tensor %s is too large for this machine",
                               t->name);
-    values = (float *)malloc(t->size ? (size_t)t->size : 1);
-    if (!values)
-        return pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory for tensor %s", t->name);
-    status = pmpd_build_tensor_floats(b, t, 0, t->size / 4 / t->dims[t->n_dims - 1], values, err);
-    if (status != PMPD_OK || type == PMPD_TENSOR_F32) {
-        *out = (unsigned char *)values; /* host floats are the little-endian bytes pmpd supports */
-        return status;
+    values = (float *)malloc((size_t)(step * cols * 4));
+    out = type == PMPD_TENSOR_F32 ? NULL : (unsigned char *)malloc((size_t)out_size);
+    if (!values || (type != PMPD_TENSOR_F32 && !out))
+        status = pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory for tensor %s", t->name);
+    *crc = 0;
+    for (r = 0; status == PMPD_OK && r < rows; r += step) {
+        uint64_t n = rows - r < step ? rows - r : step, bytes = n * cols * 4;
+        const unsigned char *slice = (const unsigned char *)values; /* f32: the host's little-endian floats */
+        status = pmpd_build_tensor_floats(b, t, r, n, values, err);
+        if (status == PMPD_OK && type != PMPD_TENSOR_F32) {
+            dims[0] = n;
+            dims[1] = cols;
+            status = pmpd_weight_tensor_bytes(type, 2, dims, &bytes);
+            if (status == PMPD_OK && done + bytes <= size && bytes <= out_size)
+                status = how->encode(type, values, n, cols, out, (size_t)bytes);
+            else
+                status = PMPD_ERR_INVALID_ARGUMENT;
+            if (status != PMPD_OK)
+                status = pmpd_error_set(err, status, PMPD_NO_OFFSET, "cannot encode tensor %s as %s", t->name,
+                                        pmpd_tensor_type_name((pmpd_tensor_type)type));
+            slice = out;
+        }
+        if (status == PMPD_OK) {
+            *crc = pmpd_crc32_update(*crc, slice, (size_t)bytes);
+            status = stream_put(f, slice, bytes, at + done, writing, err);
+            done += bytes;
+        }
     }
-    *out = (unsigned char *)malloc(size ? (size_t)size : 1);
-    status = *out ? how->encode(type, t, values, *out, (size_t)size) : PMPD_ERR_OUT_OF_MEMORY;
+    if (status == PMPD_OK && done != size)
+        status = pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
+                                "tensor %s: %llu bytes encoded of the %llu planned", t->name,
+                                (unsigned long long)done, (unsigned long long)size);
     free(values);
-    if (status != PMPD_OK)
-        return pmpd_error_set(err, status, PMPD_NO_OFFSET, "cannot encode tensor %s as %s", t->name,
-                              pmpd_tensor_type_name((pmpd_tensor_type)type));
-    return PMPD_OK;
+    free(out);
+    return status;
 }
 
 /* Every tensor's stored type and size, and the container's length. */
@@ -106,17 +147,12 @@ PMPD_INTERNAL pmpd_status pmpd_build_write_stream(const pmpd_build_model *b, FIL
         status = stream_put(f, head, at, 0, writing, err);
     for (i = 0; status == PMPD_OK && i < b->n_tensors; i++) {
         const pmpd_build_tensor *t = &b->tensors[i];
-        unsigned char *bytes;
-        status = stream_tensor_bytes(b, t, how, types[i], sizes[i], &bytes, err);
+        uint32_t crc = 0;
+        status = stream_tensor(b, f, how, t, types[i], sizes[i], at, &crc, writing, err);
         if (status == PMPD_OK) {
-            const unsigned char *data = bytes ? bytes : t->data;
-            pmpd_build_put_tensor_entry(head, i, t, types[i], at, sizes[i],
-                                        pmpd_crc32_update(0, data, (size_t)sizes[i]));
-            status = stream_put(f, data, sizes[i], at, writing, err);
-            if (status == PMPD_OK)
-                status = stream_pad(f, at + sizes[i], writing, err);
+            pmpd_build_put_tensor_entry(head, i, t, types[i], at, sizes[i], crc);
+            status = stream_pad(f, at + sizes[i], writing, err);
         }
-        free(bytes);
         at = pmpd_build_align(at + sizes[i]);
         if (status == PMPD_OK && how->written)
             how->written(how->context, i, t, types[i], at, total);
@@ -146,3 +182,5 @@ PMPD_INTERNAL pmpd_status pmpd_build_write_stream(const pmpd_build_model *b, FIL
     free(sizes);
     return status;
 }
+
+#undef STREAM_CHUNK_BYTES

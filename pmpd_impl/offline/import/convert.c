@@ -256,9 +256,11 @@ static pmpd_status convert_stream(const pmpd_build_model *b, const char *out_pat
     context.options = options;
     context.n_tensors = b->n_tensors;
     how.type_of = convert_stream_type;
+    how.row_block = pmpd_weight_row_block;
     how.encode = pmpd_weight_encode_matrix;
     how.written = convert_stream_written;
     how.context = &context;
+    how.chunk_bytes = 0;
     status = pmpd_build_write_stream(b, out.f, &how, &size, &writing, err);
     if (status == PMPD_OK) {
         status = convert_verify_file(b, out.tmp, err);

@@ -88,15 +88,15 @@ PMPD_INTERNAL uint32_t pmpd_weight_stream_type(const pmpd_convert_options *optio
     return (uint32_t)options->type;
 }
 
-PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(uint32_t type, const pmpd_build_tensor *t, const float *values,
+PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(uint32_t type, const float *values, uint64_t rows, uint64_t cols,
                                                     unsigned char *out, size_t size)
 {
-    size_t j, rows = (size_t)t->dims[0], cols = (size_t)t->dims[1];
-    if (t->n_dims != 2 || t->dims[0] > SIZE_MAX || t->dims[1] > SIZE_MAX)
+    uint64_t j;
+    if (rows > SIZE_MAX || cols > SIZE_MAX)
         return PMPD_ERR_INVALID_ARGUMENT;
     if (type != PMPD_TENSOR_F16)
-        return pmpd_quant_matrix(type, values, rows, cols, out, size);
-    if (size / 2 / cols != rows)
+        return pmpd_quant_matrix(type, values, (size_t)rows, (size_t)cols, out, size);
+    if (cols == 0 || size / 2 / cols != rows)
         return PMPD_ERR_INVALID_ARGUMENT;
     for (j = 0; j < rows * cols; j++) {
         uint16_t h = pmpd_float_to_half(values[j]);
@@ -104,4 +104,9 @@ PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(uint32_t type, const pmpd_bu
         out[2 * j + 1] = (unsigned char)(h >> 8);
     }
     return PMPD_OK;
+}
+
+PMPD_INTERNAL uint64_t pmpd_weight_row_block(uint32_t type)
+{
+    return type == PMPD_TENSOR_Q8 || type == PMPD_TENSOR_Q4 ? PMPD_QROWS : type == PMPD_TENSOR_F16 ? 1 : 0;
 }
