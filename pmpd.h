@@ -466,7 +466,10 @@ typedef struct pmpd_convert_summary {
  * of architecture llama or qwen2 (others: PMPD_ERR_UNSUPPORTED) at in_path
  * into a container at out_path.  The input kind is detected from its first
  * bytes.  The container is written to "<out_path>.tmp" and
- * renamed, so no partial output is left on failure.  options may be NULL
+ * renamed, so no partial output is left on failure.  f32, f16, q8, q4,
+ * q2cb and keep_closest stream: a GGUF's tensors are read, encoded and
+ * written a chunk of rows at a time, so memory does not grow with the
+ * model (README "Models: converting and loading").  options may be NULL
  * (f32, no tokenizer unless the input carries one); summary may be NULL.
  * Errors: PMPD_ERR_NOT_FOUND / PMPD_ERR_IO for files, PMPD_ERR_FORMAT_* for
  * malformed input (err names the field and byte offset, summary->failed_input
