@@ -314,7 +314,7 @@ PMPD_INTERNAL pmpd_status pmpd_build_serialize(const pmpd_build_model *b, void *
     *size = 0;
     for (i = 0; i < b->n_tensors; i++) {
         if (!b->tensors[i].data)
-            return PMPD_ERR_INVALID_ARGUMENT; /* unloaded: pmpd_build_load_all first */
+            return PMPD_ERR_INVALID_ARGUMENT; /* unloaded: only pmpd_build_write_stream reads those */
         at = pmpd_build_align(at + b->tensors[i].size);
     }
     for (i = 0; i < b->n_sections; i++)

@@ -88,10 +88,6 @@ PMPD_INTERNAL pmpd_status pmpd_build_add_unloaded(pmpd_build_model *b, const cha
 PMPD_INTERNAL pmpd_status pmpd_build_tensor_floats(const pmpd_build_model *b, const pmpd_build_tensor *t,
                                                    uint64_t first_row, uint64_t n_rows, float *out, pmpd_error *err);
 
-/* Loads every unloaded tensor (for the conversions that need the whole
- * model in memory). */
-PMPD_INTERNAL pmpd_status pmpd_build_load_all(pmpd_build_model *b, pmpd_error *err);
-
 /* *same = 1 when f32 tensors x and y have the same shape and bit-identical
  * values (compared a row at a time, loaded or not), else 0.  Errors: those
  * of pmpd_build_tensor_floats. */
@@ -190,7 +186,8 @@ PMPD_INTERNAL pmpd_status pmpd_build_write_stream(const pmpd_build_model *b, FIL
                                                   uint64_t *size, int *writing, pmpd_error *err);
 
 /* Serializes to a new malloc'ed buffer whose first byte is 64-byte aligned:
- * *block is what to free(), *data the container, *size its length. */
+ * *block is what to free(), *data the container, *size its length.
+ * PMPD_ERR_INVALID_ARGUMENT when a tensor is unloaded. */
 PMPD_INTERNAL pmpd_status pmpd_build_serialize(const pmpd_build_model *b, void **block, unsigned char **data, size_t *size);
 
 /* A vocabulary piece as the tokenizer sections sort them: by bytes

@@ -1,7 +1,7 @@
 /* Unloaded tensors: a GGUF import records where each tensor's blocks are
  * in the input file instead of decoding them all, so converting a model
- * needs the floats of one tensor at a time, not of the whole model (a
- * 1.1B model is 4.4 GB of floats).  Reading goes through stdio (fseek and
+ * needs the floats of a few rows at a time, not of the whole model (a 1.1B
+ * model is 4.4 GB of floats).  Reading goes through stdio (fseek, then
  * fread of one row at a time): no mapping whose touched pages would count
  * against the machine, and it works where mmap cannot map the file. */
 #include "pmpd_impl/offline/format/builder.h"
@@ -84,32 +84,6 @@ PMPD_INTERNAL pmpd_status pmpd_build_tensor_floats(const pmpd_build_model *b, co
             g->decode(raw + k * g->block_bytes, out + r * row + k * g->block_elements);
     }
     free(raw);
-    return PMPD_OK;
-}
-
-PMPD_INTERNAL pmpd_status pmpd_build_load_all(pmpd_build_model *b, pmpd_error *err)
-{
-    uint32_t i;
-    for (i = 0; i < b->n_tensors; i++) {
-        pmpd_build_tensor *t = &b->tensors[i];
-        uint64_t rows = t->size / 4 / unloaded_row_elements(t);
-        float *values;
-        pmpd_status status;
-        if (t->data)
-            continue;
-        if (t->size > SIZE_MAX)
-            return pmpd_error_set(err, PMPD_ERR_OVERFLOW, PMPD_NO_OFFSET, "tensor %s is too large for this machine",
-                                  t->name);
-        values = (float *)malloc(t->size ? (size_t)t->size : 1);
-        if (!values)
-            return pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory for tensor %s", t->name);
-        status = pmpd_build_tensor_floats(b, t, 0, rows, values, err);
-        if (status != PMPD_OK) {
-            free(values);
-            return status;
-        }
-        t->data = (unsigned char *)values;
-    }
     return PMPD_OK;
 }
 
