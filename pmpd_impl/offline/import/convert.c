@@ -15,6 +15,7 @@
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/offline/format/atomic_file.h"
 #include "pmpd_impl/offline/weights/encoders.h"
+#include "platform/platform.h"
 
 #define CONVERT_CHUNK (1u << 20)
 /* The first read of a GGUF file for its metadata and tensor infos (a Llama 3
@@ -220,22 +221,37 @@ static void convert_stream_written(void *context, uint32_t index, const pmpd_bui
     c->options->tensor_written(c->options->progress_context, &report);
 }
 
-/* Opens the written file with the runtime loader before it is renamed into
- * place, as convert_verify does for the in-memory container. */
+/* Checks the written file with the runtime loader before it is renamed into
+ * place: through a mapping (pages the kernel can drop, so the check needs
+ * no memory the size of the model), or, on a port without one, a copy. */
 static pmpd_status convert_verify_file(const pmpd_build_model *b, const char *path, pmpd_error *err)
 {
-    size_t arena_size = 65536 + (size_t)b->n_tensors * 512 + (size_t)b->info.n_layers * 256;
-    void *memory = malloc(arena_size);
-    pmpd_arena arena;
-    pmpd_model *model;
-    pmpd_status status;
-    if (!memory)
-        return pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory");
-    pmpd_arena_init(&arena, memory, arena_size);
-    status = pmpd_model_open_file(path, &arena, &model, err);
-    if (status == PMPD_OK)
-        pmpd_model_close(model);
-    free(memory);
+    pmpd_mapped_file view;
+    unsigned char *copy = NULL;
+    uint64_t size = 0;
+    pmpd_status status = pmpd_platform_map_file(path, &view);
+    if (status == PMPD_ERR_UNSUPPORTED && (status = pmpd_platform_file_size(path, &size)) == PMPD_OK) {
+        /* The loader wants the container 64-byte aligned, as a mapping is. */
+        if (size < SIZE_MAX - PMPD_CONTAINER_ALIGNMENT)
+            copy = (unsigned char *)malloc((size_t)size + PMPD_CONTAINER_ALIGNMENT);
+        status = copy ? PMPD_OK : PMPD_ERR_OUT_OF_MEMORY;
+        if (copy) {
+            unsigned char *aligned =
+                copy + (PMPD_CONTAINER_ALIGNMENT - (uintptr_t)copy % PMPD_CONTAINER_ALIGNMENT) % PMPD_CONTAINER_ALIGNMENT;
+            view.data = aligned;
+            view.size = (size_t)size;
+            status = pmpd_platform_read_file(path, aligned, view.size);
+        }
+    }
+    if (status != PMPD_OK) {
+        free(copy);
+        return pmpd_error_set(err, status, PMPD_NO_OFFSET, "cannot reopen %s to check it", path);
+    }
+    status = convert_verify(b, view.data, view.size, err);
+    if (copy)
+        free(copy);
+    else
+        pmpd_platform_unmap_file(&view);
     return status;
 }
 
