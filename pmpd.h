@@ -419,6 +419,15 @@ typedef enum pmpd_convert_input {
     PMPD_CONVERT_INPUT_OUTPUT = 2
 } pmpd_convert_input;
 
+/* One tensor of a streaming conversion, as written. */
+typedef struct pmpd_convert_tensor_report {
+    uint32_t index, n_tensors;    /* index counts from 0 */
+    const char *name;
+    const char *source_type;      /* the GGUF tensor's ggml type ("Q4_K"), or "F32" for other inputs */
+    pmpd_tensor_type type;        /* stored as */
+    uint64_t bytes_done, bytes_total; /* of the container, this tensor's data included */
+} pmpd_convert_tensor_report;
+
 typedef struct pmpd_convert_options {
     const char *tokenizer_path;   /* llama2.c tokenizer.bin, or NULL */
     pmpd_tensor_type type;        /* PMPD_TENSOR_F32 or _F16 for the matrices, or _Q8, _Q4,
@@ -431,10 +440,19 @@ typedef struct pmpd_convert_options {
      * (every input channel at the tensor's absmax scale); for measuring
      * what the shadow path buys. */
     int w8a8_no_shadow;
+    /* 1: every matrix in the pmpd type nearest its GGUF tensor's type
+     * (README "GGUF import" has the table; other inputs' matrices stay f32);
+     * type is then not used. */
+    int keep_closest;
     /* Called now and then with work done and total (rows while quantizing,
-     * then bytes while writing); may be NULL. */
+     * then bytes while writing; when tensor_written is NULL, bytes written
+     * after each tensor of a streaming conversion); may be NULL. */
     void (*progress)(void *context, uint64_t done, uint64_t total);
     void *progress_context;
+    /* Streaming conversions (f32, f16, q8, q4, q2cb and keep-closest), which
+     * encode and write one tensor at a time: called after each tensor with
+     * progress_context; may be NULL. */
+    void (*tensor_written)(void *context, const pmpd_convert_tensor_report *report);
 } pmpd_convert_options;
 
 typedef struct pmpd_convert_summary {
@@ -448,7 +466,10 @@ typedef struct pmpd_convert_summary {
  * of architecture llama or qwen2 (others: PMPD_ERR_UNSUPPORTED) at in_path
  * into a container at out_path.  The input kind is detected from its first
  * bytes.  The container is written to "<out_path>.tmp" and
- * renamed, so no partial output is left on failure.  options may be NULL
+ * renamed, so no partial output is left on failure.  f32, f16, q8, q4,
+ * q2cb and keep_closest stream: a GGUF's tensors are read, encoded and
+ * written a chunk of rows at a time, so memory does not grow with the
+ * model (README "Models: converting and loading").  options may be NULL
  * (f32, no tokenizer unless the input carries one); summary may be NULL.
  * Errors: PMPD_ERR_NOT_FOUND / PMPD_ERR_IO for files, PMPD_ERR_FORMAT_* for
  * malformed input (err names the field and byte offset, summary->failed_input

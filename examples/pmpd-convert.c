@@ -1,4 +1,4 @@
-/* pmpd-convert SOURCE OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb] [--bits SEED:PARENT]
+/* pmpd-convert SOURCE OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb|w8a8|keep-closest] [--bits SEED:PARENT]
  *                         [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]
  *                         [--kv-codebooks SUB:BITS] [--ctx N]
  *
@@ -16,10 +16,15 @@
  *      from the floats, the static schedule and the learned scheduler
  *      (pmpd_schedule_calibrate_file; needs --type anyprec), keeping the
  *      codebooks of step 2 byte for byte.
+ * --type keep-closest stores each GGUF matrix in the pmpd type nearest its
+ * own (README "GGUF import"), and the summary lists each tensor's choice.
+ * f32, f16, q8, q4, q2cb and keep-closest stream: one tensor in memory at
+ * a time, so a model larger than the machine's memory converts.
  * It ends with a summary: per tensor type the count and bytes, the sections
  * and what each was calibrated on, and the arena bytes a session of --ctx
  * positions (default the model's) needs for each KV-cache mode.  Progress
- * lines appear when stderr is a terminal.  Exits 0 only on success; on
+ * lines (tensor i/N and megabytes written, when streaming) appear when
+ * stderr is a terminal.  Exits 0 only on success; on
  * failure one line names the input, the step and the problem. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -32,6 +37,15 @@
 
 #define CONVERT_SUMMARY_ARENA_BYTES ((size_t)16 << 20)
 
+/* What the convert step's callbacks share: the progress label, whether
+ * stderr is a terminal, and (for the summary) each tensor's source type. */
+typedef struct convert_view {
+    const char *label;
+    int tty;
+    const char **sources; /* n_sources entries, from the library's static table */
+    uint32_t n_sources;
+} convert_view;
+
 typedef struct convert_args {
     const char *in, *out;
     pmpd_convert_options convert;
@@ -39,14 +53,31 @@ typedef struct convert_args {
     unsigned kv_sub, kv_bits;
     unsigned long ctx;
     pmpd_schedule_calibration_options schedule;
+    convert_view view;
 } convert_args;
 
 static void convert_progress(void *context, uint64_t done, uint64_t total)
 {
-    fprintf(stderr, "\rpmpd-convert: %s %llu / %llu (%3.0f%%)", context ? (const char *)context : "",
+    const convert_view *view = (const convert_view *)context;
+    fprintf(stderr, "\rpmpd-convert: %s %llu / %llu (%3.0f%%)", view ? view->label : "",
             (unsigned long long)done, (unsigned long long)total,
             total ? 100.0 * (double)done / (double)total : 100.0);
     if (done == total)
+        fputc('\n', stderr);
+}
+
+static void convert_tensor_written(void *context, const pmpd_convert_tensor_report *r)
+{
+    convert_view *view = (convert_view *)context;
+    if (!view->sources && (view->sources = (const char **)calloc(r->n_tensors + 1, sizeof *view->sources)) != NULL)
+        view->n_sources = r->n_tensors;
+    if (r->index < view->n_sources)
+        view->sources[r->index] = r->source_type;
+    if (!view->tty)
+        return;
+    fprintf(stderr, "\rpmpd-convert: %s tensor %u/%u, %.1f / %.1f MB", view->label, (unsigned)r->index + 1,
+            (unsigned)r->n_tensors, (double)r->bytes_done / 1e6, (double)r->bytes_total / 1e6);
+    if (r->index + 1 == r->n_tensors)
         fputc('\n', stderr);
 }
 
@@ -70,6 +101,8 @@ static int usage(void)
             "  --ctx N                  context of the sessions whose arena the summary gives\n"
             "  --no-shadow              with --type w8a8: no shadow path for activation outliers (every\n"
             "                           input at its tensor's absmax scale), to measure what it buys\n"
+            "  --type keep-closest      each GGUF matrix in the type nearest its own (F32 f32, F16 f16, BF16 f32,\n"
+            "                           Q8_0 Q6_K Q5_K Q5_0 Q5_1 q8, Q4_0 Q4_1 Q4_K IQ4_NL IQ4_XS q4)\n"
             "  --type TYPE              weight format (default f32):");
     /* The library's table of weight formats says which types exist. */
     for (type = 0; type < 64; type++)
@@ -111,6 +144,7 @@ static int convert_parse(int argc, char **argv, convert_args *a)
         }
         i++;
         if (!strcmp(o, "--tokenizer")) a->convert.tokenizer_path = v;
+        else if (!strcmp(o, "--type") && !strcmp(v, "keep-closest")) a->convert.keep_closest = 1;
         else if (!strcmp(o, "--type")) ok = pmpd_tensor_type_from_name(v, &a->convert.type) == PMPD_OK;
         else if (!strcmp(o, "--bits"))
             ok = sscanf(v, "%u:%u", &a->convert.anyprec_seed_bits, &a->convert.anyprec_parent_bits) == 2;
@@ -128,7 +162,7 @@ static int convert_parse(int argc, char **argv, convert_args *a)
         if (!ok) {
             fprintf(stderr, "pmpd-convert: %s %s: %s\n", o, v,
                     !strcmp(o, "--kv-codebooks") ? "SUB must be 2 or 4 and BITS 1 to 8"
-                    : !strcmp(o, "--type")       ? "not one of f32, f16, anyprec, q8, q4, q2cb"
+                    : !strcmp(o, "--type")       ? "not one of f32, f16, anyprec, q8, q4, q2cb, w8a8, keep-closest"
                                                  : "not a valid value");
             return 0;
         }
@@ -171,6 +205,10 @@ static int convert_summary(const convert_args *a, const char *kv_on, const char 
     for (i = 0; i < 8; i++)
         if (count[i])
             printf("  tensors %-8s %3u  %10llu bytes\n", pmpd_tensor_type_name((pmpd_tensor_type)i), count[i], (unsigned long long)bytes[i]);
+    /* keep-closest: what each tensor was and what it became */
+    for (i = 0; a->convert.keep_closest && i < m->n_tensors && i < a->view.n_sources; i++)
+        printf("  keep-closest %-32.*s %-7s -> %s\n", (int)m->tensors[i].name_length, m->tensors[i].name,
+               a->view.sources[i] ? a->view.sources[i] : "?", pmpd_tensor_type_name((pmpd_tensor_type)m->tensors[i].type));
     for (i = 0; i < m->n_sections; i++) {
         const pmpd_section *s = &m->sections[i];
         const char *on = s->kind == PMPD_SECTION_KV_CODEBOOKS ? kv_on
@@ -238,7 +276,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "pmpd-convert: --pmpd-calibrate makes nested weights: give --type anyprec\n");
         return 2;
     }
-    if (isatty(fileno(stderr))) {
+    a.view.label = "converting";
+    a.view.tty = isatty(fileno(stderr));
+    a.convert.progress_context = &a.view;
+    a.convert.tensor_written = convert_tensor_written;
+    if (a.view.tty) {
         a.convert.progress = a.schedule.progress = convert_progress;
         a.schedule.step = convert_step;
     }
@@ -254,7 +296,6 @@ int main(int argc, char **argv)
     current = steps > 1 ? temp[0] : a.out;
     if (a.calibrate)
         a.convert.type = PMPD_TENSOR_F32;
-    a.convert.progress_context = (void *)"converting";
     st = pmpd_convert_file(a.in, current, &a.convert, &summary, &err);
     if (st != PMPD_OK) {
         const char *name = summary.failed_input == PMPD_CONVERT_INPUT_TOKENIZER ? a.convert.tokenizer_path
@@ -266,7 +307,8 @@ int main(int argc, char **argv)
         printf("pmpd-convert: %s%s -> %s: %u tensors, %llu bytes, %llu parameters (%s)\n",
                steps > 1 ? "step 1, convert: " : "", a.in, steps > 1 ? "temporary file" : a.out,
                (unsigned)summary.n_tensors, (unsigned long long)summary.bytes,
-               (unsigned long long)summary.parameters, pmpd_tensor_type_name(a.convert.type));
+               (unsigned long long)summary.parameters,
+               a.convert.keep_closest ? "keep-closest" : pmpd_tensor_type_name(a.convert.type));
 
     /* 2. KV codebooks, trained on what step 1 made */
     if (rc == 0 && a.kv) {
@@ -281,7 +323,7 @@ int main(int argc, char **argv)
         if (st != PMPD_OK)
             rc = convert_fail(a.in, "KV codebooks", st, &err);
         kv_on = a.convert.type == PMPD_TENSOR_ANYPREC ? "the nested weights at their widest width"
-                : a.convert.type == PMPD_TENSOR_F32 || a.convert.type == PMPD_TENSOR_F16
+                : !a.convert.keep_closest && (a.convert.type == PMPD_TENSOR_F32 || a.convert.type == PMPD_TENSOR_F16)
                     ? "the float model"
                     : "the quantized weights as stored";
         current = next;
@@ -307,5 +349,8 @@ int main(int argc, char **argv)
         remove(temp[1]);
     free(temp[0]);
     free(temp[1]);
-    return rc ? rc : convert_summary(&a, kv_on, schedule_on);
+    if (rc == 0)
+        rc = convert_summary(&a, kv_on, schedule_on);
+    free((void *)a.view.sources);
+    return rc;
 }

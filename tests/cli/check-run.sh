@@ -7,7 +7,10 @@
 #     with --template zephyr exits 0 after two replies; without --template a
 #     SentencePiece model is refused (exit 1, naming --template); an unknown
 #     template name is a usage error (exit 2); a GGUF's chat template
-#     (pmpd-mkgguf --chat-template) survives conversion and names the format.
+#     (pmpd-mkgguf --chat-template) survives conversion and names the format;
+#   pmpd-convert --type keep-closest on a Q4_K_M GGUF lists each tensor's
+#     choice (Q4_K -> q4, Q6_K -> q8, norms f32); an unknown --type is a
+#     usage error that names keep-closest.
 set -u
 BUILD=${BUILD:-build}
 MODELS=${MODELS:-../shared/models}
@@ -51,4 +54,16 @@ zephyr="{% for message in messages %}{% if message['role'] == 'user' %}{{ '<|use
     fail "--info does not report the stored template: $("$run" --info "$dir/t.pmpd" | grep 'chat template')"
 printf 'hi\n' | "$run" "$dir/t.pmpd" --chat -t 0 -n 4 > /dev/null 2> "$dir/t.err" || fail "--chat with a stored template"
 grep -q "chat template zephyr (from chat template)" "$dir/t.err" || fail "--chat did not use the stored template"
-echo "check-run: --tokenize, --info, --chat: all passed"
+"$BUILD/pmpd-mkgguf" "$dir/k.gguf" --tokenizer "$MODELS/tok512.bin" --dim 256 --hidden 256 --layers 1 --heads 4 \
+    --kv-heads 2 --seq-len 64 --type q4_k_m > /dev/null 2>&1 || fail "pmpd-mkgguf --type q4_k_m"
+"$BUILD/pmpd-convert" "$dir/k.gguf" "$dir/k.pmpd" --type keep-closest > "$dir/k.out" 2>&1 ||
+    fail "pmpd-convert --type keep-closest: $(cat "$dir/k.out")"
+for line in "keep-closest token_embd.weight *Q4_K *-> q4" "keep-closest output.weight *Q6_K *-> q8" \
+    "keep-closest blk.0.attn_q.weight *Q4_K *-> q4" "keep-closest blk.0.attn_v.weight *Q6_K *-> q8" \
+    "keep-closest blk.0.attn_norm.weight *F32 *-> f32"; do
+    grep -q "$line" "$dir/k.out" || fail "keep-closest summary lacks '$line': $(cat "$dir/k.out")"
+done
+"$BUILD/pmpd-convert" "$dir/k.gguf" "$dir/k2.pmpd" --type q3 > /dev/null 2> "$dir/k.err"
+[ $? -eq 2 ] || fail "pmpd-convert --type q3 was not a usage error"
+grep -q "keep-closest" "$dir/k.err" || fail "the --type refusal does not name keep-closest: $(cat "$dir/k.err")"
+echo "check-run: --tokenize, --info, --chat, pmpd-convert --type keep-closest: all passed"

@@ -26,6 +26,8 @@ PMPD_INTERNAL void pmpd_build_free(pmpd_build_model *b)
         free(b->sections[i].data);
     free(b->tensors);
     free(b->sections);
+    if (b->source)
+        fclose(b->source);
     pmpd_build_init(b);
 }
 
@@ -227,12 +229,18 @@ PMPD_INTERNAL void pmpd_vocab_free(pmpd_vocab *v)
     memset(v, 0, sizeof *v);
 }
 
-static uint64_t builder_align(uint64_t v)
+PMPD_INTERNAL uint64_t pmpd_build_align(uint64_t v)
 {
     return (v + PMPD_CONTAINER_ALIGNMENT - 1) / PMPD_CONTAINER_ALIGNMENT * PMPD_CONTAINER_ALIGNMENT;
 }
 
-static void builder_put_header(const pmpd_build_model *b, unsigned char *p, uint64_t file_size)
+PMPD_INTERNAL uint64_t pmpd_build_directory_end(const pmpd_build_model *b)
+{
+    return PMPD_HEADER_SIZE + (uint64_t)b->n_tensors * PMPD_TENSOR_ENTRY_SIZE +
+           (uint64_t)b->n_sections * PMPD_SECTION_ENTRY_SIZE;
+}
+
+PMPD_INTERNAL void pmpd_build_put_header(const pmpd_build_model *b, unsigned char *p, uint64_t file_size)
 {
     const pmpd_model_info *h = &b->info;
     memcpy(p + PMPD_HDR_MAGIC, PMPD_CONTAINER_MAGIC, 4);
@@ -258,21 +266,59 @@ static void builder_put_header(const pmpd_build_model *b, unsigned char *p, uint
     pmpd_le_put_u32(p + PMPD_HDR_FEATURES, h->features);
 }
 
+PMPD_INTERNAL void pmpd_build_put_tensor_entry(unsigned char *p, uint32_t i, const pmpd_build_tensor *t, uint32_t type,
+                                               uint64_t offset, uint64_t size, uint32_t crc)
+{
+    unsigned char *e = p + PMPD_HEADER_SIZE + (size_t)i * PMPD_TENSOR_ENTRY_SIZE;
+    size_t length = strlen(t->name);
+    uint32_t k;
+    memcpy(e + PMPD_TE_NAME, t->name, length);
+    pmpd_le_put_u32(e + PMPD_TE_NAME_LENGTH, (uint32_t)length);
+    pmpd_le_put_u32(e + PMPD_TE_TYPE, type);
+    pmpd_le_put_u32(e + PMPD_TE_N_DIMS, t->n_dims);
+    pmpd_le_put_u32(e + PMPD_TE_CRC, crc);
+    for (k = 0; k < t->n_dims; k++)
+        pmpd_le_put_u64(e + PMPD_TE_DIMS + 8 * k, t->dims[k]);
+    pmpd_le_put_u64(e + PMPD_TE_OFFSET, offset);
+    pmpd_le_put_u64(e + PMPD_TE_SIZE, size);
+}
+
+PMPD_INTERNAL void pmpd_build_put_section_entry(unsigned char *p, uint32_t n_tensors, uint32_t i,
+                                                const pmpd_build_section *s, uint64_t offset)
+{
+    unsigned char *e =
+        p + PMPD_HEADER_SIZE + (size_t)n_tensors * PMPD_TENSOR_ENTRY_SIZE + (size_t)i * PMPD_SECTION_ENTRY_SIZE;
+    pmpd_le_put_u32(e + PMPD_SE_KIND, s->kind);
+    pmpd_le_put_u32(e + PMPD_SE_VERSION, s->version);
+    pmpd_le_put_u32(e + PMPD_SE_FLAGS, s->flags);
+    pmpd_le_put_u32(e + PMPD_SE_CRC, pmpd_crc32_update(0, s->data, (size_t)s->size));
+    pmpd_le_put_u64(e + PMPD_SE_OFFSET, offset);
+    pmpd_le_put_u64(e + PMPD_SE_SIZE, s->size);
+}
+
+PMPD_INTERNAL void pmpd_build_seal_header(unsigned char *p, uint64_t directory_end)
+{
+    uint32_t crc = pmpd_crc32_update(0, p, PMPD_HDR_CRC);
+    crc = pmpd_crc32_update(crc, p + PMPD_HEADER_SIZE, (size_t)(directory_end - PMPD_HEADER_SIZE));
+    pmpd_le_put_u32(p + PMPD_HDR_CRC, crc);
+}
+
 PMPD_INTERNAL pmpd_status pmpd_build_serialize(const pmpd_build_model *b, void **block, unsigned char **data, size_t *size)
 {
-    uint64_t directory_end = PMPD_HEADER_SIZE + (uint64_t)b->n_tensors * PMPD_TENSOR_ENTRY_SIZE +
-                             (uint64_t)b->n_sections * PMPD_SECTION_ENTRY_SIZE;
-    uint64_t at = builder_align(directory_end), total;
+    uint64_t directory_end = pmpd_build_directory_end(b);
+    uint64_t at = pmpd_build_align(directory_end), total;
     unsigned char *p, *raw;
-    uint32_t i, k;
-    uint32_t crc;
+    uint32_t i;
     *block = NULL;
     *data = NULL;
     *size = 0;
-    for (i = 0; i < b->n_tensors; i++)
-        at = builder_align(at + b->tensors[i].size);
+    for (i = 0; i < b->n_tensors; i++) {
+        if (!b->tensors[i].data)
+            return PMPD_ERR_INVALID_ARGUMENT; /* unloaded: only pmpd_build_write_stream reads those */
+        at = pmpd_build_align(at + b->tensors[i].size);
+    }
     for (i = 0; i < b->n_sections; i++)
-        at = builder_align(at + b->sections[i].size);
+        at = pmpd_build_align(at + b->sections[i].size);
     total = at;
     if (total > SIZE_MAX - PMPD_CONTAINER_ALIGNMENT)
         return PMPD_ERR_OVERFLOW;
@@ -280,41 +326,22 @@ PMPD_INTERNAL pmpd_status pmpd_build_serialize(const pmpd_build_model *b, void *
     if (!raw)
         return PMPD_ERR_OUT_OF_MEMORY;
     p = raw + (PMPD_CONTAINER_ALIGNMENT - (uintptr_t)raw % PMPD_CONTAINER_ALIGNMENT) % PMPD_CONTAINER_ALIGNMENT;
-    builder_put_header(b, p, total);
-    at = builder_align(directory_end);
+    pmpd_build_put_header(b, p, total);
+    at = pmpd_build_align(directory_end);
     for (i = 0; i < b->n_tensors; i++) {
         const pmpd_build_tensor *t = &b->tensors[i];
-        unsigned char *e = p + PMPD_HEADER_SIZE + (size_t)i * PMPD_TENSOR_ENTRY_SIZE;
-        size_t length = strlen(t->name);
-        memcpy(e + PMPD_TE_NAME, t->name, length);
-        pmpd_le_put_u32(e + PMPD_TE_NAME_LENGTH, (uint32_t)length);
-        pmpd_le_put_u32(e + PMPD_TE_TYPE, t->type);
-        pmpd_le_put_u32(e + PMPD_TE_N_DIMS, t->n_dims);
-        pmpd_le_put_u32(e + PMPD_TE_CRC, pmpd_crc32_update(0, t->data, (size_t)t->size));
-        for (k = 0; k < t->n_dims; k++)
-            pmpd_le_put_u64(e + PMPD_TE_DIMS + 8 * k, t->dims[k]);
-        pmpd_le_put_u64(e + PMPD_TE_OFFSET, at);
-        pmpd_le_put_u64(e + PMPD_TE_SIZE, t->size);
+        pmpd_build_put_tensor_entry(p, i, t, t->type, at, t->size, pmpd_crc32_update(0, t->data, (size_t)t->size));
         memcpy(p + at, t->data, (size_t)t->size);
-        at = builder_align(at + t->size);
+        at = pmpd_build_align(at + t->size);
     }
     for (i = 0; i < b->n_sections; i++) {
         const pmpd_build_section *s = &b->sections[i];
-        unsigned char *e = p + PMPD_HEADER_SIZE + (size_t)b->n_tensors * PMPD_TENSOR_ENTRY_SIZE +
-                           (size_t)i * PMPD_SECTION_ENTRY_SIZE;
-        pmpd_le_put_u32(e + PMPD_SE_KIND, s->kind);
-        pmpd_le_put_u32(e + PMPD_SE_VERSION, s->version);
-        pmpd_le_put_u32(e + PMPD_SE_FLAGS, s->flags);
-        pmpd_le_put_u32(e + PMPD_SE_CRC, pmpd_crc32_update(0, s->data, (size_t)s->size));
-        pmpd_le_put_u64(e + PMPD_SE_OFFSET, at);
-        pmpd_le_put_u64(e + PMPD_SE_SIZE, s->size);
+        pmpd_build_put_section_entry(p, b->n_tensors, i, s, at);
         if (s->size)
             memcpy(p + at, s->data, (size_t)s->size);
-        at = builder_align(at + s->size);
+        at = pmpd_build_align(at + s->size);
     }
-    crc = pmpd_crc32_update(0, p, PMPD_HDR_CRC);
-    crc = pmpd_crc32_update(crc, p + PMPD_HEADER_SIZE, (size_t)(directory_end - PMPD_HEADER_SIZE));
-    pmpd_le_put_u32(p + PMPD_HDR_CRC, crc);
+    pmpd_build_seal_header(p, directory_end);
     *block = raw;
     *data = p;
     *size = (size_t)total;

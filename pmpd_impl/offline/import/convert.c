@@ -1,6 +1,9 @@
 /* pmpd_convert_file: detect the input kind, import, optionally replace the
  * tokenizer, convert the matrices, check the result with the runtime
- * loader, and write it atomically (OUT.tmp, then rename). */
+ * loader, and write it atomically (OUT.tmp, then rename).  Formats whose
+ * encoder takes one matrix at a time stream: a GGUF input's tensors stay in
+ * the file until the writer reaches them, so memory holds one tensor, not
+ * the model; the others (nested, w8a8) convert the whole model in memory. */
 #include "pmpd_impl/offline/import/import.h"
 
 #include <errno.h>
@@ -12,8 +15,12 @@
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/offline/format/atomic_file.h"
 #include "pmpd_impl/offline/weights/encoders.h"
+#include "platform/platform.h"
 
 #define CONVERT_CHUNK (1u << 20)
+/* The first read of a GGUF file for its metadata and tensor infos (a Llama 3
+ * vocabulary and its merges take about 8 MiB); doubled while short. */
+#define CONVERT_GGUF_HEAD ((size_t)16 << 20)
 
 PMPD_INTERNAL pmpd_status pmpd_import_read_file(const char *path, unsigned char **data, size_t *size, pmpd_error *err)
 {
@@ -91,13 +98,64 @@ static pmpd_status convert_write(const char *path, const unsigned char *data, si
     return pmpd_atomic_finish(&out, status, err);
 }
 
-PMPD_INTERNAL pmpd_status pmpd_import_file(const char *in_path, const char *tokenizer_path, pmpd_build_model *b,
-                                           pmpd_convert_input *failed_input, pmpd_error *err)
+/* Imports the GGUF file f (file_size bytes) with its tensors left in it:
+ * reads the head of the file, larger each time the parse runs past it.
+ * b owns f from the start (the import compares tensors through it), so
+ * pmpd_build_free closes it. */
+static pmpd_status convert_import_unloaded(FILE *f, uint64_t file_size, pmpd_build_model *b, pmpd_error *err)
 {
-    unsigned char *data;
+    size_t size = file_size < CONVERT_GGUF_HEAD ? (size_t)file_size : CONVERT_GGUF_HEAD, have = 0;
+    unsigned char *head = NULL;
+    int short_read = 1;
+    pmpd_status status = PMPD_OK;
+    while (status == PMPD_OK && short_read) {
+        unsigned char *grown = (unsigned char *)realloc(head, size ? size : 1);
+        if (!grown) {
+            status = pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory");
+            break;
+        }
+        head = grown;
+        if (fread(head + have, 1, size - have, f) != size - have) {
+            status = pmpd_error_set(err, PMPD_ERR_IO, have, "cannot read the GGUF file");
+            break;
+        }
+        have = size;
+        b->source = NULL; /* a fresh b for each parse, keeping f */
+        pmpd_build_free(b);
+        b->source = f;
+        status = pmpd_import_gguf_unloaded(head, size, file_size, &short_read, b, err);
+        if (status == PMPD_OK || !short_read || size == file_size)
+            break;
+        status = PMPD_OK;
+        size = size > file_size / 2 ? (size_t)file_size : 2 * size;
+    }
+    free(head);
+    b->source = f;
+    return status;
+}
+
+/* The model in_path: a GGUF file's tensors left unloaded when asked, every
+ * other input read whole. */
+static pmpd_status convert_import_model(const char *in_path, int unloaded, pmpd_build_model *b, pmpd_error *err)
+{
+    unsigned char *data, magic[4] = {0, 0, 0, 0};
     size_t size;
-    pmpd_vocab vocab;
-    pmpd_status status = pmpd_import_read_file(in_path, &data, &size, err);
+    long length;
+    pmpd_status status;
+    if (unloaded) {
+        FILE *f = fopen(in_path, "rb");
+        if (!f)
+            return pmpd_error_set(err, PMPD_ERR_NOT_FOUND, PMPD_NO_OFFSET, "cannot open %s", in_path);
+        if (fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0) {
+            if (fseek(f, 0, SEEK_END) != 0 || (length = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+                fclose(f);
+                return pmpd_error_set(err, PMPD_ERR_IO, PMPD_NO_OFFSET, "cannot size %s", in_path);
+            }
+            return convert_import_unloaded(f, (uint64_t)length, b, err);
+        }
+        fclose(f);
+    }
+    status = pmpd_import_read_file(in_path, &data, &size, err);
     if (status != PMPD_OK)
         return status;
     if (size >= 4 && memcmp(data, "GGUF", 4) == 0)
@@ -105,6 +163,16 @@ PMPD_INTERNAL pmpd_status pmpd_import_file(const char *in_path, const char *toke
     else
         status = pmpd_import_llama2c(data, size, b, err);
     free(data);
+    return status;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_import_file(const char *in_path, const char *tokenizer_path, int unloaded,
+                                           pmpd_build_model *b, pmpd_convert_input *failed_input, pmpd_error *err)
+{
+    unsigned char *data;
+    size_t size;
+    pmpd_vocab vocab;
+    pmpd_status status = convert_import_model(in_path, unloaded, b, err);
     if (status != PMPD_OK || !tokenizer_path)
         return status;
     *failed_input = PMPD_CONVERT_INPUT_TOKENIZER;
@@ -123,6 +191,133 @@ PMPD_INTERNAL pmpd_status pmpd_import_file(const char *in_path, const char *toke
     return PMPD_OK;
 }
 
+typedef struct convert_stream_context {
+    const pmpd_convert_options *options;
+    uint32_t n_tensors;
+} convert_stream_context;
+
+static uint32_t convert_stream_type(void *context, const pmpd_build_tensor *t)
+{
+    return pmpd_weight_stream_type(((const convert_stream_context *)context)->options, t);
+}
+
+static void convert_stream_written(void *context, uint32_t index, const pmpd_build_tensor *t, uint32_t type,
+                                   uint64_t done, uint64_t total)
+{
+    const convert_stream_context *c = (const convert_stream_context *)context;
+    pmpd_convert_tensor_report report;
+    if (!c->options->tensor_written) {
+        if (c->options->progress)
+            c->options->progress(c->options->progress_context, done, total);
+        return;
+    }
+    report.index = index;
+    report.n_tensors = c->n_tensors;
+    report.name = t->name;
+    report.source_type = t->source_type ? t->source_type->name : "F32";
+    report.type = (pmpd_tensor_type)type;
+    report.bytes_done = done;
+    report.bytes_total = total;
+    c->options->tensor_written(c->options->progress_context, &report);
+}
+
+/* Checks the written file with the runtime loader before it is renamed into
+ * place: through a mapping (pages the kernel can drop, so the check needs
+ * no memory the size of the model), or, on a port without one, a copy. */
+static pmpd_status convert_verify_file(const pmpd_build_model *b, const char *path, pmpd_error *err)
+{
+    pmpd_mapped_file view;
+    unsigned char *copy = NULL;
+    uint64_t size = 0;
+    pmpd_status status = pmpd_platform_map_file(path, &view);
+    if (status == PMPD_ERR_UNSUPPORTED && (status = pmpd_platform_file_size(path, &size)) == PMPD_OK) {
+        /* The loader wants the container 64-byte aligned, as a mapping is. */
+        if (size < SIZE_MAX - PMPD_CONTAINER_ALIGNMENT)
+            copy = (unsigned char *)malloc((size_t)size + PMPD_CONTAINER_ALIGNMENT);
+        status = copy ? PMPD_OK : PMPD_ERR_OUT_OF_MEMORY;
+        if (copy) {
+            unsigned char *aligned =
+                copy + (PMPD_CONTAINER_ALIGNMENT - (uintptr_t)copy % PMPD_CONTAINER_ALIGNMENT) % PMPD_CONTAINER_ALIGNMENT;
+            view.data = aligned;
+            view.size = (size_t)size;
+            status = pmpd_platform_read_file(path, aligned, view.size);
+        }
+    }
+    if (status != PMPD_OK) {
+        free(copy);
+        return pmpd_error_set(err, status, PMPD_NO_OFFSET, "cannot reopen %s to check it", path);
+    }
+    status = convert_verify(b, view.data, view.size, err);
+    if (copy)
+        free(copy);
+    else
+        pmpd_platform_unmap_file(&view);
+    return status;
+}
+
+/* Encodes and writes b one tensor at a time into out_path (atomically). */
+static pmpd_status convert_stream(const pmpd_build_model *b, const char *out_path,
+                                  const pmpd_convert_options *options, pmpd_convert_summary *summary, pmpd_error *err)
+{
+    convert_stream_context context;
+    pmpd_build_stream how;
+    pmpd_atomic_file out;
+    uint64_t size = 0;
+    int writing = 1;
+    pmpd_status status = pmpd_atomic_open(&out, out_path, err);
+    if (status != PMPD_OK) {
+        summary->failed_input = PMPD_CONVERT_INPUT_OUTPUT;
+        return status;
+    }
+    context.options = options;
+    context.n_tensors = b->n_tensors;
+    how.type_of = convert_stream_type;
+    how.row_block = pmpd_weight_row_block;
+    how.encode = pmpd_weight_encode_matrix;
+    how.written = convert_stream_written;
+    how.context = &context;
+    how.chunk_bytes = 0;
+    status = pmpd_build_write_stream(b, out.f, &how, &size, &writing, err);
+    if (status == PMPD_OK) {
+        status = convert_verify_file(b, out.tmp, err);
+        if (status != PMPD_OK && err)
+            err->offset = PMPD_NO_OFFSET; /* an offset in the removed output means nothing to the user */
+    }
+    status = pmpd_atomic_finish(&out, status, err);
+    if (status != PMPD_OK && writing)
+        summary->failed_input = PMPD_CONVERT_INPUT_OUTPUT;
+    summary->bytes = size;
+    return status;
+}
+
+/* Converts the whole model in memory, serializes, checks and writes it
+ * (the formats whose encoder needs every matrix at once). */
+static pmpd_status convert_in_memory(pmpd_build_model *b, const pmpd_weight_encoder *encoder, const char *out_path,
+                                     const pmpd_convert_options *options, pmpd_convert_summary *summary,
+                                     pmpd_error *err)
+{
+    void *block = NULL;
+    unsigned char *data = NULL;
+    size_t size = 0;
+    pmpd_status status = encoder->convert(b, options);
+    if (status == PMPD_OK)
+        status = pmpd_build_serialize(b, &block, &data, &size);
+    if (status != PMPD_OK)
+        pmpd_error_set(err, status, PMPD_NO_OFFSET, "cannot build the container");
+    if (status == PMPD_OK) {
+        status = convert_verify(b, data, size, err);
+        if (status != PMPD_OK && err)
+            err->offset = PMPD_NO_OFFSET; /* an offset in the unwritten output means nothing to the user */
+    }
+    if (status == PMPD_OK) {
+        summary->failed_input = PMPD_CONVERT_INPUT_OUTPUT;
+        status = convert_write(out_path, data, size, options, err);
+    }
+    summary->bytes = size;
+    free(block);
+    return status;
+}
+
 pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const pmpd_convert_options *options,
                               pmpd_convert_summary *summary, pmpd_error *err)
 {
@@ -130,9 +325,6 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const p
     pmpd_convert_options defaults;
     const pmpd_weight_encoder *encoder;
     pmpd_build_model b;
-    void *block = NULL;
-    unsigned char *data;
-    size_t size;
     uint32_t i;
     pmpd_status status;
     if (!summary)
@@ -145,33 +337,21 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const p
         memset(&defaults, 0, sizeof defaults); /* f32, no tokenizer file, no progress */
         options = &defaults;
     }
-    encoder = pmpd_weight_encoder_of((uint32_t)options->type);
+    /* keep-closest picks per tensor among the formats that stream. */
+    encoder = pmpd_weight_encoder_of(options->keep_closest ? PMPD_TENSOR_F32 : (uint32_t)options->type);
     if (!encoder)
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
                               "output type %u is not a weight format the converter writes",
                               (unsigned)options->type);
     pmpd_build_init(&b);
-    status = pmpd_import_file(in_path, options->tokenizer_path, &b, &summary->failed_input, err);
+    status = pmpd_import_file(in_path, options->tokenizer_path, encoder->streams, &b, &summary->failed_input, err);
     if (status == PMPD_OK) {
         summary->failed_input = PMPD_CONVERT_INPUT_MODEL;
-        status = encoder->convert(&b, options);
-        if (status == PMPD_OK)
-            status = pmpd_build_serialize(&b, &block, &data, &size);
-        if (status != PMPD_OK)
-            pmpd_error_set(err, status, PMPD_NO_OFFSET, "cannot build the container");
-    }
-    if (status == PMPD_OK) {
-        status = convert_verify(&b, data, size, err);
-        if (status != PMPD_OK && err)
-            err->offset = PMPD_NO_OFFSET; /* an offset in the unwritten output means nothing to the user */
-    }
-    if (status == PMPD_OK) {
-        summary->failed_input = PMPD_CONVERT_INPUT_OUTPUT;
-        status = convert_write(out_path, data, size, options, err);
+        status = encoder->streams ? convert_stream(&b, out_path, options, summary, err)
+                                  : convert_in_memory(&b, encoder, out_path, options, summary, err);
     }
     if (status == PMPD_OK) {
         summary->n_tensors = b.n_tensors;
-        summary->bytes = size;
         for (i = 0; i < b.n_tensors; i++) {
             uint64_t count = 1;
             uint32_t d;
@@ -179,10 +359,12 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const p
                 count *= b.tensors[i].dims[d];
             summary->parameters += count;
         }
+    } else {
+        summary->bytes = 0;
     }
-    free(block);
     pmpd_build_free(&b);
     return status;
 }
 
 #undef CONVERT_CHUNK
+#undef CONVERT_GGUF_HEAD

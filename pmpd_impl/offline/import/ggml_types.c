@@ -36,6 +36,7 @@
 
 #include <string.h>
 
+#include "pmpd.h"
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/offline/format/half.h"
 
@@ -222,43 +223,48 @@ static void ggml_decode_iq4_xs(const unsigned char *b, float *out)
 }
 
 /* Every type ggml's GGUF files may name (ids 4, 5, 31-33, 36-38 were
- * removed from the format and are unknown here, as in ggml). */
+ * removed from the format and are unknown here, as in ggml).  The last
+ * column is --type keep-closest's choice (README "GGUF import"): the pmpd
+ * format nearest the type's bits per weight without going below them
+ * where one is near (5- to 8-bit types to q8, the 4-bit ones and 3-bit to
+ * q4, 2-bit and below to q2cb); F16 stays f16, BF16 becomes f32 (f16 would
+ * clip BF16's exponent range; f32 holds every BF16 value exactly). */
 static const pmpd_ggml_type_info ggml_types[] = {
-    {0, "F32", 1, 4, ggml_decode_f32},
-    {1, "F16", 1, 2, ggml_decode_f16},
-    {2, "Q4_0", 32, 18, ggml_decode_q4_0},
-    {3, "Q4_1", 32, 20, ggml_decode_q4_1},
-    {6, "Q5_0", 32, 22, ggml_decode_q5_0},
-    {7, "Q5_1", 32, 24, ggml_decode_q5_1},
-    {8, "Q8_0", 32, 34, ggml_decode_q8_0},
-    {9, "Q8_1", 32, 36, NULL},
-    {10, "Q2_K", GGML_SUPER, 84, NULL},
-    {11, "Q3_K", GGML_SUPER, 110, NULL},
-    {12, "Q4_K", GGML_SUPER, 144, ggml_decode_q4_k},
-    {13, "Q5_K", GGML_SUPER, 176, ggml_decode_q5_k},
-    {14, "Q6_K", GGML_SUPER, 210, ggml_decode_q6_k},
-    {15, "Q8_K", GGML_SUPER, 292, NULL},
-    {16, "IQ2_XXS", GGML_SUPER, 66, NULL},
-    {17, "IQ2_XS", GGML_SUPER, 74, NULL},
-    {18, "IQ3_XXS", GGML_SUPER, 98, NULL},
-    {19, "IQ1_S", GGML_SUPER, 50, NULL},
-    {20, "IQ4_NL", 32, 18, ggml_decode_iq4_nl},
-    {21, "IQ3_S", GGML_SUPER, 110, NULL},
-    {22, "IQ2_S", GGML_SUPER, 82, NULL},
-    {23, "IQ4_XS", GGML_SUPER, 136, ggml_decode_iq4_xs},
-    {24, "I8", 1, 1, NULL},
-    {25, "I16", 1, 2, NULL},
-    {26, "I32", 1, 4, NULL},
-    {27, "I64", 1, 8, NULL},
-    {28, "F64", 1, 8, NULL},
-    {29, "IQ1_M", GGML_SUPER, 56, NULL},
-    {30, "BF16", 1, 2, ggml_decode_bf16},
-    {34, "TQ1_0", GGML_SUPER, 54, NULL},
-    {35, "TQ2_0", GGML_SUPER, 66, NULL},
-    {39, "MXFP4", 32, 17, NULL},
-    {40, "NVFP4", 64, 36, NULL},
-    {41, "Q1_0", 128, 18, NULL},
-    {42, "Q2_0", 64, 18, NULL},
+    {0, "F32", 1, 4, ggml_decode_f32, PMPD_TENSOR_F32},
+    {1, "F16", 1, 2, ggml_decode_f16, PMPD_TENSOR_F16},
+    {2, "Q4_0", 32, 18, ggml_decode_q4_0, PMPD_TENSOR_Q4},
+    {3, "Q4_1", 32, 20, ggml_decode_q4_1, PMPD_TENSOR_Q4},
+    {6, "Q5_0", 32, 22, ggml_decode_q5_0, PMPD_TENSOR_Q8},
+    {7, "Q5_1", 32, 24, ggml_decode_q5_1, PMPD_TENSOR_Q8},
+    {8, "Q8_0", 32, 34, ggml_decode_q8_0, PMPD_TENSOR_Q8},
+    {9, "Q8_1", 32, 36, NULL, PMPD_TENSOR_Q8},
+    {10, "Q2_K", GGML_SUPER, 84, NULL, PMPD_TENSOR_Q2CB},
+    {11, "Q3_K", GGML_SUPER, 110, NULL, PMPD_TENSOR_Q4},
+    {12, "Q4_K", GGML_SUPER, 144, ggml_decode_q4_k, PMPD_TENSOR_Q4},
+    {13, "Q5_K", GGML_SUPER, 176, ggml_decode_q5_k, PMPD_TENSOR_Q8},
+    {14, "Q6_K", GGML_SUPER, 210, ggml_decode_q6_k, PMPD_TENSOR_Q8},
+    {15, "Q8_K", GGML_SUPER, 292, NULL, PMPD_TENSOR_Q8},
+    {16, "IQ2_XXS", GGML_SUPER, 66, NULL, PMPD_TENSOR_Q2CB},
+    {17, "IQ2_XS", GGML_SUPER, 74, NULL, PMPD_TENSOR_Q2CB},
+    {18, "IQ3_XXS", GGML_SUPER, 98, NULL, PMPD_TENSOR_Q4},
+    {19, "IQ1_S", GGML_SUPER, 50, NULL, PMPD_TENSOR_Q2CB},
+    {20, "IQ4_NL", 32, 18, ggml_decode_iq4_nl, PMPD_TENSOR_Q4},
+    {21, "IQ3_S", GGML_SUPER, 110, NULL, PMPD_TENSOR_Q4},
+    {22, "IQ2_S", GGML_SUPER, 82, NULL, PMPD_TENSOR_Q2CB},
+    {23, "IQ4_XS", GGML_SUPER, 136, ggml_decode_iq4_xs, PMPD_TENSOR_Q4},
+    {24, "I8", 1, 1, NULL, PMPD_TENSOR_Q8},
+    {25, "I16", 1, 2, NULL, PMPD_TENSOR_F32},
+    {26, "I32", 1, 4, NULL, PMPD_TENSOR_F32},
+    {27, "I64", 1, 8, NULL, PMPD_TENSOR_F32},
+    {28, "F64", 1, 8, NULL, PMPD_TENSOR_F32},
+    {29, "IQ1_M", GGML_SUPER, 56, NULL, PMPD_TENSOR_Q2CB},
+    {30, "BF16", 1, 2, ggml_decode_bf16, PMPD_TENSOR_F32},
+    {34, "TQ1_0", GGML_SUPER, 54, NULL, PMPD_TENSOR_Q2CB},
+    {35, "TQ2_0", GGML_SUPER, 66, NULL, PMPD_TENSOR_Q2CB},
+    {39, "MXFP4", 32, 17, NULL, PMPD_TENSOR_Q4},
+    {40, "NVFP4", 64, 36, NULL, PMPD_TENSOR_Q4},
+    {41, "Q1_0", 128, 18, NULL, PMPD_TENSOR_Q2CB},
+    {42, "Q2_0", 64, 18, NULL, PMPD_TENSOR_Q2CB},
 };
 
 PMPD_INTERNAL const pmpd_ggml_type_info *pmpd_ggml_type_find(uint32_t id)

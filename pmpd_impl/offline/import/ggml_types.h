@@ -21,6 +21,7 @@ typedef struct pmpd_ggml_type_info {
     uint32_t block_elements; /* a row is a whole number of blocks */
     uint32_t block_bytes;
     pmpd_ggml_decode_fn decode; /* NULL: ggml has the type, pmpd does not read it */
+    uint32_t closest;           /* pmpd_tensor_type that --type keep-closest stores it as */
 } pmpd_ggml_type_info;
 
 /* The row of type id, or NULL when ggml defines no such type. */

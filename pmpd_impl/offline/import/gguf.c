@@ -35,8 +35,11 @@ enum {
 
 typedef struct gguf_reader {
     const unsigned char *data;
-    size_t size;
+    size_t size;          /* bytes at data: the whole file, or its first part (see short_read) */
+    uint64_t file_size;   /* the whole file's, for the tensors' data regions */
     size_t at;
+    int short_read;       /* set when a read went past size while the file is longer: read more, parse again */
+    int unloaded;         /* tensors are left in the file (pmpd_build_add_unloaded), not decoded */
     pmpd_error *err;
     int arch;             /* GGUF_ARCH_*: matches the '.'-keys once known */
     char key_name[96];    /* the full name of a key, for messages */
@@ -93,11 +96,19 @@ enum {
 static const char *const gguf_archs[] = {"llama", "qwen2"};
 enum { GGUF_ARCH_NONE = -1, GGUF_ARCH_LLAMA = 0, GGUF_ARCH_QWEN2 = 1 };
 
+/* Marks a read past the bytes at hand when the file has more. */
+static void gguf_past_end(gguf_reader *r)
+{
+    r->short_read |= r->size < r->file_size;
+}
+
 static pmpd_status gguf_need(gguf_reader *r, uint64_t bytes, const char *what)
 {
-    if (bytes > r->size - r->at)
+    if (bytes > r->size - r->at) {
+        gguf_past_end(r);
         return pmpd_error_set(r->err, PMPD_ERR_FORMAT_TRUNCATED, r->at, "GGUF %s needs %llu bytes, %zu remain", what,
                               (unsigned long long)bytes, r->size - r->at);
+    }
     return PMPD_OK;
 }
 
@@ -126,10 +137,12 @@ static pmpd_status gguf_string(gguf_reader *r, const unsigned char **s, uint64_t
     pmpd_status status = gguf_u64(r, length, what);
     if (status != PMPD_OK)
         return status;
-    if (*length > r->size - r->at)
+    if (*length > r->size - r->at) {
+        gguf_past_end(r);
         return pmpd_error_set(r->err, PMPD_ERR_FORMAT_BOUNDS, r->at - 8,
                               "GGUF %s string length %llu runs past the end (%zu bytes remain)", what,
                               (unsigned long long)*length, r->size - r->at);
+    }
     *s = r->data + r->at;
     r->at += (size_t)*length;
     return PMPD_OK;
@@ -168,9 +181,11 @@ static pmpd_status gguf_skip_value(gguf_reader *r, uint32_t type, int depth, uin
             return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, element_type_at, "GGUF array element type %u is unknown",
                                   (unsigned)element);
         /* Every element takes at least one byte (strings 8, arrays 12). */
-        if (count > (r->size - r->at) / (element_size ? element_size : (element == GGUF_STRING ? 8 : 12)))
+        if (count > (r->size - r->at) / (element_size ? element_size : (element == GGUF_STRING ? 8 : 12))) {
+            gguf_past_end(r);
             return pmpd_error_set(r->err, PMPD_ERR_FORMAT_BOUNDS, r->at - 8,
                                   "GGUF array count %llu is larger than the bytes that remain", (unsigned long long)count);
+        }
         if (element_size) {
             r->at += (size_t)(count * element_size);
             return PMPD_OK;
@@ -710,7 +725,7 @@ static pmpd_status gguf_tensor_region(gguf_reader *r, gguf_tensor_info *t, size_
                               (int)t->name_length, (const char *)t->name, (unsigned long long)t->offset,
                               (unsigned long long)alignment);
     if (!pmpd_checked_add_u64(data_start, t->offset, &t->start) || !pmpd_checked_add_u64(t->start, bytes, &t->end) ||
-        t->end > r->size)
+        t->end > r->file_size)
         return pmpd_error_set(r->err, PMPD_ERR_FORMAT_BOUNDS, t->info_at,
                               "GGUF tensor %.*s data (offset %llu, %llu bytes) runs past the end of the file",
                               (int)t->name_length, (const char *)t->name, (unsigned long long)t->offset,
@@ -782,39 +797,53 @@ static pmpd_status gguf_import_tensors(gguf_reader *r, gguf_tensor_info *infos, 
         uint32_t d;
         for (d = 0; d < t->n_dims; d++)
             dims[t->n_dims - 1 - d] = t->ne[d];
+        memcpy(name, t->name, (size_t)t->name_length);
+        name[t->name_length] = '\0';
+        if (r->unloaded) {
+            if (pmpd_build_add_unloaded(out, name, t->n_dims, dims, t->ggml, t->start) != PMPD_OK)
+                return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, t->info_at, "GGUF tensor %s cannot be stored",
+                                      name);
+            continue;
+        }
         values = (float *)malloc((size_t)t->elements * sizeof *values);
         if (!values)
             return pmpd_error_set(r->err, PMPD_ERR_OUT_OF_MEMORY, t->info_at, "out of memory");
         gguf_decode(r, t, values);
-        memcpy(name, t->name, (size_t)t->name_length);
-        name[t->name_length] = '\0';
         status = pmpd_build_add_f32(out, name, t->n_dims, dims, values);
         free(values);
         if (status != PMPD_OK)
             return pmpd_error_set(r->err, PMPD_ERR_FORMAT_VALUE, t->info_at, "GGUF tensor %s cannot be stored", name);
+        out->tensors[out->n_tensors - 1].source_type = t->ggml;
     }
     return PMPD_OK;
 }
 
-/* A classifier equal to the embedding is the shared classifier of llama2.c. */
-static void gguf_share_classifier(pmpd_build_model *b)
+/* A classifier equal to the embedding (decoded values, bit for bit) is the
+ * shared classifier of llama2.c. */
+static pmpd_status gguf_share_classifier(pmpd_build_model *b, pmpd_error *err)
 {
     pmpd_build_tensor *emb = pmpd_build_find(b, "token_embd.weight");
     pmpd_build_tensor *cls = pmpd_build_find(b, "output.weight");
+    int same = 0;
+    pmpd_status status;
     if (!cls) {
         b->info.shared_classifier = 1;
-        return;
+        return PMPD_OK;
     }
-    if (emb && emb->size == cls->size && memcmp(emb->dims, cls->dims, sizeof emb->dims) == 0 &&
-        memcmp(emb->data, cls->data, (size_t)emb->size) == 0) {
+    if (emb && (status = pmpd_build_same_values(b, emb, cls, &same, err)) != PMPD_OK)
+        return status;
+    if (same) {
         free(cls->data);
         *cls = b->tensors[--b->n_tensors];
         b->info.shared_classifier = 1;
     }
+    return PMPD_OK;
 }
 
-PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t size, pmpd_build_model *out,
-                                           pmpd_error *err)
+/* The import, on the first size bytes of a file of file_size bytes (see
+ * pmpd_import_gguf_unloaded). */
+static pmpd_status gguf_import(const unsigned char *data, size_t size, uint64_t file_size, int unloaded,
+                               int *short_read, pmpd_build_model *out, pmpd_error *err)
 {
     gguf_reader r;
     gguf_value values[GGUF_KEY_COUNT];
@@ -830,30 +859,44 @@ PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t siz
     memset(&vocab, 0, sizeof vocab);
     r.data = data;
     r.size = size;
+    r.file_size = file_size;
     r.at = 0;
+    r.short_read = 0;
+    r.unloaded = unloaded;
     r.err = err;
     r.arch = GGUF_ARCH_NONE;
-    if (size < 4 || memcmp(data, "GGUF", 4) != 0)
+    if (size < 4 || memcmp(data, "GGUF", 4) != 0) {
+        if (size < 4)
+            gguf_past_end(&r);
+        *short_read = r.short_read;
         return pmpd_error_set(err, size < 4 ? PMPD_ERR_FORMAT_TRUNCATED : PMPD_ERR_FORMAT_MAGIC, 0,
                               "GGUF magic is missing");
+    }
     r.at = 4;
-    if ((status = gguf_u32(&r, &version, "version")) != PMPD_OK)
+    status = gguf_u32(&r, &version, "version");
+    *short_read = r.short_read;
+    if (status != PMPD_OK)
         return status;
     if (version != 2 && version != 3)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_VERSION, 4, "GGUF version %u is not supported (2 and 3 are)",
                               (unsigned)version);
-    if ((status = gguf_u64(&r, &n_tensors, "tensor count")) != PMPD_OK ||
-        (status = gguf_u64(&r, &n_kv, "metadata count")) != PMPD_OK)
+    status = gguf_u64(&r, &n_tensors, "tensor count");
+    if (status == PMPD_OK)
+        status = gguf_u64(&r, &n_kv, "metadata count");
+    *short_read = r.short_read;
+    if (status != PMPD_OK)
         return status;
     /* A metadata entry takes at least 13 bytes and a tensor info 32. */
-    if (n_kv > (size - r.at) / 13)
+    if (n_kv > (file_size - r.at) / 13)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_BOUNDS, 16, "GGUF metadata count %llu is larger than the file allows",
                               (unsigned long long)n_kv);
-    if (n_tensors == 0 || n_tensors > (size - r.at) / 32 || n_tensors > PMPD_MAX_TENSORS)
+    if (n_tensors == 0 || n_tensors > (file_size - r.at) / 32 || n_tensors > PMPD_MAX_TENSORS)
         return pmpd_error_set(err, n_tensors == 0 ? PMPD_ERR_FORMAT_VALUE : PMPD_ERR_FORMAT_BOUNDS, 8,
                               "GGUF tensor count %llu is zero or larger than the file allows",
                               (unsigned long long)n_tensors);
-    if ((status = gguf_read_all_metadata(&r, n_kv, values)) != PMPD_OK)
+    status = gguf_read_all_metadata(&r, n_kv, values);
+    *short_read = r.short_read;
+    if (status != PMPD_OK)
         return status;
     if ((status = gguf_get_uint(&r, values, GGUF_KEY_ALIGNMENT, 32, 0, &alignment)) != PMPD_OK)
         return status;
@@ -867,6 +910,7 @@ PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t siz
     if (!infos)
         return pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory");
     status = gguf_read_tensor_infos(&r, n_tensors, infos);
+    *short_read = r.short_read;
     if (status == PMPD_OK) {
         data_start = (r.at + (size_t)alignment - 1) / (size_t)alignment * (size_t)alignment;
         status = gguf_import_tensors(&r, infos, n_tensors, data_start, alignment, out);
@@ -876,7 +920,8 @@ PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t siz
         status = pmpd_import_gguf_features(out, r.arch == GGUF_ARCH_QWEN2 ? PMPD_ROPE_NEOX : PMPD_ROPE_ADJACENT, err);
     if (status != PMPD_OK)
         return status;
-    gguf_share_classifier(out);
+    if ((status = gguf_share_classifier(out, err)) != PMPD_OK)
+        return status;
     emb = pmpd_build_find(out, "token_embd.weight");
     if (!emb || emb->n_dims != 2)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_MISSING, PMPD_NO_OFFSET, "GGUF token_embd.weight is missing or not 2-D");
@@ -911,6 +956,22 @@ PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t siz
     if (status == PMPD_OK)
         status = gguf_read_chat_template(&r, &values[GGUF_KEY_CHAT_TEMPLATE], out);
     return status;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t size, pmpd_build_model *out,
+                                           pmpd_error *err)
+{
+    int short_read;
+    return gguf_import(data, size, size, 0, &short_read, out, err);
+}
+
+PMPD_INTERNAL pmpd_status pmpd_import_gguf_unloaded(const unsigned char *head, size_t head_size, uint64_t file_size,
+                                                    int *short_read, pmpd_build_model *out, pmpd_error *err)
+{
+    *short_read = 0;
+    if (head_size > file_size)
+        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "GGUF head longer than the file");
+    return gguf_import(head, head_size, file_size, 1, short_read, out, err);
 }
 
 #undef GGUF_MAX_DEPTH

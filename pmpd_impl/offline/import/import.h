@@ -23,6 +23,14 @@ PMPD_INTERNAL pmpd_status pmpd_import_llama2c_tokenizer(const unsigned char *dat
 /* GGUF v2/v3 file of architecture llama or qwen2, with its tokenizer if present. */
 PMPD_INTERNAL pmpd_status pmpd_import_gguf(const unsigned char *data, size_t size, pmpd_build_model *out, pmpd_error *err);
 
+/* pmpd_import_gguf on the first head_size bytes of a file of file_size
+ * bytes, leaving the tensors unloaded (pmpd_build_add_unloaded: the caller
+ * sets out->source to the file).  *short_read is set when the parse needed
+ * bytes past head (the status then is that failure): read more of the
+ * file into head and call again with a fresh out. */
+PMPD_INTERNAL pmpd_status pmpd_import_gguf_unloaded(const unsigned char *head, size_t head_size, uint64_t file_size,
+                                                    int *short_read, pmpd_build_model *out, pmpd_error *err);
+
 /* What gguf.c found of a "gpt2" (byte-level BPE) tokenizer's metadata:
  * offsets into data of each array's first element (arrays already bounds
  * checked by the metadata walk), for gguf_bpe.c to turn into a vocabulary. */
@@ -70,10 +78,12 @@ PMPD_INTERNAL pmpd_status pmpd_import_read_file(const char *path, unsigned char 
 /* Imports the llama2.c checkpoint or GGUF file at in_path (told apart by
  * its first bytes) into b (initialized by the caller) and, when
  * tokenizer_path is not NULL, replaces its vocabulary with that llama2.c
- * tokenizer.bin.  *failed_input is set to PMPD_CONVERT_INPUT_TOKENIZER once
- * the tokenizer is being read (so a failure names the right file). */
-PMPD_INTERNAL pmpd_status pmpd_import_file(const char *in_path, const char *tokenizer_path, pmpd_build_model *b,
-                                           pmpd_convert_input *failed_input, pmpd_error *err);
+ * tokenizer.bin.  With unloaded, a GGUF file's tensors stay in the file
+ * (b->source) until read.  *failed_input is set to
+ * PMPD_CONVERT_INPUT_TOKENIZER once the tokenizer is being read (so a
+ * failure names the right file). */
+PMPD_INTERNAL pmpd_status pmpd_import_file(const char *in_path, const char *tokenizer_path, int unloaded,
+                                           pmpd_build_model *b, pmpd_convert_input *failed_input, pmpd_error *err);
 
 /* Checks hyperparameters an importer read (the same rules the loader
  * applies); field_offset names the input offset for messages. */

@@ -100,7 +100,7 @@ PMPD_INTERNAL pmpd_status pmpd_calibrate_input_load(const char *in_path, const c
     }
     *layer_type = PMPD_TENSOR_F32;
     pmpd_build_init(b);
-    st = pmpd_import_file(in_path, tokenizer_path, b, &failed, err);
+    st = pmpd_import_file(in_path, tokenizer_path, 0, b, &failed, err);
     if (st != PMPD_OK) {
         /* Say which file the importer's message is about. */
         char message[PMPD_ERROR_MESSAGE_SIZE];

@@ -10,7 +10,7 @@ static int pmpd_quant_build_wanted(const pmpd_build_tensor *t)
     return t->n_dims == 2 && t->type == PMPD_TENSOR_F32;
 }
 
-static int pmpd_quant_build_is_vocabulary(const pmpd_build_tensor *t)
+PMPD_INTERNAL int pmpd_quant_build_is_vocabulary(const pmpd_build_tensor *t)
 {
     return strcmp(t->name, "token_embd.weight") == 0 || strcmp(t->name, "output.weight") == 0;
 }

@@ -8,6 +8,10 @@
 
 #if PMPD_OFFLINE
 
+/* 1 for the token embedding and the classifier (token_embd.weight,
+ * output.weight): q8 in every group-quantized model, see below. */
+PMPD_INTERNAL int pmpd_quant_build_is_vocabulary(const pmpd_build_tensor *t);
+
 /* Replaces every 2-D f32 tensor of b by a tensor of type (q8, q4 or q2cb),
  * except the token embedding and the classifier, which become q8: they are
  * looked up row by row and their errors reach every logit, and q8 keeps

@@ -3,8 +3,11 @@
 #include <string.h>
 
 #include "pmpd_impl/offline/format/from_model.h"
+#include "pmpd_impl/offline/format/half.h"
 #include "pmpd_impl/offline/precision/anyprec_build.h"
 #include "pmpd_impl/offline/quant/build.h"
+#include "pmpd_impl/offline/quant/quant.h"
+#include "pmpd_impl/weights/grouped/qformat.h"
 #include "pmpd_impl/offline/w8a8/w8a8_build.h"
 
 static pmpd_status pmpd_encode_float(pmpd_build_model *b, const pmpd_convert_options *options)
@@ -59,10 +62,10 @@ static pmpd_status pmpd_encode_w8a8(pmpd_build_model *b, const pmpd_convert_opti
 
 /* The table: one line per weight format the converter writes. */
 static const pmpd_weight_encoder pmpd_weight_encoders[] = {
-    {PMPD_TENSOR_F32, pmpd_encode_float},    {PMPD_TENSOR_F16, pmpd_encode_float},
-    {PMPD_TENSOR_Q8, pmpd_encode_grouped},   {PMPD_TENSOR_Q4, pmpd_encode_grouped},
-    {PMPD_TENSOR_Q2CB, pmpd_encode_grouped}, {PMPD_TENSOR_ANYPREC, pmpd_encode_anyprec},
-    {PMPD_TENSOR_W8A8, pmpd_encode_w8a8},
+    {PMPD_TENSOR_F32, pmpd_encode_float, 1},      {PMPD_TENSOR_F16, pmpd_encode_float, 1},
+    {PMPD_TENSOR_Q8, pmpd_encode_grouped, 1},     {PMPD_TENSOR_Q4, pmpd_encode_grouped, 1},
+    {PMPD_TENSOR_Q2CB, pmpd_encode_grouped, 1},   {PMPD_TENSOR_ANYPREC, pmpd_encode_anyprec, 0},
+    {PMPD_TENSOR_W8A8, pmpd_encode_w8a8, 0},
 };
 
 PMPD_INTERNAL const pmpd_weight_encoder *pmpd_weight_encoder_of(uint32_t type)
@@ -72,4 +75,38 @@ PMPD_INTERNAL const pmpd_weight_encoder *pmpd_weight_encoder_of(uint32_t type)
         if ((uint32_t)pmpd_weight_encoders[i].type == type)
             return &pmpd_weight_encoders[i];
     return NULL;
+}
+
+PMPD_INTERNAL uint32_t pmpd_weight_stream_type(const pmpd_convert_options *options, const pmpd_build_tensor *t)
+{
+    if (t->n_dims != 2)
+        return PMPD_TENSOR_F32;
+    if (options->keep_closest)
+        return t->source_type ? t->source_type->closest : PMPD_TENSOR_F32;
+    if (pmpd_qformat_is_quantized((uint32_t)options->type) && pmpd_quant_build_is_vocabulary(t))
+        return PMPD_TENSOR_Q8;
+    return (uint32_t)options->type;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(uint32_t type, const float *values, uint64_t rows, uint64_t cols,
+                                                    unsigned char *out, size_t size)
+{
+    uint64_t j;
+    if (rows > SIZE_MAX || cols > SIZE_MAX)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    if (type != PMPD_TENSOR_F16)
+        return pmpd_quant_matrix(type, values, (size_t)rows, (size_t)cols, out, size);
+    if (cols == 0 || size / 2 / cols != rows)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    for (j = 0; j < rows * cols; j++) {
+        uint16_t h = pmpd_float_to_half(values[j]);
+        out[2 * j] = (unsigned char)h;
+        out[2 * j + 1] = (unsigned char)(h >> 8);
+    }
+    return PMPD_OK;
+}
+
+PMPD_INTERNAL uint64_t pmpd_weight_row_block(uint32_t type)
+{
+    return type == PMPD_TENSOR_Q8 || type == PMPD_TENSOR_Q4 ? PMPD_QROWS : type == PMPD_TENSOR_F16 ? 1 : 0;
 }

@@ -17,10 +17,34 @@ typedef struct pmpd_weight_encoder {
      * format; options gives widths and progress.  Errors:
      * PMPD_ERR_OUT_OF_MEMORY, PMPD_ERR_OVERFLOW, PMPD_ERR_INVALID_ARGUMENT. */
     pmpd_status (*convert)(pmpd_build_model *b, const pmpd_convert_options *options);
+    /* 1: each matrix is encoded on its own (pmpd_weight_encode_matrix), so
+     * the converter streams (pmpd_build_write_stream); 0: the encoder needs
+     * the whole model in memory (nested trees, activation ranges). */
+    int streams;
 } pmpd_weight_encoder;
 
 /* The encoder of a type, or NULL for a type the converter cannot write. */
 PMPD_INTERNAL const pmpd_weight_encoder *pmpd_weight_encoder_of(uint32_t type);
+
+/* The type a streaming conversion stores f32 tensor t as: vectors stay
+ * f32; with options->keep_closest a matrix takes its GGUF type's closest
+ * pmpd type (import/ggml_types.c, f32 when it came from elsewhere);
+ * otherwise options->type, except that with a group-quantized type the
+ * token embedding and classifier become q8. */
+PMPD_INTERNAL uint32_t pmpd_weight_stream_type(const pmpd_convert_options *options, const pmpd_build_tensor *t);
+
+/* Encodes the rows x cols matrix values (host floats) as type f16, q8, q4
+ * or q2cb into out (size bytes, pmpd_weight_tensor_bytes of it).  Errors:
+ * PMPD_ERR_INVALID_ARGUMENT (another type, a size that does not match),
+ * PMPD_ERR_OUT_OF_MEMORY. */
+PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(uint32_t type, const float *values, uint64_t rows, uint64_t cols,
+                                                    unsigned char *out, size_t size);
+
+/* Rows that pmpd_weight_encode_matrix's type lays out together (f16 1, q8
+ * and q4 their interleaved block), so a matrix encodes as consecutive
+ * chunks of that many rows; 0 for q2cb, whose codebooks are learned from
+ * the whole matrix. */
+PMPD_INTERNAL uint64_t pmpd_weight_row_block(uint32_t type);
 
 #endif /* PMPD_OFFLINE */
 
