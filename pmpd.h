@@ -431,6 +431,9 @@ typedef struct pmpd_convert_options {
      * (every input channel at the tensor's absmax scale); for measuring
      * what the shadow path buys. */
     int w8a8_no_shadow;
+    /* PMPD_TENSOR_ANYPREC only: threads quantizing rows, the caller's
+     * included (0: one per core).  The output is the same for any count. */
+    unsigned threads;
     /* Called now and then with work done and total (rows while quantizing,
      * then bytes while writing); may be NULL. */
     void (*progress)(void *context, uint64_t done, uint64_t total);

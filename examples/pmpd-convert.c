@@ -1,6 +1,6 @@
 /* pmpd-convert SOURCE OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb] [--bits SEED:PARENT]
  *                         [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]
- *                         [--kv-codebooks SUB:BITS] [--ctx N]
+ *                         [--kv-codebooks SUB:BITS] [--ctx N] [--threads N]
  *
  * Converts a llama2.c checkpoint (legacy or version 1) or a GGUF v3 Llama
  * file into a .pmpd container.  With --kv-codebooks and --pmpd-calibrate it
@@ -19,12 +19,13 @@
  * It ends with a summary: per tensor type the count and bytes, the sections
  * and what each was calibrated on, and the arena bytes a session of --ctx
  * positions (default the model's) needs for each KV-cache mode.  Progress
- * lines appear when stderr is a terminal.  Exits 0 only on success; on
+ * lines (done, rate, time left) appear when stderr is a terminal.  Exits 0 only on success; on
  * failure one line names the input, the step and the problem. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pmpd.h"
@@ -41,11 +42,32 @@ typedef struct convert_args {
     pmpd_schedule_calibration_options schedule;
 } convert_args;
 
+/* Work done, its rate and the time left since this phase began (the
+ * converter reports rows while quantizing, then bytes while writing: a new
+ * total or a smaller count starts a new phase).  At most 5 lines a second:
+ * the nested quantizer reports every 64 rows. */
 static void convert_progress(void *context, uint64_t done, uint64_t total)
 {
-    fprintf(stderr, "\rpmpd-convert: %s %llu / %llu (%3.0f%%)", context ? (const char *)context : "",
-            (unsigned long long)done, (unsigned long long)total,
-            total ? 100.0 * (double)done / (double)total : 100.0);
+    static uint64_t phase_total, last_done;
+    static double phase_start, last_print;
+    struct timespec ts;
+    double now, rate;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    if (total != phase_total || done < last_done) {
+        phase_total = total;
+        phase_start = now;
+        last_print = 0.0;
+    }
+    last_done = done;
+    if (done != total && now - last_print < 0.2)
+        return;
+    last_print = now;
+    rate = now > phase_start ? (double)done / (now - phase_start) : 0.0;
+    fprintf(stderr, "\rpmpd-convert: %s %llu / %llu (%3.0f%%), %.0f/s, %.0f s, %.0f s left   ",
+            context ? (const char *)context : "", (unsigned long long)done, (unsigned long long)total,
+            total ? 100.0 * (double)done / (double)total : 100.0, rate, now - phase_start,
+            rate > 0.0 ? (double)(total - done) / rate : 0.0);
     if (done == total)
         fputc('\n', stderr);
 }
@@ -62,12 +84,14 @@ static int usage(void)
     fprintf(stderr,
             "usage: pmpd-convert SOURCE OUT [--tokenizer FILE] [--type TYPE] [--bits SEED:PARENT]\n"
             "                    [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]\n"
-            "                    [--kv-codebooks SUB:BITS] [--ctx N] [--no-shadow]\n"
+            "                    [--kv-codebooks SUB:BITS] [--ctx N] [--no-shadow] [--threads N]\n"
             "  --kv-codebooks SUB:BITS  add PQ KV-cache codebooks (SUB 2 or 4, BITS 1-8), trained on the\n"
             "                           converted model (the float one with --pmpd-calibrate)\n"
             "  --pmpd-calibrate         with --type anyprec: quantize from the float model and add the static\n"
             "                           schedule and learned scheduler calibrated against it\n"
             "  --ctx N                  context of the sessions whose arena the summary gives\n"
+            "  --threads N              with --type anyprec: threads quantizing (default one per core;\n"
+            "                           the output is the same for any count)\n"
             "  --no-shadow              with --type w8a8: no shadow path for activation outliers (every\n"
             "                           input at its tensor's absmax scale), to measure what it buys\n"
             "  --type TYPE              weight format (default f32):");
@@ -117,6 +141,7 @@ static int convert_parse(int argc, char **argv, convert_args *a)
         else if (!strcmp(o, "--epsilon")) ok = sscanf(v, "%lf", &a->schedule.epsilon) == 1;
         else if (!strcmp(o, "--prompts")) ok = sscanf(v, "%u", &a->schedule.sets.n_prompts) == 1;
         else if (!strcmp(o, "--output-length")) ok = sscanf(v, "%u", &a->schedule.sets.output_length) == 1;
+        else if (!strcmp(o, "--threads")) ok = sscanf(v, "%u", &a->convert.threads) == 1 && a->convert.threads > 0;
         else if (!strcmp(o, "--ctx")) ok = sscanf(v, "%lu", &a->ctx) == 1 && a->ctx > 0;
         else if (!strcmp(o, "--kv-codebooks"))
             ok = (a->kv = sscanf(v, "%u:%u", &a->kv_sub, &a->kv_bits) == 2) && (a->kv_sub == 2 || a->kv_sub == 4) &&
