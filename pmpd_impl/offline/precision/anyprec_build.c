@@ -159,6 +159,9 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsign
             return status;
         }
         done += t->dims[0];
+        /* Other threads may have finished the tensor's last steps. */
+        if (progress)
+            progress(context, done, total);
         pmpd_build_replace_data(t, PMPD_TENSOR_ANYPREC, out, bytes);
     }
     return PMPD_OK;

@@ -16,7 +16,7 @@
  * tensor it lacks: equally), on threads threads (0: one per core; the
  * bytes are the same for any count).  progress (may be NULL) is called
  * from the calling thread with rows done and total rows, every 64 rows
- * that thread quantizes.
+ * that thread quantizes and after every tensor.
  * Errors: those of pmpd_anyprec_quantize, PMPD_ERR_THREAD. */
 PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsigned seed_bits, unsigned parent_bits,
                                                      const pmpd_anyprec_importance *importance, unsigned threads,
