@@ -52,6 +52,8 @@ static void convert_progress(void *context, uint64_t done, uint64_t total)
     static double phase_start, last_print;
     struct timespec ts;
     double now, rate;
+    if (done == total && total == phase_total && done == last_done)
+        return; /* the end, reported again (after a tensor's last rows): printed once */
     clock_gettime(CLOCK_MONOTONIC, &ts);
     now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
     if (total != phase_total || done < last_done) {
@@ -64,9 +66,11 @@ static void convert_progress(void *context, uint64_t done, uint64_t total)
         return;
     last_print = now;
     rate = now > phase_start ? (double)done / (now - phase_start) : 0.0;
-    fprintf(stderr, "\rpmpd-convert: %s %llu / %llu (%3.0f%%), %.0f/s, %.0f s, %.0f s left   ",
+    fprintf(stderr, "\rpmpd-convert: %s %llu / %llu (%3.0f%%), %.1f%s/s, %.0f s, %.0f s left   ",
             context ? (const char *)context : "", (unsigned long long)done, (unsigned long long)total,
-            total ? 100.0 * (double)done / (double)total : 100.0, rate, now - phase_start,
+            total ? 100.0 * (double)done / (double)total : 100.0,
+            rate >= 1e9 ? rate / 1e9 : rate >= 1e6 ? rate / 1e6 : rate >= 1e3 ? rate / 1e3 : rate,
+            rate >= 1e9 ? "G" : rate >= 1e6 ? "M" : rate >= 1e3 ? "k" : "", now - phase_start,
             rate > 0.0 ? (double)(total - done) / rate : 0.0);
     if (done == total)
         fputc('\n', stderr);
@@ -280,6 +284,10 @@ int main(int argc, char **argv)
     if (a.calibrate)
         a.convert.type = PMPD_TENSOR_F32;
     a.convert.progress_context = (void *)"converting";
+    /* Reading and decoding the source reports no progress of its own
+     * (about half a minute for a 2 GB GGUF): say what is happening. */
+    if (isatty(fileno(stderr)))
+        fprintf(stderr, "pmpd-convert: reading %s\n", a.in);
     st = pmpd_convert_file(a.in, current, &a.convert, &summary, &err);
     if (st != PMPD_OK) {
         const char *name = summary.failed_input == PMPD_CONVERT_INPUT_TOKENIZER ? a.convert.tokenizer_path
