@@ -444,6 +444,9 @@ typedef struct pmpd_convert_options {
      * (README "GGUF import" has the table; other inputs' matrices stay f32);
      * type is then not used. */
     int keep_closest;
+    /* PMPD_TENSOR_ANYPREC only: threads quantizing rows, the caller's
+     * included (0: one per core).  The output is the same for any count. */
+    unsigned threads;
     /* Called now and then with work done and total (rows while quantizing,
      * then bytes while writing; when tensor_written is NULL, bytes written
      * after each tensor of a streaming conversion); may be NULL. */

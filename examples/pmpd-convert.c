@@ -1,6 +1,6 @@
 /* pmpd-convert SOURCE OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb|w8a8|keep-closest] [--bits SEED:PARENT]
  *                         [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]
- *                         [--kv-codebooks SUB:BITS] [--ctx N]
+ *                         [--kv-codebooks SUB:BITS] [--ctx N] [--threads N]
  *
  * Converts a llama2.c checkpoint (legacy or version 1) or a GGUF v3 Llama
  * file into a .pmpd container.  With --kv-codebooks and --pmpd-calibrate it
@@ -23,13 +23,15 @@
  * It ends with a summary: per tensor type the count and bytes, the sections
  * and what each was calibrated on, and the arena bytes a session of --ctx
  * positions (default the model's) needs for each KV-cache mode.  Progress
- * lines (tensor i/N and megabytes written, when streaming) appear when
- * stderr is a terminal.  Exits 0 only on success; on
+ * lines (tensor i/N and megabytes written when streaming; work done, rate
+ * and time left while quantizing) appear when stderr is a terminal.  Exits
+ * 0 only on success; on
  * failure one line names the input, the step and the problem. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pmpd.h"
@@ -56,12 +58,37 @@ typedef struct convert_args {
     convert_view view;
 } convert_args;
 
+/* Work done, its rate and the time left since this phase began (the
+ * converter reports rows while quantizing, then bytes while writing: a new
+ * total or a smaller count starts a new phase).  At most 5 lines a second:
+ * the nested quantizer reports every 64 rows. */
 static void convert_progress(void *context, uint64_t done, uint64_t total)
 {
     const convert_view *view = (const convert_view *)context;
-    fprintf(stderr, "\rpmpd-convert: %s %llu / %llu (%3.0f%%)", view ? view->label : "",
-            (unsigned long long)done, (unsigned long long)total,
-            total ? 100.0 * (double)done / (double)total : 100.0);
+    static uint64_t phase_total, last_done;
+    static double phase_start, last_print;
+    struct timespec ts;
+    double now, rate;
+    if (done == total && total == phase_total && done == last_done)
+        return; /* the end, reported again (after a tensor's last rows): printed once */
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    if (total != phase_total || done < last_done) {
+        phase_total = total;
+        phase_start = now;
+        last_print = 0.0;
+    }
+    last_done = done;
+    if (done != total && now - last_print < 0.2)
+        return;
+    last_print = now;
+    rate = now > phase_start ? (double)done / (now - phase_start) : 0.0;
+    fprintf(stderr, "\rpmpd-convert: %s %llu / %llu (%3.0f%%), %.1f%s/s, %.0f s, %.0f s left   ",
+            view ? view->label : "", (unsigned long long)done, (unsigned long long)total,
+            total ? 100.0 * (double)done / (double)total : 100.0,
+            rate >= 1e9 ? rate / 1e9 : rate >= 1e6 ? rate / 1e6 : rate >= 1e3 ? rate / 1e3 : rate,
+            rate >= 1e9 ? "G" : rate >= 1e6 ? "M" : rate >= 1e3 ? "k" : "", now - phase_start,
+            rate > 0.0 ? (double)(total - done) / rate : 0.0);
     if (done == total)
         fputc('\n', stderr);
 }
@@ -93,12 +120,14 @@ static int usage(void)
     fprintf(stderr,
             "usage: pmpd-convert SOURCE OUT [--tokenizer FILE] [--type TYPE] [--bits SEED:PARENT]\n"
             "                    [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]\n"
-            "                    [--kv-codebooks SUB:BITS] [--ctx N] [--no-shadow]\n"
+            "                    [--kv-codebooks SUB:BITS] [--ctx N] [--no-shadow] [--threads N]\n"
             "  --kv-codebooks SUB:BITS  add PQ KV-cache codebooks (SUB 2 or 4, BITS 1-8), trained on the\n"
             "                           converted model (the float one with --pmpd-calibrate)\n"
             "  --pmpd-calibrate         with --type anyprec: quantize from the float model and add the static\n"
             "                           schedule and learned scheduler calibrated against it\n"
             "  --ctx N                  context of the sessions whose arena the summary gives\n"
+            "  --threads N              with --type anyprec: threads quantizing (default one per core;\n"
+            "                           the output is the same for any count)\n"
             "  --no-shadow              with --type w8a8: no shadow path for activation outliers (every\n"
             "                           input at its tensor's absmax scale), to measure what it buys\n"
             "  --type keep-closest      each GGUF matrix in the type nearest its own (F32 f32, F16 f16, BF16 f32,\n"
@@ -151,6 +180,7 @@ static int convert_parse(int argc, char **argv, convert_args *a)
         else if (!strcmp(o, "--epsilon")) ok = sscanf(v, "%lf", &a->schedule.epsilon) == 1;
         else if (!strcmp(o, "--prompts")) ok = sscanf(v, "%u", &a->schedule.sets.n_prompts) == 1;
         else if (!strcmp(o, "--output-length")) ok = sscanf(v, "%u", &a->schedule.sets.output_length) == 1;
+        else if (!strcmp(o, "--threads")) ok = sscanf(v, "%u", &a->convert.threads) == 1 && a->convert.threads > 0;
         else if (!strcmp(o, "--ctx")) ok = sscanf(v, "%lu", &a->ctx) == 1 && a->ctx > 0;
         else if (!strcmp(o, "--kv-codebooks"))
             ok = (a->kv = sscanf(v, "%u:%u", &a->kv_sub, &a->kv_bits) == 2) && (a->kv_sub == 2 || a->kv_sub == 4) &&
@@ -296,6 +326,10 @@ int main(int argc, char **argv)
     current = steps > 1 ? temp[0] : a.out;
     if (a.calibrate)
         a.convert.type = PMPD_TENSOR_F32;
+    /* Reading and decoding the source reports no progress of its own
+     * (about half a minute for a 2 GB GGUF read whole): say what is happening. */
+    if (isatty(fileno(stderr)))
+        fprintf(stderr, "pmpd-convert: reading %s\n", a.in);
     st = pmpd_convert_file(a.in, current, &a.convert, &summary, &err);
     if (st != PMPD_OK) {
         const char *name = summary.failed_input == PMPD_CONVERT_INPUT_TOKENIZER ? a.convert.tokenizer_path

@@ -186,8 +186,8 @@ static void test_conversion_uses_the_weights(void **state)
     assert_true(only_q.n_tensors < f->importance.n_tensors);
     only_q.tensors = &f->importance.tensors[only_q.n_tensors];
     only_q.n_tensors = 1;
-    assert_int_equal(pmpd_anyprec_build_convert(&weighted, 2, 4, &only_q, NULL, NULL), PMPD_OK);
-    assert_int_equal(pmpd_anyprec_build_convert(&plain, 2, 4, NULL, NULL, NULL), PMPD_OK);
+    assert_int_equal(pmpd_anyprec_build_convert(&weighted, 2, 4, &only_q, 0, NULL, NULL), PMPD_OK);
+    assert_int_equal(pmpd_anyprec_build_convert(&plain, 2, 4, NULL, 0, NULL, NULL), PMPD_OK);
     w = pmpd_build_find(&weighted, "blk.0.attn_q.weight");
     p = pmpd_build_find(&plain, "blk.0.attn_q.weight");
     assert_int_equal(w->size, p->size);

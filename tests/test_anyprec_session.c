@@ -41,7 +41,7 @@ static void aps_build(aps_model *m, unsigned parent, const pmpd_precision_schedu
     pmpd_error err;
     size_t arena_bytes = (size_t)8 << 20;
     assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);
-    assert_int_equal(pmpd_anyprec_build_convert(&b, 2, parent, NULL, NULL, NULL), PMPD_OK);
+    assert_int_equal(pmpd_anyprec_build_convert(&b, 2, parent, NULL, 0, NULL, NULL), PMPD_OK);
     if (schedule) {
         unsigned char bytes[128];
         size_t size = 0;

@@ -152,7 +152,7 @@ static void mx_build_type(const char *model, int type, void *const codebooks[2],
     if (type == MX_F16)
         assert_int_equal(pmpd_build_convert_matrices(&b, PMPD_TENSOR_F16), PMPD_OK);
     if (type == MX_NESTED)
-        assert_int_equal(pmpd_anyprec_build_convert(&b, 2, 4, NULL, NULL, NULL), PMPD_OK);
+        assert_int_equal(pmpd_anyprec_build_convert(&b, 2, 4, NULL, 0, NULL, NULL), PMPD_OK);
     if (type == MX_Q8 || type == MX_NESTED)
         assert_int_equal(pmpd_quant_build_convert(&b, PMPD_TENSOR_Q8, NULL, NULL), PMPD_OK);
     if (type == MX_Q4)

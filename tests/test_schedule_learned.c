@@ -143,7 +143,7 @@ static void lst_open(lst_model *m)
     pmpd_arena arena;
     size_t bytes = (size_t)4 << 20;
     assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);
-    assert_int_equal(pmpd_anyprec_build_convert(&b, 2, 4, NULL, NULL, NULL), PMPD_OK);
+    assert_int_equal(pmpd_anyprec_build_convert(&b, 2, 4, NULL, 0, NULL, NULL), PMPD_OK);
     assert_int_equal(test_serialize(&b, &m->container), PMPD_OK);
     pmpd_build_free(&b);
     m->arena_block = malloc(bytes);

@@ -32,7 +32,7 @@ static int sol_open(sol_model *m, int nested)
     pmpd_arena arena;
     size_t bytes = (size_t)4 << 20;
     if (test_import_shared("models/stories260K.bin", "models/tok512.bin", &b) != PMPD_OK ||
-        (nested && pmpd_anyprec_build_convert(&b, 2, 4, NULL, NULL, NULL) != PMPD_OK) ||
+        (nested && pmpd_anyprec_build_convert(&b, 2, 4, NULL, 0, NULL, NULL) != PMPD_OK) ||
         test_serialize(&b, &m->container) != PMPD_OK)
         return -1;
     pmpd_build_free(&b);

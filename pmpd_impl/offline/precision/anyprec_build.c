@@ -1,15 +1,20 @@
 /* Converts the layer matrices of a model being built to ANYPREC tensors, a
- * tensor at a time, its rows spread over every core (progress per tensor). */
+ * tensor at a time, its rows spread over threads.  Every row is quantized
+ * on its own into bytes of its own, so the output is the same whichever
+ * thread takes which rows and however many there are. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "pmpd_impl/offline/precision/anyprec_build.h"
+#include "pmpd_impl/offline/precision/anyprec_quantize.h"
 #include "pmpd_impl/weights/anyprec/anyprec.h"
 
 #include "platform/platform.h"
 
-/* Rows per call of the quantizer: a multiple of every row block a layout
- * interleaves, so threads working on different steps never share bytes. */
+/* Rows per step a thread takes: small enough to balance two threads on a
+ * 256-row matrix and to show progress often, large enough that the lock
+ * and the quantizer's per-call setup cost nothing; a multiple of 64 keeps
+ * threads off each other's cache lines. */
 #define ANYPREC_BUILD_ROWS_PER_STEP 64
 #define ANYPREC_BUILD_MAX_THREADS 64
 
@@ -19,9 +24,9 @@ static int anyprec_build_wanted(const pmpd_build_tensor *t)
            strcmp(t->name, "output.weight") != 0;
 }
 
-/* One tensor's rows, quantized by several threads: thread i takes the
- * row steps i, i + n, i + 2n, ... (steps are whole multiples of any row
- * block the layout interleaves, so no two threads write the same bytes). */
+/* One tensor's rows, shared out a step at a time under the lock: a thread
+ * slowed by other work (a benchmark on the next core) takes fewer steps
+ * instead of holding the others up at the end. */
 typedef struct anyprec_build_job {
     const float *w;
     const float *importance;
@@ -29,13 +34,19 @@ typedef struct anyprec_build_job {
     unsigned seed_bits, parent_bits;
     unsigned char *out;
     size_t out_size;
-    unsigned n_threads;
-    pmpd_status status[ANYPREC_BUILD_MAX_THREADS];
+    pmpd_mutex lock;
+    uint64_t next_row;  /* under lock: the first row no thread has taken */
+    uint64_t rows_done; /* under lock */
+    pmpd_status status; /* under lock: the first failure; stops the others */
+    /* Progress, reported by the calling thread only. */
+    uint64_t done_before, total;
+    void (*progress)(void *context, uint64_t done, uint64_t total);
+    void *context;
 } anyprec_build_job;
 
 typedef struct anyprec_build_worker {
     anyprec_build_job *job;
-    unsigned index;
+    int caller; /* the converting thread: it reports progress */
     pmpd_thread thread;
 } anyprec_build_worker;
 
@@ -43,61 +54,72 @@ static void anyprec_build_rows(void *arg)
 {
     anyprec_build_worker *worker = (anyprec_build_worker *)arg;
     anyprec_build_job *job = worker->job;
-    uint64_t row;
-    pmpd_status status = PMPD_OK;
-    for (row = (uint64_t)worker->index * ANYPREC_BUILD_ROWS_PER_STEP; row < job->rows && status == PMPD_OK;
-         row += (uint64_t)job->n_threads * ANYPREC_BUILD_ROWS_PER_STEP) {
-        uint64_t end;
-        if (row == 0)
-            continue; /* done before the threads started: it writes the header the others read */
+    for (;;) {
+        uint64_t row, end, done;
+        pmpd_status status;
+        pmpd_mutex_lock(&job->lock);
+        row = job->next_row;
         end = job->rows - row < ANYPREC_BUILD_ROWS_PER_STEP ? job->rows : row + ANYPREC_BUILD_ROWS_PER_STEP;
-        status = pmpd_anyprec_quantize(job->w, job->rows, job->cols, job->importance, job->seed_bits,
-                                       job->parent_bits, row, end, job->out, job->out_size);
+        job->next_row = end;
+        status = job->status;
+        pmpd_mutex_unlock(&job->lock);
+        if (row == end || status != PMPD_OK)
+            return;
+        status = pmpd_anyprec_quantize_rows(job->w, job->rows, job->cols, job->importance, job->seed_bits,
+                                            job->parent_bits, row, end, job->out, job->out_size, 0);
+        pmpd_mutex_lock(&job->lock);
+        job->rows_done += end - row;
+        done = job->rows_done;
+        if (job->status == PMPD_OK)
+            job->status = status;
+        pmpd_mutex_unlock(&job->lock);
+        if (worker->caller && job->progress)
+            job->progress(job->context, job->done_before + done, job->total);
     }
-    job->status[worker->index] = status;
 }
 
-/* Quantizes a whole tensor on n_threads threads, the calling thread taking
- * share 0 (and the share of any thread that could not start). */
-static pmpd_status anyprec_build_tensor(anyprec_build_job *job)
+/* Quantizes a whole tensor on n_threads threads, the calling thread one of
+ * them (and the only one where no thread can start). */
+static pmpd_status anyprec_build_tensor(anyprec_build_job *job, unsigned n_threads)
 {
     anyprec_build_worker workers[ANYPREC_BUILD_MAX_THREADS];
     unsigned i, started;
-    pmpd_status status = PMPD_OK;
-    for (i = 0; i < job->n_threads; i++) {
-        workers[i].job = job;
-        workers[i].index = i;
-        job->status[i] = PMPD_OK;
-    }
-    /* The first step alone: it writes the tensor's header. */
-    status = pmpd_anyprec_quantize(job->w, job->rows, job->cols, job->importance, job->seed_bits, job->parent_bits, 0,
-                                   job->rows < ANYPREC_BUILD_ROWS_PER_STEP ? job->rows : ANYPREC_BUILD_ROWS_PER_STEP,
-                                   job->out, job->out_size);
+    pmpd_status status;
+    /* The header first, alone: the threads read it. */
+    status = pmpd_anyprec_quantize_rows(job->w, job->rows, job->cols, job->importance, job->seed_bits,
+                                        job->parent_bits, 0, 0, job->out, job->out_size, 1);
     if (status != PMPD_OK)
         return status;
-    for (started = 1; started < job->n_threads; started++)
+    status = pmpd_mutex_init(&job->lock);
+    if (status != PMPD_OK)
+        return status;
+    job->next_row = job->rows_done = 0;
+    job->status = PMPD_OK;
+    for (i = 0; i < n_threads; i++) {
+        workers[i].job = job;
+        workers[i].caller = i == 0;
+    }
+    for (started = 1; started < n_threads; started++)
         if (pmpd_thread_start(&workers[started].thread, anyprec_build_rows, &workers[started]) != PMPD_OK)
             break;
     anyprec_build_rows(&workers[0]);
-    for (i = started; i < job->n_threads; i++)
-        anyprec_build_rows(&workers[i]);
     for (i = 1; i < started; i++)
         pmpd_thread_join(&workers[i].thread);
-    for (i = 0; i < job->n_threads; i++)
-        if (job->status[i] != PMPD_OK)
-            status = job->status[i];
-    return status;
+    pmpd_mutex_destroy(&job->lock);
+    return job->status;
 }
 
 PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsigned seed_bits, unsigned parent_bits,
-                                                     const pmpd_anyprec_importance *importance,
+                                                     const pmpd_anyprec_importance *importance, unsigned threads,
                                                      void (*progress)(void *context, uint64_t done, uint64_t total),
                                                      void *context)
 {
     uint64_t total = 0, done = 0, bytes;
     uint32_t i;
     int cpus = pmpd_platform_cpu_count();
-    unsigned n_threads = cpus < 1 ? 1 : cpus > ANYPREC_BUILD_MAX_THREADS ? ANYPREC_BUILD_MAX_THREADS : (unsigned)cpus;
+    unsigned n_threads = threads ? threads : cpus < 1 ? 1 : (unsigned)cpus;
+    if (n_threads > ANYPREC_BUILD_MAX_THREADS)
+        n_threads = ANYPREC_BUILD_MAX_THREADS;
     for (i = 0; i < b->n_tensors; i++)
         if (anyprec_build_wanted(&b->tensors[i]))
             total += b->tensors[i].dims[0];
@@ -105,26 +127,21 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsign
         pmpd_build_tensor *t = &b->tensors[i];
         anyprec_build_job job;
         unsigned char *out;
-        float *w;
         pmpd_status status;
         if (!anyprec_build_wanted(t))
             continue;
         status = pmpd_anyprec_size(t->dims[0], t->dims[1], seed_bits, parent_bits, &bytes);
         if (status != PMPD_OK)
             return status;
-        if (bytes > SIZE_MAX || t->size > SIZE_MAX)
+        if (bytes > SIZE_MAX)
             return PMPD_ERR_OVERFLOW;
         out = (unsigned char *)calloc((size_t)bytes, 1);
-        w = (float *)malloc((size_t)t->size);
-        if (!out || !w) {
-            free(out);
-            free(w);
+        if (!out)
             return PMPD_ERR_OUT_OF_MEMORY;
-        }
-        /* Builder data are little-endian floats, the host order pmpd supports. */
-        memcpy(w, t->data, (size_t)t->size);
         memset(&job, 0, sizeof job);
-        job.w = w;
+        /* Builder data are little-endian floats (the host order pmpd
+         * supports) in a malloc'ed block: read in place, not copied. */
+        job.w = (const float *)(const void *)t->data;
         job.importance = pmpd_anyprec_importance_find(importance, t->name, t->dims[1]);
         job.rows = t->dims[0];
         job.cols = t->dims[1];
@@ -132,16 +149,19 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsign
         job.parent_bits = parent_bits;
         job.out = out;
         job.out_size = (size_t)bytes;
-        job.n_threads = n_threads;
-        status = anyprec_build_tensor(&job);
-        done += t->dims[0];
-        if (progress)
-            progress(context, done, total);
-        free(w);
+        job.done_before = done;
+        job.total = total;
+        job.progress = progress;
+        job.context = context;
+        status = anyprec_build_tensor(&job, n_threads);
         if (status != PMPD_OK) {
             free(out);
             return status;
         }
+        done += t->dims[0];
+        /* Other threads may have finished the tensor's last steps. */
+        if (progress)
+            progress(context, done, total);
         pmpd_build_replace_data(t, PMPD_TENSOR_ANYPREC, out, bytes);
     }
     return PMPD_OK;
@@ -183,3 +203,4 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_add(pmpd_build_model *b, const char
 }
 
 #undef ANYPREC_BUILD_ROWS_PER_STEP
+#undef ANYPREC_BUILD_MAX_THREADS

@@ -13,11 +13,13 @@
  * classifier (kept exact, as Any-Precision LLM keeps them) by a
  * PMPD_TENSOR_ANYPREC tensor quantized from seed_bits up to parent_bits,
  * its columns weighed by importance where it has the tensor (NULL, or a
- * tensor it lacks: equally).  progress (may be NULL) is called with rows
- * done and total rows.
- * Errors: those of pmpd_anyprec_quantize. */
+ * tensor it lacks: equally), on threads threads (0: one per core; the
+ * bytes are the same for any count).  progress (may be NULL) is called
+ * from the calling thread with rows done and total rows, every 64 rows
+ * that thread quantizes and after every tensor.
+ * Errors: those of pmpd_anyprec_quantize, PMPD_ERR_THREAD. */
 PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsigned seed_bits, unsigned parent_bits,
-                                                     const pmpd_anyprec_importance *importance,
+                                                     const pmpd_anyprec_importance *importance, unsigned threads,
                                                      void (*progress)(void *context, uint64_t done, uint64_t total),
                                                      void *context);
 

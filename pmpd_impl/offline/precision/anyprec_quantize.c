@@ -5,12 +5,16 @@
  * later level splits each run at the point that minimises the weighted
  * squared error of the two halves (the exact optimal 2-means in 1-D, found
  * by one scan over prefix sums).  A child's code is its parent's code with
- * one more bit (0 = lower half), so k-bit codes are prefixes of parent codes. */
+ * one more bit (0 = lower half), so k-bit codes are prefixes of parent codes.
+ * Every step is linear in the row or better (radix sort, binary searches for
+ * the Lloyd boundaries), so a 1B-weight model converts in minutes. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pmpd.h"
+#include "pmpd_impl/offline/precision/anyprec_quantize.h"
+#include "pmpd_impl/offline/precision/anyprec_sort.h"
 #include "pmpd_impl/weights/anyprec/anyprec.h"
 
 #define ANYPREC_QUANTIZE_LLOYD_ROUNDS 100
@@ -23,18 +27,17 @@ typedef struct anyprec_quantize_item {
 
 typedef struct anyprec_quantize_work {
     anyprec_quantize_item *items;
+    uint32_t *order;  /* columns in sorted order */
+    uint64_t *sort_scratch;
+    unsigned char *codes; /* parent code of each column */
     double *sum_w, *sum_wv, *sum_wvv; /* prefix sums over the sorted items */
     size_t *bounds[PMPD_ANYPREC_MAX_BITS + 1]; /* level k: 2^k + 1 boundaries */
     double *centroids[PMPD_ANYPREC_MAX_BITS + 1];
+    /* Byte and bit of each column of a superblock in each plane's slice,
+     * asked of the layout once per call instead of once per weight. */
+    unsigned short place_byte[PMPD_ANYPREC_MAX_BITS][PMPD_ANYPREC_SUPER];
+    unsigned char place_bit[PMPD_ANYPREC_MAX_BITS][PMPD_ANYPREC_SUPER];
 } anyprec_quantize_work;
-
-static int anyprec_quantize_compare(const void *a, const void *b)
-{
-    const anyprec_quantize_item *x = (const anyprec_quantize_item *)a, *y = (const anyprec_quantize_item *)b;
-    if (x->value != y->value)
-        return x->value < y->value ? -1 : 1;
-    return x->col < y->col ? -1 : x->col > y->col;
-}
 
 static double anyprec_quantize_cost(const anyprec_quantize_work *q, size_t a, size_t b)
 {
@@ -47,6 +50,20 @@ static double anyprec_quantize_mean(const anyprec_quantize_work *q, size_t a, si
 {
     double w = q->sum_w[b] - q->sum_w[a];
     return w > 0.0 ? (q->sum_wv[b] - q->sum_wv[a]) / w : fallback;
+}
+
+/* The first index in [lo, n) whose value is above mid, n if none. */
+static size_t anyprec_quantize_above(const anyprec_quantize_work *q, size_t lo, size_t n, double mid)
+{
+    size_t hi = n;
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (q->items[m].value <= mid)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
 }
 
 static void anyprec_quantize_seed(anyprec_quantize_work *q, size_t n, unsigned seed_bits)
@@ -66,11 +83,11 @@ static void anyprec_quantize_seed(anyprec_quantize_work *q, size_t n, unsigned s
         int changed = 0;
         for (i = 0; i < clusters; i++)
             c[i] = anyprec_quantize_mean(q, b[i], b[i + 1], q->items[b[i] < n ? b[i] : n - 1].value);
-        /* Nearest centroid: the boundary is the first value above the midpoint. */
+        /* Nearest centroid: the boundary is the first value above the
+         * midpoint (not before the previous boundary); the values are
+         * sorted, so a binary search finds it. */
         for (i = 1, j = 0; i < clusters; i++) {
-            double mid = 0.5 * (c[i - 1] + c[i]);
-            while (j < n && q->items[j].value <= mid)
-                j++;
+            j = anyprec_quantize_above(q, j, n, 0.5 * (c[i - 1] + c[i]));
             changed |= b[i] != j;
             b[i] = j;
         }
@@ -146,14 +163,15 @@ static void anyprec_quantize_row(anyprec_quantize_work *q, const float *row, con
                                  const pmpd_anyprec_matrix *m, unsigned char *out, uint32_t r)
 {
     size_t i, j, clusters = (size_t)1 << parent_bits;
-    unsigned k, p, bit;
+    unsigned k, p;
     uint32_t s;
+    pmpd_anyprec_sort_row(row, n, q->order, q->sort_scratch);
     for (i = 0; i < n; i++) {
-        q->items[i].value = row[i];
-        q->items[i].weight = importance ? importance[i] : 1.0f;
-        q->items[i].col = (uint32_t)i;
+        uint32_t col = q->order[i];
+        q->items[i].value = row[col];
+        q->items[i].weight = importance ? importance[col] : 1.0f;
+        q->items[i].col = col;
     }
-    qsort(q->items, n, sizeof *q->items, anyprec_quantize_compare);
     q->sum_w[0] = q->sum_wv[0] = q->sum_wvv[0] = 0.0;
     for (i = 0; i < n; i++) {
         double w = q->items[i].weight, v = q->items[i].value;
@@ -168,28 +186,38 @@ static void anyprec_quantize_row(anyprec_quantize_work *q, const float *row, con
         anyprec_quantize_store_table(q->centroids[k], k, out + layout->width_offset[k] + r * sizeof(float),
                                      out + layout->offset_offset[k] + r * sizeof(float),
                                      out + layout->table_offset[k] + ((size_t)r << k));
-    /* The view's pointers are const; the bytes are ours to write. */
+    for (i = 0; i < clusters; i++)
+        for (j = q->bounds[parent_bits][i]; j < q->bounds[parent_bits][i + 1]; j++)
+            q->codes[q->items[j].col] = (unsigned char)i;
+    /* Cleared first, all planes: planes 0 and 1 may share a slice.  The
+     * view's pointers are const; the bytes are ours to write. */
     for (p = 0; p < parent_bits; p++)
         for (s = 0; s < m->superblocks; s++)
             memset((unsigned char *)(uintptr_t)pmpd_anyprec_block(m, p, r, s), 0,
                    pmpd_anyprec_super_bytes(m->paired, p));
-    for (i = 0; i < clusters; i++)
-        for (j = q->bounds[parent_bits][i]; j < q->bounds[parent_bits][i + 1]; j++) {
-            uint32_t col = q->items[j].col;
-            for (p = 0; p < parent_bits; p++)
-                if ((i >> (parent_bits - 1 - p)) & 1u) {
-                    unsigned char *block =
-                        (unsigned char *)(uintptr_t)pmpd_anyprec_block(m, p, r, col / PMPD_ANYPREC_SUPER);
-                    unsigned byte = pmpd_anyprec_bit_place(m->paired, p, col % PMPD_ANYPREC_SUPER, &bit);
-                    block[byte] |= (unsigned char)(1u << bit);
-                }
+    /* Bits in column order: each superblock's bytes are written in one
+     * place instead of scattered in value order. */
+    for (p = 0; p < parent_bits; p++) {
+        unsigned shift = parent_bits - 1 - p;
+        for (s = 0; s < m->superblocks; s++) {
+            unsigned char *block = (unsigned char *)(uintptr_t)pmpd_anyprec_block(m, p, r, s);
+            size_t c, base = (size_t)s * PMPD_ANYPREC_SUPER;
+            size_t end = n - base < PMPD_ANYPREC_SUPER ? n - base : PMPD_ANYPREC_SUPER;
+            for (c = 0; c < end; c++) {
+                unsigned bit = (q->codes[base + c] >> shift) & 1u;
+                block[q->place_byte[p][c]] |= (unsigned char)(bit << q->place_bit[p][c]);
+            }
         }
+    }
 }
 
 static void anyprec_quantize_free(anyprec_quantize_work *q)
 {
     unsigned k;
     free(q->items);
+    free(q->order);
+    free(q->sort_scratch);
+    free(q->codes);
     free(q->sum_w);
     free(q->sum_wv);
     free(q->sum_wvv);
@@ -214,11 +242,12 @@ static void anyprec_quantize_header(unsigned char *out, uint64_t rows, uint64_t 
     }
 }
 
-pmpd_status pmpd_anyprec_quantize(const float *w, uint64_t rows, uint64_t cols, const float *importance,
-                                  unsigned seed_bits, unsigned parent_bits, uint64_t row_begin,
-                                  uint64_t row_end, void *out, size_t out_size)
+PMPD_INTERNAL pmpd_status pmpd_anyprec_quantize_rows(const float *w, uint64_t rows, uint64_t cols,
+                                                     const float *importance, unsigned seed_bits,
+                                                     unsigned parent_bits, uint64_t row_begin, uint64_t row_end,
+                                                     void *out, size_t out_size, int write_header)
 {
-    anyprec_quantize_work q;
+    anyprec_quantize_work *q;
     pmpd_anyprec_layout layout;
     pmpd_status status;
     size_t n, r, i;
@@ -239,32 +268,53 @@ pmpd_status pmpd_anyprec_quantize(const float *w, uint64_t rows, uint64_t cols, 
         for (i = 0; i < n; i++)
             if (!isfinite(w[r * n + i]))
                 return PMPD_ERR_FORMAT_NONFINITE;
-    memset(&q, 0, sizeof q);
-    q.items = (anyprec_quantize_item *)malloc(n * sizeof *q.items);
-    q.sum_w = (double *)malloc((n + 1) * sizeof(double));
-    q.sum_wv = (double *)malloc((n + 1) * sizeof(double));
-    q.sum_wvv = (double *)malloc((n + 1) * sizeof(double));
-    status = q.items && q.sum_w && q.sum_wv && q.sum_wvv ? PMPD_OK : PMPD_ERR_OUT_OF_MEMORY;
+    q = (anyprec_quantize_work *)calloc(1, sizeof *q);
+    if (!q)
+        return PMPD_ERR_OUT_OF_MEMORY;
+    q->items = (anyprec_quantize_item *)malloc(n * sizeof *q->items);
+    q->order = (uint32_t *)malloc(n * sizeof *q->order);
+    q->sort_scratch = (uint64_t *)malloc(2 * n * sizeof *q->sort_scratch);
+    q->codes = (unsigned char *)malloc(n);
+    q->sum_w = (double *)malloc((n + 1) * sizeof(double));
+    q->sum_wv = (double *)malloc((n + 1) * sizeof(double));
+    q->sum_wvv = (double *)malloc((n + 1) * sizeof(double));
+    status = q->items && q->order && q->sort_scratch && q->codes && q->sum_w && q->sum_wv && q->sum_wvv
+                 ? PMPD_OK
+                 : PMPD_ERR_OUT_OF_MEMORY;
     for (k = seed_bits; k <= parent_bits && status == PMPD_OK; k++) {
-        q.bounds[k] = (size_t *)malloc((((size_t)1 << k) + 1) * sizeof(size_t));
-        q.centroids[k] = (double *)malloc(((size_t)1 << k) * sizeof(double));
-        if (!q.bounds[k] || !q.centroids[k])
+        q->bounds[k] = (size_t *)malloc((((size_t)1 << k) + 1) * sizeof(size_t));
+        q->centroids[k] = (double *)malloc(((size_t)1 << k) * sizeof(double));
+        if (!q->bounds[k] || !q->centroids[k])
             status = PMPD_ERR_OUT_OF_MEMORY;
     }
     if (status == PMPD_OK) {
         pmpd_anyprec_matrix m;
-        /* The call that starts at row 0 writes the header; calls on other
-         * rows read it, so once that call has returned, calls on disjoint
-         * row ranges can run on different threads. */
-        if (row_begin == 0)
+        unsigned p, c, bit;
+        if (write_header)
             anyprec_quantize_header((unsigned char *)out, rows, cols, seed_bits, parent_bits);
         pmpd_anyprec_bind(out, rows, cols, &m);
+        for (p = 0; p < parent_bits; p++)
+            for (c = 0; c < PMPD_ANYPREC_SUPER; c++) {
+                q->place_byte[p][c] = (unsigned short)pmpd_anyprec_bit_place(m.paired, p, c, &bit);
+                q->place_bit[p][c] = (unsigned char)bit;
+            }
         for (r = (size_t)row_begin; r < (size_t)row_end; r++)
-            anyprec_quantize_row(&q, w + r * n, importance, n, seed_bits, parent_bits, &layout, &m,
+            anyprec_quantize_row(q, w + r * n, importance, n, seed_bits, parent_bits, &layout, &m,
                                  (unsigned char *)out, (uint32_t)r);
     }
-    anyprec_quantize_free(&q);
+    anyprec_quantize_free(q);
+    free(q);
     return status;
+}
+
+pmpd_status pmpd_anyprec_quantize(const float *w, uint64_t rows, uint64_t cols, const float *importance,
+                                  unsigned seed_bits, unsigned parent_bits, uint64_t row_begin,
+                                  uint64_t row_end, void *out, size_t out_size)
+{
+    /* The call that starts at row 0 writes the header; calls on other rows
+     * read it. */
+    return pmpd_anyprec_quantize_rows(w, rows, cols, importance, seed_bits, parent_bits, row_begin, row_end, out,
+                                      out_size, row_begin == 0);
 }
 
 #undef ANYPREC_QUANTIZE_LLOYD_ROUNDS

@@ -80,7 +80,7 @@ static pmpd_status schedule_quantize(schedule_run *run, const pmpd_model *refere
         st = pmpd_build_convert_matrices(b, PMPD_TENSOR_F32); /* f16 layers are quantized from their floats */
     if (st == PMPD_OK)
         st = pmpd_anyprec_build_convert(b, run->r->seed_bits, run->r->parent_bits, o->weighted ? &importance : NULL,
-                                        o->progress, o->context);
+                                        0, o->progress, o->context);
     if (st == PMPD_OK)
         st = pmpd_quant_build_convert(b, PMPD_TENSOR_Q8, NULL, NULL);
     pmpd_anyprec_importance_free(&importance);

@@ -26,7 +26,8 @@ static pmpd_status pmpd_encode_anyprec(pmpd_build_model *b, const pmpd_convert_o
 {
     pmpd_status status = pmpd_anyprec_build_convert(b, options->anyprec_seed_bits ? options->anyprec_seed_bits : 2,
                                                     options->anyprec_parent_bits ? options->anyprec_parent_bits : 4,
-                                                    NULL, options->progress, options->progress_context);
+                                                    NULL, options->threads, options->progress,
+                                                    options->progress_context);
     /* The embedding and classifier (all that is left in f32) go to q8, as
      * with the group-quantized types: in f32 a 32,000-token vocabulary
      * would be most of what a decode step reads. */
