@@ -53,6 +53,7 @@ static void fuzz_stream_equals_serialized(const pmpd_build_model *whole, const p
     memset(&how, 0, sizeof how);
     how.type_of = fuzz_keep_f32;
     how.row_block = pmpd_weight_row_block;
+    how.tensor_bytes = pmpd_weight_stream_bytes;
     how.encode = pmpd_weight_encode_matrix;
     if (pmpd_build_write_stream(parts, out, &how, &written, &writing, NULL) != PMPD_OK || written != container_size)
         __builtin_trap();

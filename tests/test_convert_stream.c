@@ -207,7 +207,7 @@ static void convert_in_memory(const char *path, uint32_t type, test_container *c
 static void test_stream_equals_in_memory(void **state)
 {
     static const uint32_t types[] = {PMPD_TENSOR_F32, PMPD_TENSOR_F16, PMPD_TENSOR_Q8, PMPD_TENSOR_Q4,
-                                     PMPD_TENSOR_Q2CB};
+                                     PMPD_TENSOR_Q2CB, PMPD_TENSOR_ANYPREC};
     char stories[512];
     const char *inputs[3];
     pmpd_build_model b;
@@ -290,7 +290,9 @@ static unsigned char *write_chunked(const pmpd_build_model *b, const pmpd_conver
     memset(&how, 0, sizeof how);
     how.type_of = stream_type;
     how.row_block = pmpd_weight_row_block;
+    how.tensor_bytes = pmpd_weight_stream_bytes;
     how.encode = pmpd_weight_encode_matrix;
+    how.options = options;
     how.context = (void *)options;
     how.chunk_bytes = chunk_bytes;
     assert_int_equal(pmpd_build_write_stream(b, f, &how, &written, &writing, NULL), PMPD_OK);

@@ -162,9 +162,15 @@ typedef struct pmpd_build_stream {
     /* Rows that type lays out together: a chunk of rows is encoded on its
      * own when it is a multiple of this; 0 when the whole matrix must be. */
     uint64_t (*row_block)(uint32_t type);
-    /* Encodes rows x cols values (host floats) as type into out, size bytes. */
-    pmpd_status (*encode)(uint32_t type, const float *values, uint64_t rows, uint64_t cols, unsigned char *out,
-                          size_t size);
+    /* The stored bytes of an n_dims tensor of type (its rows when encoded
+     * in chunks), and the encoding of rows x cols values (host floats) as
+     * type into out, size bytes; both under options (nested widths,
+     * threads), which may be NULL for the defaults. */
+    pmpd_status (*tensor_bytes)(const pmpd_convert_options *options, uint32_t type, uint32_t n_dims,
+                                const uint64_t *dims, uint64_t *bytes);
+    pmpd_status (*encode)(const pmpd_convert_options *options, uint32_t type, const float *values, uint64_t rows,
+                          uint64_t cols, unsigned char *out, size_t size);
+    const pmpd_convert_options *options;
     /* After tensor index is written (may be NULL); done and total are bytes of the container. */
     void (*written)(void *context, uint32_t index, const pmpd_build_tensor *t, uint32_t type, uint64_t done,
                     uint64_t total);

@@ -273,7 +273,9 @@ static pmpd_status convert_stream(const pmpd_build_model *b, const char *out_pat
     context.n_tensors = b->n_tensors;
     how.type_of = convert_stream_type;
     how.row_block = pmpd_weight_row_block;
+    how.tensor_bytes = pmpd_weight_stream_bytes;
     how.encode = pmpd_weight_encode_matrix;
+    how.options = options;
     how.written = convert_stream_written;
     how.context = &context;
     how.chunk_bytes = 0;

@@ -109,6 +109,32 @@ static pmpd_status anyprec_build_tensor(anyprec_build_job *job, unsigned n_threa
     return job->status;
 }
 
+/* The worker count threads asks for: 0 is one per core. */
+static unsigned anyprec_build_threads(unsigned threads)
+{
+    int cpus = pmpd_platform_cpu_count();
+    unsigned n = threads ? threads : cpus < 1 ? 1 : (unsigned)cpus;
+    return n > ANYPREC_BUILD_MAX_THREADS ? ANYPREC_BUILD_MAX_THREADS : n;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_anyprec_build_matrix(const float *w, uint64_t rows, uint64_t cols,
+                                                    const float *importance, unsigned seed_bits,
+                                                    unsigned parent_bits, unsigned threads, unsigned char *out,
+                                                    size_t out_size)
+{
+    anyprec_build_job job;
+    memset(&job, 0, sizeof job);
+    job.w = w;
+    job.importance = importance;
+    job.rows = rows;
+    job.cols = cols;
+    job.seed_bits = seed_bits;
+    job.parent_bits = parent_bits;
+    job.out = out;
+    job.out_size = out_size;
+    return anyprec_build_tensor(&job, anyprec_build_threads(threads));
+}
+
 PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsigned seed_bits, unsigned parent_bits,
                                                      const pmpd_anyprec_importance *importance, unsigned threads,
                                                      void (*progress)(void *context, uint64_t done, uint64_t total),
@@ -116,10 +142,7 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsign
 {
     uint64_t total = 0, done = 0, bytes;
     uint32_t i;
-    int cpus = pmpd_platform_cpu_count();
-    unsigned n_threads = threads ? threads : cpus < 1 ? 1 : (unsigned)cpus;
-    if (n_threads > ANYPREC_BUILD_MAX_THREADS)
-        n_threads = ANYPREC_BUILD_MAX_THREADS;
+    unsigned n_threads = anyprec_build_threads(threads);
     for (i = 0; i < b->n_tensors; i++)
         if (anyprec_build_wanted(&b->tensors[i]))
             total += b->tensors[i].dims[0];

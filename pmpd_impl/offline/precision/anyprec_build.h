@@ -23,6 +23,17 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsign
                                                      void (*progress)(void *context, uint64_t done, uint64_t total),
                                                      void *context);
 
+/* One rows x cols matrix w quantized into out (out_size bytes,
+ * pmpd_anyprec_size, zero-filled) on threads threads (0: one per core),
+ * columns weighed by importance (may be NULL): the bytes
+ * pmpd_anyprec_build_convert stores for it.  For converters that write one
+ * tensor at a time.  Errors: those of pmpd_anyprec_quantize,
+ * PMPD_ERR_THREAD. */
+PMPD_INTERNAL pmpd_status pmpd_anyprec_build_matrix(const float *w, uint64_t rows, uint64_t cols,
+                                                    const float *importance, unsigned seed_bits,
+                                                    unsigned parent_bits, unsigned threads, unsigned char *out,
+                                                    size_t out_size);
+
 /* Adds a rows x cols PMPD_TENSOR_ANYPREC tensor whose bytes (a valid
  * header and layout, checked here) were made elsewhere, e.g. synthetic
  * weights for speed measurements.  Errors: those of pmpd_anyprec_view,

@@ -7,6 +7,7 @@
 #include "pmpd_impl/offline/precision/anyprec_build.h"
 #include "pmpd_impl/offline/quant/build.h"
 #include "pmpd_impl/offline/quant/quant.h"
+#include "pmpd_impl/weights/format.h"
 #include "pmpd_impl/weights/grouped/qformat.h"
 #include "pmpd_impl/offline/w8a8/w8a8_build.h"
 
@@ -65,7 +66,7 @@ static pmpd_status pmpd_encode_w8a8(pmpd_build_model *b, const pmpd_convert_opti
 static const pmpd_weight_encoder pmpd_weight_encoders[] = {
     {PMPD_TENSOR_F32, pmpd_encode_float, 1},      {PMPD_TENSOR_F16, pmpd_encode_float, 1},
     {PMPD_TENSOR_Q8, pmpd_encode_grouped, 1},     {PMPD_TENSOR_Q4, pmpd_encode_grouped, 1},
-    {PMPD_TENSOR_Q2CB, pmpd_encode_grouped, 1},   {PMPD_TENSOR_ANYPREC, pmpd_encode_anyprec, 0},
+    {PMPD_TENSOR_Q2CB, pmpd_encode_grouped, 1},   {PMPD_TENSOR_ANYPREC, pmpd_encode_anyprec, 1},
     {PMPD_TENSOR_W8A8, pmpd_encode_w8a8, 0},
 };
 
@@ -84,17 +85,49 @@ PMPD_INTERNAL uint32_t pmpd_weight_stream_type(const pmpd_convert_options *optio
         return PMPD_TENSOR_F32;
     if (options->keep_closest)
         return t->source_type ? t->source_type->closest : PMPD_TENSOR_F32;
-    if (pmpd_qformat_is_quantized((uint32_t)options->type) && pmpd_quant_build_is_vocabulary(t))
+    if ((pmpd_qformat_is_quantized((uint32_t)options->type) || options->type == PMPD_TENSOR_ANYPREC) &&
+        pmpd_quant_build_is_vocabulary(t))
         return PMPD_TENSOR_Q8;
     return (uint32_t)options->type;
 }
 
-PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(uint32_t type, const float *values, uint64_t rows, uint64_t cols,
+/* Nested widths of a conversion: options' or 2:4. */
+static void pmpd_weight_anyprec_widths(const pmpd_convert_options *options, unsigned *seed, unsigned *parent)
+{
+    *seed = options && options->anyprec_seed_bits ? options->anyprec_seed_bits : 2;
+    *parent = options && options->anyprec_parent_bits ? options->anyprec_parent_bits : 4;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_weight_stream_bytes(const pmpd_convert_options *options, uint32_t type,
+                                                   uint32_t n_dims, const uint64_t *dims, uint64_t *bytes)
+{
+    unsigned seed, parent;
+    size_t size;
+    pmpd_status status;
+    if (type != PMPD_TENSOR_ANYPREC)
+        return pmpd_weight_tensor_bytes(type, n_dims, dims, bytes);
+    if (n_dims != 2)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    pmpd_weight_anyprec_widths(options, &seed, &parent);
+    status = pmpd_anyprec_size(dims[0], dims[1], seed, parent, &size);
+    *bytes = size;
+    return status;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(const pmpd_convert_options *options, uint32_t type,
+                                                    const float *values, uint64_t rows, uint64_t cols,
                                                     unsigned char *out, size_t size)
 {
     uint64_t j;
     if (rows > SIZE_MAX || cols > SIZE_MAX)
         return PMPD_ERR_INVALID_ARGUMENT;
+    if (type == PMPD_TENSOR_ANYPREC) {
+        unsigned seed, parent;
+        pmpd_weight_anyprec_widths(options, &seed, &parent);
+        memset(out, 0, size); /* the quantizer writes bits into zeroed slices */
+        return pmpd_anyprec_build_matrix(values, rows, cols, NULL, seed, parent, options ? options->threads : 0, out,
+                                         size);
+    }
     if (type != PMPD_TENSOR_F16)
         return pmpd_quant_matrix(type, values, (size_t)rows, (size_t)cols, out, size);
     if (cols == 0 || size / 2 / cols != rows)

@@ -33,17 +33,26 @@ PMPD_INTERNAL const pmpd_weight_encoder *pmpd_weight_encoder_of(uint32_t type);
  * token embedding and classifier become q8. */
 PMPD_INTERNAL uint32_t pmpd_weight_stream_type(const pmpd_convert_options *options, const pmpd_build_tensor *t);
 
-/* Encodes the rows x cols matrix values (host floats) as type f16, q8, q4
- * or q2cb into out (size bytes, pmpd_weight_tensor_bytes of it).  Errors:
- * PMPD_ERR_INVALID_ARGUMENT (another type, a size that does not match),
- * PMPD_ERR_OUT_OF_MEMORY. */
-PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(uint32_t type, const float *values, uint64_t rows, uint64_t cols,
+/* Encodes the rows x cols matrix values (host floats) as type f16, q8, q4,
+ * q2cb or nested (options' widths and threads; options may be NULL for 2:4
+ * on every core) into out (size bytes, pmpd_weight_stream_bytes of it).
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (another type, a size that does not
+ * match), PMPD_ERR_OUT_OF_MEMORY, PMPD_ERR_THREAD. */
+PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(const pmpd_convert_options *options, uint32_t type,
+                                                    const float *values, uint64_t rows, uint64_t cols,
                                                     unsigned char *out, size_t size);
+
+/* The stored bytes of an n_dims tensor of type: pmpd_weight_tensor_bytes,
+ * or for nested weights (self-describing, no size of their own) the size
+ * at options' widths.  Errors: PMPD_ERR_INVALID_ARGUMENT,
+ * PMPD_ERR_OVERFLOW. */
+PMPD_INTERNAL pmpd_status pmpd_weight_stream_bytes(const pmpd_convert_options *options, uint32_t type,
+                                                   uint32_t n_dims, const uint64_t *dims, uint64_t *bytes);
 
 /* Rows that pmpd_weight_encode_matrix's type lays out together (f16 1, q8
  * and q4 their interleaved block), so a matrix encodes as consecutive
  * chunks of that many rows; 0 for q2cb, whose codebooks are learned from
- * the whole matrix. */
+ * the whole matrix, and nested weights, whose planes span every row. */
 PMPD_INTERNAL uint64_t pmpd_weight_row_block(uint32_t type);
 
 #endif /* PMPD_OFFLINE */
