@@ -117,10 +117,13 @@ static unsigned anyprec_build_threads(unsigned threads)
     return n > ANYPREC_BUILD_MAX_THREADS ? ANYPREC_BUILD_MAX_THREADS : n;
 }
 
-PMPD_INTERNAL pmpd_status pmpd_anyprec_build_matrix(const float *w, uint64_t rows, uint64_t cols,
-                                                    const float *importance, unsigned seed_bits,
-                                                    unsigned parent_bits, unsigned threads, unsigned char *out,
-                                                    size_t out_size)
+/* One matrix quantized into out on n_threads threads; progress (may be
+ * NULL) hears done_before + rows done, of total. */
+static pmpd_status anyprec_build_quantize(const float *w, uint64_t rows, uint64_t cols, const float *importance,
+                                          unsigned seed_bits, unsigned parent_bits, unsigned char *out,
+                                          size_t out_size, unsigned n_threads, uint64_t done_before, uint64_t total,
+                                          void (*progress)(void *context, uint64_t done, uint64_t total),
+                                          void *context)
 {
     anyprec_build_job job;
     memset(&job, 0, sizeof job);
@@ -132,7 +135,20 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_matrix(const float *w, uint64_t row
     job.parent_bits = parent_bits;
     job.out = out;
     job.out_size = out_size;
-    return anyprec_build_tensor(&job, anyprec_build_threads(threads));
+    job.done_before = done_before;
+    job.total = total;
+    job.progress = progress;
+    job.context = context;
+    return anyprec_build_tensor(&job, n_threads);
+}
+
+PMPD_INTERNAL pmpd_status pmpd_anyprec_build_matrix(const float *w, uint64_t rows, uint64_t cols,
+                                                    const float *importance, unsigned seed_bits,
+                                                    unsigned parent_bits, unsigned threads, unsigned char *out,
+                                                    size_t out_size)
+{
+    return anyprec_build_quantize(w, rows, cols, importance, seed_bits, parent_bits, out, out_size,
+                                  anyprec_build_threads(threads), 0, rows, NULL, NULL);
 }
 
 PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsigned seed_bits, unsigned parent_bits,
@@ -148,7 +164,6 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsign
             total += b->tensors[i].dims[0];
     for (i = 0; i < b->n_tensors; i++) {
         pmpd_build_tensor *t = &b->tensors[i];
-        anyprec_build_job job;
         unsigned char *out;
         pmpd_status status;
         if (!anyprec_build_wanted(t))
@@ -161,22 +176,11 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsign
         out = (unsigned char *)calloc((size_t)bytes, 1);
         if (!out)
             return PMPD_ERR_OUT_OF_MEMORY;
-        memset(&job, 0, sizeof job);
         /* Builder data are little-endian floats (the host order pmpd
          * supports) in a malloc'ed block: read in place, not copied. */
-        job.w = (const float *)(const void *)t->data;
-        job.importance = pmpd_anyprec_importance_find(importance, t->name, t->dims[1]);
-        job.rows = t->dims[0];
-        job.cols = t->dims[1];
-        job.seed_bits = seed_bits;
-        job.parent_bits = parent_bits;
-        job.out = out;
-        job.out_size = (size_t)bytes;
-        job.done_before = done;
-        job.total = total;
-        job.progress = progress;
-        job.context = context;
-        status = anyprec_build_tensor(&job, n_threads);
+        status = anyprec_build_quantize((const float *)(const void *)t->data, t->dims[0], t->dims[1],
+                                        pmpd_anyprec_importance_find(importance, t->name, t->dims[1]), seed_bits,
+                                        parent_bits, out, (size_t)bytes, n_threads, done, total, progress, context);
         if (status != PMPD_OK) {
             free(out);
             return status;
