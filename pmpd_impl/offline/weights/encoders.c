@@ -102,16 +102,12 @@ PMPD_INTERNAL pmpd_status pmpd_weight_stream_bytes(const pmpd_convert_options *o
                                                    uint32_t n_dims, const uint64_t *dims, uint64_t *bytes)
 {
     unsigned seed, parent;
-    size_t size;
-    pmpd_status status;
     if (type != PMPD_TENSOR_ANYPREC)
         return pmpd_weight_tensor_bytes(type, n_dims, dims, bytes);
     if (n_dims != 2)
         return PMPD_ERR_INVALID_ARGUMENT;
     pmpd_weight_anyprec_widths(options, &seed, &parent);
-    status = pmpd_anyprec_size(dims[0], dims[1], seed, parent, &size);
-    *bytes = size;
-    return status;
+    return pmpd_anyprec_size(dims[0], dims[1], seed, parent, bytes);
 }
 
 PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(const pmpd_convert_options *options, uint32_t type,
