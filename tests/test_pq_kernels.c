@@ -123,34 +123,38 @@ static void check_row_kernels(uint32_t lanes, uint32_t dim)
     free(acc);
 }
 
-static void check_pq_kernels(uint32_t lanes, uint32_t sub_dim, uint32_t bits)
+/* dim and tokens: with and without a tail of the AVX2 kernels' passes of
+ * four or eight subspaces and their blocks of 128 tokens. */
+static void check_pq_kernels(uint32_t lanes, uint32_t sub_dim, uint32_t bits, uint32_t dim, size_t tokens)
 {
     test_rng rng;
     pmpd_pq_codebook book;
     size_t lut_floats, i;
-    float *centroids, *qt, *lut_ref, *lut, *scores_ref, *scores, *bins_ref, *bins, *acc_ref, *acc;
-    float max_ref[8], max[8];
+    float *centroids, *qt, *lut_ref, *lut, *scores_ref, *scores, *bins_ref, *bins, *acc_start, *acc_ref, *acc;
+    float max_ref[16], max[16];
     uint8_t *codes;
     uint32_t l;
-    test_rng_seed(&rng, 100 + lanes * sub_dim + bits);
-    assert_int_equal(pmpd_pq_layout_init(&book.layout, DIM, sub_dim, bits), PMPD_OK);
+    test_rng_seed(&rng, 100 + lanes * sub_dim + bits + dim);
+    assert_int_equal(pmpd_pq_layout_init(&book.layout, dim, sub_dim, bits), PMPD_OK);
     centroids = random_floats(&rng, pmpd_pq_codebook_floats(&book.layout), 1.0f);
     book.centroids = centroids;
     lut_floats = (size_t)book.layout.n_sub * book.layout.n_centroids * lanes;
-    qt = random_floats(&rng, (size_t)DIM * lanes, 0.5f);
+    qt = random_floats(&rng, (size_t)dim * lanes, 0.5f);
     lut_ref = malloc(lut_floats * sizeof(float));
     lut = malloc(lut_floats * sizeof(float));
-    scores_ref = malloc(TOKENS * lanes * sizeof(float));
-    scores = malloc(TOKENS * lanes * sizeof(float));
+    scores_ref = malloc(tokens * lanes * sizeof(float));
+    scores = malloc(tokens * lanes * sizeof(float));
     bins_ref = calloc(lut_floats, sizeof(float));
     bins = calloc(lut_floats, sizeof(float));
-    acc_ref = random_floats(&rng, (size_t)DIM * lanes, 1.0f);
-    acc = malloc((size_t)DIM * lanes * sizeof(float));
-    codes = malloc((size_t)TOKENS * book.layout.code_bytes);
-    assert_true(lut_ref && lut && scores_ref && scores && bins_ref && bins && acc && codes);
-    memcpy(acc, acc_ref, (size_t)DIM * lanes * sizeof(float));
+    acc_start = random_floats(&rng, (size_t)dim * lanes, 1.0f);
+    acc_ref = malloc((size_t)dim * lanes * sizeof(float));
+    acc = malloc((size_t)dim * lanes * sizeof(float));
+    codes = malloc((size_t)tokens * book.layout.code_bytes);
+    assert_true(lut_ref && lut && scores_ref && scores && bins_ref && bins && acc_ref && acc && codes);
+    memcpy(acc_ref, acc_start, (size_t)dim * lanes * sizeof(float));
+    memcpy(acc, acc_start, (size_t)dim * lanes * sizeof(float));
     /* Packed layouts hold a code in each nibble. */
-    for (i = 0; i < (size_t)TOKENS * book.layout.code_bytes; i++) {
+    for (i = 0; i < (size_t)tokens * book.layout.code_bytes; i++) {
         uint32_t low = test_rng_u32(&rng) % book.layout.n_centroids, high = test_rng_u32(&rng) % book.layout.n_centroids;
         codes[i] = (uint8_t)(book.layout.packed ? low | high << 4 : low);
     }
@@ -160,16 +164,21 @@ static void check_pq_kernels(uint32_t lanes, uint32_t sub_dim, uint32_t bits)
     pmpd_pq_lut_scalar(&book, qt, lanes, lut_ref);
     SIMD_KERNEL(pmpd_pq_lut)(&book, qt, lanes, lut);
     assert_close(lut, lut_ref, lut_floats);
-    pmpd_pq_scores_scalar(lut_ref, &book.layout, lanes, codes, TOKENS, scores_ref, max_ref);
-    SIMD_KERNEL(pmpd_pq_scores)(lut_ref, &book.layout, lanes, codes, TOKENS, scores, max);
-    assert_close(scores, scores_ref, TOKENS * lanes);
+    pmpd_pq_scores_scalar(lut_ref, &book.layout, lanes, codes, tokens, scores_ref, max_ref);
+    SIMD_KERNEL(pmpd_pq_scores)(lut_ref, &book.layout, lanes, codes, tokens, scores, max);
+    assert_close(scores, scores_ref, tokens * lanes);
     assert_close(max, max_ref, lanes);
-    pmpd_pq_bins_scalar(scores_ref, lanes, &book.layout, codes, TOKENS, bins_ref);
-    SIMD_KERNEL(pmpd_pq_bins)(scores_ref, lanes, &book.layout, codes, TOKENS, bins);
+    pmpd_pq_bins_scalar(scores_ref, lanes, &book.layout, codes, tokens, bins_ref);
+    SIMD_KERNEL(pmpd_pq_bins)(scores_ref, lanes, &book.layout, codes, tokens, bins);
     assert_close(bins, bins_ref, lut_floats);
     pmpd_pq_bins_times_codebook_scalar(bins_ref, &book, lanes, acc_ref);
     SIMD_KERNEL(pmpd_pq_bins_times_codebook)(bins_ref, &book, lanes, acc);
-    assert_close(acc, acc_ref, (size_t)DIM * lanes);
+    assert_close(acc, acc_ref, (size_t)dim * lanes);
+    /* The whole value side (the SIMD set may skip the bins): the scalar
+     * bins, then the scalar bins x codebook, are its oracle. */
+    memcpy(acc, acc_start, (size_t)dim * lanes * sizeof(float));
+    SIMD_KERNEL(pmpd_pq_values)(scores_ref, lanes, &book, codes, tokens, bins, acc);
+    assert_close_sum(acc, acc_ref, (size_t)dim * lanes, (uint32_t)tokens);
     free(centroids);
     free(qt);
     free(lut_ref);
@@ -178,6 +187,7 @@ static void check_pq_kernels(uint32_t lanes, uint32_t sub_dim, uint32_t bits)
     free(scores);
     free(bins_ref);
     free(bins);
+    free(acc_start);
     free(acc_ref);
     free(acc);
     free(codes);
@@ -205,11 +215,15 @@ static void test_pq_kernels(void **state)
 {
     (void)state;
 #if KERNELS_SIMD
-    check_pq_kernels(4, 2, 8);
-    check_pq_kernels(8, 4, 8);
-    check_pq_kernels(4, 4, 5);
-    check_pq_kernels(4, 2, 4);
-    check_pq_kernels(8, 4, 3);
+    check_pq_kernels(4, 2, 8, DIM, TOKENS);
+    check_pq_kernels(8, 4, 8, DIM, TOKENS);
+    check_pq_kernels(4, 4, 5, DIM, TOKENS);
+    check_pq_kernels(4, 2, 4, DIM, TOKENS);
+    check_pq_kernels(8, 4, 3, DIM, TOKENS);
+    check_pq_kernels(4, 2, 8, 64, 300);
+    check_pq_kernels(8, 2, 6, 64, 300);
+    check_pq_kernels(4, 4, 8, 64, 300);
+    check_pq_kernels(12, 4, 7, 20, 129);
 #else
     skip();
 #endif

@@ -56,10 +56,29 @@
     PMPD_INTERNAL void pmpd_pq_bins_times_codebook_##isa(const float *bins,                         \
                                                          const pmpd_pq_codebook *book,              \
                                                          uint32_t lanes, float *acc);               \
+    /* acc[s*sub_dim + j][l] += sum_t weights[t][l] * centroids[s][code s of token t][j]: the      \
+     * value side of PQ attention; bins is room for n_sub * n_centroids * lanes floats (the       \
+     * kernel may sum through bins, then multiply them by the codebook)                           */ \
+    PMPD_INTERNAL void pmpd_pq_values_##isa(const float *weights, uint32_t lanes,                   \
+                                            const pmpd_pq_codebook *book, const uint8_t *codes,     \
+                                            size_t n, float *bins, float *acc);                     \
     /* index of the centroid nearest to x (squared distance summed over j in order, lowest index   \
      * on ties); one subspace's codebook transposed: columns[j*n_centroids + c] */                  \
     PMPD_INTERNAL uint32_t pmpd_pq_nearest_##isa(const float *columns, uint32_t n_centroids,        \
                                                  uint32_t sub_dim, const float *x);
+
+/* The value side as the seed computes it, through the bins kernels of one
+ * instruction set: softmax weights summed per centroid, then one bins x
+ * codebook product. */
+#define PMPD_PQ_VALUES_BY_BINS(isa, weights, lanes, book, codes, n, bins, acc)                       \
+    do {                                                                                            \
+        size_t bin_floats_ = (size_t)(book)->layout.n_sub * (book)->layout.n_centroids * (lanes);   \
+        size_t bin_ = 0;                                                                            \
+        for (; bin_ < bin_floats_; bin_++)                                                          \
+            (bins)[bin_] = 0.0f;                                                                    \
+        pmpd_pq_bins_##isa(weights, lanes, &(book)->layout, codes, n, bins);                        \
+        pmpd_pq_bins_times_codebook_##isa(bins, book, lanes, acc);                                  \
+    } while (0)
 
 /* The NEON set uses AArch64-only instructions (round to nearest, FMA on
  * every core); 32-bit Arm runs the scalar set. */

@@ -244,7 +244,6 @@ void pmpd_kv_row_accumulate_f16_avx2(const float *weights, uint32_t lanes, uint3
     kv_avx2_row_accumulate(weights, lanes, dim, rows, stride, n, acc, 1);
 }
 
-#undef KV_AVX2_INLINE
 #undef KV_AVX2_Q_CHUNK
 #undef KV_AVX2_PREFETCH_ROWS
 #undef KV_AVX2_ROW_BLOCK
@@ -366,38 +365,48 @@ void pmpd_pq_lut_avx2(const pmpd_pq_codebook *book, const float *qt, uint32_t la
     }
 }
 
-/* Tokens per block of the byte-code kernels below. */
-#define PQ_AVX2_TOKEN_BLOCK 128
+/* Tokens per block of the byte-code score kernel below. */
+#define PQ_AVX2_TOKEN_BLOCK 4096
 
-/* One query group of four heads with a code byte per subspace (8-bit
- * codes), the common case.  The whole LUT (n_sub x 256 entries of 16
- * bytes: 128 KB for 2-dim subspaces of a 64-dim head) does not fit in L1,
- * so a block of tokens is scored two subspaces at a time: the two 4 KB
- * tables, the block's codes and its scores stay in L1. */
-static void pq_avx2_scores_bytes4(const float *lut, uint32_t n_sub, size_t row, const uint8_t *codes, size_t n,
-                                  float *scores, float *max)
+/* Byte codes, one quad of lanes (lane l..l+3 of every row).  The whole LUT
+ * (n_sub x 256 entries of 16 bytes: 128 KB for 2-dim subspaces of a 64-dim
+ * head) does not fit in L1, so a block of tokens is scored four subspaces
+ * at a time: the four 4 KB tables stay in L1 while the block's codes and
+ * scores stream past (blocks of 4096 tokens measured faster on Zen3 than
+ * blocks that keep them in L1 too), and each token's score is read and
+ * written once per four lookups.  Codes are read byte by byte: with the
+ * table size a constant, each lookup is one load and one shift. */
+KV_AVX2_INLINE void pq_avx2_scores_bytes(const float *lut, size_t n_centroids, size_t n_sub, size_t lanes, size_t l,
+                                         const uint8_t *codes, size_t n, float *scores, float *max)
 {
-    __m128 m = _mm_loadu_ps(max);
-    size_t t0, t;
-    uint32_t s;
+    const size_t row = n_centroids * lanes;
+    __m128 m = _mm_loadu_ps(max + l);
+    size_t t0, t, s, k;
     for (t0 = 0; t0 < n; t0 += PQ_AVX2_TOKEN_BLOCK) {
         size_t t1 = n - t0 < PQ_AVX2_TOKEN_BLOCK ? n : t0 + PQ_AVX2_TOKEN_BLOCK;
         for (t = t0; t < t1; t++)
-            _mm_storeu_ps(scores + t * 4, _mm_setzero_ps());
-        for (s = 0; s < n_sub; s += 2) {
-            const float *l0 = lut + s * row, *l1 = s + 1 < n_sub ? l0 + row : NULL;
+            _mm_storeu_ps(scores + t * lanes + l, _mm_setzero_ps());
+        for (s = 0; s + 4 <= n_sub; s += 4) {
+            const float *l0 = lut + s * row + l;
             for (t = t0; t < t1; t++) {
                 const uint8_t *code = codes + t * n_sub + s;
-                __m128 v = _mm_loadu_ps(l0 + (size_t)code[0] * 4);
-                if (l1)
-                    v = _mm_add_ps(v, _mm_loadu_ps(l1 + (size_t)code[1] * 4));
-                _mm_storeu_ps(scores + t * 4, _mm_add_ps(_mm_loadu_ps(scores + t * 4), v));
+                float *score = scores + t * lanes + l;
+                __m128 v = _mm_add_ps(_mm_loadu_ps(l0 + code[0] * lanes), _mm_loadu_ps(l0 + row + code[1] * lanes));
+                v = _mm_add_ps(v, _mm_add_ps(_mm_loadu_ps(l0 + 2 * row + code[2] * lanes),
+                                             _mm_loadu_ps(l0 + 3 * row + code[3] * lanes)));
+                _mm_storeu_ps(score, _mm_add_ps(_mm_loadu_ps(score), v));
             }
         }
+        for (; s < n_sub; s++)
+            for (t = t0; t < t1; t++) {
+                float *score = scores + t * lanes + l;
+                k = codes[t * n_sub + s];
+                _mm_storeu_ps(score, _mm_add_ps(_mm_loadu_ps(score), _mm_loadu_ps(lut + s * row + l + k * lanes)));
+            }
         for (t = t0; t < t1; t++)
-            m = _mm_max_ps(m, _mm_loadu_ps(scores + t * 4));
+            m = _mm_max_ps(m, _mm_loadu_ps(scores + t * lanes + l));
     }
-    _mm_storeu_ps(max, m);
+    _mm_storeu_ps(max + l, m);
 }
 
 void pmpd_pq_scores_avx2(const float *lut, const pmpd_pq_layout *layout, uint32_t lanes, const uint8_t *codes,
@@ -405,8 +414,14 @@ void pmpd_pq_scores_avx2(const float *lut, const pmpd_pq_layout *layout, uint32_
 {
     size_t t, row = (size_t)layout->n_centroids * lanes;
     uint32_t s, l, n_sub = layout->n_sub;
-    if (lanes == 4 && !layout->packed) {
-        pq_avx2_scores_bytes4(lut, n_sub, row, codes, n, scores, max);
+    if (!layout->packed) {
+        /* Constant sizes in the common case turn table offsets into
+         * displacements. */
+        if (lanes == 4 && layout->n_centroids == 256)
+            pq_avx2_scores_bytes(lut, 256, n_sub, 4, 0, codes, n, scores, max);
+        else
+            for (l = 0; l < lanes; l += 4)
+                pq_avx2_scores_bytes(lut, layout->n_centroids, n_sub, lanes, l, codes, n, scores, max);
         return;
     }
     for (t = 0; t < n; t++) {
@@ -430,37 +445,11 @@ void pmpd_pq_scores_avx2(const float *lut, const pmpd_pq_layout *layout, uint32_
     }
 }
 
-/* Four heads, byte codes: each token adds its four weights to one bin per
- * subspace; a block of tokens at a time, one subspace (a 4 KB table of
- * bins) after another, for the same reason as the scores. */
-static void pq_avx2_bins_bytes4(const float *weights, uint32_t n_sub, size_t row, const uint8_t *codes, size_t n,
-                                float *bins)
-{
-    size_t t0, t;
-    uint32_t s;
-    for (t0 = 0; t0 < n; t0 += PQ_AVX2_TOKEN_BLOCK) {
-        size_t t1 = n - t0 < PQ_AVX2_TOKEN_BLOCK ? n : t0 + PQ_AVX2_TOKEN_BLOCK;
-        for (s = 0; s < n_sub; s++) {
-            float *table = bins + s * row;
-            const uint8_t *code = codes + t0 * n_sub + s;
-            const float *w = weights + t0 * 4;
-            for (t = t0; t < t1; t++, code += n_sub, w += 4) {
-                float *bin = table + (size_t)*code * 4;
-                _mm_storeu_ps(bin, _mm_add_ps(_mm_loadu_ps(bin), _mm_loadu_ps(w)));
-            }
-        }
-    }
-}
-
 void pmpd_pq_bins_avx2(const float *weights, uint32_t lanes, const pmpd_pq_layout *layout, const uint8_t *codes,
                        size_t n, float *bins)
 {
     size_t t, row = (size_t)layout->n_centroids * lanes;
     uint32_t s, l, n_sub = layout->n_sub;
-    if (lanes == 4 && !layout->packed) {
-        pq_avx2_bins_bytes4(weights, n_sub, row, codes, n, bins);
-        return;
-    }
     for (t = 0; t < n; t++) {
         const uint8_t *code = codes + t * layout->code_bytes;
         for (l = 0; l < lanes; l += 4) {
@@ -533,6 +522,154 @@ void pmpd_pq_bins_times_codebook_avx2(const float *bins, const pmpd_pq_codebook 
         }
 }
 
+/* The value side, for byte codes and one quad of lanes (l..l+3).  Rather
+ * than scattering each token's weights into a bin per subspace (a
+ * read-modify-write that stalls whenever a store has not yet left for the
+ * next token's load) and multiplying the bins by the codebook afterwards,
+ * every token adds its weights times its centroid straight into
+ * registers: eight 2-dim subspaces (or four 4-dim ones) at a time, one FMA
+ * per subspace (two for 4-dim), with the pass's codebooks in L1.  The
+ * accumulators are lane-major ([lane][j]), so one broadcast of a centroid
+ * serves all four lanes; they are transposed into acc[s*sub_dim + j][l] at
+ * the end.  Same sum as bins x codebook, in another order. */
+#define PQ_AVX2_CODE(k) ((k) * nc + code[k])
+#define PQ_AVX2_STEP2(k)                                                                           \
+    a##k = _mm256_fmadd_ps(w, _mm256_castpd_ps(_mm256_broadcast_sd((const double *)(book0 + PQ_AVX2_CODE(k) * 2))), \
+                           a##k)
+#define PQ_AVX2_STEP4(k)                                                                           \
+    do {                                                                                           \
+        __m256 c = _mm256_broadcast_ps((const __m128 *)(book0 + PQ_AVX2_CODE(k) * 4));            \
+        lo##k = _mm256_fmadd_ps(w01, c, lo##k);                                                    \
+        hi##k = _mm256_fmadd_ps(w23, c, hi##k);                                                    \
+    } while (0)
+
+/* acc rows 2s and 2s+1, lanes l..l+3, += a = [l0j0 l0j1 l1j0 l1j1 ...] */
+KV_AVX2_INLINE void pq_avx2_add_sub2(__m256 a, float *acc, size_t s, size_t lanes, size_t l)
+{
+    __m256 split = _mm256_permutevar8x32_ps(a, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
+    float *row0 = acc + s * 2 * lanes + l, *row1 = row0 + lanes;
+    _mm_storeu_ps(row0, _mm_add_ps(_mm_loadu_ps(row0), _mm256_castps256_ps128(split)));
+    _mm_storeu_ps(row1, _mm_add_ps(_mm_loadu_ps(row1), _mm256_extractf128_ps(split, 1)));
+}
+
+/* acc rows 4s..4s+3, lanes l..l+3, += lo = [l0 j0..3 | l1 j0..3], hi = lanes 2 and 3 */
+KV_AVX2_INLINE void pq_avx2_add_sub4(__m256 lo, __m256 hi, float *acc, size_t s, size_t lanes, size_t l)
+{
+    __m128 r0 = _mm256_castps256_ps128(lo), r1 = _mm256_extractf128_ps(lo, 1);
+    __m128 r2 = _mm256_castps256_ps128(hi), r3 = _mm256_extractf128_ps(hi, 1);
+    float *row = acc + s * 4 * lanes + l;
+    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+    _mm_storeu_ps(row, _mm_add_ps(_mm_loadu_ps(row), r0));
+    _mm_storeu_ps(row + lanes, _mm_add_ps(_mm_loadu_ps(row + lanes), r1));
+    _mm_storeu_ps(row + 2 * lanes, _mm_add_ps(_mm_loadu_ps(row + 2 * lanes), r2));
+    _mm_storeu_ps(row + 3 * lanes, _mm_add_ps(_mm_loadu_ps(row + 3 * lanes), r3));
+}
+
+KV_AVX2_INLINE void pq_avx2_values_sub2(const float *weights, size_t lanes, size_t l, const float *centroids,
+                                        size_t nc, size_t n_sub, const uint8_t *codes, size_t n, float *acc)
+{
+    const __m256i twice = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+    size_t s = 0, t;
+    for (; s + 8 <= n_sub; s += 8) {
+        const float *book0 = centroids + s * nc * 2;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+        for (t = 0; t < n; t++) {
+            __m256 w = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(weights + t * lanes + l)), twice);
+            const uint8_t *code = codes + t * n_sub + s;
+            PQ_AVX2_STEP2(0);
+            PQ_AVX2_STEP2(1);
+            PQ_AVX2_STEP2(2);
+            PQ_AVX2_STEP2(3);
+            PQ_AVX2_STEP2(4);
+            PQ_AVX2_STEP2(5);
+            PQ_AVX2_STEP2(6);
+            PQ_AVX2_STEP2(7);
+        }
+        pq_avx2_add_sub2(a0, acc, s, lanes, l);
+        pq_avx2_add_sub2(a1, acc, s + 1, lanes, l);
+        pq_avx2_add_sub2(a2, acc, s + 2, lanes, l);
+        pq_avx2_add_sub2(a3, acc, s + 3, lanes, l);
+        pq_avx2_add_sub2(a4, acc, s + 4, lanes, l);
+        pq_avx2_add_sub2(a5, acc, s + 5, lanes, l);
+        pq_avx2_add_sub2(a6, acc, s + 6, lanes, l);
+        pq_avx2_add_sub2(a7, acc, s + 7, lanes, l);
+    }
+    for (; s < n_sub; s++) {
+        const float *book0 = centroids + s * nc * 2;
+        __m256 a0 = _mm256_setzero_ps();
+        for (t = 0; t < n; t++) {
+            __m256 w = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(weights + t * lanes + l)), twice);
+            const uint8_t *code = codes + t * n_sub + s;
+            PQ_AVX2_STEP2(0);
+        }
+        pq_avx2_add_sub2(a0, acc, s, lanes, l);
+    }
+}
+
+KV_AVX2_INLINE void pq_avx2_values_sub4(const float *weights, size_t lanes, size_t l, const float *centroids,
+                                        size_t nc, size_t n_sub, const uint8_t *codes, size_t n, float *acc)
+{
+    const __m256i first = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1), second = _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3);
+    size_t s = 0, t;
+    for (; s + 4 <= n_sub; s += 4) {
+        const float *book0 = centroids + s * nc * 4;
+        __m256 lo0 = _mm256_setzero_ps(), lo1 = lo0, lo2 = lo0, lo3 = lo0, hi0 = lo0, hi1 = lo0, hi2 = lo0, hi3 = lo0;
+        for (t = 0; t < n; t++) {
+            __m256 w = _mm256_castps128_ps256(_mm_loadu_ps(weights + t * lanes + l));
+            __m256 w01 = _mm256_permutevar8x32_ps(w, first), w23 = _mm256_permutevar8x32_ps(w, second);
+            const uint8_t *code = codes + t * n_sub + s;
+            PQ_AVX2_STEP4(0);
+            PQ_AVX2_STEP4(1);
+            PQ_AVX2_STEP4(2);
+            PQ_AVX2_STEP4(3);
+        }
+        pq_avx2_add_sub4(lo0, hi0, acc, s, lanes, l);
+        pq_avx2_add_sub4(lo1, hi1, acc, s + 1, lanes, l);
+        pq_avx2_add_sub4(lo2, hi2, acc, s + 2, lanes, l);
+        pq_avx2_add_sub4(lo3, hi3, acc, s + 3, lanes, l);
+    }
+    for (; s < n_sub; s++) {
+        const float *book0 = centroids + s * nc * 4;
+        __m256 lo0 = _mm256_setzero_ps(), hi0 = lo0;
+        for (t = 0; t < n; t++) {
+            __m256 w = _mm256_castps128_ps256(_mm_loadu_ps(weights + t * lanes + l));
+            __m256 w01 = _mm256_permutevar8x32_ps(w, first), w23 = _mm256_permutevar8x32_ps(w, second);
+            const uint8_t *code = codes + t * n_sub + s;
+            PQ_AVX2_STEP4(0);
+        }
+        pq_avx2_add_sub4(lo0, hi0, acc, s, lanes, l);
+    }
+}
+#undef PQ_AVX2_CODE
+#undef PQ_AVX2_STEP2
+#undef PQ_AVX2_STEP4
+
+void pmpd_pq_values_avx2(const float *weights, uint32_t lanes, const pmpd_pq_codebook *book, const uint8_t *codes,
+                         size_t n, float *bins, float *acc)
+{
+    const size_t nc = book->layout.n_centroids, n_sub = book->layout.n_sub;
+    uint32_t l;
+    if (book->layout.packed) {
+        PMPD_PQ_VALUES_BY_BINS(avx2, weights, lanes, book, codes, n, bins, acc);
+        return;
+    }
+    /* Constant sizes in the common case (four lanes, 8-bit codes) turn
+     * codebook offsets into displacements. */
+    if (lanes == 4 && nc == 256) {
+        if (book->layout.sub_dim == 2)
+            pq_avx2_values_sub2(weights, 4, 0, book->centroids, 256, n_sub, codes, n, acc);
+        else
+            pq_avx2_values_sub4(weights, 4, 0, book->centroids, 256, n_sub, codes, n, acc);
+        return;
+    }
+    for (l = 0; l < lanes; l += 4) {
+        if (book->layout.sub_dim == 2)
+            pq_avx2_values_sub2(weights, lanes, l, book->centroids, nc, n_sub, codes, n, acc);
+        else
+            pq_avx2_values_sub4(weights, lanes, l, book->centroids, nc, n_sub, codes, n, acc);
+    }
+}
+
 /* Squared distances from x to centroids [c, c + 8), summed over j in order
  * with separate multiply and add, exactly like the scalar loop. */
 static __m256 pq_avx2_distances(const float *columns, uint32_t n_centroids, uint32_t sub_dim, const float *x,
@@ -593,6 +730,8 @@ uint32_t pmpd_pq_nearest_avx2(const float *columns, uint32_t n_centroids, uint32
         }
     return result;
 }
+
+#undef KV_AVX2_INLINE
 
 #else
 typedef int pq_attention_kernels_avx2_not_compiled;

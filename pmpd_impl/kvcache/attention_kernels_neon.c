@@ -228,6 +228,12 @@ void pmpd_pq_bins_times_codebook_neon(const float *bins, const pmpd_pq_codebook 
         }
 }
 
+void pmpd_pq_values_neon(const float *weights, uint32_t lanes, const pmpd_pq_codebook *book, const uint8_t *codes,
+                         size_t n, float *bins, float *acc)
+{
+    PMPD_PQ_VALUES_BY_BINS(neon, weights, lanes, book, codes, n, bins, acc);
+}
+
 /* Four centroids per step, reduced as in the AVX2 version. */
 uint32_t pmpd_pq_nearest_neon(const float *columns, uint32_t n_centroids, uint32_t sub_dim, const float *x)
 {

@@ -179,6 +179,12 @@ void pmpd_pq_bins_times_codebook_scalar(const float *bins, const pmpd_pq_codeboo
         }
 }
 
+void pmpd_pq_values_scalar(const float *weights, uint32_t lanes, const pmpd_pq_codebook *book, const uint8_t *codes,
+                         size_t n, float *bins, float *acc)
+{
+    PMPD_PQ_VALUES_BY_BINS(scalar, weights, lanes, book, codes, n, bins, acc);
+}
+
 uint32_t pmpd_pq_nearest_scalar(const float *columns, uint32_t n_centroids, uint32_t sub_dim, const float *x)
 {
     uint32_t c, j, best = 0;

@@ -2,8 +2,10 @@
  * Attention over the PQ cache (seed 001).  Per KV head, for its group of
  * query heads at once:
  *   history: LUT[s][c] = q_s . centroid_c (scaled), score_t = sum_s
- *     LUT[s][code_t,s]; softmax weights summed into per-subspace centroid
- *     bins for V; then one bins x codebook product gives the output;
+ *     LUT[s][code_t,s]; for V, the softmax weights times each token's
+ *     centroids (pmpd_pq_values: the seed sums weights into per-centroid
+ *     bins and multiplies them by the codebook; the AVX2 kernel adds into
+ *     registers directly, which measured faster);
  *   window: exact attention over the full-precision recent tokens;
  * and the two parts merged by log-sum-exp.
  */
@@ -71,17 +73,13 @@ static void pq_attention_history(const pmpd_pq_cache *cache, uint32_t kv_head, s
     const pmpd_pq_layout *kl = &cache->keys.layout, *vl = &cache->values.layout;
     const uint8_t *key_codes = cache->key_codes + (size_t)kv_head * cache->capacity * kl->code_bytes;
     const uint8_t *value_codes = cache->value_codes + (size_t)kv_head * cache->capacity * vl->code_bytes;
-    size_t i, bins = (size_t)vl->n_sub * vl->n_centroids * lanes;
     pmpd_attn_partial_clear(&s->history, lanes, cache->head_dim);
     if (n == 0)
         return;
     PMPD_KV_KERNEL(pmpd_pq_lut)(&cache->keys, s->qt, lanes, s->lut);
     PMPD_KV_KERNEL(pmpd_pq_scores)(s->lut, kl, lanes, key_codes, n, s->scores, s->history.max);
     PMPD_KV_KERNEL(pmpd_kv_exp)(s->scores, lanes, n, s->history.max, s->history.sum);
-    for (i = 0; i < bins; i++)
-        s->bins[i] = 0.0f;
-    PMPD_KV_KERNEL(pmpd_pq_bins)(s->scores, lanes, vl, value_codes, n, s->bins);
-    PMPD_KV_KERNEL(pmpd_pq_bins_times_codebook)(s->bins, &cache->values, lanes, s->history.acc);
+    PMPD_KV_KERNEL(pmpd_pq_values)(s->scores, lanes, &cache->values, value_codes, n, s->bins, s->history.acc);
 }
 
 void pmpd_pq_cache_attend_group(const pmpd_pq_cache *cache, uint32_t kv_head, const float *q, uint32_t group,
