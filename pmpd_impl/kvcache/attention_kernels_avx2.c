@@ -83,11 +83,20 @@ KV_AVX2_INLINE void kv_avx2_prefetch_row(const void *rows, size_t t, size_t n, s
         _mm_prefetch(p + b, _MM_HINT_T0);
 }
 
-/* [sum a0, sum a1, sum a2, sum a3] */
-static inline __m128 kv_avx2_sum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
+/* Two rows' sums [sum a00 .. sum a03 | sum a10 .. sum a13]: each pair of
+ * levels of pairwise sums without hadd (several micro-ops on AMD cores),
+ * and the two rows' halves folded together by one cross-lane add. */
+static inline __m256 kv_avx2_sum4x2(__m256 a00, __m256 a01, __m256 a02, __m256 a03, __m256 a10, __m256 a11,
+                                    __m256 a12, __m256 a13)
 {
-    __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
-    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    __m256 p0 = _mm256_add_ps(_mm256_unpacklo_ps(a00, a01), _mm256_unpackhi_ps(a00, a01));
+    __m256 p1 = _mm256_add_ps(_mm256_unpacklo_ps(a02, a03), _mm256_unpackhi_ps(a02, a03));
+    __m256 p2 = _mm256_add_ps(_mm256_unpacklo_ps(a10, a11), _mm256_unpackhi_ps(a10, a11));
+    __m256 p3 = _mm256_add_ps(_mm256_unpacklo_ps(a12, a13), _mm256_unpackhi_ps(a12, a13));
+    /* p0 = [a00 a01 a00 a01 | ...] partial sums: fold the pairs. */
+    __m256 r0 = _mm256_add_ps(_mm256_shuffle_ps(p0, p1, 0x44), _mm256_shuffle_ps(p0, p1, 0xEE));
+    __m256 r1 = _mm256_add_ps(_mm256_shuffle_ps(p2, p3, 0x44), _mm256_shuffle_ps(p2, p3, 0xEE));
+    return _mm256_add_ps(_mm256_permute2f128_ps(r0, r1, 0x20), _mm256_permute2f128_ps(r0, r1, 0x31));
 }
 
 /* scores[t][l0 .. l0+4) (+)= q chunk . row t over dims [d0, d1): two rows at
@@ -103,7 +112,7 @@ KV_AVX2_INLINE void kv_avx2_scores_chunk(const float (*q)[KV_AVX2_Q_CHUNK], uint
         const void *r0 = kv_avx2_row(rows, t, stride, half);
         const void *r1 = t + 1 < n ? kv_avx2_row(rows, t + 1, stride, half) : r0;
         __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00;
-        __m256 a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+        __m256 a10 = a00, a11 = a00, a12 = a00, a13 = a00, both;
         __m128 s;
         kv_avx2_prefetch_row(rows, t + KV_AVX2_PREFETCH_ROWS, n, stride, dim, half);
         kv_avx2_prefetch_row(rows, t + KV_AVX2_PREFETCH_ROWS + 1, n, stride, dim, half);
@@ -122,12 +131,13 @@ KV_AVX2_INLINE void kv_avx2_scores_chunk(const float (*q)[KV_AVX2_Q_CHUNK], uint
             a12 = _mm256_fmadd_ps(q2, k1, a12);
             a13 = _mm256_fmadd_ps(q3, k1, a13);
         }
-        s = kv_avx2_sum4(a00, a01, a02, a03);
+        both = kv_avx2_sum4x2(a00, a01, a02, a03, a10, a11, a12, a13);
+        s = _mm256_castps256_ps128(both);
         if (d0)
             s = _mm_add_ps(s, _mm_loadu_ps(scores + t * lanes + l0));
         _mm_storeu_ps(scores + t * lanes + l0, s);
         if (t + 1 < n) {
-            s = kv_avx2_sum4(a10, a11, a12, a13);
+            s = _mm256_extractf128_ps(both, 1);
             if (d0)
                 s = _mm_add_ps(s, _mm_loadu_ps(scores + (t + 1) * lanes + l0));
             _mm_storeu_ps(scores + (t + 1) * lanes + l0, s);
@@ -220,28 +230,50 @@ KV_AVX2_INLINE void kv_avx2_row_accumulate(const float *weights, uint32_t lanes,
         }
 }
 
+/* The common head sizes get copies with the size a constant: the loops
+ * over the dimension unroll and lose their tail tests. */
 void pmpd_kv_row_scores_avx2(const float *qt, uint32_t lanes, uint32_t dim, const float *rows, size_t stride,
                              size_t n, float *scores, float *max)
 {
-    kv_avx2_row_scores(qt, lanes, dim, rows, stride, n, scores, max, 0);
+    if (dim == 64)
+        kv_avx2_row_scores(qt, lanes, 64, rows, stride, n, scores, max, 0);
+    else if (dim == 128)
+        kv_avx2_row_scores(qt, lanes, 128, rows, stride, n, scores, max, 0);
+    else
+        kv_avx2_row_scores(qt, lanes, dim, rows, stride, n, scores, max, 0);
 }
 
 void pmpd_kv_row_accumulate_avx2(const float *weights, uint32_t lanes, uint32_t dim, const float *rows,
                                  size_t stride, size_t n, float *acc)
 {
-    kv_avx2_row_accumulate(weights, lanes, dim, rows, stride, n, acc, 0);
+    if (dim == 64)
+        kv_avx2_row_accumulate(weights, lanes, 64, rows, stride, n, acc, 0);
+    else if (dim == 128)
+        kv_avx2_row_accumulate(weights, lanes, 128, rows, stride, n, acc, 0);
+    else
+        kv_avx2_row_accumulate(weights, lanes, dim, rows, stride, n, acc, 0);
 }
 
 void pmpd_kv_row_scores_f16_avx2(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *rows, size_t stride,
                                  size_t n, float *scores, float *max)
 {
-    kv_avx2_row_scores(qt, lanes, dim, rows, stride, n, scores, max, 1);
+    if (dim == 64)
+        kv_avx2_row_scores(qt, lanes, 64, rows, stride, n, scores, max, 1);
+    else if (dim == 128)
+        kv_avx2_row_scores(qt, lanes, 128, rows, stride, n, scores, max, 1);
+    else
+        kv_avx2_row_scores(qt, lanes, dim, rows, stride, n, scores, max, 1);
 }
 
 void pmpd_kv_row_accumulate_f16_avx2(const float *weights, uint32_t lanes, uint32_t dim, const uint16_t *rows,
                                      size_t stride, size_t n, float *acc)
 {
-    kv_avx2_row_accumulate(weights, lanes, dim, rows, stride, n, acc, 1);
+    if (dim == 64)
+        kv_avx2_row_accumulate(weights, lanes, 64, rows, stride, n, acc, 1);
+    else if (dim == 128)
+        kv_avx2_row_accumulate(weights, lanes, 128, rows, stride, n, acc, 1);
+    else
+        kv_avx2_row_accumulate(weights, lanes, dim, rows, stride, n, acc, 1);
 }
 
 #undef KV_AVX2_Q_CHUNK
