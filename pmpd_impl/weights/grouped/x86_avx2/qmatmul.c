@@ -74,7 +74,7 @@ static inline __m256i pmpd_avx2_load(const unsigned char *p)
     return _mm256_loadu_si256((const __m256i *)(const void *)p);
 }
 
-PMPD_AVX2_INLINE void pmpd_avx2_unpack(uint32_t type, const unsigned char *block, const __m256i *codebooks,
+PMPD_AVX2_INLINE void pmpd_avx2_unpack(uint32_t type, const unsigned char *block, const uint64_t *pairs,
                                     pmpd_avx2_block *b)
 {
     const unsigned char *body = block + 2 * PMPD_QROWS;
@@ -96,22 +96,14 @@ PMPD_AVX2_INLINE void pmpd_avx2_unpack(uint32_t type, const unsigned char *block
         b->w[3] = _mm256_and_si256(_mm256_srli_epi16(u1, 4), low);
     } else {
         /* Lane 0 holds rows 0, 1 and lane 1 rows 2, 3; row i's levels sit
-         * at table bytes 4i..4i+3. */
+         * at table bytes 4i..4i+3 of both lanes.  Each id byte (rows 0, 1
+         * and rows 2, 3) picks 8 of those bytes from the tensor's table of
+         * codebook pairs: two scalar loads instead of building the table
+         * with permutes (several micro-ops each on AMD cores). */
         const __m256i three = _mm256_set1_epi8(3);
         const __m256i row_base = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 8, 8, 8, 8, 8, 8,
                                                   8, 8, 12, 12, 12, 12, 12, 12, 12, 12);
-        /* The 4 ids as dword indices (rows 0..3, both lanes); VPERMD picks
-         * each row's codebook word from codebooks 0-7 and 8-15, bit 3 of
-         * the id (moved to the sign bit) chooses between them. */
-        uint16_t packed;
-        __m256i ids, table;
-        memcpy(&packed, body, sizeof packed);
-        ids = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(packed), _mm256_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12)),
-                               _mm256_set1_epi32(15));
-        table = _mm256_castps_si256(_mm256_blendv_ps(
-            _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(codebooks[0], ids)),
-            _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(codebooks[1], ids)),
-            _mm256_castsi256_ps(_mm256_slli_epi32(ids, 28))));
+        __m256i table = _mm256_broadcastsi128_si256(_mm_set_epi64x((long long)pairs[body[1]], (long long)pairs[body[0]]));
         __m256i raw = pmpd_avx2_load(body + 2);
         b->w[0] = _mm256_shuffle_epi8(table, _mm256_or_si256(_mm256_and_si256(raw, three), row_base));
         b->w[1] = _mm256_shuffle_epi8(
@@ -183,12 +175,12 @@ PMPD_AVX2_INLINE __m256i pmpd_avx2_dot(uint32_t type, const pmpd_avx2_block *b, 
 
 /* One group of the GEMV: acc + the block's products with token t. */
 PMPD_AVX2_INLINE __m256 pmpd_avx2_gemv_group(uint32_t type, const unsigned char *block, const pmpd_qact *act,
-                                             const __m256i *codebooks, size_t t, size_t g, __m256 acc)
+                                             const uint64_t *pairs, size_t t, size_t g, __m256 acc)
 {
     pmpd_avx2_block b;
     size_t i = t * act->n_groups + g;
     __m256i dot;
-    pmpd_avx2_unpack(type, block, codebooks, &b);
+    pmpd_avx2_unpack(type, block, pairs, &b);
     dot = pmpd_avx2_dot(type, &b, pmpd_qact_chunk(act, t, 4 * g), &act->sum[i]);
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(b.scale, _mm256_set1_ps(act->scale[i])), acc);
 }
@@ -210,18 +202,18 @@ PMPD_AVX2_INLINE void pmpd_avx2_store(__m256 acc, float *y, size_t ldy, size_t t
  * odd groups go to separate accumulators, halving the chain of dependent
  * FMAs. */
 PMPD_AVX2_INLINE void pmpd_avx2_gemv(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
-                                     const __m256i *codebooks, size_t rb, size_t t, size_t row_end, float *y,
+                                     const uint64_t *pairs, size_t rb, size_t t, size_t row_end, float *y,
                                      size_t ldy)
 {
     const unsigned char *blocks = pmpd_qformat_block(w, rb, 0);
     size_t g, n_groups = act->n_groups, step = pmpd_qformat_block_bytes(type);
     __m256 even = _mm256_setzero_ps(), odd = _mm256_setzero_ps();
     for (g = 0; g + 2 <= n_groups; g += 2) {
-        even = pmpd_avx2_gemv_group(type, blocks + g * step, act, codebooks, t, g, even);
-        odd = pmpd_avx2_gemv_group(type, blocks + (g + 1) * step, act, codebooks, t, g + 1, odd);
+        even = pmpd_avx2_gemv_group(type, blocks + g * step, act, pairs, t, g, even);
+        odd = pmpd_avx2_gemv_group(type, blocks + (g + 1) * step, act, pairs, t, g + 1, odd);
     }
     if (g < n_groups)
-        even = pmpd_avx2_gemv_group(type, blocks + g * step, act, codebooks, t, g, even);
+        even = pmpd_avx2_gemv_group(type, blocks + g * step, act, pairs, t, g, even);
     pmpd_avx2_store(_mm256_add_ps(even, odd), y, ldy, t, rb * PMPD_QROWS, row_end);
 }
 
@@ -233,7 +225,7 @@ PMPD_AVX2_INLINE void pmpd_avx2_gemv(uint32_t type, const pmpd_qmatrix *w, const
  * ahead into L2, and the four row blocks give independent FMA chains.
  * Streams past the last row block repeat the first and are not stored. */
 PMPD_AVX2_INLINE void pmpd_avx2_decode(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
-                                       const __m256i *codebooks, size_t row_begin, size_t row_end, float *y)
+                                       const uint64_t *pairs, size_t row_begin, size_t row_end, float *y)
 {
     const size_t step = pmpd_qformat_block_bytes(type), n_groups = act->n_groups;
     size_t rb0 = row_begin / PMPD_QROWS, rb_end = (row_end + PMPD_QROWS - 1) / PMPD_QROWS;
@@ -255,7 +247,7 @@ PMPD_AVX2_INLINE void pmpd_avx2_decode(uint32_t type, const pmpd_qmatrix *w, con
 #pragma GCC unroll 4
                 for (line = 0; line < step; line += 64)
                     _mm_prefetch((const char *)(block + line) + PMPD_AVX2_PREFETCH, _MM_HINT_T1);
-                acc[j] = pmpd_avx2_gemv_group(type, block, act, codebooks, 0, g, acc[j]);
+                acc[j] = pmpd_avx2_gemv_group(type, block, act, pairs, 0, g, acc[j]);
             }
         }
 #pragma GCC unroll 4
@@ -268,7 +260,7 @@ PMPD_AVX2_INLINE void pmpd_avx2_decode(uint32_t type, const pmpd_qmatrix *w, con
 /* GEMM: row block rb by tokens t0..t0+PMPD_AVX2_TOKENS-1, each unpacked
  * block serving every token of the tile. */
 PMPD_AVX2_INLINE void pmpd_avx2_gemm_tile(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
-                                          const __m256i *codebooks, size_t rb, size_t t0, size_t row_end,
+                                          const uint64_t *pairs, size_t rb, size_t t0, size_t row_end,
                                           float *y, size_t ldy)
 {
     const size_t n_tokens = PMPD_AVX2_TOKENS;
@@ -280,7 +272,7 @@ PMPD_AVX2_INLINE void pmpd_avx2_gemm_tile(uint32_t type, const pmpd_qmatrix *w, 
     for (j = 0; j < n_tokens; j++)
         acc[j] = _mm256_setzero_ps();
     for (g = 0; g < n_groups; g++) {
-        pmpd_avx2_unpack(type, blocks + g * pmpd_qformat_block_bytes(type), codebooks, &b);
+        pmpd_avx2_unpack(type, blocks + g * pmpd_qformat_block_bytes(type), pairs, &b);
 #pragma GCC unroll 8
         for (j = 0; j < n_tokens; j++) {
             size_t t = t0 + j;
@@ -294,22 +286,31 @@ PMPD_AVX2_INLINE void pmpd_avx2_gemm_tile(uint32_t type, const pmpd_qmatrix *w, 
         pmpd_avx2_store(acc[j], y, ldy, t0 + j, rb * PMPD_QROWS, row_end);
 }
 
-/* q2cb levels of the 16 codebooks biased into [0, 128], one codebook per
- * dword: codebooks 0-7 in the first vector, 8-15 in the second. */
-static void pmpd_avx2_biased_codebooks(const pmpd_qmatrix *w, __m256i codebooks[2])
+/* q2cb levels biased into [0, 128], for every pair of codebook ids (a
+ * block's id byte: even row in the low nibble): the first id's 4 levels,
+ * then the second's. */
+static void pmpd_avx2_codebook_pairs(const pmpd_qmatrix *w, uint64_t pairs[256])
 {
-    const __m256i bias = _mm256_set1_epi8(PMPD_Q2CB_LEVEL_LIMIT);
-    codebooks[0] = _mm256_add_epi8(pmpd_avx2_load(w->data), bias);
-    codebooks[1] = _mm256_add_epi8(pmpd_avx2_load(w->data + 32), bias);
+    unsigned char biased[PMPD_Q2CB_HEADER_BYTES], pair[8];
+    unsigned i, j;
+    for (i = 0; i < PMPD_Q2CB_HEADER_BYTES; i++)
+        biased[i] = (unsigned char)(w->data[i] + PMPD_Q2CB_LEVEL_LIMIT);
+    for (i = 0; i < 256; i++) {
+        for (j = 0; j < PMPD_Q2CB_LEVELS; j++) {
+            pair[j] = biased[(i & 15u) * PMPD_Q2CB_LEVELS + j];
+            pair[PMPD_Q2CB_LEVELS + j] = biased[(i >> 4) * PMPD_Q2CB_LEVELS + j];
+        }
+        memcpy(&pairs[i], pair, sizeof pair);
+    }
 }
 
 PMPD_AVX2_INLINE void pmpd_avx2_walk(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
-                                     const __m256i *codebooks, size_t row_begin, size_t row_end, float *y,
+                                     const uint64_t *pairs, size_t row_begin, size_t row_end, float *y,
                                      size_t ldy)
 {
     size_t rb, t0, first;
     if (act->n_tokens == 1) {
-        pmpd_avx2_decode(type, w, act, codebooks, row_begin, row_end, y);
+        pmpd_avx2_decode(type, w, act, pairs, row_begin, row_end, y);
         return;
     }
     for (first = 0; first < act->n_tokens; first += PMPD_QMATMUL_TOKEN_BLOCK) {
@@ -317,9 +318,9 @@ PMPD_AVX2_INLINE void pmpd_avx2_walk(uint32_t type, const pmpd_qmatrix *w, const
                                                                        : first + PMPD_QMATMUL_TOKEN_BLOCK;
         for (rb = row_begin / PMPD_QROWS; rb * PMPD_QROWS < row_end; rb++) {
             for (t0 = first; t0 + PMPD_AVX2_TOKENS <= last; t0 += PMPD_AVX2_TOKENS)
-                pmpd_avx2_gemm_tile(type, w, act, codebooks, rb, t0, row_end, y, ldy);
+                pmpd_avx2_gemm_tile(type, w, act, pairs, rb, t0, row_end, y, ldy);
             for (; t0 < last; t0++)
-                pmpd_avx2_gemv(type, w, act, codebooks, rb, t0, row_end, y, ldy);
+                pmpd_avx2_gemv(type, w, act, pairs, rb, t0, row_end, y, ldy);
         }
     }
 }
@@ -327,18 +328,19 @@ PMPD_AVX2_INLINE void pmpd_avx2_walk(uint32_t type, const pmpd_qmatrix *w, const
 PMPD_INTERNAL void pmpd_qmatmul_avx2(const pmpd_qmatrix *w, const pmpd_qact *act, size_t row_begin,
                                      size_t row_end, float *y, size_t ldy)
 {
-    __m256i codebooks[2];
-    codebooks[0] = codebooks[1] = _mm256_setzero_si256();
+    /* 2 KB of stack: rebuilt per call (256 entries), far less work than
+     * the blocks of any matrix that uses it. */
+    uint64_t pairs[256];
     switch (w->type) {
     case PMPD_TENSOR_Q8:
-        pmpd_avx2_walk(PMPD_TENSOR_Q8, w, act, codebooks, row_begin, row_end, y, ldy);
+        pmpd_avx2_walk(PMPD_TENSOR_Q8, w, act, NULL, row_begin, row_end, y, ldy);
         break;
     case PMPD_TENSOR_Q4:
-        pmpd_avx2_walk(PMPD_TENSOR_Q4, w, act, codebooks, row_begin, row_end, y, ldy);
+        pmpd_avx2_walk(PMPD_TENSOR_Q4, w, act, NULL, row_begin, row_end, y, ldy);
         break;
     default:
-        pmpd_avx2_biased_codebooks(w, codebooks);
-        pmpd_avx2_walk(PMPD_TENSOR_Q2CB, w, act, codebooks, row_begin, row_end, y, ldy);
+        pmpd_avx2_codebook_pairs(w, pairs);
+        pmpd_avx2_walk(PMPD_TENSOR_Q2CB, w, act, pairs, row_begin, row_end, y, ldy);
         break;
     }
 }
