@@ -66,7 +66,9 @@ KV_AVX2_INLINE const void *kv_avx2_row(const void *rows, size_t t, size_t stride
 /* Rows this far ahead are prefetched: long contexts stream K and V from
  * memory, and the arithmetic between loads would otherwise keep too few
  * misses in flight (measured: 5-6 GB/s at 16K-32K context without it). */
+#ifndef KV_AVX2_PREFETCH_ROWS
 #define KV_AVX2_PREFETCH_ROWS 16
+#endif
 #define KV_AVX2_ROW_BLOCK 16 /* rows per pass over the accumulators */
 
 /* Every cache line of row t (if it exists) towards L1. */
