@@ -410,6 +410,14 @@ void pmpd_pq_lut_avx2(const pmpd_pq_codebook *book, const float *qt, uint32_t la
  * blocks that keep them in L1 too), and each token's score is read and
  * written once per four lookups.  Codes are read byte by byte: with the
  * table size a constant, each lookup is one load and one shift. */
+/* One token's score += its entries in four subspaces' tables. */
+KV_AVX2_INLINE void pq_avx2_score4(const float *l0, size_t row, size_t lanes, const uint8_t *code, float *score)
+{
+    __m128 v = _mm_add_ps(_mm_loadu_ps(l0 + code[0] * lanes), _mm_loadu_ps(l0 + row + code[1] * lanes));
+    v = _mm_add_ps(v, _mm_add_ps(_mm_loadu_ps(l0 + 2 * row + code[2] * lanes), _mm_loadu_ps(l0 + 3 * row + code[3] * lanes)));
+    _mm_storeu_ps(score, _mm_add_ps(_mm_loadu_ps(score), v));
+}
+
 KV_AVX2_INLINE void pq_avx2_scores_bytes(const float *lut, size_t n_centroids, size_t n_sub, size_t lanes, size_t l,
                                          const uint8_t *codes, size_t n, float *scores, float *max)
 {
@@ -422,14 +430,8 @@ KV_AVX2_INLINE void pq_avx2_scores_bytes(const float *lut, size_t n_centroids, s
             _mm_storeu_ps(scores + t * lanes + l, _mm_setzero_ps());
         for (s = 0; s + 4 <= n_sub; s += 4) {
             const float *l0 = lut + s * row + l;
-            for (t = t0; t < t1; t++) {
-                const uint8_t *code = codes + t * n_sub + s;
-                float *score = scores + t * lanes + l;
-                __m128 v = _mm_add_ps(_mm_loadu_ps(l0 + code[0] * lanes), _mm_loadu_ps(l0 + row + code[1] * lanes));
-                v = _mm_add_ps(v, _mm_add_ps(_mm_loadu_ps(l0 + 2 * row + code[2] * lanes),
-                                             _mm_loadu_ps(l0 + 3 * row + code[3] * lanes)));
-                _mm_storeu_ps(score, _mm_add_ps(_mm_loadu_ps(score), v));
-            }
+            for (t = t0; t < t1; t++)
+                pq_avx2_score4(l0, row, lanes, codes + t * n_sub + s, scores + t * lanes + l);
         }
         for (; s < n_sub; s++)
             for (t = t0; t < t1; t++) {

@@ -9,8 +9,9 @@
  *   nested-kbit     one 256-column superblock of a 4-row block;
  *   attn-*-scores   two K rows of a 64-dim head against 4 query heads;
  *   attn-*-values   four V rows, 16 of their dims, into 4 heads' sums.
- * The PQ attention loops are not here: their bodies are a few loads and
- * one add or FMA per code, which the kernels' comments count. */
+ *   pq-scores       one token's score over four subspaces (4 heads): 4 codes
+ *                   (code bytes) per iteration.
+ */
 #include "pmpd_impl/kvcache/attention_kernels_avx2.c"
 #include "pmpd_impl/weights/anyprec/anyprec_gemv_avx2.c"
 #include "pmpd_impl/weights/grouped/x86_avx2/qmatmul.c"
@@ -25,6 +26,7 @@ void mca_nested(unsigned bits, const pmpd_anyprec_matrix *m, const int8_t *xq, c
                 uint32_t s, __m256 *acc);
 void mca_attention(const float (*q)[256], const void *rows, const float *weights, float *scores,
                    float (*sums)[256], int half);
+void mca_pq_scores(const float *lut, const uint8_t *codes, float *scores);
 
 /* Groups g and g+1 of row block 0, as the GEMV runs them. */
 #define MCA_GROUPS(type, name)                                                                                       \
@@ -90,6 +92,14 @@ void mca_attention(const float (*q)[256], const void *rows, const float *weights
         kv_avx2_accumulate_block(weights, 4, 0, 64, 0, rows, 64, 0, 4, sums, 0, 0);
         MCA_END("attn-f32-values/64/256");
     }
+}
+
+/* 8-bit codes, tables of 256 entries of 4 lanes. */
+void mca_pq_scores(const float *lut, const uint8_t *codes, float *scores)
+{
+    MCA_BEGIN("pq-scores/4/4");
+    pq_avx2_score4(lut, 1024, 4, codes, scores);
+    MCA_END("pq-scores/4/4");
 }
 
 #if PMPD_QMATMUL_AVX512
