@@ -55,8 +55,8 @@ void mca_nested_4bit(const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_
         const unsigned char *blocks = pmpd_qformat_block(w, 0, g);                                                  \
         float32x4_t even = acc[0], odd = acc[1];                                                                      \
         MCA_BEGIN(name);                                                                                             \
-        even = pmpd_neon_gemv_group(type, blocks, act, &codebooks, 0, g, even);                                      \
-        odd = pmpd_neon_gemv_group(type, blocks + pmpd_qformat_block_bytes(type), act, &codebooks, 0, g + 1, odd);  \
+        even = pmpd_neon_gemv_group(type, blocks, act, pairs, 0, g, even);                                      \
+        odd = pmpd_neon_gemv_group(type, blocks + pmpd_qformat_block_bytes(type), act, pairs, 0, g + 1, odd);  \
         MCA_END(name);                                                                                               \
         acc[0] = even;                                                                                               \
         acc[1] = odd;                                                                                                \
@@ -64,7 +64,8 @@ void mca_nested_4bit(const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_
 
 void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, size_t g, float32x4_t *acc)
 {
-    const int8x16x4_t codebooks = pmpd_neon_codebooks(w);
+    uint64_t pairs[256];
+    pmpd_q2cb_codebook_pairs(w, 0, pairs);
     if (type == PMPD_TENSOR_Q8)
         MCA_GROUPS(PMPD_TENSOR_Q8, "q8/256/272");
     else if (type == PMPD_TENSOR_Q4)
