@@ -18,7 +18,8 @@ void mca_nested_3bit(const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_
                      float32x4_t *acc);
 void mca_nested_4bit(const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_anyprec_units *u, uint32_t s,
                      float32x4_t *acc);
-void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, size_t g, float32x4_t *acc);
+void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, const uint64_t *pairs, size_t g,
+                   float32x4_t *acc);
 
 /* The tables stay in registers across superblocks, as in the real loop. */
 #define MCA_NESTED(bits, name)                                                                                       \
@@ -62,10 +63,9 @@ void mca_nested_4bit(const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_
         acc[1] = odd;                                                                                                \
     } while (0)
 
-void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, size_t g, float32x4_t *acc)
+void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, const uint64_t *pairs, size_t g,
+                   float32x4_t *acc)
 {
-    uint64_t pairs[256];
-    pmpd_q2cb_codebook_pairs(w, 0, pairs);
     if (type == PMPD_TENSOR_Q8)
         MCA_GROUPS(PMPD_TENSOR_Q8, "q8/256/272");
     else if (type == PMPD_TENSOR_Q4)

@@ -69,10 +69,12 @@ PMPD_NEON_INLINE void pmpd_neon_unpack(uint32_t type, const unsigned char *block
                                       vld1_s8((const int8_t *)(const void *)&pairs[body[1]]));
 #pragma GCC unroll 8
         for (h = 0; h < 2; h++) {
-            uint8x16_t raw = vld1q_u8(body + 2 + 16 * h), base = vld1q_u8(row_base[h]);
-            b->w[h] = vqtbl1q_s8(table, vorrq_u8(vandq_u8(raw, vdupq_n_u8(3)), base));
-            b->w[2 + h] = vqtbl1q_s8(table, vorrq_u8(vandq_u8(vshrq_n_u8(raw, 2), vdupq_n_u8(3)), base));
-            b->w[4 + h] = vqtbl1q_s8(table, vorrq_u8(vandq_u8(vshrq_n_u8(raw, 4), vdupq_n_u8(3)), base));
+            /* Index bits 0..1 from the codes, the rest from the row base:
+             * one bit select (BIF) instead of an AND and an ORR. */
+            uint8x16_t raw = vld1q_u8(body + 2 + 16 * h), base = vld1q_u8(row_base[h]), three = vdupq_n_u8(3);
+            b->w[h] = vqtbl1q_s8(table, vbslq_u8(three, raw, base));
+            b->w[2 + h] = vqtbl1q_s8(table, vbslq_u8(three, vshrq_n_u8(raw, 2), base));
+            b->w[4 + h] = vqtbl1q_s8(table, vbslq_u8(three, vshrq_n_u8(raw, 4), base));
             b->w[6 + h] = vqtbl1q_s8(table, vorrq_u8(vshrq_n_u8(raw, 6), base));
         }
     }
