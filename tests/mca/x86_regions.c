@@ -7,7 +7,9 @@
  *   q8 / q4 / q2cb  two 4-row groups of 32 (the GEMV's even/odd pair);
  *   *-avx512        one group of a tile of 4 row blocks (16 rows);
  *   nested-kbit     one 256-column superblock of a 4-row block;
- *   attn-*-scores   two K rows of a 64-dim head against 4 query heads;
+ *   attn-*-scores   two K rows of a 16-dim head against 4 query heads,
+ *                   reduction included (a 64-dim head runs the 16-dim
+ *                   loop body 4 times, then one reduction);
  *   attn-*-values   four V rows, 16 of their dims, into 4 heads' sums.
  *   pq-scores       one token's score over four subspaces (4 heads): 4 codes
  *                   (code bytes) per iteration.
@@ -78,16 +80,16 @@ void mca_attention(const float (*q)[256], const void *rows, const float *weights
                    float (*sums)[256], int half)
 {
     if (half) {
-        MCA_BEGIN("attn-f16-scores/128/256");
-        kv_avx2_scores_chunk(q, 4, 0, 64, 0, 64, rows, 64, 2, scores, 1);
-        MCA_END("attn-f16-scores/128/256");
+        MCA_BEGIN("attn-f16-scores/32/64");
+        kv_avx2_scores_chunk(q, 4, 0, 16, 0, 16, rows, 64, 2, scores, 1);
+        MCA_END("attn-f16-scores/32/64");
         MCA_BEGIN("attn-f16-values/64/128");
         kv_avx2_accumulate_block(weights, 4, 0, 64, 0, rows, 64, 0, 4, sums, 0, 1);
         MCA_END("attn-f16-values/64/128");
     } else {
-        MCA_BEGIN("attn-f32-scores/128/512");
-        kv_avx2_scores_chunk(q, 4, 0, 64, 0, 64, rows, 64, 2, scores, 0);
-        MCA_END("attn-f32-scores/128/512");
+        MCA_BEGIN("attn-f32-scores/32/128");
+        kv_avx2_scores_chunk(q, 4, 0, 16, 0, 16, rows, 64, 2, scores, 0);
+        MCA_END("attn-f32-scores/32/128");
         MCA_BEGIN("attn-f32-values/64/256");
         kv_avx2_accumulate_block(weights, 4, 0, 64, 0, rows, 64, 0, 4, sums, 0, 0);
         MCA_END("attn-f32-values/64/256");
