@@ -231,7 +231,7 @@ typedef struct pmpd_model pmpd_model;
  * Model containers and tokenizer
  * ====================================================================== */
 
-/* Kinds of the typed sections a .pmpd container may carry (README, "File
+/* Kinds of the typed sections a .pmpd container may carry (docs/models.md, "File
  * format").  The numeric values are part of the file format.  A reader skips
  * a section of a kind it does not know unless the section is flagged
  * required, in which case the open fails with PMPD_ERR_FORMAT_REQUIRED_SECTION. */
@@ -431,7 +431,7 @@ typedef struct pmpd_convert_tensor_report {
 typedef struct pmpd_convert_options {
     const char *tokenizer_path;   /* llama2.c tokenizer.bin, or NULL */
     pmpd_tensor_type type;        /* PMPD_TENSOR_F32 or _F16 for the matrices, or _Q8, _Q4,
-                                     _Q2CB (group-quantized, README "Group-quantized weights"),
+                                     _Q2CB (group-quantized, docs/kernels.md),
                                      or _ANYPREC (nested); with the quantized types the token
                                      embedding and classifier become q8 */
     /* PMPD_TENSOR_ANYPREC only: the tree's seed and parent widths (0: 2 and 4). */
@@ -441,7 +441,7 @@ typedef struct pmpd_convert_options {
      * what the shadow path buys. */
     int w8a8_no_shadow;
     /* 1: every matrix in the pmpd type nearest its GGUF tensor's type
-     * (README "GGUF import" has the table; other inputs' matrices stay f32);
+     * (docs/models.md has the keep-closest table; other inputs' matrices stay f32);
      * type is then not used. */
     int keep_closest;
     /* PMPD_TENSOR_ANYPREC only: threads quantizing rows, the caller's
@@ -472,7 +472,7 @@ typedef struct pmpd_convert_summary {
  * renamed, so no partial output is left on failure.  f32, f16, q8, q4,
  * q2cb and keep_closest stream: a GGUF's tensors are read, encoded and
  * written a chunk of rows at a time, so memory does not grow with the
- * model (README "Models: converting and loading").  options may be NULL
+ * model (docs/models.md).  options may be NULL
  * (f32, no tokenizer unless the input carries one); summary may be NULL.
  * Errors: PMPD_ERR_NOT_FOUND / PMPD_ERR_IO for files, PMPD_ERR_FORMAT_* for
  * malformed input (err names the field and byte offset, summary->failed_input
@@ -735,7 +735,7 @@ pmpd_status pmpd_sampler_sample(pmpd_sampler *sampler, const float *logits, pmpd
 /* Bytes of a PMPD_TENSOR_ANYPREC tensor of rows x cols whose tree starts
  * with a seed_bits-bit k-means and is split down to parent_bits bits
  * (1 <= seed_bits <= parent_bits <= PMPD_ANYPREC_MAX_BITS); layout in
- * README.md, "ANYPREC tensors".  Such a tensor can be used at any width
+ * docs/pmpd.md, "ANYPREC tensors".  Such a tensor can be used at any width
  * from seed_bits to parent_bits.
  * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL bytes, widths out of range, zero
  * or over 2^31 rows or cols), PMPD_ERR_OVERFLOW. */

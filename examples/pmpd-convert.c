@@ -17,7 +17,7 @@
  *      (pmpd_schedule_calibrate_file; needs --type anyprec), keeping the
  *      codebooks of step 2 byte for byte.
  * --type keep-closest stores each GGUF matrix in the pmpd type nearest its
- * own (README "GGUF import"), and the summary lists each tensor's choice.
+ * own (docs/models.md, --type keep-closest), and the summary lists each tensor's choice.
  * f32, f16, q8, q4, q2cb and keep-closest stream: one tensor in memory at
  * a time, so a model larger than the machine's memory converts.
  * It ends with a summary: per tensor type the count and bytes, the sections

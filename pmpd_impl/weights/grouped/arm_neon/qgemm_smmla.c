@@ -7,7 +7,7 @@
  *
  * Micro-kernel: one row block (4 rows) by 2 token pairs; per group that is
  * 16 SMMLAs on 8 weight registers, 4 integer and 4 float accumulators,
- * leaving room for the activations without spilling (see the README for
+ * leaving room for the activations without spilling (see docs/kernels.md for
  * the disassembly check).
  */
 #include "pmpd_impl/weights/grouped/arm_neon/qunpack.h"
