@@ -594,9 +594,12 @@ typedef struct pmpd_session_config {
     uint32_t kv_window;      /* PMPD_KV_PQ only: newest tokens kept in full
                                 precision, coded as one batch when full;
                                 0 = head_dim; capped at context_length */
+    uint32_t trace_events;   /* 0 = no trace; else room in the arena for this
+                                many trace events (pmpd_session_trace) */
 } pmpd_session_config;
 
-/* Sets the defaults: whole context, f32 KV cache, batch 32, one thread. */
+/* Sets the defaults: whole context, f32 KV cache, batch 128, one thread,
+ * no trace. */
 void pmpd_session_config_init(pmpd_session_config *config);
 
 /* The largest n_threads a session accepts: PMPD_MAX_THREADS as this library
@@ -672,6 +675,38 @@ size_t pmpd_session_position(const pmpd_session *session);
  * before are no longer valid.  Errors: PMPD_ERR_INVALID_ARGUMENT,
  * PMPD_ERR_STATE (destroyed session). */
 pmpd_status pmpd_session_reset(pmpd_session *session);
+
+/* One step of the schedule, as a trace records it: a share of one pool job
+ * (one thread's range of a matrix product's rows, of attention's query
+ * groups, ...) or a whole job that ran on the calling thread alone. */
+typedef struct pmpd_trace_event {
+    const char *name;      /* the matrix's tensor name, or the step's ("attention",
+                              "rmsnorm", "swiglu", "add"); not NUL-terminated */
+    uint32_t name_length;
+    uint32_t layer;        /* PMPD_TRACE_NO_LAYER outside the layers */
+    const char *category;  /* NUL-terminated: "product" (matrix rows),
+                              "quantize" (a product's input), "attention",
+                              "elementwise" */
+    uint32_t thread;       /* 0 = the calling thread, 1.. = workers */
+    uint64_t begin_ns, end_ns; /* monotonic clock (0 where the platform has none) */
+} pmpd_trace_event;
+
+#define PMPD_TRACE_NO_LAYER 0xFFFFFFFFu
+
+/* The events recorded since the session was created or the trace last
+ * cleared, in the order their steps finished (threads interleave), and
+ * *dropped, the events that found the trace full (config.trace_events
+ * bounds it).  The events are the session's, valid until the next call
+ * that runs the model or clears the trace; names point into the model.
+ * A session created without a trace reports 0 events.  Not thread-safe
+ * against a running call on the same session.
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (a NULL argument), PMPD_ERR_STATE
+ * (destroyed session). */
+pmpd_status pmpd_session_trace(const pmpd_session *session, const pmpd_trace_event **events, size_t *count,
+                               size_t *dropped);
+
+/* Forgets the recorded events (the arena room stays).  Errors as above. */
+pmpd_status pmpd_session_trace_clear(pmpd_session *session);
 
 /* Stops and joins the worker threads.  The arena memory stays the caller's.
  * Afterwards every call on the session returns PMPD_ERR_STATE (as long as

@@ -29,6 +29,7 @@ struct pmpd_pool {
     void *ctx;
     size_t n_items;
     size_t granule;
+    pmpd_trace *trace;
 };
 
 /* bytes rounded up to PMPD_ARENA_ALIGNMENT (small, fixed sizes: no overflow). */
@@ -90,12 +91,26 @@ static void pmpd_pool_range(const pmpd_pool *pool, unsigned t, size_t *begin, si
     *end = e < pool->n_items ? e : pool->n_items;
 }
 
+/* task over [begin, end) on thread t, timed when the pool keeps a trace. */
+static void pmpd_pool_call(const pmpd_pool *pool, pmpd_pool_task task, void *ctx, size_t begin, size_t end,
+                           unsigned t)
+{
+    uint64_t start;
+    if (!pool->trace) {
+        task(ctx, begin, end, t);
+        return;
+    }
+    start = pmpd_platform_now_ns();
+    task(ctx, begin, end, t);
+    pmpd_trace_record(pool->trace, t, start, pmpd_platform_now_ns());
+}
+
 static void pmpd_pool_do_share(pmpd_pool *pool, unsigned t)
 {
     size_t begin, end;
     pmpd_pool_range(pool, t, &begin, &end);
     if (begin < end)
-        pool->task(pool->ctx, begin, end, t);
+        pmpd_pool_call(pool, pool->task, pool->ctx, begin, end, t);
 }
 
 /* Before blocking on a condition variable, a thread spins on the word it
@@ -220,6 +235,7 @@ PMPD_INTERNAL pmpd_status pmpd_pool_create(pmpd_arena *arena, unsigned n_threads
     pool->ctx = NULL;
     pool->n_items = 0;
     pool->granule = 1;
+    pool->trace = NULL;
     if (n_threads > 1) {
         if (pmpd_pool_init_sync(pool) != PMPD_OK) {
             pmpd_arena_restore(arena, mark);
@@ -249,7 +265,7 @@ PMPD_INTERNAL void pmpd_pool_run(pmpd_pool *pool, pmpd_pool_task task, void *ctx
     if (granule == 0)
         granule = 1;
     if (pool->n_threads == 1 || n_items <= granule) {
-        task(ctx, 0, n_items, 0);
+        pmpd_pool_call(pool, task, ctx, 0, n_items, 0);
         return;
     }
     pool->task = task;
@@ -283,7 +299,7 @@ PMPD_INTERNAL void pmpd_pool_run_weighed(pmpd_pool *pool, pmpd_pool_task task, v
     /* Compared by division, so a huge job cannot overflow into a small one. */
     if (n_items == 0 || item_work == 0 || n_items < PMPD_POOL_MIN_PARALLEL_WORK / item_work) {
         if (n_items > 0)
-            task(ctx, 0, n_items, 0);
+            pmpd_pool_call(pool, task, ctx, 0, n_items, 0);
         return;
     }
     pmpd_pool_run(pool, task, ctx, n_items, granule);
@@ -292,6 +308,16 @@ PMPD_INTERNAL void pmpd_pool_run_weighed(pmpd_pool *pool, pmpd_pool_task task, v
 PMPD_INTERNAL unsigned pmpd_pool_threads(const pmpd_pool *pool)
 {
     return pool->n_threads;
+}
+
+PMPD_INTERNAL void pmpd_pool_set_trace(pmpd_pool *pool, pmpd_trace *trace)
+{
+    pool->trace = trace;
+}
+
+PMPD_INTERNAL pmpd_trace *pmpd_pool_get_trace(const pmpd_pool *pool)
+{
+    return pool ? pool->trace : NULL;
 }
 
 PMPD_INTERNAL void pmpd_pool_destroy(pmpd_pool *pool)

@@ -15,6 +15,7 @@
 
 #include "pmpd.h"
 #include "pmpd_impl/core/config.h"
+#include "pmpd_impl/exec/trace.h"
 
 typedef struct pmpd_pool pmpd_pool;
 
@@ -49,6 +50,12 @@ PMPD_INTERNAL void pmpd_pool_run_weighed(pmpd_pool *pool, pmpd_pool_task task, v
                                          size_t granule, size_t item_work);
 
 PMPD_INTERNAL unsigned pmpd_pool_threads(const pmpd_pool *pool);
+
+/* Every share of every job from now on is timed and recorded in trace
+ * (NULL: none), under the label its poster gave it (pmpd_trace_label on
+ * pmpd_pool_get_trace: a no-op without a trace). */
+PMPD_INTERNAL void pmpd_pool_set_trace(pmpd_pool *pool, pmpd_trace *trace);
+PMPD_INTERNAL pmpd_trace *pmpd_pool_get_trace(const pmpd_pool *pool);
 
 /* Stops and joins the workers.  The arena storage stays with the caller. */
 PMPD_INTERNAL void pmpd_pool_destroy(pmpd_pool *pool);
