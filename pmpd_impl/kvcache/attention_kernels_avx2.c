@@ -249,51 +249,47 @@ KV_AVX2_INLINE void kv_avx2_row_accumulate(const float *weights, uint32_t lanes,
 }
 
 /* The common head sizes get copies with the size a constant: the loops
- * over the dimension unroll and lose their tail tests. */
+ * over the dimension unroll and lose their tail tests.  (A dispatching
+ * inline function instead of this macro measured 5% slower f16 scores.) */
+#define KV_AVX2_BY_HEAD_SIZE(call, half)                                                            \
+    do {                                                                                           \
+        if (dim == 64)                                                                             \
+            call(64, half);                                                                        \
+        else if (dim == 128)                                                                       \
+            call(128, half);                                                                       \
+        else                                                                                       \
+            call(dim, half);                                                                       \
+    } while (0)
+#define KV_AVX2_SCORES(size, half) kv_avx2_row_scores(qt, lanes, size, rows, stride, n, scores, max, half)
+#define KV_AVX2_ACCUMULATE(size, half) kv_avx2_row_accumulate(weights, lanes, size, rows, stride, n, acc, half)
+
 void pmpd_kv_row_scores_avx2(const float *qt, uint32_t lanes, uint32_t dim, const float *rows, size_t stride,
                              size_t n, float *scores, float *max)
 {
-    if (dim == 64)
-        kv_avx2_row_scores(qt, lanes, 64, rows, stride, n, scores, max, 0);
-    else if (dim == 128)
-        kv_avx2_row_scores(qt, lanes, 128, rows, stride, n, scores, max, 0);
-    else
-        kv_avx2_row_scores(qt, lanes, dim, rows, stride, n, scores, max, 0);
+    KV_AVX2_BY_HEAD_SIZE(KV_AVX2_SCORES, 0);
 }
 
 void pmpd_kv_row_accumulate_avx2(const float *weights, uint32_t lanes, uint32_t dim, const float *rows,
                                  size_t stride, size_t n, float *acc)
 {
-    if (dim == 64)
-        kv_avx2_row_accumulate(weights, lanes, 64, rows, stride, n, acc, 0);
-    else if (dim == 128)
-        kv_avx2_row_accumulate(weights, lanes, 128, rows, stride, n, acc, 0);
-    else
-        kv_avx2_row_accumulate(weights, lanes, dim, rows, stride, n, acc, 0);
+    KV_AVX2_BY_HEAD_SIZE(KV_AVX2_ACCUMULATE, 0);
 }
 
 void pmpd_kv_row_scores_f16_avx2(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *rows, size_t stride,
                                  size_t n, float *scores, float *max)
 {
-    if (dim == 64)
-        kv_avx2_row_scores(qt, lanes, 64, rows, stride, n, scores, max, 1);
-    else if (dim == 128)
-        kv_avx2_row_scores(qt, lanes, 128, rows, stride, n, scores, max, 1);
-    else
-        kv_avx2_row_scores(qt, lanes, dim, rows, stride, n, scores, max, 1);
+    KV_AVX2_BY_HEAD_SIZE(KV_AVX2_SCORES, 1);
 }
 
 void pmpd_kv_row_accumulate_f16_avx2(const float *weights, uint32_t lanes, uint32_t dim, const uint16_t *rows,
                                      size_t stride, size_t n, float *acc)
 {
-    if (dim == 64)
-        kv_avx2_row_accumulate(weights, lanes, 64, rows, stride, n, acc, 1);
-    else if (dim == 128)
-        kv_avx2_row_accumulate(weights, lanes, 128, rows, stride, n, acc, 1);
-    else
-        kv_avx2_row_accumulate(weights, lanes, dim, rows, stride, n, acc, 1);
+    KV_AVX2_BY_HEAD_SIZE(KV_AVX2_ACCUMULATE, 1);
 }
 
+#undef KV_AVX2_BY_HEAD_SIZE
+#undef KV_AVX2_SCORES
+#undef KV_AVX2_ACCUMULATE
 #undef KV_AVX2_SCORES_STEP
 #undef KV_AVX2_Q_CHUNK
 #undef KV_AVX2_PREFETCH_ROWS
