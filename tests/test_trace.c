@@ -1,5 +1,5 @@
-/* The schedule trace: the pool records one event per thread's share of a
- * job, with its thread, range timing and label; and pmpd_session_trace on
+/* The schedule trace: the pool records one event per range of a job a
+ * thread runs, with its thread, timing and label; and pmpd_session_trace on
  * stories260K in q4, two threads (a model this small runs every job on
  * the calling thread): every event names a real step (a matrix of the model, attention
  * or an element-wise step) of a real layer and thread; one thread's events
@@ -107,7 +107,7 @@ static void test_pool_records_each_share(void **state)
     pmpd_trace *trace;
     volatile unsigned long sink = 0;
     int seen[2] = {0, 0};
-    size_t i;
+    size_t i, first_job;
     (void)state;
     assert_int_equal(pmpd_trace_plan(16, &bytes), PMPD_OK);
     assert_int_equal(pmpd_pool_plan(2, &pool_bytes), PMPD_OK);
@@ -120,8 +120,11 @@ static void test_pool_records_each_share(void **state)
     pmpd_trace_layer(pmpd_pool_get_trace(pool), 3);
     pmpd_trace_label(pmpd_pool_get_trace(pool), "job-a", 5, "product");
     pmpd_pool_run(pool, spin_items, (void *)&sink, 100000, 1);
-    assert_int_equal(pmpd_trace_count(trace), 2); /* one share per thread */
-    for (i = 0; i < 2; i++) {
+    /* A range per thread, and the shared tail's chunks (pool.h). */
+    first_job = pmpd_trace_count(trace);
+    assert_true(first_job >= 2 && first_job <= 6);
+    assert_int_equal(pmpd_trace_dropped(trace), 0);
+    for (i = 0; i < first_job; i++) {
         const pmpd_trace_event *e = &trace->events[i];
         assert_true(e->thread < 2);
         seen[e->thread] = 1;
@@ -135,9 +138,9 @@ static void test_pool_records_each_share(void **state)
     /* A job too small to share runs (and is recorded) on the caller. */
     pmpd_trace_label(pmpd_pool_get_trace(pool), "job-b", 5, "elementwise");
     pmpd_pool_run_weighed(pool, spin_items, (void *)&sink, 3, 1, 1);
-    assert_int_equal(pmpd_trace_count(trace), 3);
-    assert_int_equal(trace->events[2].thread, 0);
-    assert_memory_equal(trace->events[2].name, "job-b", 5);
+    assert_int_equal(pmpd_trace_count(trace), first_job + 1);
+    assert_int_equal(trace->events[first_job].thread, 0);
+    assert_memory_equal(trace->events[first_job].name, "job-b", 5);
     pmpd_pool_destroy(pool);
     free(block);
 }

@@ -8,7 +8,7 @@
  *
  * Results never depend on the thread count as long as each work item is
  * computed the same way whichever thread gets it: the pool only decides who
- * computes which contiguous range.
+ * computes which contiguous ranges.
  */
 #ifndef PMPD_EXEC_POOL_H
 #define PMPD_EXEC_POOL_H
@@ -34,11 +34,14 @@ PMPD_INTERNAL pmpd_status pmpd_pool_plan(unsigned n_threads, size_t *bytes);
  * are stopped again). */
 PMPD_INTERNAL pmpd_status pmpd_pool_create(pmpd_arena *arena, unsigned n_threads, pmpd_pool **out);
 
-/* Runs task over [0, n_items) and returns when every item is done.  Each
- * thread gets one contiguous range whose bounds are multiples of granule
- * (except the end of the last one), so kernels that process rows in
- * interleaved groups get whole groups.  granule 0 is treated as 1.  Not
- * reentrant: one job at a time per pool. */
+/* Runs task over [0, n_items) and returns when every item is done.  The
+ * task is called with contiguous ranges whose bounds are multiples of
+ * granule (except the end of the last one), so kernels that process rows
+ * in interleaved groups get whole groups: each thread one range of about
+ * n_items / n_threads items, and, for jobs of at least 8 granules per
+ * thread, a quarter of the items in smaller ranges to whichever thread is
+ * free first.  granule 0 is treated as 1.  Not reentrant: one job at a
+ * time per pool. */
 PMPD_INTERNAL void pmpd_pool_run(pmpd_pool *pool, pmpd_pool_task task, void *ctx,
                                  size_t n_items, size_t granule);
 
