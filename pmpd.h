@@ -173,7 +173,8 @@ typedef enum pmpd_tensor_type {
     PMPD_TENSOR_Q4 = 3,      /* 4-bit groups of 32, rows interleaved for SIMD */
     PMPD_TENSOR_Q2CB = 4,    /* 2-bit groups with shared int8 codebooks */
     PMPD_TENSOR_ANYPREC = 5, /* nested any-precision bit-planes */
-    PMPD_TENSOR_W8A8 = 6     /* int8 rows + one static activation scale per tensor */
+    PMPD_TENSOR_W8A8 = 6,    /* int8 rows + one static activation scale per tensor */
+    PMPD_TENSOR_NUQ = 7      /* 2-4-bit Lloyd-Max indices of Hadamard-rotated rows + row scales */
 } pmpd_tensor_type;
 
 /* The short name tools use for a tensor type ("f32", "q4", "anyprec"), or
@@ -432,7 +433,8 @@ typedef struct pmpd_convert_options {
     const char *tokenizer_path;   /* llama2.c tokenizer.bin, or NULL */
     pmpd_tensor_type type;        /* PMPD_TENSOR_F32 or _F16 for the matrices, or _Q8, _Q4,
                                      _Q2CB (group-quantized, README "Group-quantized weights"),
-                                     or _ANYPREC (nested); with the quantized types the token
+                                     _ANYPREC (nested), _W8A8 or _NUQ (rotated Lloyd-Max, width
+                                     nuq_bits); with the quantized types the token
                                      embedding and classifier become q8 */
     /* PMPD_TENSOR_ANYPREC only: the tree's seed and parent widths (0: 2 and 4). */
     unsigned anyprec_seed_bits, anyprec_parent_bits;
@@ -456,6 +458,8 @@ typedef struct pmpd_convert_options {
      * encode and write one tensor at a time: called after each tensor with
      * progress_context; may be NULL. */
     void (*tensor_written)(void *context, const pmpd_convert_tensor_report *report);
+    /* PMPD_TENSOR_NUQ only: bits per weight, 2, 3 or 4 (0: 4). */
+    unsigned nuq_bits;
 } pmpd_convert_options;
 
 typedef struct pmpd_convert_summary {

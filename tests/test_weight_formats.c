@@ -32,7 +32,7 @@
 
 /* Every value of pmpd_tensor_type the file format defines. */
 static const pmpd_tensor_type all_types[] = {PMPD_TENSOR_F32,  PMPD_TENSOR_F16,     PMPD_TENSOR_Q8,  PMPD_TENSOR_Q4,
-                                             PMPD_TENSOR_Q2CB, PMPD_TENSOR_ANYPREC, PMPD_TENSOR_W8A8};
+                                             PMPD_TENSOR_Q2CB, PMPD_TENSOR_ANYPREC, PMPD_TENSOR_W8A8, PMPD_TENSOR_NUQ};
 #define N_TYPES (sizeof all_types / sizeof all_types[0])
 
 static void test_one_row_per_type(void **state)
@@ -154,6 +154,16 @@ static void check_matrix(const pmpd_tensor *t, pmpd_pool *pool, test_rng *rng)
             for (c = 0; c < cols; c++)
                 weight += fabs(w[r * cols + c]);
             bound += 0.5 * w8a8.activation_scale * weight; /* half a step per element */
+        } else if (t->type == PMPD_TENSOR_NUQ) {
+            /* Float products in the rotated basis: rounding of the
+             * transform and the sums, relative to the row's and the
+             * input's norms (the rotation keeps both). */
+            double wn = 0, xn = 0;
+            for (c = 0; c < cols; c++) {
+                wn += (double)w[r * cols + c] * w[r * cols + c];
+                xn += (double)x[c] * x[c];
+            }
+            bound += 1e-5 * sqrt(wn * xn);
         } else if (!float_weights)
             bound += activation_bound(w + r * cols, x, cols, t->type == PMPD_TENSOR_ANYPREC ? 2.0 : 1.0);
         if (fabs(y[r] - exact) > bound)

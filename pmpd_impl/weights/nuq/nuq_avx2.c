@@ -1,0 +1,146 @@
+/* NUQ product with AVX2: each group of 8 indices is widened to 8 int32
+ * lanes and turned into floats by vpermps from the levels held in
+ * registers (vpermps reads only an index's low 3 bits, so garbage above
+ * needs no mask): 2 bits from one register holding the 4 levels twice; 4
+ * bits from two registers (levels 0-7 and 8-15) and a blend on bit 3
+ * moved to the sign; 3 bits from two registers holding levels 0-3 and 4-7
+ * twice each and a blend on the third bit from the high plane.  Floats are
+ * multiplied with the rotated input by FMA.  A tile is one row x up to 4
+ * tokens: the weights are widened once per tile and used for every token
+ * (prefill); for decode it is the GEMV with two accumulators. */
+#include "pmpd_impl/weights/nuq/nuq.h"
+
+#if PMPD_USE_AVX2
+#include <immintrin.h>
+
+#define NUQ_AVX2_TILE 4
+
+typedef struct nuq_avx2_levels {
+    __m256 a, b; /* 4 bits: levels 0-7, 8-15; 3: 0-3 twice, 4-7 twice; 2: 0-3 twice */
+} nuq_avx2_levels;
+
+static inline __m256 nuq_avx2_blend(__m256 a, __m256 b, __m256i select_in_sign)
+{
+    return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(select_in_sign));
+}
+
+static inline float nuq_avx2_sum(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* The 32 weights of one block as 4 vectors of 8 floats (unscaled levels). */
+static inline __attribute__((always_inline)) void nuq_avx2_block(const uint8_t *block, unsigned bits,
+                                                                 const nuq_avx2_levels *l, __m256 w[4])
+{
+    if (bits == 4) {
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)block);
+        __m256i v0 = _mm256_cvtepu8_epi32(b), v1 = _mm256_cvtepu8_epi32(_mm_srli_si128(b, 8));
+        __m256i g[4];
+        int k;
+        g[0] = v0;
+        g[1] = v1;
+        g[2] = _mm256_srli_epi32(v0, 4);
+        g[3] = _mm256_srli_epi32(v1, 4);
+        for (k = 0; k < 4; k++)
+            w[k] = nuq_avx2_blend(_mm256_permutevar8x32_ps(l->a, g[k]), _mm256_permutevar8x32_ps(l->b, g[k]),
+                                  _mm256_slli_epi32(g[k], 28));
+    } else {
+        __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)block));
+        __m256i g[4];
+        int k;
+        g[0] = v;
+        g[1] = _mm256_srli_epi32(v, 2);
+        g[2] = _mm256_srli_epi32(v, 4);
+        g[3] = _mm256_srli_epi32(v, 6);
+        if (bits == 2) {
+            for (k = 0; k < 4; k++)
+                w[k] = _mm256_permutevar8x32_ps(l->a, g[k]);
+        } else {
+            uint32_t high32 = (uint32_t)block[8] | (uint32_t)block[9] << 8 | (uint32_t)block[10] << 16 |
+                              (uint32_t)block[11] << 24;
+            const __m256i high = _mm256_set1_epi32((int)high32);
+            /* Lane j of group k takes bit 4 j + k of the high plane. */
+            const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+            for (k = 0; k < 4; k++) {
+                __m256i h = _mm256_srlv_epi32(high, _mm256_add_epi32(shifts, _mm256_set1_epi32(k)));
+                w[k] = nuq_avx2_blend(_mm256_permutevar8x32_ps(l->a, g[k]), _mm256_permutevar8x32_ps(l->b, g[k]),
+                                      _mm256_slli_epi32(h, 31));
+            }
+        }
+    }
+}
+
+/* Row r times tokens t0..t0+nt-1 (nt <= 4). */
+static inline __attribute__((always_inline)) void nuq_avx2_tile(const pmpd_nuq_matrix *m, const nuq_avx2_levels *l,
+                                                                unsigned bits, const float *xr, size_t r, size_t t0,
+                                                                size_t nt, float *y, size_t ldy)
+{
+    const uint8_t *row = m->index + r * m->row_bytes;
+    const size_t block_bytes = 4 * (size_t)bits, stride = m->padded;
+    __m256 acc[NUQ_AVX2_TILE][2];
+    size_t b, t, c;
+#pragma GCC unroll 4
+    for (t = 0; t < nt; t++)
+        acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+    for (b = 0, c = 0; c < m->padded; b += block_bytes, c += PMPD_NUQ_BLOCK) {
+        __m256 w[4];
+        nuq_avx2_block(row + b, bits, l, w);
+#pragma GCC unroll 4
+        for (t = 0; t < nt; t++) {
+            const float *x = xr + (t0 + t) * stride + c;
+            acc[t][0] = _mm256_fmadd_ps(w[0], _mm256_loadu_ps(x), acc[t][0]);
+            acc[t][1] = _mm256_fmadd_ps(w[1], _mm256_loadu_ps(x + 8), acc[t][1]);
+            acc[t][0] = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(x + 16), acc[t][0]);
+            acc[t][1] = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(x + 24), acc[t][1]);
+        }
+    }
+    for (t = 0; t < nt; t++)
+        y[(t0 + t) * ldy + r] = m->scale[r] * nuq_avx2_sum(_mm256_add_ps(acc[t][0], acc[t][1]));
+}
+
+/* One width's loop, with bits a constant after inlining. */
+static inline __attribute__((always_inline)) void nuq_avx2_rows(const pmpd_nuq_matrix *m, unsigned bits,
+                                                                const float *xr, size_t n_tokens, size_t row_begin,
+                                                                size_t row_end, float *y, size_t ldy)
+{
+    const float *lv = pmpd_nuq_levels(bits);
+    nuq_avx2_levels l;
+    size_t r, t0;
+    if (bits == 4) {
+        l.a = _mm256_loadu_ps(lv);
+        l.b = _mm256_loadu_ps(lv + 8);
+    } else if (bits == 3) {
+        l.a = _mm256_setr_ps(lv[0], lv[1], lv[2], lv[3], lv[0], lv[1], lv[2], lv[3]);
+        l.b = _mm256_setr_ps(lv[4], lv[5], lv[6], lv[7], lv[4], lv[5], lv[6], lv[7]);
+    } else {
+        l.a = l.b = _mm256_setr_ps(lv[0], lv[1], lv[2], lv[3], lv[0], lv[1], lv[2], lv[3]);
+    }
+    for (r = row_begin; r < row_end; r++) {
+        for (t0 = 0; t0 + NUQ_AVX2_TILE <= n_tokens; t0 += NUQ_AVX2_TILE)
+            nuq_avx2_tile(m, &l, bits, xr, r, t0, NUQ_AVX2_TILE, y, ldy);
+        switch (n_tokens - t0) {
+        case 3: nuq_avx2_tile(m, &l, bits, xr, r, t0, 3, y, ldy); break;
+        case 2: nuq_avx2_tile(m, &l, bits, xr, r, t0, 2, y, ldy); break;
+        case 1: nuq_avx2_tile(m, &l, bits, xr, r, t0, 1, y, ldy); break;
+        default: break;
+        }
+    }
+}
+
+PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const float *xr, size_t n_tokens, size_t row_begin,
+                                   size_t row_end, float *y, size_t ldy)
+{
+    if (m->bits == 4)
+        nuq_avx2_rows(m, 4, xr, n_tokens, row_begin, row_end, y, ldy);
+    else if (m->bits == 3)
+        nuq_avx2_rows(m, 3, xr, n_tokens, row_begin, row_end, y, ldy);
+    else
+        nuq_avx2_rows(m, 2, xr, n_tokens, row_begin, row_end, y, ldy);
+}
+
+#undef NUQ_AVX2_TILE
+#endif
