@@ -7,7 +7,9 @@
  * twice each and a blend on the third bit from the high plane.  Floats are
  * multiplied with the rotated input by FMA.  A tile is one row x up to 4
  * tokens: the weights are widened once per tile and used for every token
- * (prefill); for decode it is the GEMV with two accumulators. */
+ * (prefill); for decode it is the GEMV with two accumulators.  The loops
+ * over the 4 groups must unroll: left rolled, GCC keeps the group arrays
+ * on the stack and the kernel runs 7x slower. */
 #include "pmpd_impl/weights/nuq/nuq.h"
 
 #if PMPD_USE_AVX2
@@ -45,6 +47,7 @@ static inline __attribute__((always_inline)) void nuq_avx2_block(const uint8_t *
         g[1] = v1;
         g[2] = _mm256_srli_epi32(v0, 4);
         g[3] = _mm256_srli_epi32(v1, 4);
+#pragma GCC unroll 4
         for (k = 0; k < 4; k++)
             w[k] = nuq_avx2_blend(_mm256_permutevar8x32_ps(l->a, g[k]), _mm256_permutevar8x32_ps(l->b, g[k]),
                                   _mm256_slli_epi32(g[k], 28));
@@ -57,6 +60,7 @@ static inline __attribute__((always_inline)) void nuq_avx2_block(const uint8_t *
         g[2] = _mm256_srli_epi32(v, 4);
         g[3] = _mm256_srli_epi32(v, 6);
         if (bits == 2) {
+#pragma GCC unroll 4
             for (k = 0; k < 4; k++)
                 w[k] = _mm256_permutevar8x32_ps(l->a, g[k]);
         } else {
@@ -65,6 +69,7 @@ static inline __attribute__((always_inline)) void nuq_avx2_block(const uint8_t *
             const __m256i high = _mm256_set1_epi32((int)high32);
             /* Lane j of group k takes bit 4 j + k of the high plane. */
             const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+#pragma GCC unroll 4
             for (k = 0; k < 4; k++) {
                 __m256i h = _mm256_srlv_epi32(high, _mm256_add_epi32(shifts, _mm256_set1_epi32(k)));
                 w[k] = nuq_avx2_blend(_mm256_permutevar8x32_ps(l->a, g[k]), _mm256_permutevar8x32_ps(l->b, g[k]),

@@ -65,6 +65,7 @@ static inline __attribute__((always_inline)) void nuq_neon_tile(const pmpd_nuq_m
     for (b = 0, c = 0; c < m->padded; b += block_bytes, c += PMPD_NUQ_BLOCK) {
         uint8x16_t idx[2];
         nuq_neon_indices(row + b, bits, idx);
+#pragma GCC unroll 2
         for (h = 0; h < 2; h++)
 #pragma GCC unroll 4
             for (q = 0; q < 4; q++) {
