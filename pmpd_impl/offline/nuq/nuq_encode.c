@@ -22,13 +22,16 @@ PMPD_INTERNAL pmpd_status pmpd_nuq_size(uint64_t rows, uint64_t cols, unsigned b
     return status;
 }
 
-/* The nearest level to v (levels increasing): the count of midpoints below. */
+/* The code of the level nearest v (nuq.h: sign bit over the index of the
+ * nearest positive level; the levels are symmetric). */
 static unsigned nuq_nearest(float v, const float *levels, unsigned count)
 {
-    unsigned i = 0;
-    while (i + 1 < count && v > 0.5f * (levels[i] + levels[i + 1]))
-        i++;
-    return i;
+    const unsigned half = count / 2;
+    float a = v < 0.0f ? -v : v;
+    unsigned m = 0;
+    while (m + 1 < half && a > 0.5f * (levels[m] + levels[m + 1]))
+        m++;
+    return v < 0.0f ? half | m : m;
 }
 
 static void nuq_put(uint8_t *row, size_t c, unsigned bits, unsigned index)

@@ -2,9 +2,11 @@
  * NUQ: non-uniform scalar quantization of Hadamard-rotated rows (seed
  * 002's NUQ, the scalar member of Q-Palette).  A row rotated by a random
  * sign flip and a Hadamard transform has nearly Gaussian entries whatever
- * its outliers were, so each entry is stored as the index of the nearest
- * of the 2^b Lloyd-Max levels of N(0, 1) (nuq_levels.c; normalized MSE
- * 0.1175, 0.0345, 0.0095 at 2, 3, 4 bits) times one scale per row.
+ * its outliers were, so each entry is stored as the b-bit code of the
+ * nearest of the 2^b Lloyd-Max levels of N(0, 1) (nuq_levels.c; normalized
+ * MSE 0.1175, 0.0345, 0.0095 at 2, 3, 4 bits) times one scale per row.
+ * Codes are sign-magnitude: the top bit is the sign, the others index the
+ * positive levels increasing (L[k] for code k is pmpd_nuq_levels' entry k).
  *
  *   W ~= diag(scale) L[idx] H diag(s),   W_r = (W diag(s)) H^T = diag(scale) L[idx]
  *
@@ -85,10 +87,11 @@ PMPD_INTERNAL pmpd_status pmpd_nuq_view(const void *data, uint64_t size, uint64_
 /* The same for a tensor the loader has accepted: no checks. */
 PMPD_INTERNAL void pmpd_nuq_bind(const void *data, uint64_t rows, uint64_t cols, pmpd_nuq_matrix *m);
 
-/* The 2^bits Lloyd-Max levels of N(0, 1), increasing (bits 2..4). */
+/* The 2^bits Lloyd-Max levels of N(0, 1) in code order (bits 2..4): the
+ * 2^(bits-1) positive levels increasing, then their negatives. */
 PMPD_INTERNAL const float *pmpd_nuq_levels(unsigned bits);
 
-/* The index of rotated column c in a row's index bytes. */
+/* The code of rotated column c in a row's index bytes. */
 static inline unsigned pmpd_nuq_get(const uint8_t *row, size_t c, unsigned bits)
 {
     const uint8_t *block = row + c / PMPD_NUQ_BLOCK * 4 * bits;

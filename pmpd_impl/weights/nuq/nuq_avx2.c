@@ -1,15 +1,14 @@
-/* NUQ product with AVX2: each group of 8 indices is widened to 8 int32
- * lanes and turned into floats by vpermps from the levels held in
- * registers (vpermps reads only an index's low 3 bits, so garbage above
- * needs no mask): 2 bits from one register holding the 4 levels twice; 4
- * bits from two registers (levels 0-7 and 8-15) and a blend on bit 3
- * moved to the sign; 3 bits from two registers holding levels 0-3 and 4-7
- * twice each and a blend on the third bit from the high plane.  Floats are
- * multiplied with the rotated input by FMA.  A tile is one row x up to 4
- * tokens: the weights are widened once per tile and used for every token
- * (prefill); for decode it is the GEMV with two accumulators.  The loops
- * over the 4 groups must unroll: left rolled, GCC keeps the group arrays
- * on the stack and the kernel runs 7x slower. */
+/* NUQ product with AVX2: each group of 8 codes is widened to 8 int32
+ * lanes and turned into floats by one vpermps from the level magnitudes
+ * held in a register (vpermps reads only a lane's low 3 bits, so bits
+ * above need no mask), and the code's sign bit moved to the float's sign
+ * and XORed in: 4 bits take the 8 magnitudes and bit 3, 3 bits the 4
+ * magnitudes twice and the high plane's bit, 2 bits index the 4 levels
+ * (twice) directly.  Floats are multiplied with the rotated input by FMA.
+ * A tile is one row x up to 4 tokens: the weights are widened once per
+ * tile and used for every token (prefill); for decode it is the GEMV with
+ * two accumulators.  The loops over the 4 groups must unroll: left rolled,
+ * GCC keeps the group arrays on the stack and the kernel runs 7x slower. */
 #include "pmpd_impl/weights/nuq/nuq.h"
 
 #if PMPD_USE_AVX2
@@ -18,12 +17,14 @@
 #define NUQ_AVX2_TILE 4
 
 typedef struct nuq_avx2_levels {
-    __m256 a, b; /* 4 bits: levels 0-7, 8-15; 3: 0-3 twice, 4-7 twice; 2: 0-3 twice */
+    __m256 a;      /* 4 bits: the 8 magnitudes; 3: the 4 magnitudes twice; 2: the 4 codes' levels twice */
+    __m256i sign;  /* the float sign bit in every lane */
 } nuq_avx2_levels;
 
-static inline __m256 nuq_avx2_blend(__m256 a, __m256 b, __m256i select_in_sign)
+/* The level of code lanes whose sign bit is already at bit 31 of sign. */
+static inline __m256 nuq_avx2_signed(const nuq_avx2_levels *l, __m256i code, __m256i sign)
 {
-    return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(select_in_sign));
+    return _mm256_xor_ps(_mm256_permutevar8x32_ps(l->a, code), _mm256_castsi256_ps(sign));
 }
 
 static inline float nuq_avx2_sum(__m256 v)
@@ -49,8 +50,7 @@ static inline __attribute__((always_inline)) void nuq_avx2_block(const uint8_t *
         g[3] = _mm256_srli_epi32(v1, 4);
 #pragma GCC unroll 4
         for (k = 0; k < 4; k++)
-            w[k] = nuq_avx2_blend(_mm256_permutevar8x32_ps(l->a, g[k]), _mm256_permutevar8x32_ps(l->b, g[k]),
-                                  _mm256_slli_epi32(g[k], 28));
+            w[k] = nuq_avx2_signed(l, g[k], _mm256_and_si256(_mm256_slli_epi32(g[k], 28), l->sign));
     } else {
         __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)block));
         __m256i g[4];
@@ -72,8 +72,7 @@ static inline __attribute__((always_inline)) void nuq_avx2_block(const uint8_t *
 #pragma GCC unroll 4
             for (k = 0; k < 4; k++) {
                 __m256i h = _mm256_srlv_epi32(high, _mm256_add_epi32(shifts, _mm256_set1_epi32(k)));
-                w[k] = nuq_avx2_blend(_mm256_permutevar8x32_ps(l->a, g[k]), _mm256_permutevar8x32_ps(l->b, g[k]),
-                                      _mm256_slli_epi32(h, 31));
+                w[k] = nuq_avx2_signed(l, g[k], _mm256_slli_epi32(h, 31));
             }
         }
     }
@@ -115,15 +114,11 @@ static inline __attribute__((always_inline)) void nuq_avx2_rows(const pmpd_nuq_m
     const float *lv = pmpd_nuq_levels(bits);
     nuq_avx2_levels l;
     size_t r, t0;
-    if (bits == 4) {
+    l.sign = _mm256_set1_epi32(INT32_MIN);
+    if (bits == 4)
         l.a = _mm256_loadu_ps(lv);
-        l.b = _mm256_loadu_ps(lv + 8);
-    } else if (bits == 3) {
+    else /* 3 bits: the magnitudes; 2 bits: the whole table */
         l.a = _mm256_setr_ps(lv[0], lv[1], lv[2], lv[3], lv[0], lv[1], lv[2], lv[3]);
-        l.b = _mm256_setr_ps(lv[4], lv[5], lv[6], lv[7], lv[4], lv[5], lv[6], lv[7]);
-    } else {
-        l.a = l.b = _mm256_setr_ps(lv[0], lv[1], lv[2], lv[3], lv[0], lv[1], lv[2], lv[3]);
-    }
     for (r = row_begin; r < row_end; r++) {
         for (t0 = 0; t0 + NUQ_AVX2_TILE <= n_tokens; t0 += NUQ_AVX2_TILE)
             nuq_avx2_tile(m, &l, bits, xr, r, t0, NUQ_AVX2_TILE, y, ldy);
