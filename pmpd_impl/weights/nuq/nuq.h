@@ -23,13 +23,13 @@
  *     3 or 4), u32 rotation (= pmpd_hadamard_size(cols)), u64 seed of the
  *     signs, then zeros
  *   f32 scale[rows] (finite, >= 0), padded with zeros to 64 bytes
- *   indices: rows x row_bytes, row_bytes = ceil(rotation / 32) blocks of
- *     4 * bits bytes, each block 32 consecutive rotated columns; index bits
+ *   codes: rows x row_bytes, row_bytes = ceil(rotation / 32) blocks of
+ *     4 * bits bytes, each block 32 consecutive rotated columns; code bits
  *     of columns >= rotation are zero.  In block b, with j = column % 32:
  *     4 bits: byte j % 16, low nibble for j < 16, high nibble for j >= 16
  *     2 bits: byte j % 8, bits 2 (j / 8) and up
  *     3 bits: the low two bits as the 2-bit block (8 bytes), then a u32
- *       whose bit 4 (j % 8) + j / 8 is the index's third bit
+ *       whose bit 4 (j % 8) + j / 8 is the code's third (sign) bit
  *   These orders let a SIMD kernel widen 8 (AVX2) or 16 (NEON) bytes once
  *   and take each group of 8 consecutive columns with one shift.
  * Signs: s[c] = -1 where bit c % 64 of the (c / 64 + 1)-th splitmix64
