@@ -14,7 +14,8 @@
  * rotation >= cols (core/hadamard.h; W is padded with zero columns up to
  * n when cols is not a size H takes: 172 -> 192 = 12 * 16).  The product
  * rotates its input once, x' = H (x o s) (x padded with zeros), and then
- * y[r] = scale[r] * sum_c L[idx[r][c]] x'[c] over the n rotated columns:
+ * y[r] = scale[r] * sum_c L[idx[r][c]] x'[c] over the n rotated columns
+ * (with x' in int8 per block of 32 and L in int8 units, below):
  * q, k and v (and gate and up) read one input with the same signs and
  * share one rotation (nuq_format.c).
  *
@@ -88,8 +89,12 @@ PMPD_INTERNAL pmpd_status pmpd_nuq_view(const void *data, uint64_t size, uint64_
 PMPD_INTERNAL void pmpd_nuq_bind(const void *data, uint64_t rows, uint64_t cols, pmpd_nuq_matrix *m);
 
 /* The 2^bits Lloyd-Max levels of N(0, 1) in code order (bits 2..4): the
- * 2^(bits-1) positive levels increasing, then their negatives. */
+ * 2^(bits-1) positive levels increasing, then their negatives; each an
+ * int8 multiple of the width's unit (nuq_levels.c).  The int8 table has 16
+ * entries (zeros past 2^bits: one TBL / PSHUFB register). */
 PMPD_INTERNAL const float *pmpd_nuq_levels(unsigned bits);
+PMPD_INTERNAL const int8_t *pmpd_nuq_levels_int8(unsigned bits);
+PMPD_INTERNAL float pmpd_nuq_unit(unsigned bits);
 
 /* The code of rotated column c in a row's index bytes. */
 static inline unsigned pmpd_nuq_get(const uint8_t *row, size_t c, unsigned bits)
@@ -108,18 +113,40 @@ static inline unsigned pmpd_nuq_get(const uint8_t *row, size_t c, unsigned bits)
 /* Fills signs[0..words) with the sign bits of columns 64 w .. 64 w + 63. */
 PMPD_INTERNAL void pmpd_nuq_signs(uint64_t seed, uint64_t *signs, size_t words);
 
-/* Rotates tokens [begin, end) of x (cols floats each) into xr (padded
- * floats per token): x' = H (x o s), zero from the rotation on.  Shared by
- * every ISA (the butterflies inside are the compiled kernel). */
-PMPD_INTERNAL void pmpd_nuq_rotate(const pmpd_nuq_matrix *m, const float *x, size_t begin, size_t end, float *xr);
+/* The prepared input of n_tokens tokens, in the scratch (nuq_format.c):
+ *   float xr[n_tokens][padded]   x' = H (x o s), zero from the rotation on
+ *   int8  q[n_tokens][padded]    x' in blocks of 32: q = round(x' / d)
+ *   float d[n_tokens][padded / 32]  d = the block's max |x'| / 127
+ * The product's inner sums are exact integers (level units times q), as
+ * in q4's and q8's kernels; only the activations' rounding (half a step
+ * d per element) separates it from the float product with W. */
+static inline size_t pmpd_nuq_act_bytes(const pmpd_nuq_matrix *m, size_t n_tokens)
+{
+    return n_tokens * m->padded * (sizeof(float) + 1) + n_tokens * (m->padded / PMPD_NUQ_BLOCK) * sizeof(float);
+}
+static inline const int8_t *pmpd_nuq_act_q(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens)
+{
+    return (const int8_t *)act + n_tokens * m->padded * sizeof(float);
+}
+static inline const float *pmpd_nuq_act_d(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens)
+{
+    return (const float *)(const void *)(pmpd_nuq_act_q(m, act, n_tokens) + n_tokens * m->padded);
+}
 
-/* y[t * ldy + r] = scale[r] * sum_c L[idx[r][c]] xr[t][c] for every token
- * t < n_tokens and r in [row_begin, row_end), from xr made by
- * pmpd_nuq_rotate: the compiled kernel, and the scalar oracle (always
- * compiled; the sum in column order, in float). */
-PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const float *xr, size_t n_tokens, size_t row_begin,
+/* Rotates and quantizes tokens [begin, end) of x (n_tokens rows of cols
+ * floats) into act (pmpd_nuq_act_bytes for n_tokens).  Shared by every ISA
+ * (the butterflies inside are the compiled kernel). */
+PMPD_INTERNAL void pmpd_nuq_prepare_tokens(const pmpd_nuq_matrix *m, const float *x, size_t begin, size_t end,
+                                           size_t n_tokens, void *act);
+
+/* y[t * ldy + r] = scale[r] * unit * sum over blocks b of d[t][b] *
+ * sum_{c in b} int8level[code[r][c]] q[t][c], for every token t <
+ * n_tokens and r in [row_begin, row_end), from act made by
+ * pmpd_nuq_prepare_tokens: the compiled kernel, and the scalar oracle
+ * (always compiled; the blocks summed in order, in float). */
+PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,
                                    size_t row_end, float *y, size_t ldy);
-PMPD_INTERNAL void pmpd_nuq_matmul_scalar(const pmpd_nuq_matrix *m, const float *xr, size_t n_tokens,
+PMPD_INTERNAL void pmpd_nuq_matmul_scalar(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens,
                                           size_t row_begin, size_t row_end, float *y, size_t ldy);
 
 /* Row r of W (cols floats), rotated back: s o (H^T (scale[r] L[idx[r]])).

@@ -1,31 +1,32 @@
-/* NUQ product with AVX2: each group of 8 codes is widened to 8 int32
- * lanes and turned into floats by one vpermps from the level magnitudes
- * held in a register (vpermps reads only a lane's low 3 bits, so bits
- * above need no mask), and the code's sign bit moved to the float's sign
- * and XORed in: 4 bits take the 8 magnitudes and bit 3, 3 bits the 4
- * magnitudes twice and the high plane's bit, 2 bits index the 4 levels
- * (twice) directly.  Floats are multiplied with the rotated input by FMA.
- * A tile is one row x up to 4 tokens: the weights are widened once per
- * tile and used for every token (prefill); for decode it is the GEMV with
- * two accumulators.  The loops over the 4 groups must unroll: left rolled,
- * GCC keeps the group arrays on the stack and the kernel runs 7x slower. */
+/* NUQ product with AVX2: a block's 32 codes become 32 bytes in column
+ * order (4 bits: the low and high nibbles of 16 bytes as the two 128-bit
+ * lanes; 2 bits: the 8 bytes in each 64-bit lane shifted by 0, 2, 4, 6;
+ * 3 bits: those, plus the sign plane's bits spread to the bytes by PSHUFB
+ * and tested with a per-byte mask), one PSHUFB turns them into 32 int8
+ * levels, and VPMADDUBSW / VPMADDWD multiply them with the int8
+ * activations exactly (|level| <= 127 and |q| <= 127: a pair of products
+ * fits int16), as q4's kernel does.  Each block's 8 int32 sums become
+ * floats times the block's activation step, added into one float vector
+ * per token.  A tile is one row x up to 4 tokens: the levels are looked up
+ * once per tile and used for every token (prefill). */
 #include "pmpd_impl/weights/nuq/nuq.h"
 
 #if PMPD_USE_AVX2
 #include <immintrin.h>
+#include <string.h>
 
 #define NUQ_AVX2_TILE 4
 
-typedef struct nuq_avx2_levels {
-    __m256 a;      /* 4 bits: the 8 magnitudes; 3: the 4 magnitudes twice; 2: the 4 codes' levels twice */
-    __m256i sign;  /* the float sign bit in every lane */
-} nuq_avx2_levels;
-
-/* The level of code lanes whose sign bit is already at bit 31 of sign. */
-static inline __m256 nuq_avx2_signed(const nuq_avx2_levels *l, __m256i code, __m256i sign)
-{
-    return _mm256_xor_ps(_mm256_permutevar8x32_ps(l->a, code), _mm256_castsi256_ps(sign));
-}
+typedef struct nuq_avx2_consts {
+    __m256i table;     /* the 16 int8 levels, in both lanes */
+    __m256i low2;      /* 0x03 in every byte */
+    __m256i low4;      /* 0x0F in every byte */
+    __m256i shifts;    /* 0, 2, 4, 6 per 64-bit lane */
+    __m256i spread;    /* byte L: the sign plane's byte (L % 8) / 2 */
+    __m256i bit;       /* byte L: 1 << (4 ((L % 8) & 1) + L / 8) */
+    __m256i sign;      /* 0x04 in every byte: the 3-bit code's sign */
+    __m256i ones;      /* int16 ones for VPMADDWD */
+} nuq_avx2_consts;
 
 static inline float nuq_avx2_sum(__m256 v)
 {
@@ -35,111 +36,116 @@ static inline float nuq_avx2_sum(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
-/* The 32 weights of one block as 4 vectors of 8 floats (unscaled levels). */
-static inline __attribute__((always_inline)) void nuq_avx2_block(const uint8_t *block, unsigned bits,
-                                                                 const nuq_avx2_levels *l, __m256 w[4])
+/* The 32 int8 levels of one block, in column order. */
+static inline __attribute__((always_inline)) __m256i nuq_avx2_levels(const uint8_t *block, unsigned bits,
+                                                                     const nuq_avx2_consts *k)
 {
+    __m256i codes;
     if (bits == 4) {
         __m128i b = _mm_loadu_si128((const __m128i *)(const void *)block);
-        __m256i v0 = _mm256_cvtepu8_epi32(b), v1 = _mm256_cvtepu8_epi32(_mm_srli_si128(b, 8));
-        __m256i g[4];
-        int k;
-        g[0] = v0;
-        g[1] = v1;
-        g[2] = _mm256_srli_epi32(v0, 4);
-        g[3] = _mm256_srli_epi32(v1, 4);
-#pragma GCC unroll 4
-        for (k = 0; k < 4; k++)
-            w[k] = nuq_avx2_signed(l, g[k], _mm256_and_si256(_mm256_slli_epi32(g[k], 28), l->sign));
+        __m128i lo = _mm_and_si128(b, _mm256_castsi256_si128(k->low4));
+        __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm256_castsi256_si128(k->low4));
+        codes = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
     } else {
-        __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)block));
-        __m256i g[4];
-        int k;
-        g[0] = v;
-        g[1] = _mm256_srli_epi32(v, 2);
-        g[2] = _mm256_srli_epi32(v, 4);
-        g[3] = _mm256_srli_epi32(v, 6);
-        if (bits == 2) {
-#pragma GCC unroll 4
-            for (k = 0; k < 4; k++)
-                w[k] = _mm256_permutevar8x32_ps(l->a, g[k]);
-        } else {
-            uint32_t high32 = (uint32_t)block[8] | (uint32_t)block[9] << 8 | (uint32_t)block[10] << 16 |
-                              (uint32_t)block[11] << 24;
-            const __m256i high = _mm256_set1_epi32((int)high32);
-            /* Lane j of group k takes bit 4 j + k of the high plane. */
-            const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
-#pragma GCC unroll 4
-            for (k = 0; k < 4; k++) {
-                __m256i h = _mm256_srlv_epi32(high, _mm256_add_epi32(shifts, _mm256_set1_epi32(k)));
-                w[k] = nuq_avx2_signed(l, g[k], _mm256_slli_epi32(h, 31));
-            }
+        int64_t low;
+        memcpy(&low, block, 8);
+        codes = _mm256_and_si256(_mm256_srlv_epi64(_mm256_set1_epi64x(low), k->shifts), k->low2);
+        if (bits == 3) {
+            int32_t high;
+            __m256i spread;
+            memcpy(&high, block + 8, 4);
+            spread = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(high), k->spread), k->bit);
+            codes = _mm256_or_si256(codes, _mm256_and_si256(_mm256_cmpeq_epi8(spread, k->bit), k->sign));
         }
+    }
+    return _mm256_shuffle_epi8(k->table, codes);
+}
+
+/* Block b of row into acc[t] for tokens t0..t0+nt-1. */
+static inline __attribute__((always_inline)) void nuq_avx2_block(const uint8_t *row, const nuq_avx2_consts *k,
+                                                                 unsigned bits, const int8_t *q, const float *d,
+                                                                 size_t stride, size_t n_blocks, size_t b, size_t t0,
+                                                                 size_t nt, __m256 *acc)
+{
+    const __m256i w = nuq_avx2_levels(row + b * 4 * (size_t)bits, bits, k);
+    const __m256i magnitude = _mm256_sign_epi8(w, w);
+    size_t t;
+#pragma GCC unroll 4
+    for (t = 0; t < nt; t++) {
+        const __m256i x =
+            _mm256_loadu_si256((const __m256i *)(const void *)(q + (t0 + t) * stride + b * PMPD_NUQ_BLOCK));
+        const __m256i pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(x, w));
+        const __m256i sums = _mm256_madd_epi16(pairs, k->ones);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_set1_ps(d[(t0 + t) * n_blocks + b]), acc[t]);
     }
 }
 
-/* Row r times tokens t0..t0+nt-1 (nt <= 4). */
-static inline __attribute__((always_inline)) void nuq_avx2_tile(const pmpd_nuq_matrix *m, const nuq_avx2_levels *l,
-                                                                unsigned bits, const float *xr, size_t r, size_t t0,
-                                                                size_t nt, float *y, size_t ldy)
+/* Row r times tokens t0..t0+nt-1 (nt <= 4).  Even and odd blocks go to
+ * two accumulators per token: one chain of dependent FMAs held a GEMV at
+ * one block per FMA latency. */
+static inline __attribute__((always_inline)) void nuq_avx2_tile(const pmpd_nuq_matrix *m, const nuq_avx2_consts *k,
+                                                                unsigned bits, const int8_t *q, const float *d,
+                                                                size_t n_blocks, size_t r, size_t t0, size_t nt,
+                                                                float *y, size_t ldy)
 {
     const uint8_t *row = m->index + r * m->row_bytes;
-    const size_t block_bytes = 4 * (size_t)bits, stride = m->padded;
-    __m256 acc[NUQ_AVX2_TILE][2];
-    size_t b, t, c;
+    const float out = m->scale[r] * pmpd_nuq_unit(bits);
+    __m256 even[NUQ_AVX2_TILE], odd[NUQ_AVX2_TILE];
+    size_t b, t;
 #pragma GCC unroll 4
     for (t = 0; t < nt; t++)
-        acc[t][0] = acc[t][1] = _mm256_setzero_ps();
-    for (b = 0, c = 0; c < m->padded; b += block_bytes, c += PMPD_NUQ_BLOCK) {
-        __m256 w[4];
-        nuq_avx2_block(row + b, bits, l, w);
-#pragma GCC unroll 4
-        for (t = 0; t < nt; t++) {
-            const float *x = xr + (t0 + t) * stride + c;
-            acc[t][0] = _mm256_fmadd_ps(w[0], _mm256_loadu_ps(x), acc[t][0]);
-            acc[t][1] = _mm256_fmadd_ps(w[1], _mm256_loadu_ps(x + 8), acc[t][1]);
-            acc[t][0] = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(x + 16), acc[t][0]);
-            acc[t][1] = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(x + 24), acc[t][1]);
-        }
+        even[t] = odd[t] = _mm256_setzero_ps();
+    for (b = 0; b + 2 <= n_blocks; b += 2) {
+        nuq_avx2_block(row, k, bits, q, d, m->padded, n_blocks, b, t0, nt, even);
+        nuq_avx2_block(row, k, bits, q, d, m->padded, n_blocks, b + 1, t0, nt, odd);
     }
+    if (b < n_blocks)
+        nuq_avx2_block(row, k, bits, q, d, m->padded, n_blocks, b, t0, nt, even);
     for (t = 0; t < nt; t++)
-        y[(t0 + t) * ldy + r] = m->scale[r] * nuq_avx2_sum(_mm256_add_ps(acc[t][0], acc[t][1]));
+        y[(t0 + t) * ldy + r] = out * nuq_avx2_sum(_mm256_add_ps(even[t], odd[t]));
 }
 
 /* One width's loop, with bits a constant after inlining. */
 static inline __attribute__((always_inline)) void nuq_avx2_rows(const pmpd_nuq_matrix *m, unsigned bits,
-                                                                const float *xr, size_t n_tokens, size_t row_begin,
+                                                                const void *act, size_t n_tokens, size_t row_begin,
                                                                 size_t row_end, float *y, size_t ldy)
 {
-    const float *lv = pmpd_nuq_levels(bits);
-    nuq_avx2_levels l;
+    const int8_t *q = pmpd_nuq_act_q(m, act, n_tokens);
+    const float *d = pmpd_nuq_act_d(m, act, n_tokens);
+    const size_t n_blocks = m->padded / PMPD_NUQ_BLOCK;
+    nuq_avx2_consts k;
     size_t r, t0;
-    l.sign = _mm256_set1_epi32(INT32_MIN);
-    if (bits == 4)
-        l.a = _mm256_loadu_ps(lv);
-    else /* 3 bits: the magnitudes; 2 bits: the whole table */
-        l.a = _mm256_setr_ps(lv[0], lv[1], lv[2], lv[3], lv[0], lv[1], lv[2], lv[3]);
+    k.table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)pmpd_nuq_levels_int8(bits)));
+    k.low2 = _mm256_set1_epi8(3);
+    k.low4 = _mm256_set1_epi8(15);
+    k.shifts = _mm256_setr_epi64x(0, 2, 4, 6);
+    k.spread = _mm256_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2,
+                                2, 3, 3);
+    k.bit = _mm256_setr_epi8(1, 16, 1, 16, 1, 16, 1, 16, 2, 32, 2, 32, 2, 32, 2, 32, 4, 64, 4, 64, 4, 64, 4, 64,
+                             8, -128, 8, -128, 8, -128, 8, -128);
+    k.sign = _mm256_set1_epi8(4);
+    k.ones = _mm256_set1_epi16(1);
     for (r = row_begin; r < row_end; r++) {
         for (t0 = 0; t0 + NUQ_AVX2_TILE <= n_tokens; t0 += NUQ_AVX2_TILE)
-            nuq_avx2_tile(m, &l, bits, xr, r, t0, NUQ_AVX2_TILE, y, ldy);
+            nuq_avx2_tile(m, &k, bits, q, d, n_blocks, r, t0, NUQ_AVX2_TILE, y, ldy);
         switch (n_tokens - t0) {
-        case 3: nuq_avx2_tile(m, &l, bits, xr, r, t0, 3, y, ldy); break;
-        case 2: nuq_avx2_tile(m, &l, bits, xr, r, t0, 2, y, ldy); break;
-        case 1: nuq_avx2_tile(m, &l, bits, xr, r, t0, 1, y, ldy); break;
+        case 3: nuq_avx2_tile(m, &k, bits, q, d, n_blocks, r, t0, 3, y, ldy); break;
+        case 2: nuq_avx2_tile(m, &k, bits, q, d, n_blocks, r, t0, 2, y, ldy); break;
+        case 1: nuq_avx2_tile(m, &k, bits, q, d, n_blocks, r, t0, 1, y, ldy); break;
         default: break;
         }
     }
 }
 
-PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const float *xr, size_t n_tokens, size_t row_begin,
+PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,
                                    size_t row_end, float *y, size_t ldy)
 {
     if (m->bits == 4)
-        nuq_avx2_rows(m, 4, xr, n_tokens, row_begin, row_end, y, ldy);
+        nuq_avx2_rows(m, 4, act, n_tokens, row_begin, row_end, y, ldy);
     else if (m->bits == 3)
-        nuq_avx2_rows(m, 3, xr, n_tokens, row_begin, row_end, y, ldy);
+        nuq_avx2_rows(m, 3, act, n_tokens, row_begin, row_end, y, ldy);
     else
-        nuq_avx2_rows(m, 2, xr, n_tokens, row_begin, row_end, y, ldy);
+        nuq_avx2_rows(m, 2, act, n_tokens, row_begin, row_end, y, ldy);
 }
 
 #undef NUQ_AVX2_TILE

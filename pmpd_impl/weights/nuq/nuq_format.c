@@ -1,5 +1,6 @@
 /* The table row of NUQ weights: the input rotated once, x' = H (x o s),
- * split over the pool by tokens (prefill), then the rows split over the
+ * and quantized to int8 per block of 32, split over the pool by tokens
+ * (prefill), then the rows split over the
  * pool in blocks of 4 (model/linear.c runs the two steps, once for q, k
  * and v together: matrices with one input width and one sign seed share
  * the rotation).  Prefill loops the GEMV's weights over tiles of tokens;
@@ -13,14 +14,15 @@
 typedef struct pmpd_nuq_job {
     pmpd_nuq_matrix m;
     const float *x;
-    float *xr;
+    size_t n_tokens;
+    void *act;
 } pmpd_nuq_job;
 
 static void pmpd_nuq_rotate_part(void *ctx, size_t begin, size_t end, unsigned worker)
 {
     const pmpd_nuq_job *job = (const pmpd_nuq_job *)ctx;
     (void)worker;
-    pmpd_nuq_rotate(&job->m, job->x, begin, end, job->xr);
+    pmpd_nuq_prepare_tokens(&job->m, job->x, begin, end, job->n_tokens, job->act);
 }
 
 static void pmpd_nuq_prepare(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch, pmpd_pool *pool)
@@ -28,7 +30,8 @@ static void pmpd_nuq_prepare(const pmpd_tensor *w, const float *x, size_t n_toke
     pmpd_nuq_job job;
     pmpd_nuq_bind(w->data, w->dims[0], w->dims[1], &job.m);
     job.x = x;
-    job.xr = (float *)scratch;
+    job.n_tokens = n_tokens;
+    job.act = scratch;
     /* A transform costs about n log2 n adds: weigh it as 16 n. */
     pmpd_pool_run_weighed(pool, pmpd_nuq_rotate_part, &job, n_tokens, 1, 16 * (size_t)job.m.padded);
 }
@@ -39,7 +42,7 @@ static void pmpd_nuq_rows(const pmpd_tensor *w, const void *scratch, const float
     pmpd_nuq_matrix m;
     (void)x;
     pmpd_nuq_bind(w->data, w->dims[0], w->dims[1], &m);
-    pmpd_nuq_matmul(&m, (const float *)scratch, n_tokens, begin, end, y, m.rows);
+    pmpd_nuq_matmul(&m, scratch, n_tokens, begin, end, y, m.rows);
 }
 
 /* The rotated input depends only on the input width and the signs. */
@@ -54,11 +57,14 @@ static int pmpd_nuq_shares(const pmpd_tensor *a, const pmpd_tensor *b)
 static pmpd_status pmpd_nuq_scratch(const pmpd_tensor *w, size_t n_tokens, unsigned n_threads, size_t *bytes)
 {
     pmpd_nuq_layout layout;
+    size_t per_token;
     (void)n_threads;
-    /* The width does not change the rotated input's size. */
+    /* The width does not change the prepared input's size: per token the
+     * rotated floats, their int8 steps and a float per block (nuq.h). */
     if (pmpd_nuq_compute_layout(w->dims[0], w->dims[1], PMPD_NUQ_MAX_BITS, &layout) != PMPD_OK)
         return PMPD_ERR_OVERFLOW;
-    return pmpd_checked_mul3(n_tokens, layout.padded, sizeof(float), bytes) ? PMPD_OK : PMPD_ERR_OVERFLOW;
+    per_token = layout.padded * (sizeof(float) + 1) + layout.padded / PMPD_NUQ_BLOCK * sizeof(float);
+    return pmpd_checked_mul(n_tokens, per_token, bytes) ? PMPD_OK : PMPD_ERR_OVERFLOW;
 }
 
 static void pmpd_nuq_format_row(const pmpd_tensor *w, size_t r, float *out)

@@ -1,10 +1,12 @@
-/* NUQ product with NEON (AArch64): a block's 32 indices become 32 bytes
- * (two q registers: columns 0-15 and 16-31) with one shift and mask per 8
- * or 16 of them, then each 4 indices become 4 floats by TBL over the
- * levels' 64 bytes (vqtbl4q: byte 4 i + k of the table is byte k of level
- * i): a first TBL spreads index i to the 4 byte lanes of its float, the
- * OR adds k.  Floats are multiplied with the rotated input by FMA.  A tile
- * is one row x up to 4 tokens, the lookups shared by the tokens. */
+/* NUQ product with NEON (AArch64): a block's 32 codes become 32 bytes in
+ * column order (two q registers: columns 0-15 and 16-31) with one shift
+ * and mask per 8 or 16 of them, TBL turns them into int8 levels, and the
+ * levels are multiplied with the int8 activations exactly: SDOT where the
+ * target has the dot-product extension, else SMULL + SMLAL2 (two products
+ * of at most 127 * 127 fit an int16 lane) and SADALP.  Each block's int32
+ * sums become floats times the block's activation step, added into one
+ * float vector per token.  A tile is one row x up to 4 tokens, the
+ * lookups shared by the tokens. */
 #include "pmpd_impl/weights/nuq/nuq.h"
 
 #if PMPD_USE_NEON && defined(__aarch64__) && !PMPD_USE_AVX2
@@ -13,14 +15,14 @@
 
 #define NUQ_NEON_TILE 4
 
-/* The 32 indices of a block, each times 4 (the byte offset of its level). */
+/* The 32 codes of a block, in column order. */
 static inline __attribute__((always_inline)) void nuq_neon_indices(const uint8_t *block, unsigned bits,
                                                                    uint8x16_t idx[2])
 {
     if (bits == 4) {
         uint8x16_t b = vld1q_u8(block);
-        idx[0] = vshlq_n_u8(vandq_u8(b, vdupq_n_u8(15)), 2);
-        idx[1] = vshlq_n_u8(vshrq_n_u8(b, 4), 2);
+        idx[0] = vandq_u8(b, vdupq_n_u8(15));
+        idx[1] = vshrq_n_u8(b, 4);
     } else {
         const uint8x8_t three = vdup_n_u8(3);
         uint8x8_t b = vld1_u8(block);
@@ -42,87 +44,98 @@ static inline __attribute__((always_inline)) void nuq_neon_indices(const uint8_t
             g2 = vorr_u8(g2, vshl_n_u8(vand_u8(vshr_n_u8(base, 2), one), 2));
             g3 = vorr_u8(g3, vshl_n_u8(vand_u8(vshr_n_u8(base, 3), one), 2));
         }
-        idx[0] = vshlq_n_u8(vcombine_u8(g0, g1), 2);
-        idx[1] = vshlq_n_u8(vcombine_u8(g2, g3), 2);
+        idx[0] = vcombine_u8(g0, g1);
+        idx[1] = vcombine_u8(g2, g3);
     }
 }
 
-/* Row r times tokens t0..t0+nt-1 (nt <= 4). */
-static inline __attribute__((always_inline)) void nuq_neon_tile(const pmpd_nuq_matrix *m, const uint8x16x4_t *table,
-                                                                const uint8x16_t spread[4], unsigned bits,
-                                                                const float *xr, size_t r, size_t t0, size_t nt,
+/* The exact int32 sums of 16 + 16 products, in 4 lanes. */
+static inline __attribute__((always_inline)) int32x4_t nuq_neon_dot(int8x16_t w0, int8x16_t w1, int8x16_t x0,
+                                                                    int8x16_t x1)
+{
+#if PMPD_USE_DOTPROD
+    return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, x0), w1, x1);
+#else
+    int16x8_t p0 = vmlal_high_s8(vmull_s8(vget_low_s8(w0), vget_low_s8(x0)), w0, x0);
+    int16x8_t p1 = vmlal_high_s8(vmull_s8(vget_low_s8(w1), vget_low_s8(x1)), w1, x1);
+    return vpadalq_s16(vpaddlq_s16(p0), p1);
+#endif
+}
+
+/* Block b of row into acc[t] for tokens t0..t0+nt-1. */
+static inline __attribute__((always_inline)) void nuq_neon_block(const uint8_t *row, int8x16_t table, unsigned bits,
+                                                                 const int8_t *q, const float *d, size_t stride,
+                                                                 size_t n_blocks, size_t b, size_t t0, size_t nt,
+                                                                 float32x4_t *acc)
+{
+    uint8x16_t idx[2];
+    int8x16_t w0, w1;
+    size_t t;
+    nuq_neon_indices(row + b * 4 * (size_t)bits, bits, idx);
+    w0 = vqtbl1q_s8(table, idx[0]);
+    w1 = vqtbl1q_s8(table, idx[1]);
+#pragma GCC unroll 4
+    for (t = 0; t < nt; t++) {
+        const int8_t *x = q + (t0 + t) * stride + b * PMPD_NUQ_BLOCK;
+        int32x4_t sums = nuq_neon_dot(w0, w1, vld1q_s8(x), vld1q_s8(x + 16));
+        acc[t] = vfmaq_n_f32(acc[t], vcvtq_f32_s32(sums), d[(t0 + t) * n_blocks + b]);
+    }
+}
+
+/* Row r times tokens t0..t0+nt-1 (nt <= 4), even and odd blocks into two
+ * accumulators per token (two chains of dependent FMAs). */
+static inline __attribute__((always_inline)) void nuq_neon_tile(const pmpd_nuq_matrix *m, int8x16_t table,
+                                                                unsigned bits, const int8_t *q, const float *d,
+                                                                size_t n_blocks, size_t r, size_t t0, size_t nt,
                                                                 float *y, size_t ldy)
 {
     const uint8_t *row = m->index + r * m->row_bytes;
-    const size_t block_bytes = 4 * (size_t)bits, stride = m->padded;
-    const uint8x16_t lanes = vreinterpretq_u8_u32(vdupq_n_u32(0x03020100u));
-    float32x4_t acc[NUQ_NEON_TILE][2];
-    size_t b, t, c;
-    int h, q;
+    const float out = m->scale[r] * pmpd_nuq_unit(bits);
+    float32x4_t even[NUQ_NEON_TILE], odd[NUQ_NEON_TILE];
+    size_t b, t;
 #pragma GCC unroll 4
     for (t = 0; t < nt; t++)
-        acc[t][0] = acc[t][1] = vdupq_n_f32(0.0f);
-    for (b = 0, c = 0; c < m->padded; b += block_bytes, c += PMPD_NUQ_BLOCK) {
-        uint8x16_t idx[2];
-        nuq_neon_indices(row + b, bits, idx);
-#pragma GCC unroll 2
-        for (h = 0; h < 2; h++)
-#pragma GCC unroll 4
-            for (q = 0; q < 4; q++) {
-                uint8x16_t bytes = vorrq_u8(vqtbl1q_u8(idx[h], spread[q]), lanes);
-                float32x4_t w = vreinterpretq_f32_u8(vqtbl4q_u8(*table, bytes));
-#pragma GCC unroll 4
-                for (t = 0; t < nt; t++)
-                    acc[t][q & 1] = vfmaq_f32(acc[t][q & 1], w,
-                                              vld1q_f32(xr + (t0 + t) * stride + c + 16 * (size_t)h + 4 * (size_t)q));
-            }
+        even[t] = odd[t] = vdupq_n_f32(0.0f);
+    for (b = 0; b + 2 <= n_blocks; b += 2) {
+        nuq_neon_block(row, table, bits, q, d, m->padded, n_blocks, b, t0, nt, even);
+        nuq_neon_block(row, table, bits, q, d, m->padded, n_blocks, b + 1, t0, nt, odd);
     }
+    if (b < n_blocks)
+        nuq_neon_block(row, table, bits, q, d, m->padded, n_blocks, b, t0, nt, even);
     for (t = 0; t < nt; t++)
-        y[(t0 + t) * ldy + r] = m->scale[r] * vaddvq_f32(vaddq_f32(acc[t][0], acc[t][1]));
+        y[(t0 + t) * ldy + r] = out * vaddvq_f32(vaddq_f32(even[t], odd[t]));
 }
 
 static inline __attribute__((always_inline)) void nuq_neon_rows(const pmpd_nuq_matrix *m, unsigned bits,
-                                                                const float *xr, size_t n_tokens, size_t row_begin,
+                                                                const void *act, size_t n_tokens, size_t row_begin,
                                                                 size_t row_end, float *y, size_t ldy)
 {
-    static const uint8_t spread_bytes[64] = {0,  0,  0,  0,  1,  1,  1,  1,  2,  2,  2,  2,  3,  3,  3,  3,
-                                             4,  4,  4,  4,  5,  5,  5,  5,  6,  6,  6,  6,  7,  7,  7,  7,
-                                             8,  8,  8,  8,  9,  9,  9,  9,  10, 10, 10, 10, 11, 11, 11, 11,
-                                             12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15};
-    float levels[16];
-    uint8x16x4_t table;
-    uint8x16_t spread[4];
+    const int8_t *q = pmpd_nuq_act_q(m, act, n_tokens);
+    const float *d = pmpd_nuq_act_d(m, act, n_tokens);
+    const size_t n_blocks = m->padded / PMPD_NUQ_BLOCK;
+    const int8x16_t table = vld1q_s8(pmpd_nuq_levels_int8(bits));
     size_t r, t0;
-    int q;
-    memset(levels, 0, sizeof levels);
-    memcpy(levels, pmpd_nuq_levels(bits), ((size_t)1 << bits) * sizeof(float));
-    table.val[0] = vreinterpretq_u8_f32(vld1q_f32(levels));
-    table.val[1] = vreinterpretq_u8_f32(vld1q_f32(levels + 4));
-    table.val[2] = vreinterpretq_u8_f32(vld1q_f32(levels + 8));
-    table.val[3] = vreinterpretq_u8_f32(vld1q_f32(levels + 12));
-    for (q = 0; q < 4; q++)
-        spread[q] = vld1q_u8(spread_bytes + 16 * q);
     for (r = row_begin; r < row_end; r++) {
         for (t0 = 0; t0 + NUQ_NEON_TILE <= n_tokens; t0 += NUQ_NEON_TILE)
-            nuq_neon_tile(m, &table, spread, bits, xr, r, t0, NUQ_NEON_TILE, y, ldy);
+            nuq_neon_tile(m, table, bits, q, d, n_blocks, r, t0, NUQ_NEON_TILE, y, ldy);
         switch (n_tokens - t0) {
-        case 3: nuq_neon_tile(m, &table, spread, bits, xr, r, t0, 3, y, ldy); break;
-        case 2: nuq_neon_tile(m, &table, spread, bits, xr, r, t0, 2, y, ldy); break;
-        case 1: nuq_neon_tile(m, &table, spread, bits, xr, r, t0, 1, y, ldy); break;
+        case 3: nuq_neon_tile(m, table, bits, q, d, n_blocks, r, t0, 3, y, ldy); break;
+        case 2: nuq_neon_tile(m, table, bits, q, d, n_blocks, r, t0, 2, y, ldy); break;
+        case 1: nuq_neon_tile(m, table, bits, q, d, n_blocks, r, t0, 1, y, ldy); break;
         default: break;
         }
     }
 }
 
-PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const float *xr, size_t n_tokens, size_t row_begin,
+PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,
                                    size_t row_end, float *y, size_t ldy)
 {
     if (m->bits == 4)
-        nuq_neon_rows(m, 4, xr, n_tokens, row_begin, row_end, y, ldy);
+        nuq_neon_rows(m, 4, act, n_tokens, row_begin, row_end, y, ldy);
     else if (m->bits == 3)
-        nuq_neon_rows(m, 3, xr, n_tokens, row_begin, row_end, y, ldy);
+        nuq_neon_rows(m, 3, act, n_tokens, row_begin, row_end, y, ldy);
     else
-        nuq_neon_rows(m, 2, xr, n_tokens, row_begin, row_end, y, ldy);
+        nuq_neon_rows(m, 2, act, n_tokens, row_begin, row_end, y, ldy);
 }
 
 #undef NUQ_NEON_TILE

@@ -31,14 +31,39 @@ static void nuq_flip(const pmpd_nuq_matrix *m, const float *x, float *out)
     }
 }
 
-PMPD_INTERNAL void pmpd_nuq_rotate(const pmpd_nuq_matrix *m, const float *x, size_t begin, size_t end, float *xr)
+/* Block b of x' as int8 steps of d = max |x'| / 127 (round to nearest;
+ * an all-zero block gets d = 0 and zeros). */
+static void nuq_quantize_block(const float *x, int8_t *q, float *d)
 {
-    size_t t;
+    float absmax = 0.0f, inverse;
+    int c;
+    for (c = 0; c < PMPD_NUQ_BLOCK; c++) {
+        float a = x[c] < 0.0f ? -x[c] : x[c];
+        absmax = a > absmax ? a : absmax;
+    }
+    *d = absmax / 127.0f;
+    inverse = absmax > 0.0f ? 127.0f / absmax : 0.0f;
+    for (c = 0; c < PMPD_NUQ_BLOCK; c++) {
+        float v = x[c] * inverse;
+        /* |v| <= 127 by construction; NaN (from a NaN input) becomes 0. */
+        q[c] = (int8_t)(v != v ? 0 : (int)(v + (v >= 0.0f ? 0.5f : -0.5f)));
+    }
+}
+
+PMPD_INTERNAL void pmpd_nuq_prepare_tokens(const pmpd_nuq_matrix *m, const float *x, size_t begin, size_t end,
+                                           size_t n_tokens, void *act)
+{
+    const size_t blocks = m->padded / PMPD_NUQ_BLOCK;
+    int8_t *q = (int8_t *)(uintptr_t)pmpd_nuq_act_q(m, act, n_tokens);
+    float *d = (float *)(uintptr_t)pmpd_nuq_act_d(m, act, n_tokens);
+    size_t t, b;
     for (t = begin; t < end; t++) {
-        float *out = xr + t * m->padded;
+        float *out = (float *)act + t * m->padded;
         nuq_flip(m, x + t * m->cols, out);
         memset(out + m->cols, 0, (m->padded - m->cols) * sizeof(float));
         pmpd_hadamard(out, m->rotation, 0);
+        for (b = 0; b < blocks; b++)
+            nuq_quantize_block(out + b * PMPD_NUQ_BLOCK, q + t * m->padded + b * PMPD_NUQ_BLOCK, d + t * blocks + b);
     }
 }
 
