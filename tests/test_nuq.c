@@ -158,18 +158,22 @@ static void test_kernels_and_oracles(void **state)
                 unsigned char *data = encode_random(rows, cols, bits, &rng, NULL, &size);
                 float *x, *y, *oracle, *row;
                 void *act;
+                float *work;
                 double *w;
                 assert_int_equal(pmpd_nuq_view(data, size, rows, cols, 0, &m, &err), PMPD_OK);
                 x = (float *)malloc(n_tokens * cols * sizeof(float));
                 act = malloc(pmpd_nuq_act_bytes(&m, n_tokens));
+                work = (float *)malloc(n_tokens * m.padded * sizeof(float));
                 y = (float *)malloc(n_tokens * rows * sizeof(float));
                 oracle = (float *)malloc(n_tokens * rows * sizeof(float));
                 row = (float *)malloc(cols * sizeof(float));
                 w = (double *)malloc(rows * cols * sizeof(double));
-                assert_true(x && act && y && oracle && row && w);
+                assert_true(x && act && work && y && oracle && row && w);
                 for (c = 0; c < n_tokens * cols; c++)
                     x[c] = test_rng_normal(&rng);
-                pmpd_nuq_prepare_tokens(&m, x, 0, n_tokens, n_tokens, act);
+                /* One token at a time, each into its own work row (its x'). */
+                for (t = 0; t < n_tokens; t++)
+                    pmpd_nuq_prepare_tokens(&m, x, t, t + 1, n_tokens, act, work + t * m.padded);
                 for (c = 0; c < n_tokens * rows; c++)
                     y[c] = oracle[c] = -1.0f;
                 pmpd_nuq_matmul_scalar(&m, act, n_tokens, 0, rows, oracle, rows);
@@ -187,7 +191,7 @@ static void test_kernels_and_oracles(void **state)
                                      cols, r, c, (double)row[c], w[r * cols + c]);
                     }
                     for (t = 0; t < n_tokens; t++) {
-                        const float *xr = (const float *)act + t * m.padded;
+                        const float *xr = work + t * m.padded;
                         const float *d = pmpd_nuq_act_d(&m, act, n_tokens) + t * (m.padded / 32);
                         double exact = 0, xn = 0, magnitude = 0, rounding = 0;
                         for (c = 0; c < cols; c++) {
@@ -212,6 +216,7 @@ static void test_kernels_and_oracles(void **state)
                 free(data);
                 free(x);
                 free(act);
+                free(work);
                 free(y);
                 free(oracle);
                 free(row);

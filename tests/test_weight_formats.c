@@ -169,9 +169,9 @@ static void check_matrix(const pmpd_tensor *t, pmpd_pool *pool, test_rng *rng)
                 xn += (double)x[c] * x[c];
             }
             pmpd_nuq_bind(t->data, t->dims[0], t->dims[1], &nm);
-            act = (float *)malloc(pmpd_nuq_act_bytes(&nm, 1));
+            act = (float *)malloc(pmpd_nuq_act_bytes(&nm, 1) + nm.padded * sizeof(float));
             assert_non_null(act);
-            pmpd_nuq_prepare_tokens(&nm, x, 0, 1, 1, act);
+            pmpd_nuq_prepare_tokens(&nm, x, 0, 1, 1, act, act + pmpd_nuq_act_bytes(&nm, 1) / sizeof(float));
             d = pmpd_nuq_act_d(&nm, act, 1);
             for (k = 0; k < nm.rotation; k++)
                 bound += 0.5 * d[k / PMPD_NUQ_BLOCK] * nm.scale[r] *

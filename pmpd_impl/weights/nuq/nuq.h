@@ -114,30 +114,35 @@ static inline unsigned pmpd_nuq_get(const uint8_t *row, size_t c, unsigned bits)
 PMPD_INTERNAL void pmpd_nuq_signs(uint64_t seed, uint64_t *signs, size_t words);
 
 /* The prepared input of n_tokens tokens, in the scratch (nuq_format.c):
- *   float xr[n_tokens][padded]   x' = H (x o s), zero from the rotation on
- *   int8  q[n_tokens][padded]    x' in blocks of 32: q = round(x' / d)
+ *   int8  q[n_tokens][padded]       x' = H (x o s) in blocks of 32: q = round(x' / d)
  *   float d[n_tokens][padded / 32]  d = the block's max |x'| / 127
- * The product's inner sums are exact integers (level units times q), as
- * in q4's and q8's kernels; only the activations' rounding (half a step
- * d per element) separates it from the float product with W. */
+ * x' itself lives only in a per-thread buffer of padded floats while a
+ * token is rotated, so a prefill's scratch grows by 1.125 bytes per column
+ * and token, as q4's.  The product's inner sums are exact integers (level
+ * units times q), as in q4's and q8's kernels; only the activations'
+ * rounding (half a step d per element) separates it from the float product
+ * with W. */
 static inline size_t pmpd_nuq_act_bytes(const pmpd_nuq_matrix *m, size_t n_tokens)
 {
-    return n_tokens * m->padded * (sizeof(float) + 1) + n_tokens * (m->padded / PMPD_NUQ_BLOCK) * sizeof(float);
+    return n_tokens * m->padded + n_tokens * (m->padded / PMPD_NUQ_BLOCK) * sizeof(float);
 }
 static inline const int8_t *pmpd_nuq_act_q(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens)
 {
-    return (const int8_t *)act + n_tokens * m->padded * sizeof(float);
+    (void)m;
+    (void)n_tokens;
+    return (const int8_t *)act;
 }
 static inline const float *pmpd_nuq_act_d(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens)
 {
-    return (const float *)(const void *)(pmpd_nuq_act_q(m, act, n_tokens) + n_tokens * m->padded);
+    return (const float *)(const void *)((const int8_t *)act + n_tokens * m->padded);
 }
 
 /* Rotates and quantizes tokens [begin, end) of x (n_tokens rows of cols
- * floats) into act (pmpd_nuq_act_bytes for n_tokens).  Shared by every ISA
- * (the butterflies inside are the compiled kernel). */
+ * floats) into act (pmpd_nuq_act_bytes for n_tokens), rotating in work
+ * (padded floats; it keeps the last token's x').  Shared by every ISA (the
+ * butterflies inside are the compiled kernel). */
 PMPD_INTERNAL void pmpd_nuq_prepare_tokens(const pmpd_nuq_matrix *m, const float *x, size_t begin, size_t end,
-                                           size_t n_tokens, void *act);
+                                           size_t n_tokens, void *act, float *work);
 
 /* y[t * ldy + r] = scale[r] * unit * sum over blocks b of d[t][b] *
  * sum_{c in b} int8level[code[r][c]] q[t][c], for every token t <

@@ -16,13 +16,14 @@ typedef struct pmpd_nuq_job {
     const float *x;
     size_t n_tokens;
     void *act;
+    float *work; /* padded floats per worker */
 } pmpd_nuq_job;
 
 static void pmpd_nuq_rotate_part(void *ctx, size_t begin, size_t end, unsigned worker)
 {
     const pmpd_nuq_job *job = (const pmpd_nuq_job *)ctx;
-    (void)worker;
-    pmpd_nuq_prepare_tokens(&job->m, job->x, begin, end, job->n_tokens, job->act);
+    pmpd_nuq_prepare_tokens(&job->m, job->x, begin, end, job->n_tokens, job->act,
+                            job->work + (size_t)worker * job->m.padded);
 }
 
 static void pmpd_nuq_prepare(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch, pmpd_pool *pool)
@@ -32,6 +33,8 @@ static void pmpd_nuq_prepare(const pmpd_tensor *w, const float *x, size_t n_toke
     job.x = x;
     job.n_tokens = n_tokens;
     job.act = scratch;
+    /* After the prepared input, 4-byte aligned (nuq.h). */
+    job.work = (float *)(void *)((unsigned char *)scratch + pmpd_nuq_act_bytes(&job.m, n_tokens));
     /* A transform costs about n log2 n adds: weigh it as 16 n. */
     pmpd_pool_run_weighed(pool, pmpd_nuq_rotate_part, &job, n_tokens, 1, 16 * (size_t)job.m.padded);
 }
@@ -57,14 +60,17 @@ static int pmpd_nuq_shares(const pmpd_tensor *a, const pmpd_tensor *b)
 static pmpd_status pmpd_nuq_scratch(const pmpd_tensor *w, size_t n_tokens, unsigned n_threads, size_t *bytes)
 {
     pmpd_nuq_layout layout;
-    size_t per_token;
-    (void)n_threads;
+    size_t act, work;
     /* The width does not change the prepared input's size: per token the
-     * rotated floats, their int8 steps and a float per block (nuq.h). */
+     * int8 steps and a float per block, then per thread one rotated token
+     * in floats (nuq.h). */
     if (pmpd_nuq_compute_layout(w->dims[0], w->dims[1], PMPD_NUQ_MAX_BITS, &layout) != PMPD_OK)
         return PMPD_ERR_OVERFLOW;
-    per_token = layout.padded * (sizeof(float) + 1) + layout.padded / PMPD_NUQ_BLOCK * sizeof(float);
-    return pmpd_checked_mul(n_tokens, per_token, bytes) ? PMPD_OK : PMPD_ERR_OVERFLOW;
+    if (!pmpd_checked_mul(n_tokens, layout.padded + layout.padded / PMPD_NUQ_BLOCK * sizeof(float), &act) ||
+        !pmpd_checked_mul3(n_threads ? n_threads : 1, layout.padded, sizeof(float), &work) ||
+        !pmpd_checked_add(act, work, bytes))
+        return PMPD_ERR_OVERFLOW;
+    return PMPD_OK;
 }
 
 static void pmpd_nuq_format_row(const pmpd_tensor *w, size_t r, float *out)

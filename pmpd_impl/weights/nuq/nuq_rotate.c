@@ -51,19 +51,18 @@ static void nuq_quantize_block(const float *x, int8_t *q, float *d)
 }
 
 PMPD_INTERNAL void pmpd_nuq_prepare_tokens(const pmpd_nuq_matrix *m, const float *x, size_t begin, size_t end,
-                                           size_t n_tokens, void *act)
+                                           size_t n_tokens, void *act, float *work)
 {
     const size_t blocks = m->padded / PMPD_NUQ_BLOCK;
     int8_t *q = (int8_t *)(uintptr_t)pmpd_nuq_act_q(m, act, n_tokens);
     float *d = (float *)(uintptr_t)pmpd_nuq_act_d(m, act, n_tokens);
     size_t t, b;
     for (t = begin; t < end; t++) {
-        float *out = (float *)act + t * m->padded;
-        nuq_flip(m, x + t * m->cols, out);
-        memset(out + m->cols, 0, (m->padded - m->cols) * sizeof(float));
-        pmpd_hadamard(out, m->rotation, 0);
+        nuq_flip(m, x + t * m->cols, work);
+        memset(work + m->cols, 0, (m->padded - m->cols) * sizeof(float));
+        pmpd_hadamard(work, m->rotation, 0);
         for (b = 0; b < blocks; b++)
-            nuq_quantize_block(out + b * PMPD_NUQ_BLOCK, q + t * m->padded + b * PMPD_NUQ_BLOCK, d + t * blocks + b);
+            nuq_quantize_block(work + b * PMPD_NUQ_BLOCK, q + t * m->padded + b * PMPD_NUQ_BLOCK, d + t * blocks + b);
     }
 }
 
