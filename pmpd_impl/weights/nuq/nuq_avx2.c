@@ -1,6 +1,6 @@
 /* NUQ product with AVX2: a block's 32 codes become 32 bytes in column
  * order (4 bits: the low and high nibbles of 16 bytes as the two 128-bit
- * lanes; 2 bits: the 8 bytes in each 64-bit lane shifted by 0, 2, 4, 6;
+ * lanes, from one broadcast load; 2 bits: the 8 bytes in each 64-bit lane shifted by 0, 2, 4, 6;
  * 3 bits: those, plus the sign plane's bits spread to the bytes by PSHUFB
  * and tested with a per-byte mask), one PSHUFB turns them into 32 int8
  * levels, and VPMADDUBSW / VPMADDWD multiply them with the int8
@@ -22,6 +22,7 @@ typedef struct nuq_avx2_consts {
     __m256i low2;      /* 0x03 in every byte */
     __m256i low4;      /* 0x0F in every byte */
     __m256i shifts;    /* 0, 2, 4, 6 per 64-bit lane */
+    __m256i nibble;    /* 0, 0, 4, 4 per 64-bit lane */
     __m256i spread;    /* byte L: the sign plane's byte (L % 8) / 2 */
     __m256i bit;       /* byte L: 1 << (4 ((L % 8) & 1) + L / 8) */
     __m256i sign;      /* 0x04 in every byte: the 3-bit code's sign */
@@ -42,10 +43,10 @@ static inline __attribute__((always_inline)) __m256i nuq_avx2_levels(const uint8
 {
     __m256i codes;
     if (bits == 4) {
-        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)block);
-        __m128i lo = _mm_and_si128(b, _mm256_castsi256_si128(k->low4));
-        __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm256_castsi256_si128(k->low4));
-        codes = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+        /* The 16 bytes in both lanes, the upper lane's shifted by a nibble:
+         * a broadcast load, one shift, one mask. */
+        __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)block));
+        codes = _mm256_and_si256(_mm256_srlv_epi64(b, k->nibble), k->low4);
     } else {
         int64_t low;
         memcpy(&low, block, 8);
@@ -119,6 +120,7 @@ static inline __attribute__((always_inline)) void nuq_avx2_rows(const pmpd_nuq_m
     k.low2 = _mm256_set1_epi8(3);
     k.low4 = _mm256_set1_epi8(15);
     k.shifts = _mm256_setr_epi64x(0, 2, 4, 6);
+    k.nibble = _mm256_setr_epi64x(0, 0, 4, 4);
     k.spread = _mm256_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2,
                                 2, 3, 3);
     k.bit = _mm256_setr_epi8(1, 16, 1, 16, 1, 16, 1, 16, 2, 32, 2, 32, 2, 32, 2, 32, 4, 64, 4, 64, 4, 64, 4, 64,
