@@ -433,8 +433,7 @@ typedef struct pmpd_convert_options {
     const char *tokenizer_path;   /* llama2.c tokenizer.bin, or NULL */
     pmpd_tensor_type type;        /* PMPD_TENSOR_F32 or _F16 for the matrices, or _Q8, _Q4,
                                      _Q2CB (group-quantized, README "Group-quantized weights"),
-                                     _ANYPREC (nested), _W8A8 or _NUQ (rotated Lloyd-Max, width
-                                     nuq_bits); with the quantized types the token
+                                     or _ANYPREC (nested); with the quantized types the token
                                      embedding and classifier become q8 */
     /* PMPD_TENSOR_ANYPREC only: the tree's seed and parent widths (0: 2 and 4). */
     unsigned anyprec_seed_bits, anyprec_parent_bits;
@@ -458,7 +457,9 @@ typedef struct pmpd_convert_options {
      * encode and write one tensor at a time: called after each tensor with
      * progress_context; may be NULL. */
     void (*tensor_written)(void *context, const pmpd_convert_tensor_report *report);
-    /* PMPD_TENSOR_NUQ only: bits per weight, 2, 3 or 4 (0: 4). */
+    /* PMPD_TENSOR_NUQ only (Hadamard-rotated Lloyd-Max weights; the token
+     * embedding and classifier become q8): bits per weight, 2, 3 or 4
+     * (0: 4). */
     unsigned nuq_bits;
 } pmpd_convert_options;
 
