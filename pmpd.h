@@ -173,7 +173,8 @@ typedef enum pmpd_tensor_type {
     PMPD_TENSOR_Q4 = 3,      /* 4-bit groups of 32, rows interleaved for SIMD */
     PMPD_TENSOR_Q2CB = 4,    /* 2-bit groups with shared int8 codebooks */
     PMPD_TENSOR_ANYPREC = 5, /* nested any-precision bit-planes */
-    PMPD_TENSOR_W8A8 = 6     /* int8 rows + one static activation scale per tensor */
+    PMPD_TENSOR_W8A8 = 6,    /* int8 rows + one static activation scale per tensor */
+    PMPD_TENSOR_NUQ = 7      /* 2-4-bit Lloyd-Max indices of Hadamard-rotated rows + row scales */
 } pmpd_tensor_type;
 
 /* The short name tools use for a tensor type ("f32", "q4", "anyprec"), or
@@ -456,6 +457,10 @@ typedef struct pmpd_convert_options {
      * encode and write one tensor at a time: called after each tensor with
      * progress_context; may be NULL. */
     void (*tensor_written)(void *context, const pmpd_convert_tensor_report *report);
+    /* PMPD_TENSOR_NUQ only (Hadamard-rotated Lloyd-Max weights; the token
+     * embedding and classifier become q8): bits per weight, 2, 3 or 4
+     * (0: 4). */
+    unsigned nuq_bits;
 } pmpd_convert_options;
 
 typedef struct pmpd_convert_summary {
