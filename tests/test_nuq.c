@@ -310,61 +310,17 @@ static void test_malformed_tensors(void **state)
     free(bad);
 }
 
-typedef struct opened {
-    test_container c;
-    void *arena;
-    pmpd_model *model;
-} opened;
-
-static void open_variant(uint32_t type, unsigned bits, opened *o)
+/* stories260K converted to type (nuq at bits) by the converter's row, as
+ * pmpd-convert runs it. */
+static void open_variant(uint32_t type, unsigned bits, test_opened_model *o)
 {
     pmpd_build_model b;
     pmpd_convert_options options;
-    pmpd_arena arena;
     assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);
     memset(&options, 0, sizeof options);
     options.type = (pmpd_tensor_type)type;
     options.nuq_bits = bits;
-    if (type != PMPD_TENSOR_F32)
-        assert_int_equal(pmpd_weight_encoder_of(type)->convert(&b, &options), PMPD_OK);
-    assert_int_equal(test_serialize(&b, &o->c), PMPD_OK);
-    pmpd_build_free(&b);
-    o->arena = malloc(1 << 20);
-    assert_non_null(o->arena);
-    pmpd_arena_init(&arena, o->arena, 1 << 20);
-    assert_int_equal(pmpd_model_open_memory(o->c.data, o->c.size, &arena, &o->model, NULL), PMPD_OK);
-}
-
-static void close_variant(opened *o)
-{
-    pmpd_model_close(o->model);
-    free(o->arena);
-    test_container_free(&o->c);
-}
-
-/* Teacher-forced logits over ids, [position][vocab]: a prefill of one
- * token, then a decode step per position. */
-static float *forced_logits(const pmpd_model *model, const int32_t *ids, size_t n)
-{
-    size_t vocab = pmpd_model_get_info(model)->vocab_size, i;
-    float *out = (float *)malloc(n * vocab * sizeof(float));
-    pmpd_session_config config;
-    const float *logits;
-    void *block;
-    pmpd_session *s;
-    pmpd_session_config_init(&config);
-    s = test_session_open(model, &config, &block);
-    assert_non_null(out);
-    assert_non_null(s);
-    assert_int_equal(pmpd_session_prefill(s, ids, 1, &logits), PMPD_OK);
-    memcpy(out, logits, vocab * sizeof(float));
-    for (i = 1; i < n; i++) {
-        assert_int_equal(pmpd_session_decode(s, ids[i], &logits), PMPD_OK);
-        memcpy(out + i * vocab, logits, vocab * sizeof(float));
-    }
-    pmpd_session_destroy(s);
-    free(block);
-    return out;
+    assert_int_equal(test_open_built(&b, &options, o), PMPD_OK);
 }
 
 /* (e) stories260K: KL and top-1 against f32 at 4, 3 and 2 bits (and q4,
@@ -375,7 +331,7 @@ static void test_stories260k_quality(void **state)
     size_t n = test_read_vector_ids("stories260K_bos_greedy.ids", ids, 256), vocab, i, v;
     static const unsigned widths[4] = {4, 3, 2, 0};
     double kl[4], top1[4];
-    opened o;
+    test_opened_model o;
     float *ref;
     (void)state;
     assert_true(n > 8);
@@ -383,15 +339,15 @@ static void test_stories260k_quality(void **state)
         n = reduced() ? 32 : 128;
     open_variant(PMPD_TENSOR_F32, 0, &o);
     vocab = pmpd_model_get_info(o.model)->vocab_size;
-    ref = forced_logits(o.model, ids, n);
-    close_variant(&o);
+    ref = test_forced_logits(o.model, ids, n);
+    test_opened_close(&o);
     for (v = 0; v < 4; v++) {
         float *got;
         size_t agree = 0;
         double sum = 0;
         open_variant(widths[v] ? PMPD_TENSOR_NUQ : PMPD_TENSOR_Q4, widths[v], &o);
         assert_int_equal(o.model->layers[0].w_down->type, widths[v] ? PMPD_TENSOR_NUQ : PMPD_TENSOR_Q4);
-        got = forced_logits(o.model, ids, n);
+        got = test_forced_logits(o.model, ids, n);
         for (i = 0; i < n; i++) {
             sum += test_softmax_kl(ref + i * vocab, got + i * vocab, vocab);
             agree += test_argmax(ref + i * vocab, vocab) == test_argmax(got + i * vocab, vocab);
@@ -399,7 +355,7 @@ static void test_stories260k_quality(void **state)
         kl[v] = sum / (double)n;
         top1[v] = (double)agree / (double)n;
         free(got);
-        close_variant(&o);
+        test_opened_close(&o);
     }
     print_message("stories260K, %zu teacher-forced positions, KL / top-1 vs f32:\n"
                   "  nuq4 %.5f / %.3f\n  nuq3 %.5f / %.3f\n  nuq2 %.5f / %.3f\n  q4   %.5f / %.3f\n",

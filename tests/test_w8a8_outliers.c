@@ -179,65 +179,21 @@ static void make_outliers(pmpd_build_model *b)
     }
 }
 
-typedef struct opened {
-    test_container c;
-    void *arena;
-    pmpd_model *model;
-} opened;
-
 /* Imports model, optionally injects outliers, converts to type (w8a8 with
  * or without the shadow path) and opens it. */
-static void open_variant(const char *model, int outliers, uint32_t type, int no_shadow, opened *o)
+static void open_variant(const char *model, int outliers, uint32_t type, int no_shadow, test_opened_model *o)
 {
     pmpd_build_model b;
     pmpd_convert_options options;
-    pmpd_arena arena;
     assert_int_equal(test_import_shared(model, "models/tok512.bin", &b), PMPD_OK);
     if (outliers)
         make_outliers(&b);
     memset(&options, 0, sizeof options);
     options.type = (pmpd_tensor_type)type;
     options.w8a8_no_shadow = no_shadow;
-    if (type != PMPD_TENSOR_F32)
-        assert_int_equal(pmpd_weight_encoder_of(type)->convert(&b, &options), PMPD_OK);
-    assert_int_equal(test_serialize(&b, &o->c), PMPD_OK);
-    pmpd_build_free(&b);
-    o->arena = malloc(1 << 20);
-    assert_non_null(o->arena);
-    pmpd_arena_init(&arena, o->arena, 1 << 20);
-    assert_int_equal(pmpd_model_open_memory(o->c.data, o->c.size, &arena, &o->model, NULL), PMPD_OK);
+    assert_int_equal(test_open_built(&b, &options, o), PMPD_OK);
 }
 
-static void close_variant(opened *o)
-{
-    pmpd_model_close(o->model);
-    free(o->arena);
-    test_container_free(&o->c);
-}
-
-/* Teacher-forced logits over ids, [position][vocab]. */
-static float *forced_logits(const pmpd_model *model, const int32_t *ids, size_t n)
-{
-    size_t vocab = pmpd_model_get_info(model)->vocab_size, i;
-    float *out = (float *)malloc(n * vocab * sizeof(float));
-    pmpd_session_config config;
-    const float *logits;
-    void *block;
-    pmpd_session *s;
-    pmpd_session_config_init(&config);
-    s = test_session_open(model, &config, &block);
-    assert_non_null(out);
-    assert_non_null(s);
-    assert_int_equal(pmpd_session_prefill(s, ids, 1, &logits), PMPD_OK);
-    memcpy(out, logits, vocab * sizeof(float));
-    for (i = 1; i < n; i++) {
-        assert_int_equal(pmpd_session_decode(s, ids[i], &logits), PMPD_OK);
-        memcpy(out + i * vocab, logits, vocab * sizeof(float));
-    }
-    pmpd_session_destroy(s);
-    free(block);
-    return out;
-}
 
 static void compare(const float *ref, const float *got, size_t n, size_t vocab, double *kl, double *top1)
 {
@@ -255,7 +211,7 @@ static void check_model(const char *model)
 {
     int32_t ids[MAX_IDS];
     size_t n = test_read_vector_ids("stories260K_bos_greedy.ids", ids, MAX_IDS), vocab;
-    opened o;
+    test_opened_model o;
     float *ref, *got;
     double kl[3], top1[3];
     int v;
@@ -264,15 +220,15 @@ static void check_model(const char *model)
     vocab = pmpd_model_get_info(o.model)->vocab_size;
     if (n > 128)
         n = 128;
-    ref = forced_logits(o.model, ids, n);
-    close_variant(&o);
+    ref = test_forced_logits(o.model, ids, n);
+    test_opened_close(&o);
     for (v = 0; v < 3; v++) {
         /* 0: plain model W8A8; 1: outliers, no shadow; 2: outliers, shadow. */
         open_variant(model, v > 0, PMPD_TENSOR_W8A8, v == 1, &o);
-        got = forced_logits(o.model, ids, n);
+        got = test_forced_logits(o.model, ids, n);
         compare(ref, got, n, vocab, &kl[v], &top1[v]);
         free(got);
-        close_variant(&o);
+        test_opened_close(&o);
     }
     print_message("%s, %zu teacher-forced positions, KL / top-1 vs the f32 model:\n"
                   "  W8A8 on the plain model        %.5f / %.3f\n"

@@ -106,7 +106,8 @@ static void hadamard_mix(float *x, unsigned m, size_t p, int transpose)
     }
 }
 
-PMPD_INTERNAL void pmpd_hadamard_scalar(float *x, size_t n, int transpose)
+/* The m power-of-two transforms by pow2, then the m-point mix. */
+static void hadamard_with(float *x, size_t n, int transpose, void (*pow2)(float *, size_t))
 {
     unsigned m = pmpd_hadamard_order(n), i;
     size_t p;
@@ -114,20 +115,18 @@ PMPD_INTERNAL void pmpd_hadamard_scalar(float *x, size_t n, int transpose)
         return;
     p = n / m;
     for (i = 0; i < m; i++)
-        pmpd_hadamard_pow2_scalar(x + i * p, p);
+        pow2(x + i * p, p);
     hadamard_mix(x, m, p, transpose);
+}
+
+PMPD_INTERNAL void pmpd_hadamard_scalar(float *x, size_t n, int transpose)
+{
+    hadamard_with(x, n, transpose, pmpd_hadamard_pow2_scalar);
 }
 
 PMPD_INTERNAL void pmpd_hadamard(float *x, size_t n, int transpose)
 {
-    unsigned m = pmpd_hadamard_order(n), i;
-    size_t p;
-    if (!m)
-        return;
-    p = n / m;
-    for (i = 0; i < m; i++)
-        pmpd_hadamard_pow2(x + i * p, p);
-    hadamard_mix(x, m, p, transpose);
+    hadamard_with(x, n, transpose, pmpd_hadamard_pow2);
 }
 
 /* Without SIMD butterflies for the target, the scalar ones are the kernel. */

@@ -66,23 +66,19 @@ void test_container_free(test_container *c)
 
 #define TEST_OPENED_ARENA_BYTES ((size_t)1 << 20)
 
-pmpd_status test_open_shared(const char *model, const char *tokenizer, uint32_t type, test_opened_model *m)
+pmpd_status test_open_built(pmpd_build_model *b, const pmpd_convert_options *options, test_opened_model *m)
 {
-    pmpd_build_model b;
     pmpd_arena arena;
-    pmpd_status status = test_import_shared(model, tokenizer, &b);
+    pmpd_status status = PMPD_OK;
     memset(m, 0, sizeof *m);
-    if (status == PMPD_OK && type != PMPD_TENSOR_F32) {
+    if (options && options->type != PMPD_TENSOR_F32) {
         /* The converter's row for the type, as pmpd-convert runs it. */
-        const pmpd_weight_encoder *encoder = pmpd_weight_encoder_of(type);
-        pmpd_convert_options options;
-        memset(&options, 0, sizeof options);
-        options.type = (pmpd_tensor_type)type;
-        status = encoder ? encoder->convert(&b, &options) : PMPD_ERR_INVALID_ARGUMENT;
+        const pmpd_weight_encoder *encoder = pmpd_weight_encoder_of((uint32_t)options->type);
+        status = encoder ? encoder->convert(b, options) : PMPD_ERR_INVALID_ARGUMENT;
     }
     if (status == PMPD_OK)
-        status = test_serialize(&b, &m->container);
-    pmpd_build_free(&b);
+        status = test_serialize(b, &m->container);
+    pmpd_build_free(b);
     if (status != PMPD_OK)
         return status;
     m->arena_block = malloc(TEST_OPENED_ARENA_BYTES);
@@ -90,6 +86,41 @@ pmpd_status test_open_shared(const char *model, const char *tokenizer, uint32_t 
         return PMPD_ERR_OUT_OF_MEMORY;
     pmpd_arena_init(&arena, m->arena_block, TEST_OPENED_ARENA_BYTES);
     return pmpd_model_open_memory(m->container.data, m->container.size, &arena, &m->model, NULL);
+}
+
+pmpd_status test_open_shared(const char *model, const char *tokenizer, uint32_t type, test_opened_model *m)
+{
+    pmpd_build_model b;
+    pmpd_convert_options options;
+    pmpd_status status = test_import_shared(model, tokenizer, &b);
+    memset(m, 0, sizeof *m);
+    if (status != PMPD_OK)
+        return status;
+    memset(&options, 0, sizeof options);
+    options.type = (pmpd_tensor_type)type;
+    return test_open_built(&b, &options, m);
+}
+
+float *test_forced_logits(const pmpd_model *model, const int32_t *ids, size_t n)
+{
+    size_t vocab = pmpd_model_get_info(model)->vocab_size, i;
+    float *out = (float *)malloc(n * vocab * sizeof(float));
+    pmpd_session_config config;
+    const float *logits;
+    void *block;
+    pmpd_session *s;
+    pmpd_session_config_init(&config);
+    s = test_session_open(model, &config, &block);
+    assert_non_null(out);
+    assert_non_null(s);
+    assert_int_equal(pmpd_session_prefill(s, ids, 1, &logits), PMPD_OK);
+    memcpy(out, logits, vocab * sizeof(float));
+    for (i = 1; i < n; i++) {
+        assert_int_equal(pmpd_session_decode(s, ids[i], &logits), PMPD_OK);
+        memcpy(out + i * vocab, logits, vocab * sizeof(float));
+    }
+    test_session_close(s, block);
+    return out;
 }
 
 void test_opened_close(test_opened_model *m)

@@ -42,6 +42,15 @@ typedef struct test_opened_model {
 pmpd_status test_open_shared(const char *model, const char *tokenizer, uint32_t type, test_opened_model *m);
 void test_opened_close(test_opened_model *m);
 
+/* The same from an imported model b (freed here, whatever happens):
+ * converted with options (NULL or type f32: as it is), serialized, opened. */
+pmpd_status test_open_built(pmpd_build_model *b, const pmpd_convert_options *options, test_opened_model *m);
+
+/* Teacher-forced logits of model over ids, [position][vocab] (malloc'ed):
+ * a prefill of the first id, then one decode step per id; each step is a
+ * cmocka assertion. */
+float *test_forced_logits(const pmpd_model *model, const int32_t *ids, size_t n);
+
 /* stories260K.bin + tok512.bin converted to type and written to path by
  * pmpd_convert_file (pmpd-convert's path). */
 pmpd_status test_convert_stories(uint32_t type, const char *path);
