@@ -146,7 +146,7 @@ static float *palette_weights(const palette_probe *p, const pmpd_build_tensor *t
 /* Group g's fit: for each energy, noise into its matrices, the KL, the
  * original weights back. */
 static pmpd_status palette_group_fit(palette_probe *p, const pmpd_build_model *b, const pmpd_palette_group *g,
-                                     uint32_t index, const pmpd_palette_sensitivity_options *options,
+                                     const pmpd_palette_sensitivity_options *options,
                                      pmpd_palette_fit *fit, uint64_t *done, uint64_t total)
 {
     float *weights[PMPD_PALETTE_GROUP_MAX_TENSORS], *saved[PMPD_PALETTE_GROUP_MAX_TENSORS] = {NULL, NULL, NULL};
@@ -177,8 +177,11 @@ static pmpd_status palette_group_fit(palette_probe *p, const pmpd_build_model *b
         st = PMPD_ERR_OUT_OF_MEMORY;
     for (e = 0; e < options->n_energies && st == PMPD_OK; e++) {
         for (m = 0; m < g->n_tensors; m++) {
-            /* Each matrix's own stream: the same direction at every e. */
-            uint64_t state = pmpd_synth_stream(options->seed, index * PMPD_PALETTE_GROUP_MAX_TENSORS + m);
+            /* Each matrix's own stream, named by its layer, group and
+             * place in the group (so a group gets the same noise however
+             * many others are measured): the same direction at every e. */
+            uint32_t stream = (g->layer * PMPD_PALETTE_GROUP_KINDS + g->kind) * PMPD_PALETTE_GROUP_MAX_TENSORS + m;
+            uint64_t state = pmpd_synth_stream(options->seed, stream);
             pmpd_synth_normal(&state, (float)(sqrt(options->energies[e]) * rms[m]), noise, count[m]);
             for (k = 0; k < count[m]; k++)
                 weights[m][k] = saved[m][k] + noise[k];
@@ -216,7 +219,7 @@ PMPD_INTERNAL pmpd_status pmpd_palette_sensitivity(const pmpd_build_model *b, co
     total = (uint64_t)n_groups * options->n_energies;
     st = palette_probe_open(b, options, &p, err);
     for (g = 0; g < n_groups && st == PMPD_OK; g++) {
-        st = palette_group_fit(&p, b, &groups[g], g, options, &fits[g], &done, total);
+        st = palette_group_fit(&p, b, &groups[g], options, &fits[g], &done, total);
         if (st != PMPD_OK)
             pmpd_error_set(err, st, PMPD_NO_OFFSET, "sensitivity of layer %u %s", (unsigned)groups[g].layer,
                            pmpd_palette_group_name(groups[g].kind));
