@@ -509,6 +509,10 @@ typedef struct pmpd_convert_options {
     double budget_bits;
     const pmpd_tensor_type *palette; /* candidates among f32, f16, q8, q4, q2cb; NULL: q8, q4, q2cb */
     uint32_t n_palette;
+    /* The sensitivity's data-free text: sequences and tokens each, BOS
+     * included (0: 4 and 32; more gives steadier fits on large models at
+     * proportional cost). */
+    uint32_t palette_sequences, palette_length;
     /* The allocation, before the container is written (progress_context);
      * may be NULL.  progress reports the sensitivity runs. */
     void (*allocated)(void *context, const pmpd_palette_report *report);

@@ -8,9 +8,10 @@
  *    embedding q8, and that loads and generates;
  *  - a budget below the cheapest assignment fails with PMPD_ERR_BUDGET
  *    and a message giving the least, leaving no file.
- * PMPD_TEST_REDUCED=1 (emulated and sanitizer runs): fewer groups, shorter
- * sequences, palette q8,q4 for the conversion (q2cb's codebook search is
- * the slow part under qemu). */
+ * PMPD_TEST_REDUCED=1 (emulated and sanitizer runs): three groups on 2
+ * sequences of 16 tokens; the conversion with palette q8,q4 (q2cb's
+ * codebook search is slow under qemu) and its sensitivity on one sequence
+ * of 8 tokens. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -190,6 +191,10 @@ static void test_sensitivity(void **state)
     assert_int_equal(groups[14].layer, 3);
     assert_int_equal(groups[14].kind, PMPD_PALETTE_GROUP_GATE_UP);
     pmpd_palette_sensitivity_defaults(&options);
+    if (reduced) {
+        options.n_sequences = 2;
+        options.length = 16;
+    }
     /* Reduced: only the three groups above. */
     for (g = 0; g < 3; g++)
         picked[g] = groups[chosen[g]];
@@ -267,6 +272,8 @@ static void test_budget_conversion(void **state)
     if (reduced) {
         o.palette = small;
         o.n_palette = 2;
+        o.palette_sequences = 1;
+        o.palette_length = 8;
     }
     o.allocated = pal_allocated;
     o.progress_context = &c;

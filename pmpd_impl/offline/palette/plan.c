@@ -189,6 +189,10 @@ PMPD_INTERNAL pmpd_status pmpd_palette_plan_make(const pmpd_build_model *b, cons
             probe.threads = options->threads ? options->threads : cpus > 0 ? (unsigned)cpus : 1;
             if (probe.threads > pmpd_max_threads())
                 probe.threads = pmpd_max_threads();
+            if (options->palette_sequences)
+                probe.n_sequences = options->palette_sequences;
+            if (options->palette_length)
+                probe.length = options->palette_length;
             probe.progress = options->progress;
             probe.progress_context = options->progress_context;
         }
