@@ -513,6 +513,11 @@ typedef struct pmpd_convert_options {
      * included (0: 4 and 32; more gives steadier fits on large models at
      * proportional cost). */
     uint32_t palette_sequences, palette_length;
+    /* 1: no sensitivity run; a_g = the group's share of the layer weights,
+     * so the allocation minimizes the mean relative error per weight (and
+     * predicted_kl is that mean, not nats); for measuring what the
+     * measured sensitivities buy. */
+    int palette_flat;
     /* The allocation, before the container is written (progress_context);
      * may be NULL.  progress reports the sensitivity runs. */
     void (*allocated)(void *context, const pmpd_palette_report *report);

@@ -1,7 +1,7 @@
 /* pmpd-convert SOURCE OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb|w8a8|keep-closest] [--bits SEED:PARENT]
  *                         [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]
  *                         [--kv-codebooks SUB:BITS] [--ctx N] [--threads N]
- *                         [--budget-bits B [--palette q8,q4,q2cb]]
+ *                         [--budget-bits B [--palette q8,q4,q2cb] [--palette-flat]]
  *
  * Converts a llama2.c checkpoint (legacy or version 1) or a GGUF v3 Llama
  * file into a .pmpd container.  With --kv-codebooks and --pmpd-calibrate it
@@ -148,6 +148,8 @@ static int usage(void)
             "                           embedding and classifier stay q8, outside the budget\n"
             "  --palette LIST           with --budget-bits: the candidate formats, comma-separated, among\n"
             "                           f32 f16 q8 q4 q2cb (default q8,q4,q2cb)\n"
+            "  --palette-flat           with --budget-bits: no sensitivity run, each group weighs by its share of\n"
+            "                           the weights (least mean error), to measure what sensitivities buy\n"
             "  --type keep-closest      each GGUF matrix in the type nearest its own (F32 f32, F16 f16, BF16 f32,\n"
             "                           Q8_0 Q6_K Q5_K Q5_0 Q5_1 q8, Q4_0 Q4_1 Q4_K IQ4_NL IQ4_XS q4)\n"
             "  --type TYPE              weight format (default f32):");
@@ -199,6 +201,10 @@ static int convert_parse(int argc, char **argv, convert_args *a)
         }
         if (!strcmp(o, "--no-shadow")) {
             a->convert.w8a8_no_shadow = 1;
+            continue;
+        }
+        if (!strcmp(o, "--palette-flat")) {
+            a->convert.palette_flat = 1;
             continue;
         }
         if (!strcmp(o, "--pmpd-calibrate")) {
@@ -388,8 +394,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "pmpd-convert: --budget-bits chooses the formats: not with --pmpd-calibrate or keep-closest\n");
         return 2;
     }
-    if (a.convert.palette && !(a.convert.budget_bits > 0.0)) {
-        fprintf(stderr, "pmpd-convert: --palette goes with --budget-bits\n");
+    if ((a.convert.palette || a.convert.palette_flat) && !(a.convert.budget_bits > 0.0)) {
+        fprintf(stderr, "pmpd-convert: --palette and --palette-flat go with --budget-bits\n");
         return 2;
     }
     if (a.convert.budget_bits > 0.0)

@@ -196,7 +196,15 @@ PMPD_INTERNAL pmpd_status pmpd_palette_plan_make(const pmpd_build_model *b, cons
             probe.progress = options->progress;
             probe.progress_context = options->progress_context;
         }
-        st = pmpd_palette_sensitivity(b, groups, n_groups, &probe, fits, err);
+        /* Flat: a group weighs by its share of the weights, so the loss is
+         * the mean relative error per weight (no model run). */
+        if (options->palette_flat)
+            for (g = 0; g < n_groups; g++) {
+                fits[g].slope = (double)groups[g].weights / (double)plan->report.weights;
+                fits[g].r2 = fits[g].ratio = 1.0;
+            }
+        else
+            st = pmpd_palette_sensitivity(b, groups, n_groups, &probe, fits, err);
     }
     if (st == PMPD_OK)
         st = palette_errors(b, groups, n_groups, options, plan, err);
