@@ -6,6 +6,7 @@
  *  - pmpd_convert_file with budget_bits writes a model whose layer
  *    matrices store at most the budget, one format per fusable group, the
  *    embedding q8, and that loads and generates;
+ *  - --palette-flat (no sensitivities) also stays within the budget;
  *  - a budget below the cheapest assignment fails with PMPD_ERR_BUDGET
  *    and a message giving the least, leaving no file.
  * PMPD_TEST_REDUCED=1 (emulated and sanitizer runs): three groups on 2
@@ -226,6 +227,7 @@ typedef struct pal_capture {
     uint64_t bytes, budget_bytes, weights;
     uint32_t n_groups;
     pmpd_tensor_type types[20];
+    double sensitivity[20];
 } pal_capture;
 
 static void pal_allocated(void *context, const pmpd_palette_report *r)
@@ -237,8 +239,10 @@ static void pal_allocated(void *context, const pmpd_palette_report *r)
     c->budget_bytes = r->budget_bytes;
     c->weights = r->weights;
     c->n_groups = r->n_groups;
-    for (g = 0; g < r->n_groups && g < 20; g++)
+    for (g = 0; g < r->n_groups && g < 20; g++) {
         c->types[g] = r->groups[g].type;
+        c->sensitivity[g] = r->groups[g].sensitivity;
+    }
 }
 
 static void pal_options(pmpd_convert_options *o, char *tok, size_t size, double bits)
@@ -330,6 +334,33 @@ static void test_budget_conversion(void **state)
     remove(OUT_PATH);
 }
 
+/* --palette-flat: no model run, each group weighed by its share of the
+ * weights; still within budget. */
+static void test_budget_flat(void **state)
+{
+    static const pmpd_tensor_type small[] = {PMPD_TENSOR_Q8, PMPD_TENSOR_Q4};
+    char in[512], tok[512];
+    pmpd_convert_options o;
+    pmpd_error err;
+    pal_capture c;
+    (void)state;
+    memset(&c, 0, sizeof c);
+    pal_options(&o, tok, sizeof tok, reduced ? 6.0 : 3.5);
+    o.palette_flat = 1;
+    if (reduced) {
+        o.palette = small;
+        o.n_palette = 2;
+    }
+    o.allocated = pal_allocated;
+    o.progress_context = &c;
+    assert_int_equal(pmpd_convert_file(test_shared_path(in, sizeof in, "models/stories260K.bin"), OUT_PATH, &o, NULL, &err),
+                     PMPD_OK);
+    assert_int_equal(c.called, 1);
+    assert_true(c.bytes <= c.budget_bytes);
+    assert_true(c.sensitivity[3] == (double)(64 * 172) / 226560.0);
+    remove(OUT_PATH);
+}
+
 static void test_budget_refused(void **state)
 {
     static const pmpd_tensor_type small[] = {PMPD_TENSOR_Q8, PMPD_TENSOR_Q4};
@@ -376,6 +407,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sensitivity),
         cmocka_unit_test(test_budget_conversion),
+        cmocka_unit_test(test_budget_flat),
         cmocka_unit_test(test_budget_refused),
     };
     reduced = getenv("PMPD_TEST_REDUCED") && strcmp(getenv("PMPD_TEST_REDUCED"), "1") == 0;
