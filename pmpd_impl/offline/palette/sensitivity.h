@@ -45,7 +45,7 @@ typedef struct pmpd_palette_fit {
     double ratio;  /* (KL/e at the largest e) / (KL/e at the smallest): 1 when linear */
 } pmpd_palette_fit;
 
-/* 4 sequences of 32 tokens, e = 0.003, 0.01, 0.03, seed 2002, 1 thread. */
+/* 4 sequences of 32 tokens, e = 0.01, 0.03, 0.1, seed 2002, 1 thread. */
 PMPD_INTERNAL void pmpd_palette_sensitivity_defaults(pmpd_palette_sensitivity_options *options);
 
 /* Fits a_g for each of the n_groups groups of b (every matrix f32 and
