@@ -519,7 +519,9 @@ typedef struct pmpd_convert_options {
      * measured sensitivities buy. */
     int palette_flat;
     /* The allocation, before the container is written (progress_context);
-     * may be NULL.  progress reports the sensitivity runs. */
+     * may be NULL.  progress reports the sensitivity runs (groups x 3
+     * noise energies), then the candidates' errors (groups x palette);
+     * threads (0: one per core) is the sensitivity sessions' count. */
     void (*allocated)(void *context, const pmpd_palette_report *report);
 } pmpd_convert_options;
 
