@@ -31,7 +31,9 @@ static pmpd_status palette_formats(const pmpd_convert_options *options, pmpd_pal
     for (i = 0; i < n; i++) {
         if (!palette_allowed(list[i]))
             return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
-                                  "format %u cannot be in a palette (f32, f16, q8, q4, q2cb can)", (unsigned)list[i]);
+                                  "format %s cannot be in a palette (f32, f16, q8, q4, q2cb can: their size "
+                                  "follows from the shape and they encode one matrix at a time)",
+                                  pmpd_tensor_type_name(list[i]) ? pmpd_tensor_type_name(list[i]) : "(unknown)");
         for (j = 0; j < i; j++)
             if (list[j] == list[i])
                 return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "format %s is in the palette twice",
