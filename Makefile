@@ -320,11 +320,22 @@ bench-compare: $(BUILD)/pmpd-mkgguf $(BUILD)/pmpd-convert $(BUILD)/pmpd-run $(BU
 # Static cost of the NEON GEMV loop bodies (tests/mca/neon_gemv_regions.c:
 # nested 2/3/4 bits beside q8, q4, q2cb) from llvm-mca on an in-order
 # (Cortex-A55) and an out-of-order (Cortex-A57) core, compiled by GCC and
-# clang, with and without dotprod.  Clang writes the region markers as
-# "//" comments, which llvm-mca does not see: sed turns them back to "#".
+# clang, with and without dotprod; then the x86 GEMV and attention loop
+# bodies (tests/mca/x86_regions.c) on Zen3, Skylake-X and Ice Lake (whose
+# AVX-512 VBMI build adds the AVX-512 GEMV).  Clang writes the region
+# markers as "//" comments, which llvm-mca does not see: sed turns them
+# back to "#".
 MCA ?= llvm-mca-14
 mca:
 	@mkdir -p build/mca
+	@for compiler in gcc clang; do \
+	  for cpu in znver3 skylake-avx512 icelake-server; do \
+	    $$compiler -std=c99 -O2 -march=$$cpu -I. -S -o build/mca/x86.s tests/mca/x86_regions.c || exit 1; \
+	    sed -i 's#// LLVM-MCA#\# LLVM-MCA#' build/mca/x86.s; \
+	    echo "$$compiler -march=$$cpu, llvm-mca -mcpu=$$cpu:"; \
+	    $(MCA) -mcpu=$$cpu -iterations=100 build/mca/x86.s 2>/dev/null | awk -f tests/mca/summary.awk || exit 1; \
+	  done; \
+	done
 	@for compiler in "$(AARCH64)gcc" "clang --target=aarch64-linux-gnu"; do \
 	  for march in armv8.2-a+dotprod armv8-a; do \
 	    $$compiler -std=c99 -O2 -march=$$march -I. -S -o build/mca/regions.s tests/mca/neon_gemv_regions.c || exit 1; \

@@ -175,7 +175,8 @@ typedef enum pmpd_tensor_type {
     PMPD_TENSOR_Q4 = 3,      /* 4-bit groups of 32, rows interleaved for SIMD */
     PMPD_TENSOR_Q2CB = 4,    /* 2-bit groups with shared int8 codebooks */
     PMPD_TENSOR_ANYPREC = 5, /* nested any-precision bit-planes */
-    PMPD_TENSOR_W8A8 = 6     /* int8 rows + one static activation scale per tensor */
+    PMPD_TENSOR_W8A8 = 6,    /* int8 rows + one static activation scale per tensor */
+    PMPD_TENSOR_NUQ = 7      /* 2-4-bit Lloyd-Max indices of Hadamard-rotated rows + row scales */
 } pmpd_tensor_type;
 
 /* The short name tools use for a tensor type ("f32", "q4", "anyprec"), or
@@ -233,7 +234,7 @@ typedef struct pmpd_model pmpd_model;
  * Model containers and tokenizer
  * ====================================================================== */
 
-/* Kinds of the typed sections a .pmpd container may carry (README, "File
+/* Kinds of the typed sections a .pmpd container may carry (docs/models.md, "File
  * format").  The numeric values are part of the file format.  A reader skips
  * a section of a kind it does not know unless the section is flagged
  * required, in which case the open fails with PMPD_ERR_FORMAT_REQUIRED_SECTION. */
@@ -474,7 +475,7 @@ typedef struct pmpd_palette_report {
 typedef struct pmpd_convert_options {
     const char *tokenizer_path;   /* llama2.c tokenizer.bin, or NULL */
     pmpd_tensor_type type;        /* PMPD_TENSOR_F32 or _F16 for the matrices, or _Q8, _Q4,
-                                     _Q2CB (group-quantized, README "Group-quantized weights"),
+                                     _Q2CB (group-quantized, docs/kernels.md),
                                      or _ANYPREC (nested); with the quantized types the token
                                      embedding and classifier become q8 */
     /* PMPD_TENSOR_ANYPREC only: the tree's seed and parent widths (0: 2 and 4). */
@@ -484,7 +485,7 @@ typedef struct pmpd_convert_options {
      * what the shadow path buys. */
     int w8a8_no_shadow;
     /* 1: every matrix in the pmpd type nearest its GGUF tensor's type
-     * (README "GGUF import" has the table; other inputs' matrices stay f32);
+     * (docs/models.md has the keep-closest table; other inputs' matrices stay f32);
      * type is then not used. */
     int keep_closest;
     /* PMPD_TENSOR_ANYPREC only: threads quantizing rows, the caller's
@@ -499,6 +500,10 @@ typedef struct pmpd_convert_options {
      * encode and write one tensor at a time: called after each tensor with
      * progress_context; may be NULL. */
     void (*tensor_written)(void *context, const pmpd_convert_tensor_report *report);
+    /* PMPD_TENSOR_NUQ only (Hadamard-rotated Lloyd-Max weights; the token
+     * embedding and classifier become q8): bits per weight, 2, 3 or 4
+     * (0: 4). */
+    unsigned nuq_bits;
     /* > 0: bit allocation (pmpd_palette_report above; type and keep_closest
      * are not used).  Every layer matrix takes a format of palette, one per
      * fusable group, so that they store at most budget_bits bits per weight
@@ -539,7 +544,7 @@ typedef struct pmpd_convert_summary {
  * renamed, so no partial output is left on failure.  f32, f16, q8, q4,
  * q2cb and keep_closest stream: a GGUF's tensors are read, encoded and
  * written a chunk of rows at a time, so memory does not grow with the
- * model (README "Models: converting and loading").  options may be NULL
+ * model (docs/models.md).  options may be NULL
  * (f32, no tokenizer unless the input carries one); summary may be NULL.
  * Errors: PMPD_ERR_NOT_FOUND / PMPD_ERR_IO for files, PMPD_ERR_FORMAT_* for
  * malformed input (err names the field and byte offset, summary->failed_input
@@ -661,9 +666,12 @@ typedef struct pmpd_session_config {
     uint32_t kv_window;      /* PMPD_KV_PQ only: newest tokens kept in full
                                 precision, coded as one batch when full;
                                 0 = head_dim; capped at context_length */
+    uint32_t trace_events;   /* 0 = no trace; else room in the arena for this
+                                many trace events (pmpd_session_trace) */
 } pmpd_session_config;
 
-/* Sets the defaults: whole context, f32 KV cache, batch 32, one thread. */
+/* Sets the defaults: whole context, f32 KV cache, batch 128, one thread,
+ * no trace. */
 void pmpd_session_config_init(pmpd_session_config *config);
 
 /* The largest n_threads a session accepts: PMPD_MAX_THREADS as this library
@@ -740,6 +748,38 @@ size_t pmpd_session_position(const pmpd_session *session);
  * PMPD_ERR_STATE (destroyed session). */
 pmpd_status pmpd_session_reset(pmpd_session *session);
 
+/* One step of the schedule, as a trace records it: a share of one pool job
+ * (one thread's range of a matrix product's rows, of attention's query
+ * groups, ...) or a whole job that ran on the calling thread alone. */
+typedef struct pmpd_trace_event {
+    const char *name;      /* the matrix's tensor name, or the step's ("attention",
+                              "rmsnorm", "swiglu", "add"); not NUL-terminated */
+    uint32_t name_length;
+    uint32_t layer;        /* PMPD_TRACE_NO_LAYER outside the layers */
+    const char *category;  /* NUL-terminated: "product" (matrix rows),
+                              "quantize" (a product's input), "attention",
+                              "elementwise" */
+    uint32_t thread;       /* 0 = the calling thread, 1.. = workers */
+    uint64_t begin_ns, end_ns; /* monotonic clock (0 where the platform has none) */
+} pmpd_trace_event;
+
+#define PMPD_TRACE_NO_LAYER 0xFFFFFFFFu
+
+/* The events recorded since the session was created or the trace last
+ * cleared, in the order their steps finished (threads interleave), and
+ * *dropped, the events that found the trace full (config.trace_events
+ * bounds it).  The events are the session's, valid until the next call
+ * that runs the model or clears the trace; names point into the model.
+ * A session created without a trace reports 0 events.  Not thread-safe
+ * against a running call on the same session.
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (a NULL argument), PMPD_ERR_STATE
+ * (destroyed session). */
+pmpd_status pmpd_session_trace(const pmpd_session *session, const pmpd_trace_event **events, size_t *count,
+                               size_t *dropped);
+
+/* Forgets the recorded events (the arena room stays).  Errors as above. */
+pmpd_status pmpd_session_trace_clear(pmpd_session *session);
+
 /* Stops and joins the worker threads.  The arena memory stays the caller's.
  * Afterwards every call on the session returns PMPD_ERR_STATE (as long as
  * its arena memory has not been reused).  NULL and repeated calls are
@@ -802,7 +842,7 @@ pmpd_status pmpd_sampler_sample(pmpd_sampler *sampler, const float *logits, pmpd
 /* Bytes of a PMPD_TENSOR_ANYPREC tensor of rows x cols whose tree starts
  * with a seed_bits-bit k-means and is split down to parent_bits bits
  * (1 <= seed_bits <= parent_bits <= PMPD_ANYPREC_MAX_BITS); layout in
- * README.md, "ANYPREC tensors".  Such a tensor can be used at any width
+ * docs/pmpd.md, "ANYPREC tensors".  Such a tensor can be used at any width
  * from seed_bits to parent_bits.
  * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL bytes, widths out of range, zero
  * or over 2^31 rows or cols), PMPD_ERR_OVERFLOW. */

@@ -83,6 +83,8 @@ int main(int argc, char **argv)
         return 1;
     if (bench_kernels(&ctx) != 0)
         return 1;
+    if (bench_nuq(&ctx) != 0)
+        return 1;
     if (!ctx.gemv_only && bench_formats(&ctx) != 0)
         return 1;
     if (!ctx.gemv_only && bench_attention(&ctx) != 0)

@@ -1,4 +1,4 @@
-/* pmpd-convert SOURCE OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb|w8a8|keep-closest] [--bits SEED:PARENT]
+/* pmpd-convert SOURCE OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb|w8a8|nuq2|nuq3|nuq4|keep-closest] [--bits SEED:PARENT]
  *                         [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]
  *                         [--kv-codebooks SUB:BITS] [--ctx N] [--threads N]
  *                         [--budget-bits B [--palette q8,q4,q2cb] [--palette-flat]]
@@ -18,7 +18,7 @@
  *      (pmpd_schedule_calibrate_file; needs --type anyprec), keeping the
  *      codebooks of step 2 byte for byte.
  * --type keep-closest stores each GGUF matrix in the pmpd type nearest its
- * own (README "GGUF import"), and the summary lists each tensor's choice.
+ * own (docs/models.md, --type keep-closest), and the summary lists each tensor's choice.
  * f32, f16, q8, q4, q2cb and keep-closest stream: one tensor in memory at
  * a time, so a model larger than the machine's memory converts.
  * --budget-bits B allocates formats instead of --type (seed 002): each
@@ -159,7 +159,7 @@ static int usage(void)
     for (type = 0; type < 64; type++)
         if (pmpd_tensor_type_name((pmpd_tensor_type)type))
             fprintf(stderr, " %s", pmpd_tensor_type_name((pmpd_tensor_type)type));
-    fprintf(stderr, "\n");
+    fprintf(stderr, " (nuq as nuq2, nuq3 or nuq4: bits per weight)\n");
     return 2;
 }
 
@@ -220,7 +220,11 @@ static int convert_parse(int argc, char **argv, convert_args *a)
         i++;
         if (!strcmp(o, "--tokenizer")) a->convert.tokenizer_path = v;
         else if (!strcmp(o, "--type") && !strcmp(v, "keep-closest")) a->convert.keep_closest = 1;
-        else if (!strcmp(o, "--type")) ok = pmpd_tensor_type_from_name(v, &a->convert.type) == PMPD_OK;
+        else if (!strcmp(o, "--type") && !strncmp(v, "nuq", 3) && v[3] >= '2' && v[3] <= '4' && !v[4]) {
+            /* One type, its width in the tensor header: nuq2, nuq3, nuq4 (plain nuq: 4 bits). */
+            a->convert.type = PMPD_TENSOR_NUQ;
+            a->convert.nuq_bits = (unsigned)(v[3] - '0');
+        } else if (!strcmp(o, "--type")) ok = pmpd_tensor_type_from_name(v, &a->convert.type) == PMPD_OK;
         else if (!strcmp(o, "--bits"))
             ok = sscanf(v, "%u:%u", &a->convert.anyprec_seed_bits, &a->convert.anyprec_parent_bits) == 2;
         else if (!strcmp(o, "--epsilon")) ok = sscanf(v, "%lf", &a->schedule.epsilon) == 1;
@@ -242,7 +246,7 @@ static int convert_parse(int argc, char **argv, convert_args *a)
         if (!ok) {
             fprintf(stderr, "pmpd-convert: %s %s: %s\n", o, v,
                     !strcmp(o, "--kv-codebooks") ? "SUB must be 2 or 4 and BITS 1 to 8"
-                    : !strcmp(o, "--type")       ? "not one of f32, f16, anyprec, q8, q4, q2cb, w8a8, keep-closest"
+                    : !strcmp(o, "--type")       ? "not one of f32, f16, anyprec, q8, q4, q2cb, w8a8, nuq2, nuq3, nuq4, keep-closest"
                     : !strcmp(o, "--palette")    ? "not a comma-separated list of formats (f32, f16, q8, q4, q2cb)"
                     : !strcmp(o, "--budget-bits") ? "not a number of bits per weight above 0"
                                                  : "not a valid value");

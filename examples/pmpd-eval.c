@@ -27,7 +27,7 @@
 #include "platform/platform.h"
 
 /* About a minute for pycode21M f32 with a reference on 2 threads
- * (README, "Measuring quality"). */
+ * (docs/running.md, "Measuring quality"). */
 #define EVAL_DEFAULT_TOKENS 8192L
 
 /* Tokens per pmpd_session_prefill_all call (the sessions' prefill batch). */

@@ -4,6 +4,7 @@
  *   pmpd-run MODEL [-p PROMPT] [-n TOKENS] [-t TEMP] [-k TOPK] [--top-p P]
  *            [-s SEED] [--ctx N] [--kv f32|f16|pq|int8|int4] [--kv-window N] [--batch N]
  *            [--threads N] [--ids] [--prompt-file FILE] [--prompt-tokens N]
+ *            [--trace FILE] [--trace-events N]
  *            [--ignore-eos] [--bits PREFILL:DECODE] [--schedule P:D1,D2,...]
  *            [--learned]
  *   pmpd-run MODEL --tokenize -p PROMPT
@@ -36,6 +37,7 @@
 #include "examples/common/cli.h"
 #include "examples/common/model_file.h"
 #include "examples/common/model_info.h"
+#include "examples/common/trace_json.h"
 #include "examples/common/read_file.h"
 #include "pmpd.h"
 #include "platform/platform.h"
@@ -66,7 +68,14 @@ typedef struct run_options {
     int chat;                           /* --chat: interactive conversation */
     const char *system;                 /* --system: the chat's system message */
     const char *chat_template;          /* --template: chat family name, instead of detection */
+    const char *trace_path;             /* --trace: the schedule as Chrome trace JSON */
+    long trace_events;                  /* --trace-events: room for this many (0 = the default) */
 } run_options;
+
+/* Trace events --trace keeps room for by default (48 bytes each, 12 MB):
+ * a 512-token prefill and 64 decoded tokens of a 22-layer model at 16
+ * threads, or 128 at 8. */
+#define RUN_TRACE_EVENTS (1L << 18)
 
 static void run_usage(FILE *out)
 {
@@ -103,7 +112,12 @@ static void run_usage(FILE *out)
             "                 starts over, EOF ends; -n caps each reply (default 256)\n"
             "  --system TEXT  --chat: the system message\n"
             "  --template T   --chat: llama3, chatml, zephyr or llama2 (default: from the\n"
-            "                 vocabulary's special tokens; SentencePiece models need it)\n");
+            "                 vocabulary's special tokens; SentencePiece models need it)\n"
+            "  --trace FILE   write the prefill and decode schedule (every share of every\n"
+            "                 job on every thread) as Chrome trace JSON, for chrome://tracing\n"
+            "                 or ui.perfetto.dev\n"
+            "  --trace-events N  room for N trace events, 48 bytes each (default 262144);\n"
+            "                 events past it are counted, not kept\n");
 }
 
 static int run_parse_float(const char *text, float *out)
@@ -200,6 +214,8 @@ static int run_parse(int argc, char **argv, run_options *o)
         if (!strcmp(a, "-p")) o->prompt = v;
         else if (!strcmp(a, "--prompt-file")) o->prompt_file = v;
         else if (!strcmp(a, "--system")) o->system = v;
+        else if (!strcmp(a, "--trace")) o->trace_path = v;
+        else if (!strcmp(a, "--trace-events")) ok = example_parse_long(v, 1, &o->trace_events) && o->trace_events <= 1L << 26;
         else if (!strcmp(a, "--template")) ok = example_chat_family_from_name(o->chat_template = v) != EXAMPLE_CHAT_NONE;
         else if (!strcmp(a, "--prompt-tokens")) ok = example_parse_long(v, 1, &o->prompt_tokens);
         else if (!strcmp(a, "--schedule")) ok = run_parse_schedule(v, o);
@@ -347,6 +363,7 @@ static int run_engine_open(const run_options *o, const pmpd_model *model, run_en
     config.n_threads = (uint32_t)o->threads;
     config.kv_type = o->kv_type;
     config.kv_window = (uint32_t)o->kv_window;
+    config.trace_events = o->trace_path ? (uint32_t)(o->trace_events ? o->trace_events : RUN_TRACE_EVENTS) : 0;
     sampling.temperature = o->temperature;
     sampling.top_k = (uint32_t)o->top_k;
     sampling.top_p = o->top_p;
@@ -489,8 +506,9 @@ static int run_generate(const run_options *o, const pmpd_model *model, int32_t *
         if (pmpd_session_kv_bytes(session, &kv_bytes) == PMPD_OK)
             fprintf(stderr, "KV cache: %zu bytes for %zu positions\n", kv_bytes, pmpd_session_position(session));
     }
+    rc = o->trace_path ? example_trace_write(session, o->threads > 0 ? (unsigned)o->threads : 1, o->trace_path) : 0;
     run_engine_close(&engine);
-    return 0;
+    return rc;
 }
 
 /* --chat: the conversation loop on stdin and stdout. */

@@ -98,10 +98,10 @@ PMPD_INTERNAL void pmpd_cond_wait(pmpd_cond *cond, pmpd_mutex *mutex);
 PMPD_INTERNAL void pmpd_cond_broadcast(pmpd_cond *cond);
 
 /* Words the worker pool's threads share without the mutex (a posted job's
- * generation, the count of shares pending): sequentially consistent loads,
- * stores and subtraction, so a thread that waits can spin on them without
- * taking a lock every poll.  GCC and clang builtins; a port without threads
- * needs none. */
+ * generation, the count of shares pending, a trace's event count):
+ * sequentially consistent loads, stores, addition and subtraction, so a
+ * thread that waits can spin on them without taking a lock every poll.
+ * GCC and clang builtins; a port without threads needs none. */
 #if defined(__GNUC__) || defined(__clang__)
 static inline unsigned long pmpd_atomic_load(const unsigned long *p)
 {
@@ -116,6 +116,11 @@ static inline unsigned long pmpd_atomic_sub(unsigned long *p, unsigned long v)
 {
     return __atomic_sub_fetch(p, v, __ATOMIC_SEQ_CST);
 }
+/* *p += v; returns the new value. */
+static inline unsigned long pmpd_atomic_add(unsigned long *p, unsigned long v)
+{
+    return __atomic_add_fetch(p, v, __ATOMIC_SEQ_CST);
+}
 #elif PMPD_PLATFORM_NONE
 static inline unsigned long pmpd_atomic_load(const unsigned long *p)
 {
@@ -128,6 +133,10 @@ static inline void pmpd_atomic_store(unsigned long *p, unsigned long v)
 static inline unsigned long pmpd_atomic_sub(unsigned long *p, unsigned long v)
 {
     return *p -= v;
+}
+static inline unsigned long pmpd_atomic_add(unsigned long *p, unsigned long v)
+{
+    return *p += v;
 }
 #else
 #error "the worker pool needs atomic operations: build with GCC or clang, or with PMPD_PLATFORM_NONE"

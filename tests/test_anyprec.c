@@ -54,7 +54,7 @@ static size_t apt_align64(size_t v)
     return (v + 63) / 64 * 64;
 }
 
-/* Layout version 3 from the README, independently of anyprec.h. */
+/* Layout version 3 from docs/pmpd.md, independently of anyprec.h. */
 static size_t apt_slice_bytes(const apt_tensor *t, unsigned field_bits)
 {
     size_t blocks = (t->rows + 3) / 4 * ((t->cols + 255) / 256) * 4;
@@ -101,7 +101,7 @@ static double apt_weight(const apt_tensor *t, uint32_t r, uint32_t c, unsigned k
         off += 2 * apt_align64(t->rows * 4) + apt_align64(t->rows << width);
     memcpy(&scale, t->bytes + off + r * 4, 4);
     memcpy(&offset, t->bytes + off + apt_align64(t->rows * 4) + r * 4, 4);
-    /* In f32, as the README defines the value. */
+    /* In f32, as docs/pmpd.md defines the value. */
     return scale * (float)t->bytes[off + 2 * apt_align64(t->rows * 4) + (r << k) + index] + offset;
 }
 
@@ -179,7 +179,7 @@ static void apt_check_kernels(const apt_tensor *t, uint64_t seed)
     assert_int_equal(m.seed_bits, t->seed);
     assert_int_equal(m.parent_bits, t->parent);
     /* Each row's table spans 0..63 below 4 bits and 0..127 from 4 on
-     * (README, layout version 3). */
+     * (docs/pmpd.md, layout version 3). */
     for (k = t->seed; k <= t->parent; k++)
         for (r = 0; r < t->rows; r++) {
             unsigned top = 0, e;

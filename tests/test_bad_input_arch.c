@@ -137,7 +137,7 @@ static void test_features_need_their_tensors(void **state)
     stories_with(&b, PMPD_MODEL_ROPE_FREQS, "rope_freqs.weight", 0, 1.0f);
     open_expect(&b, PMPD_ERR_FORMAT_MISSING, "rope_freqs.weight");
     pmpd_build_free(&b);
-    /* Tensors without the bit are other tensors, ignored (README). */
+    /* Tensors without the bit are other tensors, ignored (docs/models.md). */
     stories_with(&b, PMPD_MODEL_QKV_BIAS, NULL, 0, 1.0f);
     b.info.features = 0;
     open_expect(&b, PMPD_OK, NULL);

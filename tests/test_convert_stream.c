@@ -10,7 +10,7 @@
  *     whole tensors;
  *   - keep-closest: a GGUF the test writer (tests/support/test_gguf.c) makes
  *     with a chosen ggml type per tensor, and the mapping written out here
- *     from the README's table; f32 and f16 tensors must also keep their
+ *     from docs/models.md's table; f32 and f16 tensors must also keep their
  *     values exactly (f16 -> float -> f16 is lossless).
  * Bad input: the GGUF head read in growing parts (a head too short must ask
  * for more, never fail otherwise; a truncated file fails as the whole-file
@@ -58,7 +58,7 @@ static uint32_t shared_type(const pmpd_build_tensor *t)
     return strcmp(t->name, "output.weight") == 0 ? TEST_GGML_Q8_0 : mixed_type(t);
 }
 
-/* README "GGUF import", keep-closest, for the types the writer has. */
+/* docs/models.md, keep-closest, for the types the writer has. */
 static uint32_t closest_of(uint32_t ggml)
 {
     switch (ggml) {
@@ -207,7 +207,7 @@ static void convert_in_memory(const char *path, uint32_t type, test_container *c
 static void test_stream_equals_in_memory(void **state)
 {
     static const uint32_t types[] = {PMPD_TENSOR_F32, PMPD_TENSOR_F16, PMPD_TENSOR_Q8, PMPD_TENSOR_Q4,
-                                     PMPD_TENSOR_Q2CB, PMPD_TENSOR_ANYPREC};
+                                     PMPD_TENSOR_Q2CB, PMPD_TENSOR_ANYPREC, PMPD_TENSOR_NUQ};
     char stories[512];
     const char *inputs[3];
     pmpd_build_model b;

@@ -223,6 +223,11 @@ static void test_activation_quantization(void **state)
     x[5] = 0.0f;
     for (c = 32; c < 64; c++)
         x[c] = 0.0f; /* an all-zero group */
+    /* Token 1, group 0: absmax 127 (scale 1) and halves, so every value is
+     * a rounding tie (nearest even: 2.5 -> 2, 3.5 -> 4, -2.5 -> -2). */
+    x[cols] = -127.0f;
+    for (c = 1; c < 32; c++)
+        x[cols + c] = (float)((int)c - 16) + 0.5f;
     act = qmm_quantize_x(x, tokens, cols, &buffer);
     assert_int_equal(act.n_tokens, tokens);
     assert_int_equal(act.n_groups, n_groups);

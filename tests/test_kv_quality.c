@@ -4,7 +4,7 @@
  * is then measured on prompts sampled with other seeds, against the f32
  * cache: next-token KL and top-1 agreement along the f32 greedy
  * continuation (teacher forced), and Rouge-L of each mode's own greedy
- * continuation.  Prints the table the README quotes; asserts the PQ modes
+ * continuation.  Prints the table docs/kv-cache.md quotes; asserts the PQ modes
  * stay close to f32 and that the session reports the bytes it stores. */
 #include <setjmp.h>
 #include <stdarg.h>

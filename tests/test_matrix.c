@@ -17,7 +17,7 @@
  *   - stay within its row's quality bounds against the reference: top-1
  *     agreement of the next-token predictions and mean KL(reference || run),
  *     bounds set from the measured values with margin (the table printed
- *     here is the one the README quotes).
+ *     here is the one docs/full-stack.md quotes).
  *
  * Runtime: the whole matrix (360 stories260K runs + 144 llama2xs runs)
  * takes about 6 s of CPU natively.  Under emulation and sanitizers (make

@@ -5,7 +5,7 @@
  * agreement under teacher forcing (token by token: the GEMV kernels), the
  * prompt prefilled in one batch (the GEMM kernels) against the same
  * position decoded token by token, and the greedy continuation from BOS
- * against llama2.c's.  Prints the table the README quotes. */
+ * against llama2.c's.  Prints the table docs/kernels.md quotes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -129,7 +129,7 @@ static void test_quality_against_f32(void **state)
 {
     static const uint32_t types[4] = {PMPD_TENSOR_Q8, PMPD_TENSOR_Q4, PMPD_TENSOR_Q2CB, PMPD_TENSOR_W8A8};
     static const char *names[4] = {"q8", "q4", "q2cb", "w8a8"};
-    /* Bounds with margin over the measured values (README). */
+    /* Bounds with margin over the measured values (docs/kernels.md). */
     static const double max_kl[4] = {0.002, 0.1, 2.5, 0.01};
     static const double min_top1[4] = {0.97, 0.8, 0.3, 0.95};
     qm_model f32;

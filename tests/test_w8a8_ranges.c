@@ -4,7 +4,7 @@
  * quantiles are ordered and bounded by the absmax, which equals the
  * largest channel absmax; and the choice of hot channels follows its rule
  * (checked against the channel ranges by brute force).  Prints the table
- * the README's outlier statistics come from. */
+ * docs/w8a8.md's outlier statistics come from. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

@@ -26,13 +26,14 @@
 #include "pmpd_impl/offline/w8a8/w8a8_build.h"
 #include "pmpd_impl/offline/weights/encoders.h"
 #include "pmpd_impl/weights/format.h"
+#include "pmpd_impl/weights/nuq/nuq.h"
 #include "pmpd_impl/weights/w8a8/w8a8.h"
 #include "tests/support/test_models.h"
 #include "tests/support/test_support.h"
 
 /* Every value of pmpd_tensor_type the file format defines. */
 static const pmpd_tensor_type all_types[] = {PMPD_TENSOR_F32,  PMPD_TENSOR_F16,     PMPD_TENSOR_Q8,  PMPD_TENSOR_Q4,
-                                             PMPD_TENSOR_Q2CB, PMPD_TENSOR_ANYPREC, PMPD_TENSOR_W8A8};
+                                             PMPD_TENSOR_Q2CB, PMPD_TENSOR_ANYPREC, PMPD_TENSOR_W8A8, PMPD_TENSOR_NUQ};
 #define N_TYPES (sizeof all_types / sizeof all_types[0])
 
 static void test_one_row_per_type(void **state)
@@ -154,6 +155,29 @@ static void check_matrix(const pmpd_tensor *t, pmpd_pool *pool, test_rng *rng)
             for (c = 0; c < cols; c++)
                 weight += fabs(w[r * cols + c]);
             bound += 0.5 * w8a8.activation_scale * weight; /* half a step per element */
+        } else if (t->type == PMPD_TENSOR_NUQ) {
+            /* Float rounding relative to the norms (the rotation keeps
+             * them), plus the int8 activations' half step per rotated
+             * column times the row's rotated weights. */
+            double wn = 0, xn = 0;
+            pmpd_nuq_matrix nm;
+            float *act;
+            const float *d;
+            size_t k;
+            for (c = 0; c < cols; c++) {
+                wn += (double)w[r * cols + c] * w[r * cols + c];
+                xn += (double)x[c] * x[c];
+            }
+            pmpd_nuq_bind(t->data, t->dims[0], t->dims[1], &nm);
+            act = (float *)malloc(pmpd_nuq_act_bytes(&nm, 1) + nm.padded * sizeof(float));
+            assert_non_null(act);
+            pmpd_nuq_prepare_tokens(&nm, x, 0, 1, 1, act, act + pmpd_nuq_act_bytes(&nm, 1) / sizeof(float));
+            d = pmpd_nuq_act_d(&nm, act, 1);
+            for (k = 0; k < nm.rotation; k++)
+                bound += 0.5 * d[k / PMPD_NUQ_BLOCK] * nm.scale[r] *
+                         fabs(pmpd_nuq_levels(nm.bits)[pmpd_nuq_get(nm.index + r * nm.row_bytes, k, nm.bits)]);
+            bound += 1e-5 * sqrt(wn * xn);
+            free(act);
         } else if (!float_weights)
             bound += activation_bound(w + r * cols, x, cols, t->type == PMPD_TENSOR_ANYPREC ? 2.0 : 1.0);
         if (fabs(y[r] - exact) > bound)

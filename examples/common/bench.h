@@ -91,7 +91,12 @@ int bench_attention(bench_context *ctx);
  * ctx->gemv_only, only the streamed GEMV rows. */
 int bench_kernels(bench_context *ctx);
 
-/* Prefill GEMM of q4, q8 and w8a8 through the table of weight formats
+/* NUQ GEMV at 2, 3 and 4 bits through the table of weight formats (the
+ * input's rotation included) beside q4 of the same shape, streamed from
+ * RAM, against the bandwidth (bench_nuq.c; part of --gemv). */
+int bench_nuq(bench_context *ctx);
+
+/* Prefill GEMM of q4, q8, w8a8, nested and nuq4 through the table of weight formats
  * (pmpd_linear, activation quantization included) at 64 and 512 tokens,
  * against q4 of the same run (bench_formats.c). */
 int bench_formats(bench_context *ctx);

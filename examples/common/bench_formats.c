@@ -1,5 +1,6 @@
 /* Prefill GEMM through the table of weight formats: the same random matrix
- * in q4, q8, w8a8 and nested 2:4 (at its parent width, as prefill runs it),
+ * in q4, q8, w8a8, nested 2:4 (at its parent width, as prefill runs it) and
+ * nuq4 (its input rotation included),
  * each multiplied by pmpd_linear (activation quantization included, as in a
  * forward pass) at 64 and 512 tokens on 1 and all threads, reported in
  * GFLOP/s and against q4 of the same run. */
@@ -8,6 +9,7 @@
 
 #include "examples/common/bench.h"
 #include "pmpd_impl/model/linear.h"
+#include "pmpd_impl/offline/nuq/nuq_build.h"
 #include "pmpd_impl/offline/quant/quant.h"
 #include "pmpd_impl/offline/w8a8/w8a8_build.h"
 #include "pmpd_impl/weights/format.h"
@@ -48,6 +50,12 @@ static void *bench_formats_encode(uint32_t type, const float *w, size_t rows, si
         /* x below lies in [-1, 1]: the calibrated scale would be 1/127. */
         if (pmpd_w8a8_encode(w, rows, cols, 1.0f / 127.0f, NULL, 0, out, layout.total) == PMPD_OK)
             return out;
+    } else if (type == PMPD_TENSOR_NUQ) {
+        /* 4 bits: the width q4 is compared with. */
+        if (pmpd_nuq_size(rows, cols, 4, bytes) != PMPD_OK || !(out = malloc((size_t)*bytes)))
+            return NULL;
+        if (pmpd_nuq_encode(w, rows, cols, 4, PMPD_NUQ_SEED, (unsigned char *)out, (size_t)*bytes) == PMPD_OK)
+            return out;
     } else {
         uint64_t dims[2];
         dims[0] = rows;
@@ -63,7 +71,8 @@ static void *bench_formats_encode(uint32_t type, const float *w, size_t rows, si
 
 int bench_formats(bench_context *ctx)
 {
-    static const uint32_t types[4] = {PMPD_TENSOR_Q4, PMPD_TENSOR_Q8, PMPD_TENSOR_W8A8, PMPD_TENSOR_ANYPREC};
+    static const uint32_t types[5] = {PMPD_TENSOR_Q4, PMPD_TENSOR_Q8, PMPD_TENSOR_W8A8, PMPD_TENSOR_ANYPREC,
+                                      PMPD_TENSOR_NUQ};
     static const size_t shapes[3][2] = {{4096, 4096}, {5632, 2048}, {2048, 5632}};
     static const size_t token_counts[2] = {64, 512};
     bench_pools pools;
@@ -86,7 +95,7 @@ int bench_formats(bench_context *ctx)
             for (c = 0; c < 512 * cols; c++)
                 x[c] = (float)((int)(c * 40503u % 2001) - 1000) / 1000.0f;
         }
-        for (i = 0; i < 4 && rc == 0; i++) {
+        for (i = 0; i < 5 && rc == 0; i++) {
             bench_formats_job job;
             uint64_t bytes = 0;
             size_t scratch_bytes = 0;

@@ -8,13 +8,14 @@
  *
  * Results never depend on the thread count as long as each work item is
  * computed the same way whichever thread gets it: the pool only decides who
- * computes which contiguous range.
+ * computes which contiguous ranges.
  */
 #ifndef PMPD_EXEC_POOL_H
 #define PMPD_EXEC_POOL_H
 
 #include "pmpd.h"
 #include "pmpd_impl/core/config.h"
+#include "pmpd_impl/exec/trace.h"
 
 typedef struct pmpd_pool pmpd_pool;
 
@@ -33,11 +34,14 @@ PMPD_INTERNAL pmpd_status pmpd_pool_plan(unsigned n_threads, size_t *bytes);
  * are stopped again). */
 PMPD_INTERNAL pmpd_status pmpd_pool_create(pmpd_arena *arena, unsigned n_threads, pmpd_pool **out);
 
-/* Runs task over [0, n_items) and returns when every item is done.  Each
- * thread gets one contiguous range whose bounds are multiples of granule
- * (except the end of the last one), so kernels that process rows in
- * interleaved groups get whole groups.  granule 0 is treated as 1.  Not
- * reentrant: one job at a time per pool. */
+/* Runs task over [0, n_items) and returns when every item is done.  The
+ * task is called with contiguous ranges whose bounds are multiples of
+ * granule (except the end of the last one), so kernels that process rows
+ * in interleaved groups get whole groups: each thread one range of about
+ * n_items / n_threads items, and, for jobs of at least 8 granules per
+ * thread, a quarter of the items in smaller ranges to whichever thread is
+ * free first.  granule 0 is treated as 1.  Not reentrant: one job at a
+ * time per pool. */
 PMPD_INTERNAL void pmpd_pool_run(pmpd_pool *pool, pmpd_pool_task task, void *ctx,
                                  size_t n_items, size_t granule);
 
@@ -49,6 +53,12 @@ PMPD_INTERNAL void pmpd_pool_run_weighed(pmpd_pool *pool, pmpd_pool_task task, v
                                          size_t granule, size_t item_work);
 
 PMPD_INTERNAL unsigned pmpd_pool_threads(const pmpd_pool *pool);
+
+/* Every share of every job from now on is timed and recorded in trace
+ * (NULL: none), under the label its poster gave it (pmpd_trace_label on
+ * pmpd_pool_get_trace: a no-op without a trace). */
+PMPD_INTERNAL void pmpd_pool_set_trace(pmpd_pool *pool, pmpd_trace *trace);
+PMPD_INTERNAL pmpd_trace *pmpd_pool_get_trace(const pmpd_pool *pool);
 
 /* Stops and joins the workers.  The arena storage stays with the caller. */
 PMPD_INTERNAL void pmpd_pool_destroy(pmpd_pool *pool);

@@ -1,5 +1,5 @@
 /* Layout constants of the .pmpd container, shared by the loader and the
- * offline writer.  The README's "File format" section is the specification;
+ * offline writer.  docs/models.md, "File format", is the specification;
  * these numbers must agree with it. */
 #ifndef PMPD_FORMAT_CONTAINER_H
 #define PMPD_FORMAT_CONTAINER_H

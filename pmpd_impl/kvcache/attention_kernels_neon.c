@@ -228,10 +228,86 @@ void pmpd_pq_bins_times_codebook_neon(const float *bins, const pmpd_pq_codebook 
         }
 }
 
+/* The value side for byte codes, one quad of lanes, as on AVX2: every
+ * token's weights times its centroid straight into registers (the bins'
+ * read-modify-write stalls an in-order core on each store it reads back),
+ * eight 2-dim or four 4-dim subspaces per pass, one accumulator per
+ * (subspace, dimension) in the natural [j][lane] layout: two or four FMAs
+ * by element per subspace and token, nothing to transpose. */
+#define PQ_NEON_CENTROID(k) (book0 + ((size_t)(k) * nc + code[k]) * sub_dim)
+#define PQ_NEON_STEP2(k)                                                                           \
+    do {                                                                                           \
+        float32x2_t c = vld1_f32(PQ_NEON_CENTROID(k));                                             \
+        a[2 * (k)] = vfmaq_lane_f32(a[2 * (k)], w, c, 0);                                          \
+        a[2 * (k) + 1] = vfmaq_lane_f32(a[2 * (k) + 1], w, c, 1);                                  \
+    } while (0)
+#define PQ_NEON_STEP4(k)                                                                           \
+    do {                                                                                           \
+        float32x4_t c = vld1q_f32(PQ_NEON_CENTROID(k));                                            \
+        a[4 * (k)] = vfmaq_laneq_f32(a[4 * (k)], w, c, 0);                                         \
+        a[4 * (k) + 1] = vfmaq_laneq_f32(a[4 * (k) + 1], w, c, 1);                                 \
+        a[4 * (k) + 2] = vfmaq_laneq_f32(a[4 * (k) + 2], w, c, 2);                                 \
+        a[4 * (k) + 3] = vfmaq_laneq_f32(a[4 * (k) + 3], w, c, 3);                                 \
+    } while (0)
+
+/* Subspaces [s, s + count) (count 8 at 2 dims, 4 at 4 dims, or 1),
+ * lanes l..l+3: 16 accumulators at most. */
+static void pq_neon_values_pass(const float *weights, size_t lanes, size_t l, const pmpd_pq_codebook *book,
+                                const uint8_t *codes, size_t n, size_t s, size_t count, float *acc)
+{
+    const size_t nc = book->layout.n_centroids, n_sub = book->layout.n_sub, sub_dim = book->layout.sub_dim;
+    const float *book0 = book->centroids + s * nc * sub_dim;
+    float32x4_t a[16];
+    size_t t, i;
+    for (i = 0; i < 16; i++)
+        a[i] = vdupq_n_f32(0.0f);
+    for (t = 0; t < n; t++) {
+        const float32x4_t w = vld1q_f32(weights + t * lanes + l);
+        const uint8_t *code = codes + t * n_sub + s;
+        if (sub_dim == 2 && count == 8) {
+            PQ_NEON_STEP2(0);
+            PQ_NEON_STEP2(1);
+            PQ_NEON_STEP2(2);
+            PQ_NEON_STEP2(3);
+            PQ_NEON_STEP2(4);
+            PQ_NEON_STEP2(5);
+            PQ_NEON_STEP2(6);
+            PQ_NEON_STEP2(7);
+        } else if (sub_dim == 4 && count == 4) {
+            PQ_NEON_STEP4(0);
+            PQ_NEON_STEP4(1);
+            PQ_NEON_STEP4(2);
+            PQ_NEON_STEP4(3);
+        } else if (sub_dim == 2) {
+            PQ_NEON_STEP2(0);
+        } else {
+            PQ_NEON_STEP4(0);
+        }
+    }
+    for (i = 0; i < count * sub_dim; i++) {
+        float *out = acc + (s * sub_dim + i) * lanes + l;
+        vst1q_f32(out, vaddq_f32(vld1q_f32(out), a[i]));
+    }
+}
+#undef PQ_NEON_CENTROID
+#undef PQ_NEON_STEP2
+#undef PQ_NEON_STEP4
+
 void pmpd_pq_values_neon(const float *weights, uint32_t lanes, const pmpd_pq_codebook *book, const uint8_t *codes,
                          size_t n, float *bins, float *acc)
 {
-    PMPD_PQ_VALUES_BY_BINS(neon, weights, lanes, book, codes, n, bins, acc);
+    const size_t n_sub = book->layout.n_sub, per_pass = book->layout.sub_dim == 2 ? 8 : 4;
+    size_t l, s;
+    if (book->layout.packed) {
+        PMPD_PQ_VALUES_BY_BINS(neon, weights, lanes, book, codes, n, bins, acc);
+        return;
+    }
+    for (l = 0; l < lanes; l += 4) {
+        for (s = 0; s + per_pass <= n_sub; s += per_pass)
+            pq_neon_values_pass(weights, lanes, l, book, codes, n, s, per_pass, acc);
+        for (; s < n_sub; s++)
+            pq_neon_values_pass(weights, lanes, l, book, codes, n, s, 1, acc);
+    }
 }
 
 /* Four centroids per step, reduced as in the AVX2 version. */

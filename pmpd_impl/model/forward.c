@@ -69,6 +69,7 @@ static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n, pmpd_o
     size_t half = head_dim / 2, t;
     pmpd_forward_attention attention;
 
+    pmpd_trace_layer(pmpd_pool_get_trace(s->pool), layer);
     pmpd_ops_rmsnorm_batch(s->pool, s->xb, s->x, (const float *)w->attn_norm->data, n, dim, info->norm_eps);
     {
         const pmpd_tensor *qkv[3];
@@ -93,6 +94,7 @@ static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n, pmpd_o
     attention.first_position = s->position;
     /* An item (a token's query group) scores and sums over up to
      * position + n cached rows. */
+    pmpd_trace_label(pmpd_pool_get_trace(s->pool), "attention", 9, "attention");
     pmpd_pool_run_weighed(s->pool, pmpd_forward_attention_items, &attention, n * info->n_kv_heads, 1,
                           (s->position + n) * head_dim * 2 * (info->n_heads / info->n_kv_heads));
 
@@ -128,6 +130,7 @@ PMPD_INTERNAL void pmpd_forward(pmpd_session *s, const int32_t *tokens, size_t n
     }
     for (layer = 0; layer < info->n_layers; layer++)
         pmpd_forward_layer(s, layer, n, rope);
+    pmpd_trace_layer(pmpd_pool_get_trace(s->pool), PMPD_TRACE_NO_LAYER);
     s->position += n;
 
     if (all_logits) {

@@ -62,7 +62,10 @@ PMPD_INTERNAL void pmpd_linear_group(const pmpd_tensor *const *w, size_t count, 
     }
     for (i = 0; i < count; i++)
         total += pmpd_linear_padded_rows(w[i]);
+    /* A group is traced under its first matrix's name. */
+    pmpd_trace_label(pmpd_pool_get_trace(pool), w[0]->name, w[0]->name_length, "quantize");
     f->prepare(w[0], x, n_tokens, scratch, pool);
+    pmpd_trace_label(pmpd_pool_get_trace(pool), w[0]->name, w[0]->name_length, "product");
     job.format = f;
     job.w = w;
     job.y = y;
@@ -77,9 +80,10 @@ PMPD_INTERNAL void pmpd_linear(const pmpd_tensor *w, const float *x, size_t n_to
                                pmpd_pool *pool, unsigned bits)
 {
     const pmpd_weight_format *f = pmpd_weight_format_of(w->type);
-    if (f->linear)
+    if (f->linear) {
+        pmpd_trace_label(pmpd_pool_get_trace(pool), w->name, w->name_length, "product");
         f->linear(w, x, n_tokens, y, scratch, pool, bits);
-    else
+    } else
         pmpd_linear_group(&w, 1, x, n_tokens, &y, scratch, pool, bits);
 }
 

@@ -32,6 +32,11 @@ static void pmpd_ops_batch_tokens(void *ctx, size_t begin, size_t end, unsigned 
  * calling thread, where waking workers would cost more than the work. */
 static void pmpd_ops_batch_run(pmpd_pool *pool, pmpd_ops_batch_job *job, size_t n_tokens)
 {
+    static const struct {
+        const char *name;
+        uint32_t length;
+    } names[] = {{"rmsnorm", 7}, {"swiglu", 6}, {"add", 3}};
+    pmpd_trace_label(pmpd_pool_get_trace(pool), names[job->kind].name, names[job->kind].length, "elementwise");
     pmpd_pool_run_weighed(pool, pmpd_ops_batch_tokens, job, n_tokens, 1,
                           job->kind == PMPD_OPS_SWIGLU ? 8 * job->width : job->width);
 }

@@ -17,6 +17,7 @@ void pmpd_session_config_init(pmpd_session_config *config)
     config->prefill_batch = 0;
     config->n_threads = 0;
     config->kv_window = 0;
+    config->trace_events = 0;
 }
 
 unsigned pmpd_max_threads(void)
@@ -126,6 +127,7 @@ static pmpd_status pmpd_session_layout(const pmpd_model *model, const pmpd_sessi
     s->position = 0;
     s->has_logits = 0;
     s->pool = NULL;
+    s->trace = NULL;
     pmpd_precision_schedule_uniform(&s->precision, 0, 0);
     s->weight_bits = 0;
     s->decode_step = 0;
@@ -172,7 +174,7 @@ pmpd_status pmpd_session_plan(const pmpd_model *model, const pmpd_session_config
     pmpd_session_config resolved;
     pmpd_session shape, *where;
     pmpd_arena measure;
-    size_t pool_bytes;
+    size_t pool_bytes, trace_bytes;
     void *p;
     pmpd_status st;
     if (!model || !arena_bytes)
@@ -187,6 +189,10 @@ pmpd_status pmpd_session_plan(const pmpd_model *model, const pmpd_session_config
         st = pmpd_pool_plan(resolved.n_threads, &pool_bytes);
     if (st == PMPD_OK)
         st = pmpd_arena_alloc(&measure, pool_bytes, PMPD_ARENA_ALIGNMENT, &p);
+    if (st == PMPD_OK)
+        st = pmpd_trace_plan(resolved.trace_events, &trace_bytes);
+    if (st == PMPD_OK)
+        st = pmpd_arena_alloc(&measure, trace_bytes, PMPD_ARENA_ALIGNMENT, &p);
     if (st == PMPD_ERR_OUT_OF_MEMORY) /* beyond SIZE_MAX */
         st = PMPD_ERR_OVERFLOW;
     if (st == PMPD_OK)
@@ -212,10 +218,16 @@ pmpd_status pmpd_session_create(const pmpd_model *model, const pmpd_session_conf
     st = pmpd_session_layout(model, &resolved, arena, &shape, &where);
     if (st == PMPD_OK)
         st = pmpd_pool_create(arena, resolved.n_threads, &shape.pool);
+    if (st == PMPD_OK) {
+        st = pmpd_trace_create(arena, resolved.trace_events, &shape.trace);
+        if (st != PMPD_OK)
+            pmpd_pool_destroy(shape.pool);
+    }
     if (st != PMPD_OK) {
         pmpd_arena_restore(arena, mark);
         return st;
     }
+    pmpd_pool_set_trace(shape.pool, shape.trace);
     *where = shape;
     *out = where;
     return PMPD_OK;
@@ -353,6 +365,29 @@ pmpd_status pmpd_session_reset(pmpd_session *session)
     session->position = 0;
     session->has_logits = 0;
     session->decode_step = 0;
+    return PMPD_OK;
+}
+
+pmpd_status pmpd_session_trace(const pmpd_session *session, const pmpd_trace_event **events, size_t *count,
+                               size_t *dropped)
+{
+    if (!session || !events || !count || !dropped)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    if (session->live != PMPD_SESSION_LIVE)
+        return PMPD_ERR_STATE;
+    *events = session->trace ? session->trace->events : NULL;
+    *count = pmpd_trace_count(session->trace);
+    *dropped = pmpd_trace_dropped(session->trace);
+    return PMPD_OK;
+}
+
+pmpd_status pmpd_session_trace_clear(pmpd_session *session)
+{
+    if (!session)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    if (session->live != PMPD_SESSION_LIVE)
+        return PMPD_ERR_STATE;
+    pmpd_trace_clear(session->trace);
     return PMPD_OK;
 }
 

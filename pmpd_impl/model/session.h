@@ -21,6 +21,7 @@ struct pmpd_session {
     size_t position;              /* positions filled in the KV cache */
     int has_logits;
     pmpd_pool *pool;
+    pmpd_trace *trace;            /* NULL unless config.trace_events */
     pmpd_kv_cache kv;
     /* Activations, one row per token of a batch (config.prefill_batch rows). */
     float *x;                     /* residual stream [batch][dim] */

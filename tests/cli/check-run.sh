@@ -8,6 +8,9 @@
 #     SentencePiece model is refused (exit 1, naming --template); an unknown
 #     template name is a usage error (exit 2); a GGUF's chat template
 #     (pmpd-mkgguf --chat-template) survives conversion and names the format;
+#   --trace: writes a Chrome trace whose events name the model's tensors
+#     and attention (JSON checked by python3 where it exists); an unwritable
+#     path fails with exit 1 and leaves no file;
 #   pmpd-convert --type keep-closest on a Q4_K_M GGUF lists each tensor's
 #     choice (Q4_K -> q4, Q6_K -> q8, norms f32); an unknown --type is a
 #     usage error that names keep-closest.
@@ -66,4 +69,15 @@ done
 "$BUILD/pmpd-convert" "$dir/k.gguf" "$dir/k2.pmpd" --type q3 > /dev/null 2> "$dir/k.err"
 [ $? -eq 2 ] || fail "pmpd-convert --type q3 was not a usage error"
 grep -q "keep-closest" "$dir/k.err" || fail "the --type refusal does not name keep-closest: $(cat "$dir/k.err")"
-echo "check-run: --tokenize, --info, --chat, pmpd-convert --type keep-closest: all passed"
+"$run" "$dir/s.pmpd" -p "Once upon a time" -n 8 -t 0 --threads 2 --trace "$dir/trace.json" >/dev/null 2>"$dir/trace.err" ||
+    fail "--trace exit status: $(cat "$dir/trace.err")"
+grep -q '"name":"blk.0.attn_q.weight","cat":"product"' "$dir/trace.json" || fail "--trace: no product event of blk.0.attn_q"
+grep -q '"name":"attention","cat":"attention"' "$dir/trace.json" || fail "--trace: no attention event"
+if command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["traceEvents"]) > 100' \
+        "$dir/trace.json" || fail "--trace: not JSON, or too few events"
+fi
+"$run" "$dir/s.pmpd" -n 2 --trace "$dir/missing/trace.json" >/dev/null 2>&1 && fail "--trace into a missing directory succeeded"
+[ ! -e "$dir/missing" ] || fail "--trace into a missing directory left a file"
+
+echo "check-run: --tokenize, --info, --chat, --trace, pmpd-convert --type keep-closest: all passed"

@@ -18,7 +18,8 @@ void mca_nested_3bit(const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_
                      float32x4_t *acc);
 void mca_nested_4bit(const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_anyprec_units *u, uint32_t s,
                      float32x4_t *acc);
-void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, size_t g, float32x4_t *acc);
+void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, const uint64_t *pairs, size_t g,
+                   float32x4_t *acc);
 
 /* The tables stay in registers across superblocks, as in the real loop. */
 #define MCA_NESTED(bits, name)                                                                                       \
@@ -55,16 +56,16 @@ void mca_nested_4bit(const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_
         const unsigned char *blocks = pmpd_qformat_block(w, 0, g);                                                  \
         float32x4_t even = acc[0], odd = acc[1];                                                                      \
         MCA_BEGIN(name);                                                                                             \
-        even = pmpd_neon_gemv_group(type, blocks, act, &codebooks, 0, g, even);                                      \
-        odd = pmpd_neon_gemv_group(type, blocks + pmpd_qformat_block_bytes(type), act, &codebooks, 0, g + 1, odd);  \
+        even = pmpd_neon_gemv_group(type, blocks, act, pairs, 0, g, even);                                      \
+        odd = pmpd_neon_gemv_group(type, blocks + pmpd_qformat_block_bytes(type), act, pairs, 0, g + 1, odd);  \
         MCA_END(name);                                                                                               \
         acc[0] = even;                                                                                               \
         acc[1] = odd;                                                                                                \
     } while (0)
 
-void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, size_t g, float32x4_t *acc)
+void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, const uint64_t *pairs, size_t g,
+                   float32x4_t *acc)
 {
-    const int8x16x4_t codebooks = pmpd_neon_codebooks(w);
     if (type == PMPD_TENSOR_Q8)
         MCA_GROUPS(PMPD_TENSOR_Q8, "q8/256/272");
     else if (type == PMPD_TENSOR_Q4)

@@ -1,4 +1,4 @@
-# Turns llvm-mca's report on tests/mca/neon_gemv_regions.s into one line per
+# Turns llvm-mca's report on the regions of tests/mca/*_regions.c into one line per
 # region: cycles per iteration, per 32 weights, and weight bytes per cycle
 # (the region name is kernel/weights/bytes).
 /Code Region - / { split($NF, f, "/"); name = f[1]; weights = f[2]; bytes = f[3] }

@@ -224,7 +224,7 @@ static void ggml_decode_iq4_xs(const unsigned char *b, float *out)
 
 /* Every type ggml's GGUF files may name (ids 4, 5, 31-33, 36-38 were
  * removed from the format and are unknown here, as in ggml).  The last
- * column is --type keep-closest's choice (README "GGUF import"): the pmpd
+ * column is --type keep-closest's choice (docs/models.md, --type keep-closest): the pmpd
  * format nearest the type's bits per weight without going below them
  * where one is near (5- to 8-bit types to q8, the 4-bit ones and 3-bit to
  * q4, 2-bit and below to q2cb); F16 stays f16, BF16 becomes f32 (f16 would

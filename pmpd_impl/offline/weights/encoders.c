@@ -10,6 +10,7 @@
 #include "pmpd_impl/weights/format.h"
 #include "pmpd_impl/weights/grouped/qformat.h"
 #include "pmpd_impl/offline/w8a8/w8a8_build.h"
+#include "pmpd_impl/offline/nuq/nuq_build.h"
 
 static pmpd_status pmpd_encode_float(pmpd_build_model *b, const pmpd_convert_options *options)
 {
@@ -62,12 +63,25 @@ static pmpd_status pmpd_encode_w8a8(pmpd_build_model *b, const pmpd_convert_opti
     return status;
 }
 
+/* NUQ at options->nuq_bits: one type for the three widths (the tensor
+ * header holds the width), so the table of formats keeps one name per type
+ * and pmpd-convert spells the width as --type nuq2 / nuq3 / nuq4. */
+static unsigned pmpd_nuq_bits_of(const pmpd_convert_options *options)
+{
+    return options && options->nuq_bits ? options->nuq_bits : PMPD_NUQ_DEFAULT_BITS;
+}
+
+static pmpd_status pmpd_encode_nuq(pmpd_build_model *b, const pmpd_convert_options *options)
+{
+    return pmpd_nuq_build_convert(b, pmpd_nuq_bits_of(options), options->progress, options->progress_context);
+}
+
 /* The table: one line per weight format the converter writes. */
 static const pmpd_weight_encoder pmpd_weight_encoders[] = {
     {PMPD_TENSOR_F32, pmpd_encode_float, 1},      {PMPD_TENSOR_F16, pmpd_encode_float, 1},
     {PMPD_TENSOR_Q8, pmpd_encode_grouped, 1},     {PMPD_TENSOR_Q4, pmpd_encode_grouped, 1},
     {PMPD_TENSOR_Q2CB, pmpd_encode_grouped, 1},   {PMPD_TENSOR_ANYPREC, pmpd_encode_anyprec, 1},
-    {PMPD_TENSOR_W8A8, pmpd_encode_w8a8, 0},
+    {PMPD_TENSOR_W8A8, pmpd_encode_w8a8, 0},      {PMPD_TENSOR_NUQ, pmpd_encode_nuq, 1},
 };
 
 PMPD_INTERNAL const pmpd_weight_encoder *pmpd_weight_encoder_of(uint32_t type)
@@ -85,7 +99,8 @@ PMPD_INTERNAL uint32_t pmpd_weight_stream_type(const pmpd_convert_options *optio
         return PMPD_TENSOR_F32;
     if (options->keep_closest)
         return t->source_type ? t->source_type->closest : PMPD_TENSOR_F32;
-    if ((pmpd_qformat_is_quantized((uint32_t)options->type) || options->type == PMPD_TENSOR_ANYPREC) &&
+    if ((pmpd_qformat_is_quantized((uint32_t)options->type) || options->type == PMPD_TENSOR_ANYPREC ||
+         options->type == PMPD_TENSOR_NUQ) &&
         pmpd_quant_build_is_vocabulary(t))
         return PMPD_TENSOR_Q8;
     return (uint32_t)options->type;
@@ -102,6 +117,9 @@ PMPD_INTERNAL pmpd_status pmpd_weight_stream_bytes(const pmpd_convert_options *o
                                                    uint32_t n_dims, const uint64_t *dims, uint64_t *bytes)
 {
     unsigned seed, parent;
+    if (type == PMPD_TENSOR_NUQ)
+        return n_dims == 2 ? pmpd_nuq_size(dims[0], dims[1], pmpd_nuq_bits_of(options), bytes)
+                           : PMPD_ERR_INVALID_ARGUMENT;
     if (type != PMPD_TENSOR_ANYPREC)
         return pmpd_weight_tensor_bytes(type, n_dims, dims, bytes);
     if (n_dims != 2)
@@ -124,6 +142,9 @@ PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(const pmpd_convert_options *
         return pmpd_anyprec_build_matrix(values, rows, cols, NULL, seed, parent, options ? options->threads : 0, out,
                                          size);
     }
+    if (type == PMPD_TENSOR_NUQ)
+        return pmpd_nuq_encode(values, (size_t)rows, (size_t)cols, pmpd_nuq_bits_of(options), PMPD_NUQ_SEED, out,
+                               size);
     if (type != PMPD_TENSOR_F16)
         return pmpd_quant_matrix(type, values, (size_t)rows, (size_t)cols, out, size);
     if (cols == 0 || size / 2 / cols != rows)

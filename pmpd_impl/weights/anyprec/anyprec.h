@@ -1,7 +1,7 @@
 /*
  * Nested ("any-precision") weights: one stored copy of a matrix serves every
  * width from the seed width up to the parent width.  The byte layout
- * (version 3) is documented in README.md ("ANYPREC tensors"); in short:
+ * (version 3) is documented in docs/pmpd.md ("ANYPREC tensors"); in short:
  *
  *   64-byte header: "ANYP", seed_bits, parent_bits, version 3, 0, rows (u32),
  *     cols (u32)

@@ -1,5 +1,7 @@
 #include "pmpd_impl/weights/grouped/qformat.h"
 
+#include <string.h>
+
 #include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/weights/grouped/scalar/qweight.h"
 
@@ -47,5 +49,18 @@ PMPD_INTERNAL void pmpd_qformat_dequantize_row(const pmpd_qmatrix *w, size_t r, 
         const unsigned char *block = pmpd_qformat_block(w, r / PMPD_QROWS, k / PMPD_QGROUP);
         out[k] = pmpd_qweight_scale(block, r % PMPD_QROWS) *
                  (float)pmpd_qweight_int(w, block, r % PMPD_QROWS, k % PMPD_QGROUP);
+    }
+}
+
+PMPD_INTERNAL void pmpd_q2cb_codebook_pairs(const pmpd_qmatrix *w, int bias, uint64_t pairs[256])
+{
+    unsigned char pair[2 * PMPD_Q2CB_LEVELS];
+    unsigned i, j;
+    for (i = 0; i < 256; i++) {
+        for (j = 0; j < PMPD_Q2CB_LEVELS; j++) {
+            pair[j] = (unsigned char)((signed char)w->data[(i & 15u) * PMPD_Q2CB_LEVELS + j] + bias);
+            pair[PMPD_Q2CB_LEVELS + j] = (unsigned char)((signed char)w->data[(i >> 4) * PMPD_Q2CB_LEVELS + j] + bias);
+        }
+        memcpy(&pairs[i], pair, sizeof pair);
     }
 }

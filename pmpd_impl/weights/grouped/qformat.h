@@ -106,4 +106,12 @@ static inline const unsigned char *pmpd_qformat_block(const pmpd_qmatrix *w, siz
 /* Row r of the matrix dequantized into out[0..cols). */
 PMPD_INTERNAL void pmpd_qformat_dequantize_row(const pmpd_qmatrix *w, size_t r, float *out);
 
+/* The q2cb codebook levels (plus bias, for kernels that want them
+ * unsigned) of every pair of codebook ids as a block's id byte holds them
+ * (even row's id in the low nibble): entry i is the 4 levels of codebook
+ * i & 15, then the 4 of codebook i >> 4.  A kernel builds this table once
+ * per call and fetches a block's 16-byte table of its 4 rows' codebooks
+ * with two 8-byte loads. */
+PMPD_INTERNAL void pmpd_q2cb_codebook_pairs(const pmpd_qmatrix *w, int bias, uint64_t pairs[256]);
+
 #endif

@@ -7,7 +7,7 @@
  *
  * Micro-kernel: one row block (4 rows) by 2 token pairs; per group that is
  * 16 SMMLAs on 8 weight registers, 4 integer and 4 float accumulators,
- * leaving room for the activations without spilling (see the README for
+ * leaving room for the activations without spilling (see docs/kernels.md for
  * the disassembly check).
  */
 #include "pmpd_impl/weights/grouped/arm_neon/qunpack.h"
@@ -18,7 +18,7 @@
 
 /* Row block rb for token pairs p0..p0+n_pairs-1 (n_pairs 1 or PMPD_SMMLA_PAIRS). */
 PMPD_NEON_INLINE void pmpd_smmla_tile(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
-                                      const int8x16x4_t *codebooks, size_t rb, size_t p0, size_t n_pairs,
+                                      const uint64_t *pairs, size_t rb, size_t p0, size_t n_pairs,
                                       size_t row_end, float *y, size_t ldy)
 {
     /* acc[p][h]: tokens 2p, 2p+1 by rows 2h, 2h+1, as [t0r0 t0r1 t1r0 t1r1]. */
@@ -32,7 +32,7 @@ PMPD_NEON_INLINE void pmpd_smmla_tile(uint32_t type, const pmpd_qmatrix *w, cons
         acc[p][0] = acc[p][1] = vdupq_n_f32(0.0f);
     for (g = 0; g < n_groups; g++) {
         float32x4_t row_scale[2];
-        pmpd_neon_unpack(type, blocks + g * pmpd_qformat_block_bytes(type), codebooks, &b);
+        pmpd_neon_unpack(type, blocks + g * pmpd_qformat_block_bytes(type), pairs, &b);
         row_scale[0] = vcombine_f32(vget_low_f32(b.scale), vget_low_f32(b.scale));
         row_scale[1] = vcombine_f32(vget_high_f32(b.scale), vget_high_f32(b.scale));
 #pragma GCC unroll 8
@@ -68,15 +68,19 @@ PMPD_NEON_INLINE void pmpd_smmla_tile(uint32_t type, const pmpd_qmatrix *w, cons
 PMPD_NEON_INLINE void pmpd_smmla_walk(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
                                       size_t row_begin, size_t row_end, float *y, size_t ldy)
 {
-    int8x16x4_t codebooks = pmpd_neon_codebooks(w);
+    /* 2 KB of stack, rebuilt per call (256 entries, less work than any
+     * matrix's blocks); only q2cb reads it. */
+    uint64_t pairs[256];
     size_t rb, p0, first, n_pairs = (act->n_tokens + 1) / 2, block = PMPD_QMATMUL_TOKEN_BLOCK / 2;
+    if (type == PMPD_TENSOR_Q2CB)
+        pmpd_q2cb_codebook_pairs(w, 0, pairs);
     for (first = 0; first < n_pairs; first += block) {
         size_t last = n_pairs - first < block ? n_pairs : first + block;
         for (rb = row_begin / PMPD_QROWS; rb * PMPD_QROWS < row_end; rb++) {
             for (p0 = first; p0 + PMPD_SMMLA_PAIRS <= last; p0 += PMPD_SMMLA_PAIRS)
-                pmpd_smmla_tile(type, w, act, &codebooks, rb, p0, PMPD_SMMLA_PAIRS, row_end, y, ldy);
+                pmpd_smmla_tile(type, w, act, pairs, rb, p0, PMPD_SMMLA_PAIRS, row_end, y, ldy);
             for (; p0 < last; p0++)
-                pmpd_smmla_tile(type, w, act, &codebooks, rb, p0, 1, row_end, y, ldy);
+                pmpd_smmla_tile(type, w, act, pairs, rb, p0, 1, row_end, y, ldy);
         }
     }
 }

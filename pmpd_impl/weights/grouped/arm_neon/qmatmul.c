@@ -67,10 +67,10 @@ PMPD_NEON_INLINE int32x4_t pmpd_neon_dot(const pmpd_neon_block *b, const int8_t 
 
 /* One group of the GEMV: acc + the block's products with token t. */
 PMPD_NEON_INLINE float32x4_t pmpd_neon_gemv_group(uint32_t type, const unsigned char *block, const pmpd_qact *act,
-                                                  const int8x16x4_t *codebooks, size_t t, size_t g, float32x4_t acc)
+                                                  const uint64_t *pairs, size_t t, size_t g, float32x4_t acc)
 {
     pmpd_neon_block b;
-    pmpd_neon_unpack(type, block, codebooks, &b);
+    pmpd_neon_unpack(type, block, pairs, &b);
     return vfmaq_f32(acc, vcvtq_f32_s32(pmpd_neon_dot(&b, pmpd_qact_chunk(act, t, 4 * g))),
                      vmulq_n_f32(b.scale, act->scale[t * act->n_groups + g]));
 }
@@ -78,7 +78,7 @@ PMPD_NEON_INLINE float32x4_t pmpd_neon_gemv_group(uint32_t type, const unsigned 
 /* GEMV of row block rb with token t: even and odd groups go to separate
  * accumulators, halving the chain of dependent FMAs. */
 PMPD_NEON_INLINE void pmpd_neon_gemv(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
-                                     const int8x16x4_t *codebooks, size_t rb, size_t t, size_t row_end, float *y,
+                                     const uint64_t *pairs, size_t rb, size_t t, size_t row_end, float *y,
                                      size_t ldy)
 {
     const unsigned char *blocks = pmpd_qformat_block(w, rb, 0);
@@ -86,11 +86,11 @@ PMPD_NEON_INLINE void pmpd_neon_gemv(uint32_t type, const pmpd_qmatrix *w, const
     float32x4_t even = vdupq_n_f32(0.0f), odd = vdupq_n_f32(0.0f);
     float result[4];
     for (g = 0; g + 2 <= n_groups; g += 2) {
-        even = pmpd_neon_gemv_group(type, blocks + g * step, act, codebooks, t, g, even);
-        odd = pmpd_neon_gemv_group(type, blocks + (g + 1) * step, act, codebooks, t, g + 1, odd);
+        even = pmpd_neon_gemv_group(type, blocks + g * step, act, pairs, t, g, even);
+        odd = pmpd_neon_gemv_group(type, blocks + (g + 1) * step, act, pairs, t, g + 1, odd);
     }
     if (g < n_groups)
-        even = pmpd_neon_gemv_group(type, blocks + g * step, act, codebooks, t, g, even);
+        even = pmpd_neon_gemv_group(type, blocks + g * step, act, pairs, t, g, even);
     vst1q_f32(result, vaddq_f32(even, odd));
     pmpd_qmatmul_store(y, ldy, t, rb * PMPD_QROWS, row_end, result);
 }
@@ -98,7 +98,7 @@ PMPD_NEON_INLINE void pmpd_neon_gemv(uint32_t type, const pmpd_qmatrix *w, const
 /* GEMM: row block rb by tokens t0..t0+PMPD_NEON_TOKENS-1, each unpacked
  * block serving every token of the tile. */
 PMPD_NEON_INLINE void pmpd_neon_gemm_tile(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
-                                          const int8x16x4_t *codebooks, size_t rb, size_t t0, size_t row_end,
+                                          const uint64_t *pairs, size_t rb, size_t t0, size_t row_end,
                                           float *y, size_t ldy)
 {
     const size_t n_tokens = PMPD_NEON_TOKENS;
@@ -110,7 +110,7 @@ PMPD_NEON_INLINE void pmpd_neon_gemm_tile(uint32_t type, const pmpd_qmatrix *w, 
     for (j = 0; j < n_tokens; j++)
         acc[j] = vdupq_n_f32(0.0f);
     for (g = 0; g < n_groups; g++) {
-        pmpd_neon_unpack(type, blocks + g * pmpd_qformat_block_bytes(type), codebooks, &b);
+        pmpd_neon_unpack(type, blocks + g * pmpd_qformat_block_bytes(type), pairs, &b);
 #pragma GCC unroll 8
         for (j = 0; j < n_tokens; j++) {
             size_t t = t0 + j;
@@ -129,16 +129,20 @@ PMPD_NEON_INLINE void pmpd_neon_gemm_tile(uint32_t type, const pmpd_qmatrix *w, 
 PMPD_NEON_INLINE void pmpd_neon_walk(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
                                      size_t row_begin, size_t row_end, float *y, size_t ldy)
 {
-    int8x16x4_t codebooks = pmpd_neon_codebooks(w);
+    /* 2 KB of stack, rebuilt per call (256 entries, less work than any
+     * matrix's blocks); only q2cb reads it. */
+    uint64_t pairs[256];
     size_t rb, t0, first;
+    if (type == PMPD_TENSOR_Q2CB)
+        pmpd_q2cb_codebook_pairs(w, 0, pairs);
     for (first = 0; first < act->n_tokens; first += PMPD_QMATMUL_TOKEN_BLOCK) {
         size_t last = act->n_tokens - first < PMPD_QMATMUL_TOKEN_BLOCK ? act->n_tokens
                                                                        : first + PMPD_QMATMUL_TOKEN_BLOCK;
         for (rb = row_begin / PMPD_QROWS; rb * PMPD_QROWS < row_end; rb++) {
             for (t0 = first; t0 + PMPD_NEON_TOKENS <= last; t0 += PMPD_NEON_TOKENS)
-                pmpd_neon_gemm_tile(type, w, act, &codebooks, rb, t0, row_end, y, ldy);
+                pmpd_neon_gemm_tile(type, w, act, pairs, rb, t0, row_end, y, ldy);
             for (; t0 < last; t0++)
-                pmpd_neon_gemv(type, w, act, &codebooks, rb, t0, row_end, y, ldy);
+                pmpd_neon_gemv(type, w, act, pairs, rb, t0, row_end, y, ldy);
         }
     }
 }

@@ -286,24 +286,6 @@ PMPD_AVX2_INLINE void pmpd_avx2_gemm_tile(uint32_t type, const pmpd_qmatrix *w, 
         pmpd_avx2_store(acc[j], y, ldy, t0 + j, rb * PMPD_QROWS, row_end);
 }
 
-/* q2cb levels biased into [0, 128], for every pair of codebook ids (a
- * block's id byte: even row in the low nibble): the first id's 4 levels,
- * then the second's. */
-static void pmpd_avx2_codebook_pairs(const pmpd_qmatrix *w, uint64_t pairs[256])
-{
-    unsigned char biased[PMPD_Q2CB_HEADER_BYTES], pair[8];
-    unsigned i, j;
-    for (i = 0; i < PMPD_Q2CB_HEADER_BYTES; i++)
-        biased[i] = (unsigned char)(w->data[i] + PMPD_Q2CB_LEVEL_LIMIT);
-    for (i = 0; i < 256; i++) {
-        for (j = 0; j < PMPD_Q2CB_LEVELS; j++) {
-            pair[j] = biased[(i & 15u) * PMPD_Q2CB_LEVELS + j];
-            pair[PMPD_Q2CB_LEVELS + j] = biased[(i >> 4) * PMPD_Q2CB_LEVELS + j];
-        }
-        memcpy(&pairs[i], pair, sizeof pair);
-    }
-}
-
 PMPD_AVX2_INLINE void pmpd_avx2_walk(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
                                      const uint64_t *pairs, size_t row_begin, size_t row_end, float *y,
                                      size_t ldy)
@@ -339,7 +321,7 @@ PMPD_INTERNAL void pmpd_qmatmul_avx2(const pmpd_qmatrix *w, const pmpd_qact *act
         pmpd_avx2_walk(PMPD_TENSOR_Q4, w, act, NULL, row_begin, row_end, y, ldy);
         break;
     default:
-        pmpd_avx2_codebook_pairs(w, pairs);
+        pmpd_q2cb_codebook_pairs(w, PMPD_Q2CB_LEVEL_LIMIT, pairs);
         pmpd_avx2_walk(PMPD_TENSOR_Q2CB, w, act, pairs, row_begin, row_end, y, ldy);
         break;
     }

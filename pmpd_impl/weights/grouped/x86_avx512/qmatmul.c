@@ -52,7 +52,9 @@
 #include <string.h>
 
 /* Software prefetch distance per stream, and its target (L2). */
+#ifndef PMPD_AVX512_PREFETCH
 #define PMPD_AVX512_PREFETCH 1024
+#endif
 #define PMPD_AVX512_PREFETCH_HINT _MM_HINT_T1
 #define PMPD_AVX512_TILE 4 /* row blocks per tile, one per stream */
 

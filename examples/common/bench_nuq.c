@@ -1,0 +1,164 @@
+/* NUQ GEMV at real shapes through the table of weight formats
+ * (pmpd_linear: the input's rotation included), at 2, 3 and 4 bits beside
+ * q4 of the same shape in the same run: GB/s of weight bytes streamed from
+ * RAM (enough copies of the matrix to exceed the cache, visited in turn)
+ * against the measured bandwidth, at 1 thread and all threads.  Weights
+ * are encoded from random normals (the kernels' speed does not depend on
+ * them; the encoder runs once per width). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "examples/common/bench.h"
+#include "pmpd_impl/model/linear.h"
+#include "pmpd_impl/offline/nuq/nuq_build.h"
+#include "pmpd_impl/offline/quant/quant.h"
+#include "pmpd_impl/weights/format.h"
+
+#define BENCH_NUQ_MAX_TOTAL ((size_t)2 << 30)
+
+typedef struct bench_nuq_job {
+    pmpd_tensor tensor;
+    const unsigned char *base; /* the streamed copies, stride bytes apart */
+    size_t stride;
+    const float *x;
+    float *y;
+    void *scratch;
+    pmpd_pool *pool;
+} bench_nuq_job;
+
+static void bench_nuq_step(void *raw, size_t copy)
+{
+    bench_nuq_job *job = (bench_nuq_job *)raw;
+    job->tensor.data = job->base + copy * job->stride;
+    pmpd_linear(&job->tensor, job->x, 1, job->y, job->scratch, job->pool, 0);
+}
+
+/* The encoded matrix (malloc'ed) of type at bits (nuq) for w. */
+static unsigned char *bench_nuq_encode(uint32_t type, unsigned bits, const float *w, size_t rows, size_t cols,
+                                       size_t *bytes)
+{
+    uint64_t size = 0, dims[2];
+    unsigned char *out;
+    dims[0] = rows;
+    dims[1] = cols;
+    if ((type == PMPD_TENSOR_NUQ ? pmpd_nuq_size(rows, cols, bits, &size)
+                                 : pmpd_weight_tensor_bytes(type, 2, dims, &size)) != PMPD_OK ||
+        !(out = (unsigned char *)malloc((size_t)size)))
+        return NULL;
+    if ((type == PMPD_TENSOR_NUQ ? pmpd_nuq_encode(w, rows, cols, bits, PMPD_NUQ_SEED, out, (size_t)size)
+                                 : pmpd_quant_matrix(type, w, rows, cols, out, (size_t)size)) != PMPD_OK) {
+        free(out);
+        return NULL;
+    }
+    *bytes = (size_t)size;
+    return out;
+}
+
+/* One type at one shape; *q4_us is set by the q4 row and compared with by
+ * the others. */
+static int bench_nuq_shape(bench_context *ctx, const bench_pools *pools, uint32_t type, unsigned bits,
+                           const float *w, size_t rows, size_t cols, double q4_us[2])
+{
+    bench_nuq_job job;
+    size_t bytes = 0, copies, i, need = 0;
+    unsigned char *one = bench_nuq_encode(type, bits, w, rows, cols, &bytes), *weights = NULL;
+    float *x = (float *)malloc(cols * sizeof(float)), *y = (float *)malloc(rows * sizeof(float));
+    void *scratch_block = NULL;
+    char name[96], note[160];
+    int k;
+    memset(&job, 0, sizeof job);
+    job.tensor.type = type;
+    job.tensor.n_dims = 2;
+    job.tensor.dims[0] = rows;
+    job.tensor.dims[1] = cols;
+    job.tensor.size = bytes;
+    job.stride = (bytes + 4095) & ~(size_t)4095;
+    copies = ctx->stream_bytes / (job.stride ? job.stride : 1) + 1;
+    if (copies * job.stride > BENCH_NUQ_MAX_TOTAL)
+        copies = BENCH_NUQ_MAX_TOTAL / job.stride;
+    if (one && x && y && pmpd_linear_scratch_bytes(&job.tensor, 1, (unsigned)ctx->threads, &need) == PMPD_OK)
+        scratch_block = malloc(need + 64);
+    if (scratch_block)
+        weights = (unsigned char *)malloc(copies * job.stride);
+    if (!weights) {
+        fprintf(stderr, "pmpd-bench: cannot set up the nuq GEMV %zux%zu\n", rows, cols);
+        free(one);
+        free(x);
+        free(y);
+        free(scratch_block);
+        return -1;
+    }
+    for (i = 0; i < copies; i++)
+        memcpy(weights + i * job.stride, one, bytes);
+    for (i = 0; i < cols; i++)
+        x[i] = (float)((int)(i * 2654435761u % 2001) - 1000) / 1000.0f;
+    job.base = weights;
+    job.x = x;
+    job.y = y;
+    job.scratch = (unsigned char *)scratch_block + (64 - (uintptr_t)scratch_block % 64) % 64;
+    for (k = 0; k < 2 && (k == 0 || ctx->threads > 1); k++) {
+        double seconds, gbs, bw = k ? ctx->bw_all_gbs : ctx->bw_one_gbs;
+        job.pool = k ? pools->all : pools->single;
+        seconds = bench_seconds_per_call(ctx, 1.0, 0.25, copies, bench_nuq_step, &job);
+        gbs = (double)bytes / seconds * 1e-9;
+        if (type == PMPD_TENSOR_Q4)
+            q4_us[k] = seconds * 1e6;
+        if (type == PMPD_TENSOR_NUQ)
+            snprintf(name, sizeof name, "nuq%u GEMV %zux%zu, %d thread%s", bits, rows, cols,
+                     k ? ctx->threads : 1, k && ctx->threads > 1 ? "s" : "");
+        else
+            snprintf(name, sizeof name, "q4 GEMV %zux%zu, %d thread%s", rows, cols, k ? ctx->threads : 1,
+                     k && ctx->threads > 1 ? "s" : "");
+        snprintf(note, sizeof note, "%.0f%% of %s bw; %.1f us = %.2fx q4's time; %.3f bits/weight", 100.0 * gbs / bw,
+                 k ? "all-thread" : "1-thread", seconds * 1e6, q4_us[k] > 0 ? seconds * 1e6 / q4_us[k] : 0.0,
+                 8.0 * (double)bytes / ((double)rows * (double)cols));
+        bench_row(ctx, "nuq", name, gbs, "GB/s", note);
+    }
+    free(one);
+    free(weights);
+    free(x);
+    free(y);
+    free(scratch_block);
+    return 0;
+}
+
+int bench_nuq(bench_context *ctx)
+{
+    static const size_t shapes[3][2] = {{4096, 4096}, {5632, 2048}, {2048, 5632}};
+    bench_pools pools;
+    size_t s, i;
+    int status = 0;
+    if (bench_pools_start(ctx, &pools) != 0)
+        return -1;
+    bench_section(ctx, "NUQ GEMV (Hadamard-rotated Lloyd-Max, rotation included) vs q4, weights streamed from RAM");
+    for (s = 0; s < 3 && status == 0; s++) {
+        size_t rows = shapes[s][0], cols = shapes[s][1];
+        float *w = (float *)malloc(rows * cols * sizeof(float));
+        double q4_us[2] = {0.0, 0.0};
+        unsigned bits;
+        uint64_t state = 0x9E3779B97F4A7C15ull;
+        if (!w) {
+            status = -1;
+            break;
+        }
+        /* Sums of 4 uniforms: close enough to normal for timing. */
+        for (i = 0; i < rows * cols; i++) {
+            int k;
+            float v = 0.0f;
+            for (k = 0; k < 4; k++) {
+                state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+                v += (float)(state >> 40) / 16777216.0f - 0.5f;
+            }
+            w[i] = v * 0.05f;
+        }
+        status = bench_nuq_shape(ctx, &pools, PMPD_TENSOR_Q4, 0, w, rows, cols, q4_us);
+        for (bits = 4; bits >= 2 && status == 0; bits--)
+            status = bench_nuq_shape(ctx, &pools, PMPD_TENSOR_NUQ, bits, w, rows, cols, q4_us);
+        free(w);
+    }
+    bench_pools_stop(&pools);
+    return status;
+}
+
+#undef BENCH_NUQ_MAX_TOTAL

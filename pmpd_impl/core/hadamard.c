@@ -1,0 +1,141 @@
+/* Hadamard transforms (hadamard.h): sizes, the small Paley matrices, the
+ * scalar butterflies, and the mixing of the m rows shared by every ISA. */
+#include "pmpd_impl/core/hadamard.h"
+
+#include <math.h>
+
+/* Rows of H_12, H_20 (Paley I: I + S with S the skew conference matrix of
+ * the quadratic residues mod 11, 19) and H_28 (Paley II from the residues
+ * mod 13), bit j set where entry j is -1; orthogonality is checked by
+ * tests/test_hadamard.c. */
+static const uint32_t pmpd_hadamard_12[12] = {0x000, 0xb89, 0x713, 0xe25, 0xc4b, 0x897,
+                                              0x12f, 0x25d, 0x4b9, 0x971, 0x2e3, 0x5c5};
+static const uint32_t pmpd_hadamard_20[20] = {0x00000, 0x9ea19, 0x3d433, 0x7a865, 0xf50c9, 0xea193, 0xd4327,
+                                              0xa864f, 0x50c9f, 0xa193d, 0x4327b, 0x864f5, 0x0c9eb, 0x193d5,
+                                              0x327a9, 0x64f51, 0xc9ea1, 0x93d43, 0x27a87, 0x4f50d};
+static const uint32_t pmpd_hadamard_28[28] = {
+    0x0000002, 0xaaaaaab, 0x30ff0c8, 0x9a55a6e, 0xc3fc320, 0x69569ba, 0x0ff0c8c, 0xa55a6e6, 0x3fc3230, 0x9569b9a,
+    0xff0c8c0, 0x55a6e6a, 0xfc3230c, 0x569b9a6, 0xf0c8c3c, 0x5a6e696, 0xc3230fc, 0x69b9a56, 0x0c8c3fc, 0xa6e6956,
+    0x3230ff0, 0x9b9a55a, 0xc8c3fc0, 0x6e6956a, 0x230ff0c, 0xb9a55a6, 0x8c3fc30, 0xe69569a};
+
+/* Columns of the m x 2^k matrix mixed per pass: m x this many floats on
+ * the stack (7 KiB at m = 28). */
+#define HADAMARD_MIX_CHUNK 64
+
+PMPD_INTERNAL unsigned pmpd_hadamard_order(size_t n)
+{
+    static const unsigned orders[4] = {1, 12, 20, 28};
+    unsigned i;
+    if (n == 0 || n > PMPD_HADAMARD_MAX)
+        return 0;
+    for (i = 0; i < 4; i++) {
+        size_t p = n / orders[i];
+        if (n % orders[i] == 0 && (p & (p - 1)) == 0)
+            return orders[i];
+    }
+    return 0;
+}
+
+PMPD_INTERNAL size_t pmpd_hadamard_size(size_t cols)
+{
+    size_t n;
+    if (cols == 0 || cols > PMPD_HADAMARD_MAX)
+        return 0;
+    for (n = cols; !pmpd_hadamard_order(n); n++)
+        ;
+    return n;
+}
+
+PMPD_INTERNAL uint32_t pmpd_hadamard_small_row(unsigned m, unsigned i)
+{
+    return m == 12 ? pmpd_hadamard_12[i] : m == 20 ? pmpd_hadamard_20[i] : m == 28 ? pmpd_hadamard_28[i] : 0;
+}
+
+PMPD_INTERNAL void pmpd_hadamard_pow2_scalar(float *x, size_t p)
+{
+    size_t h, i, j;
+    for (h = 1; h < p; h *= 2)
+        for (i = 0; i < p; i += 2 * h)
+            for (j = i; j < i + h; j++) {
+                float a = x[j], b = x[j + h];
+                x[j] = a + b;
+                x[j + h] = a - b;
+            }
+}
+
+/* Entry (i, j) of the m x p matrix x becomes sum_l H_m[i][l] x[l][j]
+ * (H_m^T with transpose), then everything is scaled by 1/sqrt(m p).  The
+ * sums run over l in order, adding or subtracting, so every ISA's result
+ * is this one. */
+static void hadamard_mix(float *x, unsigned m, size_t p, int transpose)
+{
+    float in[28][HADAMARD_MIX_CHUNK];
+    float scale = (float)(1.0 / sqrt((double)m * (double)p));
+    size_t j0, j, width;
+    unsigned i, l;
+    if (m == 1) {
+        for (j = 0; j < p; j++)
+            x[j] *= scale;
+        return;
+    }
+    for (j0 = 0; j0 < p; j0 += width) {
+        width = p - j0 < HADAMARD_MIX_CHUNK ? p - j0 : HADAMARD_MIX_CHUNK;
+        for (l = 0; l < m; l++)
+            for (j = 0; j < width; j++)
+                in[l][j] = x[l * p + j0 + j];
+        for (i = 0; i < m; i++) {
+            float *out = x + i * p + j0;
+            for (l = 0; l < m; l++) {
+                /* Entry (i, l) of H_m, or (l, i) of it for H_m^T. */
+                uint32_t negative = transpose ? pmpd_hadamard_small_row(m, l) >> i & 1
+                                              : pmpd_hadamard_small_row(m, i) >> l & 1;
+                if (l == 0) {
+                    for (j = 0; j < width; j++)
+                        out[j] = negative ? -in[0][j] : in[0][j];
+                } else if (negative) {
+                    for (j = 0; j < width; j++)
+                        out[j] -= in[l][j];
+                } else {
+                    for (j = 0; j < width; j++)
+                        out[j] += in[l][j];
+                }
+            }
+            for (j = 0; j < width; j++)
+                out[j] *= scale;
+        }
+    }
+}
+
+PMPD_INTERNAL void pmpd_hadamard_scalar(float *x, size_t n, int transpose)
+{
+    unsigned m = pmpd_hadamard_order(n), i;
+    size_t p;
+    if (!m)
+        return;
+    p = n / m;
+    for (i = 0; i < m; i++)
+        pmpd_hadamard_pow2_scalar(x + i * p, p);
+    hadamard_mix(x, m, p, transpose);
+}
+
+PMPD_INTERNAL void pmpd_hadamard(float *x, size_t n, int transpose)
+{
+    unsigned m = pmpd_hadamard_order(n), i;
+    size_t p;
+    if (!m)
+        return;
+    p = n / m;
+    for (i = 0; i < m; i++)
+        pmpd_hadamard_pow2(x + i * p, p);
+    hadamard_mix(x, m, p, transpose);
+}
+
+/* Without SIMD butterflies for the target, the scalar ones are the kernel. */
+#if !PMPD_USE_AVX2 && !(PMPD_USE_NEON && defined(__aarch64__))
+PMPD_INTERNAL void pmpd_hadamard_pow2(float *x, size_t p)
+{
+    pmpd_hadamard_pow2_scalar(x, p);
+}
+#endif
+
+#undef HADAMARD_MIX_CHUNK

@@ -1,0 +1,199 @@
+/* The NUQ encoder (nuq_build.h). */
+#include "pmpd_impl/offline/nuq/nuq_build.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmpd_impl/core/hadamard.h"
+#include "pmpd_impl/format/le.h"
+#include "pmpd_impl/offline/quant/build.h"
+#include "pmpd_impl/weights/nuq/nuq.h"
+
+/* Scale refinements per row: the error stops moving after 2 or 3. */
+#define NUQ_SCALE_ROUNDS 4
+
+PMPD_INTERNAL pmpd_status pmpd_nuq_size(uint64_t rows, uint64_t cols, unsigned bits, uint64_t *bytes)
+{
+    pmpd_nuq_layout layout;
+    pmpd_status status = pmpd_nuq_compute_layout(rows, cols, bits, &layout);
+    if (status == PMPD_OK)
+        *bytes = layout.total;
+    return status;
+}
+
+/* The code of the level nearest v (nuq.h: sign bit over the index of the
+ * nearest positive level; the levels are symmetric). */
+static unsigned nuq_nearest(float v, const float *levels, unsigned count)
+{
+    const unsigned half = count / 2;
+    float a = v < 0.0f ? -v : v;
+    unsigned m = 0;
+    while (m + 1 < half && a > 0.5f * (levels[m] + levels[m + 1]))
+        m++;
+    return v < 0.0f ? half | m : m;
+}
+
+static void nuq_put(uint8_t *row, size_t c, unsigned bits, unsigned index)
+{
+    uint8_t *block = row + c / PMPD_NUQ_BLOCK * 4 * bits;
+    unsigned j = (unsigned)(c % PMPD_NUQ_BLOCK);
+    if (bits == 4) {
+        block[j % 16] |= (uint8_t)(index << (j / 16 * 4));
+    } else {
+        block[j % 8] |= (uint8_t)((index & 3u) << (j / 8 * 2));
+        if (bits == 3 && (index & 4u)) {
+            unsigned bit = 4 * (j % 8) + j / 8;
+            block[8 + bit / 8] |= (uint8_t)(1u << (bit % 8));
+        }
+    }
+}
+
+/* Quantizes one rotated row v (n floats): indices into row, returns the scale. */
+static float nuq_quantize_row(const float *v, size_t n, unsigned bits, uint8_t *row, unsigned *idx)
+{
+    const float *levels = pmpd_nuq_levels(bits);
+    const unsigned count = 1u << bits;
+    double energy = 0;
+    float scale;
+    size_t c;
+    int round;
+    for (c = 0; c < n; c++)
+        energy += (double)v[c] * v[c];
+    if (!(energy > 0)) {
+        for (c = 0; c < n; c++)
+            nuq_put(row, c, bits, 0);
+        return 0.0f;
+    }
+    /* Start at the row's RMS (the levels are for unit variance), then
+     * alternate: nearest levels for the scale, least-squares scale for the
+     * levels.  Each step lowers the squared error. */
+    scale = (float)sqrt(energy / (double)n);
+    for (round = 0; round < NUQ_SCALE_ROUNDS; round++) {
+        double vl = 0, ll = 0;
+        float inverse = 1.0f / scale;
+        for (c = 0; c < n; c++) {
+            idx[c] = nuq_nearest(v[c] * inverse, levels, count);
+            vl += (double)v[c] * levels[idx[c]];
+            ll += (double)levels[idx[c]] * levels[idx[c]];
+        }
+        if (!(vl > 0) || !(ll > 0))
+            break;
+        scale = (float)(vl / ll);
+    }
+    {
+        float inverse = 1.0f / scale;
+        for (c = 0; c < n; c++)
+            nuq_put(row, c, bits, nuq_nearest(v[c] * inverse, levels, count));
+    }
+    return scale;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_nuq_encode(const float *values, size_t rows, size_t cols, unsigned bits,
+                                          uint64_t seed, unsigned char *out, size_t size)
+{
+    pmpd_nuq_layout layout;
+    uint64_t *signs;
+    float *v;
+    unsigned *idx;
+    size_t r, c, words;
+    if (pmpd_nuq_compute_layout(rows, cols, bits, &layout) != PMPD_OK || size != layout.total)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    words = (cols + 63) / 64;
+    signs = (uint64_t *)malloc(words * sizeof *signs);
+    v = (float *)malloc(layout.rotation * sizeof *v);
+    idx = (unsigned *)malloc(layout.rotation * sizeof *idx);
+    if (!signs || !v || !idx) {
+        free(signs);
+        free(v);
+        free(idx);
+        return PMPD_ERR_OUT_OF_MEMORY;
+    }
+    memset(out, 0, size);
+    memcpy(out, "NUQW", 4);
+    pmpd_le_put_u32(out + 4, PMPD_NUQ_VERSION);
+    pmpd_le_put_u32(out + 8, (uint32_t)rows);
+    pmpd_le_put_u32(out + 12, (uint32_t)cols);
+    pmpd_le_put_u32(out + 16, bits);
+    pmpd_le_put_u32(out + 20, (uint32_t)layout.rotation);
+    pmpd_le_put_u64(out + 24, seed);
+    pmpd_nuq_signs(seed, signs, words);
+    for (r = 0; r < rows; r++) {
+        const float *w = values + r * cols;
+        float scale;
+        /* Row r of W_r = (W diag(s)) H^T is H (s o w). */
+        for (c = 0; c < cols; c++)
+            v[c] = (signs[c / 64] >> (c % 64) & 1) ? -w[c] : w[c];
+        for (c = cols; c < layout.rotation; c++)
+            v[c] = 0.0f;
+        pmpd_hadamard(v, layout.rotation, 0);
+        scale = nuq_quantize_row(v, layout.rotation, bits, out + layout.index_offset + r * layout.row_bytes, idx);
+        pmpd_le_put_f32(out + PMPD_NUQ_HEADER_BYTES + 4 * r, scale);
+    }
+    free(signs);
+    free(v);
+    free(idx);
+    return PMPD_OK;
+}
+
+PMPD_INTERNAL double pmpd_nuq_encoded_error(const float *values, size_t rows, size_t cols,
+                                            const unsigned char *data)
+{
+    pmpd_nuq_matrix m;
+    float *w = (float *)malloc(cols * sizeof *w);
+    double error = 0, energy = 0;
+    size_t r, c;
+    if (!w)
+        return -1.0;
+    pmpd_nuq_bind(data, rows, cols, &m);
+    for (r = 0; r < rows; r++) {
+        pmpd_nuq_row(&m, r, w);
+        for (c = 0; c < cols; c++) {
+            double d = (double)values[r * cols + c] - w[c];
+            error += d * d;
+            energy += (double)values[r * cols + c] * values[r * cols + c];
+        }
+    }
+    free(w);
+    return energy > 0 ? error / energy : 0.0;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_nuq_build_convert(pmpd_build_model *b, unsigned bits,
+                                                 void (*progress)(void *context, uint64_t done, uint64_t total),
+                                                 void *context)
+{
+    uint64_t total = 0, done = 0, bytes;
+    uint32_t i;
+    for (i = 0; i < b->n_tensors; i++)
+        total += b->tensors[i].n_dims == 2 && b->tensors[i].type == PMPD_TENSOR_F32 &&
+                 !pmpd_quant_build_is_vocabulary(&b->tensors[i]);
+    for (i = 0; i < b->n_tensors; i++) {
+        pmpd_build_tensor *t = &b->tensors[i];
+        unsigned char *out;
+        pmpd_status status;
+        if (t->n_dims != 2 || t->type != PMPD_TENSOR_F32 || pmpd_quant_build_is_vocabulary(t))
+            continue;
+        status = pmpd_nuq_size(t->dims[0], t->dims[1], bits, &bytes);
+        if (status != PMPD_OK)
+            return status;
+        if (bytes > SIZE_MAX)
+            return PMPD_ERR_OVERFLOW;
+        out = (unsigned char *)malloc((size_t)bytes);
+        if (!out)
+            return PMPD_ERR_OUT_OF_MEMORY;
+        /* Builder data are little-endian floats, the host order pmpd supports. */
+        status = pmpd_nuq_encode((const float *)(const void *)t->data, (size_t)t->dims[0], (size_t)t->dims[1], bits,
+                                 PMPD_NUQ_SEED, out, (size_t)bytes);
+        if (status != PMPD_OK) {
+            free(out);
+            return status;
+        }
+        pmpd_build_replace_data(t, PMPD_TENSOR_NUQ, out, bytes);
+        if (progress)
+            progress(context, ++done, total);
+    }
+    /* The embedding and classifier, all that is left in f32. */
+    return pmpd_quant_build_convert(b, PMPD_TENSOR_Q8, NULL, NULL);
+}
+
+#undef NUQ_SCALE_ROUNDS

@@ -1,0 +1,129 @@
+/* Byte layout of NUQ tensors (nuq.h): sizes, offsets, and the checks of
+ * untrusted tensor bytes. */
+#include <math.h>
+#include <string.h>
+
+#include "pmpd_impl/core/checked.h"
+#include "pmpd_impl/core/hadamard.h"
+#include "pmpd_impl/format/le.h"
+#include "pmpd_impl/weights/nuq/nuq.h"
+
+#define NUQ_MAX_ROWS (UINT64_C(1) << 31)
+
+PMPD_INTERNAL pmpd_status pmpd_nuq_compute_layout(uint64_t rows, uint64_t cols, uint64_t bits,
+                                                  pmpd_nuq_layout *out)
+{
+    size_t scale_bytes, index_bytes;
+    if (rows == 0 || cols == 0 || rows > NUQ_MAX_ROWS || cols > PMPD_HADAMARD_MAX || bits < PMPD_NUQ_MIN_BITS ||
+        bits > PMPD_NUQ_MAX_BITS)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    out->rotation = pmpd_hadamard_size((size_t)cols);
+    out->padded = (out->rotation + PMPD_NUQ_BLOCK - 1) / PMPD_NUQ_BLOCK * PMPD_NUQ_BLOCK;
+    out->row_bytes = out->padded / PMPD_NUQ_BLOCK * 4 * (size_t)bits;
+    if (!pmpd_checked_mul((size_t)rows, sizeof(float), &scale_bytes) ||
+        !pmpd_checked_align_up(scale_bytes, 64, &scale_bytes) ||
+        !pmpd_checked_add(PMPD_NUQ_HEADER_BYTES, scale_bytes, &out->index_offset) ||
+        !pmpd_checked_mul((size_t)rows, out->row_bytes, &index_bytes) ||
+        !pmpd_checked_add(out->index_offset, index_bytes, &out->total))
+        return PMPD_ERR_OVERFLOW;
+    return PMPD_OK;
+}
+
+PMPD_INTERNAL void pmpd_nuq_bind(const void *data, uint64_t rows, uint64_t cols, pmpd_nuq_matrix *m)
+{
+    const unsigned char *p = (const unsigned char *)data;
+    pmpd_nuq_layout layout;
+    uint32_t bits = pmpd_le_u32(p + 16);
+    /* Accepted by pmpd_nuq_view before: the layout cannot fail. */
+    memset(&layout, 0, sizeof layout);
+    pmpd_nuq_compute_layout(rows, cols, bits, &layout);
+    m->rows = (uint32_t)rows;
+    m->cols = (uint32_t)cols;
+    m->bits = bits;
+    m->rotation = (uint32_t)layout.rotation;
+    m->padded = (uint32_t)layout.padded;
+    m->row_bytes = (uint32_t)layout.row_bytes;
+    m->seed = pmpd_le_u64(p + 24);
+    m->scale = (const float *)(const void *)(p + PMPD_NUQ_HEADER_BYTES);
+    m->index = (const uint8_t *)(p + layout.index_offset);
+}
+
+/* The first nonzero index bit of a row beyond the rotation, as a byte
+ * offset in the row, or -1. */
+static long nuq_stray_bits(const uint8_t *row, const pmpd_nuq_layout *layout, unsigned bits)
+{
+    size_t c;
+    for (c = layout->rotation; c < layout->padded; c++)
+        if (pmpd_nuq_get(row, c, bits))
+            return (long)(c / PMPD_NUQ_BLOCK * 4 * bits);
+    return -1;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_nuq_view(const void *data, uint64_t size, uint64_t rows, uint64_t cols,
+                                        uint64_t base_offset, pmpd_nuq_matrix *m, pmpd_error *err)
+{
+    const unsigned char *p = (const unsigned char *)data;
+    pmpd_nuq_layout layout;
+    uint32_t bits;
+    size_t i;
+    if (size < PMPD_NUQ_HEADER_BYTES)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset, "nuq tensor of %llu bytes has no header",
+                              (unsigned long long)size);
+    if (memcmp(p, "NUQW", 4) != 0)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_MAGIC, base_offset, "nuq tensor lacks its NUQW magic");
+    if (pmpd_le_u32(p + 4) != PMPD_NUQ_VERSION)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_VERSION, base_offset + 4,
+                              "nuq tensor version %u is not %u (convert the model again)",
+                              (unsigned)pmpd_le_u32(p + 4), (unsigned)PMPD_NUQ_VERSION);
+    if (pmpd_le_u32(p + 8) != rows || pmpd_le_u32(p + 12) != cols)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 8,
+                              "nuq header says %ux%u, the tensor entry %llux%llu", (unsigned)pmpd_le_u32(p + 8),
+                              (unsigned)pmpd_le_u32(p + 12), (unsigned long long)rows, (unsigned long long)cols);
+    bits = pmpd_le_u32(p + 16);
+    if (bits < PMPD_NUQ_MIN_BITS || bits > PMPD_NUQ_MAX_BITS)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + 16, "nuq width %u is not 2, 3 or 4 bits",
+                              (unsigned)bits);
+    if (pmpd_nuq_compute_layout(rows, cols, bits, &layout) != PMPD_OK)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 8,
+                              "nuq shape %llux%llu is too large (at most 2^31 rows and 2^17 columns)",
+                              (unsigned long long)rows, (unsigned long long)cols);
+    if (pmpd_le_u32(p + 20) != layout.rotation)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 20,
+                              "nuq rotation size %u is not %zu, the Hadamard size for %llu columns",
+                              (unsigned)pmpd_le_u32(p + 20), layout.rotation, (unsigned long long)cols);
+    for (i = 32; i < PMPD_NUQ_HEADER_BYTES; i++)
+        if (p[i] != 0)
+            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + i, "nuq header byte %zu is not zero", i);
+    if (size != layout.total)
+        return pmpd_error_set(err, size < layout.total ? PMPD_ERR_FORMAT_TRUNCATED : PMPD_ERR_FORMAT_SHAPE,
+                              base_offset, "nuq tensor is %llu bytes, its shape and width need %zu",
+                              (unsigned long long)size, layout.total);
+    for (i = 0; i < rows; i++) {
+        float s;
+        memcpy(&s, p + PMPD_NUQ_HEADER_BYTES + 4 * i, sizeof s);
+        if (!isfinite(s))
+            return pmpd_error_set(err, PMPD_ERR_FORMAT_NONFINITE, base_offset + PMPD_NUQ_HEADER_BYTES + 4 * i,
+                                  "nuq row %zu scale is not finite", i);
+        if (s < 0.0f)
+            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + PMPD_NUQ_HEADER_BYTES + 4 * i,
+                                  "nuq row %zu scale %g is negative", i, (double)s);
+    }
+    for (i = PMPD_NUQ_HEADER_BYTES + 4 * (size_t)rows; i < layout.index_offset; i++)
+        if (p[i] != 0)
+            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + i,
+                                  "nuq padding byte %zu after the scales is not zero", i);
+    if (layout.padded > layout.rotation)
+        for (i = 0; i < rows; i++) {
+            const uint8_t *row = p + layout.index_offset + i * layout.row_bytes;
+            long at = nuq_stray_bits(row, &layout, bits);
+            if (at >= 0)
+                return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE,
+                                      base_offset + (uint64_t)(row - p) + (uint64_t)at,
+                                      "nuq row %zu has index bits beyond its %zu rotated columns", i,
+                                      layout.rotation);
+        }
+    pmpd_nuq_bind(data, rows, cols, m);
+    return PMPD_OK;
+}
+
+#undef NUQ_MAX_ROWS

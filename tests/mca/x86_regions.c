@@ -1,0 +1,134 @@
+/* llvm-mca regions for `make mca` on x86: the loop bodies of the AVX2 (and,
+ * where the target has it, AVX-512) GEMV and attention kernels, cut out
+ * between LLVM-MCA-BEGIN/END markers (compiled to assembly only, never
+ * linked).  As in neon_gemv_regions.c a region's name is
+ * kernel/elements/bytes: the weights (or K/V elements) it multiplies and
+ * the bytes of them it reads per iteration.
+ *   q8 / q4 / q2cb  two 4-row groups of 32 (the GEMV's even/odd pair);
+ *   *-avx512        one group of a tile of 4 row blocks (16 rows);
+ *   nested-kbit     one 256-column superblock of a 4-row block;
+ *   attn-*-scores   two K rows of a 16-dim head against 4 query heads,
+ *                   reduction included (a 64-dim head runs the 16-dim
+ *                   loop body 4 times, then one reduction);
+ *   attn-*-values   four V rows, 16 of their dims, into 4 heads' sums.
+ *   pq-scores       one token's score over four subspaces (4 heads): 4 codes
+ *                   (code bytes) per iteration.
+ */
+#include "pmpd_impl/kvcache/attention_kernels_avx2.c"
+#include "pmpd_impl/weights/anyprec/anyprec_gemv_avx2.c"
+#include "pmpd_impl/weights/grouped/x86_avx2/qmatmul.c"
+#include "pmpd_impl/weights/grouped/x86_avx512/qmatmul.c"
+
+#define MCA_BEGIN(name) __asm__ volatile("# LLVM-MCA-BEGIN " name ::: "memory")
+#define MCA_END(name) __asm__ volatile("# LLVM-MCA-END " name ::: "memory")
+
+void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, const uint64_t *pairs, size_t g,
+                   __m256 *acc);
+void mca_nested(unsigned bits, const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_anyprec_units *u,
+                uint32_t s, __m256 *acc);
+void mca_attention(const float (*q)[256], const void *rows, const float *weights, float *scores,
+                   float (*sums)[256], int half);
+void mca_pq_scores(const float *lut, const uint8_t *codes, float *scores);
+
+/* Groups g and g+1 of row block 0, as the GEMV runs them. */
+#define MCA_GROUPS(type, name)                                                                                       \
+    do {                                                                                                             \
+        const unsigned char *blocks = pmpd_qformat_block(w, 0, g);                                                  \
+        __m256 even = acc[0], odd = acc[1];                                                                          \
+        MCA_BEGIN(name);                                                                                             \
+        even = pmpd_avx2_gemv_group(type, blocks, act, pairs, 0, g, even);                                           \
+        odd = pmpd_avx2_gemv_group(type, blocks + pmpd_qformat_block_bytes(type), act, pairs, 0, g + 1, odd);       \
+        MCA_END(name);                                                                                               \
+        acc[0] = even;                                                                                               \
+        acc[1] = odd;                                                                                                \
+    } while (0)
+
+void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, const uint64_t *pairs, size_t g,
+                   __m256 *acc)
+{
+    if (type == PMPD_TENSOR_Q8)
+        MCA_GROUPS(PMPD_TENSOR_Q8, "q8/256/272");
+    else if (type == PMPD_TENSOR_Q4)
+        MCA_GROUPS(PMPD_TENSOR_Q4, "q4/256/144");
+    else
+        MCA_GROUPS(PMPD_TENSOR_Q2CB, "q2cb/256/84");
+}
+
+/* The tables stay in registers across superblocks, as in the real loop. */
+#define MCA_NESTED(k, name)                                                                                          \
+    do {                                                                                                             \
+        __m256i table[2 * PMPD_ANYPREC_ROW_BLOCK];                                                                   \
+        anyprec_avx2_block_tables(m, 0, table, k);                                                                   \
+        MCA_BEGIN(name);                                                                                             \
+        anyprec_avx2_block_super(m, xq, u, 0, s, table, acc, k);                                                     \
+        MCA_END(name);                                                                                               \
+    } while (0)
+
+void mca_nested(unsigned bits, const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_anyprec_units *u,
+                uint32_t s, __m256 *acc)
+{
+    if (bits == 2)
+        MCA_NESTED(2, "nested-2bit/1024/256");
+    else if (bits == 3)
+        MCA_NESTED(3, "nested-3bit/1024/384");
+    else
+        MCA_NESTED(4, "nested-4bit/1024/512");
+}
+
+/* A 64-dim head and a group of four query heads, the bench's shape. */
+void mca_attention(const float (*q)[256], const void *rows, const float *weights, float *scores,
+                   float (*sums)[256], int half)
+{
+    if (half) {
+        MCA_BEGIN("attn-f16-scores/32/64");
+        kv_avx2_scores_chunk(q, 4, 0, 16, 0, 16, rows, 64, 2, scores, 1);
+        MCA_END("attn-f16-scores/32/64");
+        MCA_BEGIN("attn-f16-values/64/128");
+        kv_avx2_accumulate_block(weights, 4, 0, 64, 0, rows, 64, 0, 4, sums, 0, 1);
+        MCA_END("attn-f16-values/64/128");
+    } else {
+        MCA_BEGIN("attn-f32-scores/32/128");
+        kv_avx2_scores_chunk(q, 4, 0, 16, 0, 16, rows, 64, 2, scores, 0);
+        MCA_END("attn-f32-scores/32/128");
+        MCA_BEGIN("attn-f32-values/64/256");
+        kv_avx2_accumulate_block(weights, 4, 0, 64, 0, rows, 64, 0, 4, sums, 0, 0);
+        MCA_END("attn-f32-values/64/256");
+    }
+}
+
+/* 8-bit codes, tables of 256 entries of 4 lanes. */
+void mca_pq_scores(const float *lut, const uint8_t *codes, float *scores)
+{
+    MCA_BEGIN("pq-scores/4/4");
+    pq_avx2_score4(lut, 1024, 4, codes, scores);
+    MCA_END("pq-scores/4/4");
+}
+
+#if PMPD_QMATMUL_AVX512
+void mca_avx512(uint32_t type, const unsigned char *const p[4], const int8_t *x, int32_t bias,
+                const pmpd_avx512_consts *k, __m512i *out);
+
+/* One group of a tile: the integer part (the float work after it is one
+ * conversion, one multiply and one FMA for all 16 rows). */
+void mca_avx512(uint32_t type, const unsigned char *const p[4], const int8_t *x, int32_t bias,
+                const pmpd_avx512_consts *k, __m512i *out)
+{
+    const __m512i xlo_index = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
+    const __m512i xhi_index = _mm512_setr_epi64(4, 4, 4, 4, 6, 6, 6, 6);
+    if (type == PMPD_TENSOR_Q2CB) {
+        MCA_BEGIN("q2cb-avx512/512/168");
+        *out = pmpd_avx512_q2cb(p, x, bias, k);
+        MCA_END("q2cb-avx512/512/168");
+    } else {
+        __m512i xv = _mm512_loadu_si512((const void *)x), d[4];
+        __m512i xlo = _mm512_permutexvar_epi64(xlo_index, xv), xhi = _mm512_permutexvar_epi64(xhi_index, xv);
+        MCA_BEGIN("q4-avx512/512/288");
+        d[0] = pmpd_avx512_block(PMPD_TENSOR_Q4, p[0], xlo, xhi, k);
+        d[1] = pmpd_avx512_block(PMPD_TENSOR_Q4, p[1], xlo, xhi, k);
+        d[2] = pmpd_avx512_block(PMPD_TENSOR_Q4, p[2], xlo, xhi, k);
+        d[3] = pmpd_avx512_block(PMPD_TENSOR_Q4, p[3], xlo, xhi, k);
+        *out = pmpd_avx512_fold(d, k);
+        MCA_END("q4-avx512/512/288");
+    }
+}
+#endif
