@@ -62,6 +62,7 @@ typedef struct convert_view {
 typedef struct convert_args {
     const char *in, *out;
     pmpd_tensor_type palette[CONVERT_MAX_PALETTE];
+    unsigned palette_bits[CONVERT_MAX_PALETTE]; /* nuq entries' widths */
     pmpd_convert_options convert;
     int calibrate, kv;
     unsigned kv_sub, kv_bits;
@@ -149,7 +150,7 @@ static int usage(void)
             "                           predicted KL first (noise sensitivity x each format's error); the\n"
             "                           embedding and classifier stay q8, outside the budget\n"
             "  --palette LIST           with --budget-bits: the candidate formats, comma-separated, among\n"
-            "                           f32 f16 q8 q4 q2cb (default q8,q4,q2cb)\n"
+            "                           f32 f16 q8 q4 q2cb nuq2 nuq3 nuq4 (default q8,q4,q2cb)\n"
             "  --palette-flat           with --budget-bits: no sensitivity run, each group weighs by its share of\n"
             "                           the weights (least mean error), to measure what sensitivities buy\n"
             "  --type keep-closest      each GGUF matrix in the type nearest its own (F32 f32, F16 f16, BF16 f32,\n"
@@ -174,12 +175,19 @@ static int convert_parse_palette(const char *list, convert_args *a)
             return 0;
         memcpy(name, list, n);
         name[n] = '\0';
-        if (pmpd_tensor_type_from_name(name, &a->palette[a->convert.n_palette]) != PMPD_OK)
-            return 0;
+        a->palette_bits[a->convert.n_palette] = 0;
+        if (!strncmp(name, "nuq", 3) && name[3] >= '2' && name[3] <= '4' && !name[4]) {
+            a->palette[a->convert.n_palette] = PMPD_TENSOR_NUQ;
+            a->palette_bits[a->convert.n_palette] = (unsigned)(name[3] - '0');
+        } else if (pmpd_tensor_type_from_name(name, &a->palette[a->convert.n_palette]) != PMPD_OK ||
+                   a->palette[a->convert.n_palette] == PMPD_TENSOR_NUQ) {
+            return 0; /* plain "nuq": say the width */
+        }
         a->convert.n_palette++;
         list += n + (list[n] == ',');
     }
     a->convert.palette = a->palette;
+    a->convert.palette_bits = a->palette_bits;
     return a->convert.n_palette > 0;
 }
 
@@ -247,13 +255,23 @@ static int convert_parse(int argc, char **argv, convert_args *a)
             fprintf(stderr, "pmpd-convert: %s %s: %s\n", o, v,
                     !strcmp(o, "--kv-codebooks") ? "SUB must be 2 or 4 and BITS 1 to 8"
                     : !strcmp(o, "--type")       ? "not one of f32, f16, anyprec, q8, q4, q2cb, w8a8, nuq2, nuq3, nuq4, keep-closest"
-                    : !strcmp(o, "--palette")    ? "not a comma-separated list of formats (f32, f16, q8, q4, q2cb)"
+                    : !strcmp(o, "--palette")    ? "not a comma-separated list of formats (f32, f16, q8, q4, q2cb, nuq2, nuq3, nuq4)"
                     : !strcmp(o, "--budget-bits") ? "not a number of bits per weight above 0"
                                                  : "not a valid value");
             return 0;
         }
     }
     return a->in && a->out;
+}
+
+/* "q4", or "nuq3" for nuq at 3 bits (a static buffer: one use per call). */
+static const char *convert_format_name(pmpd_tensor_type type, unsigned bits)
+{
+    static char name[8];
+    if (type != PMPD_TENSOR_NUQ)
+        return pmpd_tensor_type_name(type);
+    snprintf(name, sizeof name, "nuq%u", bits % 10);
+    return name;
 }
 
 /* The bit allocation's report: one line per group, then the totals. */
@@ -267,12 +285,12 @@ static void convert_allocated(void *context, const pmpd_palette_report *r)
            r->budget_bits, (unsigned long long)r->budget_bytes, (unsigned long long)r->weights);
     printf("  layer group        format  a          fit R2  slope ratio  err        bytes      err of");
     for (q = 0; q < r->n_palette; q++)
-        printf(" %s", pmpd_tensor_type_name(r->palette[q]));
+        printf(" %s", convert_format_name(r->palette[q], r->palette_bits[q]));
     printf("\n");
     for (g = 0; g < r->n_groups; g++) {
         const pmpd_palette_group_report *x = &r->groups[g];
         printf("  %5u %-12s %-6s  %.3e  %.4f  %11.3f  %.3e  %9llu ", (unsigned)x->layer, x->group,
-               pmpd_tensor_type_name(x->type), x->sensitivity, x->fit_r2, x->fit_ratio, x->error,
+               convert_format_name(x->type, x->bits), x->sensitivity, x->fit_r2, x->fit_ratio, x->error,
                (unsigned long long)x->bytes);
         for (q = 0; q < r->n_palette; q++)
             printf(" %.2e", r->errors[(size_t)g * r->n_palette + q]);

@@ -6,6 +6,8 @@
  *  - pmpd_convert_file with budget_bits writes a model whose layer
  *    matrices store at most the budget, one format per fusable group, the
  *    embedding q8, and that loads and generates;
+ *  - a palette holding nuq2 and nuq3 beside q4 writes each group at its
+ *    width;
  *  - --palette-flat (no sensitivities) also stays within the budget;
  *  - a budget below the cheapest assignment fails with PMPD_ERR_BUDGET
  *    and a message giving the least, leaving no file.
@@ -340,6 +342,62 @@ static void test_budget_conversion(void **state)
     remove(OUT_PATH);
 }
 
+/* A palette with nuq at two widths beside q4: each group's width travels
+ * with its own encoder options; the layer matrices store exactly what the
+ * report says, within budget, and the model runs. */
+static void test_budget_nuq(void **state)
+{
+    static const pmpd_tensor_type types[] = {PMPD_TENSOR_Q4, PMPD_TENSOR_NUQ, PMPD_TENSOR_NUQ};
+    static const unsigned widths[] = {0, 2, 3};
+    char in[512], tok[512];
+    pmpd_convert_options o;
+    pmpd_error err;
+    pal_capture c;
+    test_opened_file f;
+    pmpd_session *s;
+    void *block;
+    const float *logits;
+    int32_t token;
+    uint64_t stored = 0;
+    uint32_t i;
+    (void)state;
+    memset(&c, 0, sizeof c);
+    pal_options(&o, tok, sizeof tok, 3.5);
+    o.palette = types;
+    o.palette_bits = widths;
+    o.n_palette = 3;
+    if (reduced) {
+        o.palette_sequences = 1;
+        o.palette_length = 8;
+    }
+    o.allocated = pal_allocated;
+    o.progress_context = &c;
+    assert_int_equal(pmpd_convert_file(test_shared_path(in, sizeof in, "models/stories260K.bin"), OUT_PATH, &o, NULL, &err),
+                     PMPD_OK);
+    assert_true(c.bytes <= c.budget_bytes);
+    assert_int_equal(test_open_file(OUT_PATH, &f), PMPD_OK);
+    for (i = 0; i < f.model->n_tensors; i++)
+        if (f.model->tensors[i].name_length > 4 && memcmp(f.model->tensors[i].name, "blk.", 4) == 0 &&
+            f.model->tensors[i].n_dims == 2)
+            stored += f.model->tensors[i].size;
+    assert_int_equal(stored, c.bytes);
+    s = test_session_open(f.model, NULL, &block);
+    token = (int32_t)pmpd_model_get_info(f.model)->bos_id;
+    assert_int_equal(pmpd_session_prefill(s, &token, 1, &logits), PMPD_OK);
+    assert_int_equal(pmpd_session_decode(s, 42, &logits), PMPD_OK);
+    assert_true(isfinite(logits[0]));
+    test_session_close(s, block);
+    test_file_close(&f);
+    remove(OUT_PATH);
+    /* nuq at a width it does not have is refused. */
+    {
+        static const unsigned bad[] = {0, 5, 3};
+        o.palette_bits = bad;
+        assert_int_equal(pmpd_convert_file(in, OUT_PATH, &o, NULL, &err), PMPD_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(err.message, "nuq5"));
+    }
+}
+
 /* --palette-flat: no model run, each group weighed by its share of the
  * weights; still within budget. */
 static void test_budget_flat(void **state)
@@ -413,6 +471,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sensitivity),
         cmocka_unit_test(test_budget_conversion),
+        cmocka_unit_test(test_budget_nuq),
         cmocka_unit_test(test_budget_flat),
         cmocka_unit_test(test_budget_refused),
     };

@@ -205,6 +205,13 @@ static uint32_t convert_stream_type(void *context, const pmpd_build_tensor *t)
     return c->plan ? pmpd_palette_plan_type(c->plan, c->b, t) : pmpd_weight_stream_type(c->options, t);
 }
 
+/* With a plan: each tensor's encoder options (its palette entry's nuq width). */
+static const pmpd_convert_options *convert_stream_options(void *context, const pmpd_build_tensor *t)
+{
+    const convert_stream_context *c = (const convert_stream_context *)context;
+    return pmpd_palette_plan_options(c->plan, c->b, t);
+}
+
 static void convert_stream_written(void *context, uint32_t index, const pmpd_build_tensor *t, uint32_t type,
                                    uint64_t done, uint64_t total)
 {
@@ -282,6 +289,7 @@ static pmpd_status convert_stream(const pmpd_build_model *b, const pmpd_palette_
     how.tensor_bytes = pmpd_weight_stream_bytes;
     how.encode = pmpd_weight_encode_matrix;
     how.options = options;
+    how.options_of = plan ? convert_stream_options : NULL;
     how.written = convert_stream_written;
     how.context = &context;
     how.chunk_bytes = 0;

@@ -6,17 +6,27 @@
 #include "pmpd_impl/offline/weights/encoders.h"
 #include "pmpd_impl/weights/format.h"
 
+/* The formats whose size the converter knows from the shape (and nuq's
+ * width): not nested weights, whose size depends on two widths, nor W8A8,
+ * which needs activation ranges. */
+static int palette_sized(uint32_t type)
+{
+    return type == PMPD_TENSOR_NUQ ||
+           (pmpd_weight_format_of(type) && pmpd_weight_format_of(type)->tensor_bytes && type != PMPD_TENSOR_W8A8);
+}
+
 PMPD_INTERNAL pmpd_status pmpd_palette_group_bytes(const pmpd_build_model *b, const pmpd_palette_group *g,
-                                                   uint32_t type, uint64_t *bytes)
+                                                   uint32_t type, const pmpd_convert_options *options,
+                                                   uint64_t *bytes)
 {
     uint32_t i;
     *bytes = 0;
-    if (!pmpd_weight_format_of(type) || !pmpd_weight_format_of(type)->tensor_bytes)
-        return PMPD_ERR_INVALID_ARGUMENT; /* self-describing formats (nested) have no size of their own */
+    if (!palette_sized(type))
+        return PMPD_ERR_INVALID_ARGUMENT;
     for (i = 0; i < g->n_tensors; i++) {
         const pmpd_build_tensor *t = &b->tensors[g->tensors[i]];
         uint64_t one;
-        pmpd_status st = pmpd_weight_tensor_bytes(type, 2, t->dims, &one);
+        pmpd_status st = pmpd_weight_stream_bytes(options, type, 2, t->dims, &one);
         if (st != PMPD_OK)
             return st;
         if (*bytes > UINT64_MAX - one)
@@ -39,9 +49,9 @@ static pmpd_status palette_matrix_error(const pmpd_build_tensor *t, uint32_t typ
     float *row;
     pmpd_tensor tensor;
     pmpd_status st;
-    if (!format || !format->row || !w)
+    if (!format || !format->row || !w || !palette_sized(type))
         return PMPD_ERR_INVALID_ARGUMENT;
-    st = pmpd_weight_tensor_bytes(type, 2, t->dims, &bytes);
+    st = pmpd_weight_stream_bytes(options, type, 2, t->dims, &bytes);
     if (st != PMPD_OK)
         return st;
     if (bytes > SIZE_MAX - 64 || cols > SIZE_MAX / sizeof(float))

@@ -1,6 +1,7 @@
 #include "pmpd_impl/offline/palette/plan.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,12 +13,22 @@
 #include "platform/platform.h"
 
 /* The formats a group can take: those whose size follows from the shape
- * and whose encoder takes one matrix (nested weights and W8A8 need more
- * than the matrix). */
-static int palette_allowed(pmpd_tensor_type type)
+ * (and nuq's width) and whose encoder takes one matrix (nested weights and
+ * W8A8 need more than the matrix). */
+static int palette_allowed(pmpd_tensor_type type, unsigned bits)
 {
     return type == PMPD_TENSOR_F32 || type == PMPD_TENSOR_F16 || type == PMPD_TENSOR_Q8 || type == PMPD_TENSOR_Q4 ||
-           type == PMPD_TENSOR_Q2CB;
+           type == PMPD_TENSOR_Q2CB || (type == PMPD_TENSOR_NUQ && bits >= 2 && bits <= 4);
+}
+
+/* "q4", or "nuq3" for nuq at 3 bits. */
+static const char *palette_name(pmpd_tensor_type type, unsigned bits, char *buffer, size_t size)
+{
+    const char *name = pmpd_tensor_type_name(type);
+    if (type != PMPD_TENSOR_NUQ)
+        return name ? name : "(unknown)";
+    snprintf(buffer, size, "nuq%u", bits);
+    return buffer;
 }
 
 static pmpd_status palette_formats(const pmpd_convert_options *options, pmpd_palette_plan *plan, pmpd_error *err)
@@ -25,23 +36,33 @@ static pmpd_status palette_formats(const pmpd_convert_options *options, pmpd_pal
     static const pmpd_tensor_type defaults[] = {PMPD_TENSOR_Q8, PMPD_TENSOR_Q4, PMPD_TENSOR_Q2CB};
     const pmpd_tensor_type *list = options->palette ? options->palette : defaults;
     uint32_t n = options->palette ? options->n_palette : 3, i, j;
+    char name[16];
     if (n == 0 || n > PMPD_PALETTE_MAX_FORMATS)
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "a palette holds 1 to %u formats",
                               PMPD_PALETTE_MAX_FORMATS);
     for (i = 0; i < n; i++) {
-        if (!palette_allowed(list[i]))
+        unsigned bits = list[i] != PMPD_TENSOR_NUQ ? 0
+                        : options->palette && options->palette_bits ? options->palette_bits[i]
+                        : options->nuq_bits                          ? options->nuq_bits
+                                                                     : 4;
+        if (!palette_allowed(list[i], bits))
             return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
-                                  "format %s cannot be in a palette (f32, f16, q8, q4, q2cb can: their size "
+                                  "format %s cannot be in a palette (f32, f16, q8, q4, q2cb, nuq2-4 can: their size "
                                   "follows from the shape and they encode one matrix at a time)",
-                                  pmpd_tensor_type_name(list[i]) ? pmpd_tensor_type_name(list[i]) : "(unknown)");
+                                  palette_name(list[i], bits, name, sizeof name));
         for (j = 0; j < i; j++)
-            if (list[j] == list[i])
+            if (plan->palette[j] == list[i] && plan->palette_bits[j] == bits)
                 return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "format %s is in the palette twice",
-                                      pmpd_tensor_type_name(list[i]));
+                                      palette_name(list[i], bits, name, sizeof name));
         plan->palette[i] = list[i];
+        plan->palette_bits[i] = bits;
+        plan->format_options[i] = *options;
+        plan->format_options[i].nuq_bits = bits;
     }
+    plan->options = options;
     plan->report.n_palette = n;
     plan->report.palette = plan->palette;
+    plan->report.palette_bits = plan->palette_bits;
     return PMPD_OK;
 }
 
@@ -57,11 +78,12 @@ static pmpd_status palette_costs(const pmpd_build_model *b, const pmpd_palette_g
         uint64_t cheapest = UINT64_MAX;
         for (q = 0; q < r->n_palette; q++) {
             uint64_t *cost = &plan->costs[(size_t)g * r->n_palette + q];
-            pmpd_status st = pmpd_palette_group_bytes(b, &groups[g], plan->palette[q], cost);
+            pmpd_status st = pmpd_palette_group_bytes(b, &groups[g], plan->palette[q], &plan->format_options[q], cost);
+            char name[16];
             if (st != PMPD_OK)
                 return pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot size layer %u %s as %s",
                                       (unsigned)groups[g].layer, pmpd_palette_group_name(groups[g].kind),
-                                      pmpd_tensor_type_name(plan->palette[q]));
+                                      palette_name(plan->palette[q], plan->palette_bits[q], name, sizeof name));
             cheapest = *cost < cheapest ? *cost : cheapest;
         }
         least += cheapest;
@@ -85,12 +107,13 @@ static pmpd_status palette_errors(const pmpd_build_model *b, const pmpd_palette_
     uint32_t g, q, n = plan->report.n_palette;
     for (g = 0; g < n_groups; g++) {
         for (q = 0; q < n; q++) {
-            pmpd_status st =
-                pmpd_palette_group_error(b, &groups[g], plan->palette[q], options, &plan->errors[(size_t)g * n + q]);
+            pmpd_status st = pmpd_palette_group_error(b, &groups[g], plan->palette[q], &plan->format_options[q],
+                                                      &plan->errors[(size_t)g * n + q]);
+            char name[16];
             if (st != PMPD_OK)
                 return pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot measure layer %u %s as %s",
                                       (unsigned)groups[g].layer, pmpd_palette_group_name(groups[g].kind),
-                                      pmpd_tensor_type_name(plan->palette[q]));
+                                      palette_name(plan->palette[q], plan->palette_bits[q], name, sizeof name));
             if (options->progress)
                 options->progress(options->progress_context, (uint64_t)g * n + q + 1, (uint64_t)n_groups * n);
         }
@@ -127,10 +150,11 @@ static pmpd_status palette_choose(const pmpd_palette_group *groups, uint32_t n_g
             pmpd_palette_group_report *out = &plan->groups[g];
             q = choice[g];
             out->type = plan->palette[q];
+            out->bits = plan->palette_bits[q];
             out->error = plan->errors[(size_t)g * n + q];
             out->bytes = plan->costs[(size_t)g * n + q];
             for (m = 0; m < groups[g].n_tensors; m++)
-                plan->types[groups[g].tensors[m]] = (uint32_t)plan->palette[q];
+                plan->formats[groups[g].tensors[m]] = q;
         }
     }
     free(count);
@@ -165,18 +189,18 @@ PMPD_INTERNAL pmpd_status pmpd_palette_plan_make(const pmpd_build_model *b, cons
     if (st != PMPD_OK)
         return pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot find the layers' matrices (f32 q/k/v, output, gate/up, down)");
     plan->n_tensors = b->n_tensors;
-    plan->types = (uint32_t *)malloc((b->n_tensors + 1) * sizeof *plan->types);
+    plan->formats = (uint32_t *)malloc((b->n_tensors + 1) * sizeof *plan->formats);
     plan->groups = (pmpd_palette_group_report *)calloc(n_groups, sizeof *plan->groups);
     plan->errors = (double *)calloc((size_t)n_groups * plan->report.n_palette, sizeof *plan->errors);
     plan->costs = (uint64_t *)calloc((size_t)n_groups * plan->report.n_palette, sizeof *plan->costs);
     fits = (pmpd_palette_fit *)calloc(n_groups, sizeof *fits);
-    if (!plan->types || !plan->groups || !plan->errors || !plan->costs || !fits) {
+    if (!plan->formats || !plan->groups || !plan->errors || !plan->costs || !fits) {
         free(groups);
         free(fits);
         return pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory");
     }
     for (i = 0; i < b->n_tensors; i++)
-        plan->types[i] = UINT32_MAX;
+        plan->formats[i] = UINT32_MAX;
     plan->report.n_groups = n_groups;
     plan->report.groups = plan->groups;
     plan->report.errors = plan->errors;
@@ -231,14 +255,24 @@ PMPD_INTERNAL uint32_t pmpd_palette_plan_type(const pmpd_palette_plan *plan, con
     size_t index = (size_t)(t - b->tensors);
     if (t->n_dims != 2)
         return PMPD_TENSOR_F32;
-    if (index < plan->n_tensors && plan->types[index] != UINT32_MAX)
-        return plan->types[index];
+    if (index < plan->n_tensors && plan->formats[index] != UINT32_MAX)
+        return (uint32_t)plan->palette[plan->formats[index]];
     return PMPD_TENSOR_Q8;
+}
+
+PMPD_INTERNAL const pmpd_convert_options *pmpd_palette_plan_options(const pmpd_palette_plan *plan,
+                                                                    const pmpd_build_model *b,
+                                                                    const pmpd_build_tensor *t)
+{
+    size_t index = (size_t)(t - b->tensors);
+    if (index < plan->n_tensors && plan->formats[index] != UINT32_MAX)
+        return &plan->format_options[plan->formats[index]];
+    return plan->options;
 }
 
 PMPD_INTERNAL void pmpd_palette_plan_free(pmpd_palette_plan *plan)
 {
-    free(plan->types);
+    free(plan->formats);
     free(plan->groups);
     free(plan->errors);
     free(plan->costs);
