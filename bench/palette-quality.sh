@@ -2,9 +2,11 @@
 # Quality of the bit allocation (pmpd-convert --budget-bits) beside the
 # uniform formats it mixes, on the real checkpoints: next-token KL and top-1
 # agreement against the f32 model, and perplexity, from pmpd-eval over the
-# first 1024 tokens of a text.  Each budget is converted twice: with the
-# measured sensitivities and with --palette-flat (each group weighed by its
-# share of the weights), to show what the sensitivities buy.
+# first 1024 tokens of a text.  Each budget is converted three times: with
+# the measured sensitivities ("measured"), with --palette-flat (each group
+# weighed by its share of the weights: what the sensitivities buy), both on
+# the default palette q8,q4,q2cb, and with the measured sensitivities on
+# q8,q4,q2cb,nuq2,nuq3,nuq4 ("nuq").
 #
 #   pycode21M: its held-out text pycode21M_val.txt.
 #   stories260K: no held-out text is shared, so the f32 model writes one
@@ -21,7 +23,7 @@
 #   model,weights,bits_per_weight,predicted_kl,kl,top1,ppl
 # (bits_per_weight over the layer matrices; embedding and classifier q8 in
 # every row; predicted_kl is sum a_g * err_g, the flat rows' is their mean
-# relative error).  About 15 minutes on 2 cores, most of it pycode21M's
+# relative error).  About 25 minutes on 2 cores, most of it pycode21M's
 # q2cb encodings (the error of every candidate) and sensitivity runs.
 set -eu
 BUILD=${BUILD:-build}
@@ -60,9 +62,10 @@ for model in $MODELS_TO; do
         done
     fi
     for b in $BUDGETS; do
-        for how in measured flat; do
+        for how in measured flat nuq; do
             flag=""
             [ $how = flat ] && flag="--palette-flat"
+            [ $how = nuq ] && flag="--palette q8,q4,q2cb,nuq2,nuq3,nuq4"
             name=${model}_${how}_$b
             if "$BUILD/pmpd-convert" "$MODELS/$model.bin" "$OUT/$name.pmpd" --tokenizer "$tok" --budget-bits "$b" \
                 --threads "$THREADS" $flag > "$OUT/$name.log" 2>&1; then
@@ -78,10 +81,11 @@ for model in $MODELS_TO; do
     # over the layer weights the allocation reported.
     weights=$(grep -h 'layer weights' "$OUT/${model}"_measured_*.log "$OUT/${model}"_flat_*.log 2>/dev/null | head -1 |
               sed 's/.* over \([0-9]*\) layer weights.*/\1/')
-    for t in q4 q2cb q8; do
+    for t in q4 q2cb q8 nuq2 nuq3 nuq4; do
         "$BUILD/pmpd-convert" "$MODELS/$model.bin" "$OUT/${model}_$t.pmpd" --tokenizer "$tok" --type $t > "$OUT/${model}_$t.log"
         "$BUILD/pmpd-eval" "$OUT/${model}_$t.pmpd" "$text" --ref "$ref" --tokens 1024 --csv > "$OUT/${model}_$t.eval" 2>/dev/null
-        bytes=$(grep "tensors $t " "$OUT/${model}_$t.log" | awk '{print $4}')
+        case $t in nuq*) word=nuq ;; *) word=$t ;; esac
+        bytes=$(grep "tensors $word " "$OUT/${model}_$t.log" | awk '{print $4}')
         vocab=$(grep "tensors q8 " "$OUT/${model}_q4.log" | awk '{print $4}')
         [ $t = q8 ] && bytes=$((bytes - vocab))
         line=$(tail -1 "$OUT/${model}_$t.eval")
