@@ -57,6 +57,8 @@ typedef enum pmpd_status {
     PMPD_ERR_NOT_FOUND = -5,         /* no such file */
     PMPD_ERR_UNSUPPORTED = -6,       /* not compiled in / not on this platform */
     PMPD_ERR_THREAD = -7,            /* a worker thread could not be started */
+    PMPD_ERR_BUDGET = -8,            /* a size budget below what the cheapest choice needs
+                                        (pmpd_convert_options.budget_bits) */
 
     /* Malformed input (model files, tokenizers, importers). */
     PMPD_ERR_FORMAT_MAGIC = -20,     /* not the expected file type */
@@ -429,6 +431,49 @@ typedef struct pmpd_convert_tensor_report {
     uint64_t bytes_done, bytes_total; /* of the container, this tensor's data included */
 } pmpd_convert_tensor_report;
 
+/* Bit allocation (seed 002, Q-Palette): what pmpd_convert_file chose when
+ * pmpd_convert_options.budget_bits is set.  Each layer's matrices form
+ * fusable groups -- {q, k, v} (one input), the output projection,
+ * {gate, up} (one input), down -- and each group gets one format of the
+ * palette.  A group's sensitivity a_g is fitted from the KL the float
+ * model loses when Gaussian noise of relative energy e is added to that
+ * group alone (KL ~ a_g * e, on data-free text the model writes itself);
+ * err_g is the normalized squared error ||W - Q(W)||^2 / ||W||^2 of the
+ * real encoder; the formats minimize sum a_g * err_g within the byte
+ * budget, by an exact dynamic programme over the multiple-choice
+ * knapsack. */
+typedef struct pmpd_palette_group_report {
+    uint32_t layer;
+    const char *group;          /* "qkv", "attn_output", "gate_up" or "down" */
+    pmpd_tensor_type type;      /* the format chosen */
+    unsigned bits;              /* its width for PMPD_TENSOR_NUQ (2-4), else 0 */
+    double sensitivity;         /* a_g: nats of KL per unit of relative error energy */
+    double fit_r2;              /* R^2 of KL ~ a_g * e (through the origin) */
+    double fit_ratio;           /* (KL/e at the largest e) / (at the smallest): 1 if linear */
+    double error;               /* err_g under the chosen format */
+    uint64_t bytes;             /* stored bytes of the group's matrices */
+    uint64_t weights;           /* their elements */
+} pmpd_palette_group_report;
+
+typedef struct pmpd_palette_report {
+    uint32_t n_groups;
+    const pmpd_palette_group_report *groups; /* layer by layer, in the order above */
+    uint32_t n_palette;
+    const pmpd_tensor_type *palette;         /* the candidate formats */
+    const unsigned *palette_bits;            /* [n_palette]: nuq's width, 0 for the others */
+    const double *errors;       /* [n_groups][n_palette] err of every candidate */
+    const uint64_t *costs;      /* [n_groups][n_palette] bytes of every candidate */
+    uint64_t weights;           /* elements of every layer matrix: the budget's base (the token
+                                   embedding and classifier are not in it: q8 as with --type q4) */
+    uint64_t budget_bytes;      /* floor(budget_bits * weights / 8) */
+    uint64_t bytes;             /* what the choice stores (<= budget_bytes) */
+    double budget_bits, bits;   /* bits per weight asked and reached */
+    double predicted_kl;        /* sum a_g * err_g: predicted next-token KL increase, nats */
+    uint64_t cost_unit;         /* bytes per column of the DP table */
+    int exact;                  /* 1: cost_unit is the gcd of the costs, the optimum is exact;
+                                   0: costs rounded up to units (never over budget) */
+} pmpd_palette_report;
+
 typedef struct pmpd_convert_options {
     const char *tokenizer_path;   /* llama2.c tokenizer.bin, or NULL */
     pmpd_tensor_type type;        /* PMPD_TENSOR_F32 or _F16 for the matrices, or _Q8, _Q4,
@@ -461,6 +506,33 @@ typedef struct pmpd_convert_options {
      * embedding and classifier become q8): bits per weight, 2, 3 or 4
      * (0: 4). */
     unsigned nuq_bits;
+    /* > 0: bit allocation (pmpd_palette_report above; type and keep_closest
+     * are not used).  Every layer matrix takes a format of palette, one per
+     * fusable group, so that they store at most budget_bits bits per weight
+     * on average; the token embedding and classifier become q8 and are
+     * outside the budget; vectors stay f32.  Needs the whole float model in
+     * memory (a GGUF input is read whole).  A budget below the cheapest
+     * assignment fails with PMPD_ERR_BUDGET, err saying the least. */
+    double budget_bits;
+    const pmpd_tensor_type *palette; /* candidates among f32, f16, q8, q4, q2cb, nuq; NULL: q8, q4, q2cb */
+    uint32_t n_palette;
+    /* [n_palette] or NULL: the width (2-4) of each PMPD_TENSOR_NUQ entry, so
+     * one palette can hold nuq2, nuq3 and nuq4 (NULL: nuq_bits, or 4). */
+    const unsigned *palette_bits;
+    /* The sensitivity's data-free text: sequences and tokens each, BOS
+     * included (0: 4 and 32; more gives steadier fits on large models at
+     * proportional cost). */
+    uint32_t palette_sequences, palette_length;
+    /* 1: no sensitivity run; a_g = the group's share of the layer weights,
+     * so the allocation minimizes the mean relative error per weight (and
+     * predicted_kl is that mean, not nats); for measuring what the
+     * measured sensitivities buy. */
+    int palette_flat;
+    /* The allocation, before the container is written (progress_context);
+     * may be NULL.  progress reports the sensitivity runs (groups x 3
+     * noise energies), then the candidates' errors (groups x palette);
+     * threads (0: one per core) is the sensitivity sessions' count. */
+    void (*allocated)(void *context, const pmpd_palette_report *report);
 } pmpd_convert_options;
 
 typedef struct pmpd_convert_summary {

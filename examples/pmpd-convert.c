@@ -1,6 +1,7 @@
 /* pmpd-convert SOURCE OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb|w8a8|nuq2|nuq3|nuq4|keep-closest] [--bits SEED:PARENT]
  *                         [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]
  *                         [--kv-codebooks SUB:BITS] [--ctx N] [--threads N]
+ *                         [--budget-bits B [--palette q8,q4,q2cb] [--palette-flat]]
  *
  * Converts a llama2.c checkpoint (legacy or version 1) or a GGUF v3 Llama
  * file into a .pmpd container.  With --kv-codebooks and --pmpd-calibrate it
@@ -20,6 +21,13 @@
  * own (docs/models.md, --type keep-closest), and the summary lists each tensor's choice.
  * f32, f16, q8, q4, q2cb and keep-closest stream: one tensor in memory at
  * a time, so a model larger than the machine's memory converts.
+ * --budget-bits B allocates formats instead of --type (seed 002): each
+ * layer's fusable groups ({q,k,v}, output, {gate,up}, down) get one format
+ * of --palette each, so that the layers' matrices store at most B bits per
+ * weight and the predicted KL loss (sum of sensitivity x error) is least;
+ * the embedding and classifier stay q8, outside the budget.  The report
+ * gives per group the format, its sensitivity and fit, its error and
+ * bytes, then the bits reached and the predicted loss.
  * It ends with a summary: per tensor type the count and bytes, the sections
  * and what each was calibrated on, and the arena bytes a session of --ctx
  * positions (default the model's) needs for each KV-cache mode.  Progress
@@ -48,8 +56,13 @@ typedef struct convert_view {
     uint32_t n_sources;
 } convert_view;
 
+/* Room for --palette's formats. */
+#define CONVERT_MAX_PALETTE 8
+
 typedef struct convert_args {
     const char *in, *out;
+    pmpd_tensor_type palette[CONVERT_MAX_PALETTE];
+    unsigned palette_bits[CONVERT_MAX_PALETTE]; /* nuq entries' widths */
     pmpd_convert_options convert;
     int calibrate, kv;
     unsigned kv_sub, kv_bits;
@@ -121,15 +134,25 @@ static int usage(void)
             "usage: pmpd-convert SOURCE OUT [--tokenizer FILE] [--type TYPE] [--bits SEED:PARENT]\n"
             "                    [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]\n"
             "                    [--kv-codebooks SUB:BITS] [--ctx N] [--no-shadow] [--threads N]\n"
+            "                    [--budget-bits B [--palette LIST] [--palette-flat]]\n"
             "  --kv-codebooks SUB:BITS  add PQ KV-cache codebooks (SUB 2 or 4, BITS 1-8), trained on the\n"
             "                           converted model (the float one with --pmpd-calibrate)\n"
             "  --pmpd-calibrate         with --type anyprec: quantize from the float model and add the static\n"
             "                           schedule and learned scheduler calibrated against it\n"
             "  --ctx N                  context of the sessions whose arena the summary gives\n"
             "  --threads N              with --type anyprec: threads quantizing (default one per core;\n"
-            "                           the output is the same for any count)\n"
+            "                           the output is the same for any count); with --budget-bits: threads\n"
+            "                           of the sensitivity runs (default one per core)\n"
             "  --no-shadow              with --type w8a8: no shadow path for activation outliers (every\n"
             "                           input at its tensor's absmax scale), to measure what it buys\n"
+            "  --budget-bits B          allocate a format per fusable group of each layer (q/k/v, output,\n"
+            "                           gate/up, down) so the layers store at most B bits per weight, least\n"
+            "                           predicted KL first (noise sensitivity x each format's error); the\n"
+            "                           embedding and classifier stay q8, outside the budget\n"
+            "  --palette LIST           with --budget-bits: the candidate formats, comma-separated, among\n"
+            "                           f32 f16 q8 q4 q2cb nuq2 nuq3 nuq4 (default q8,q4,q2cb)\n"
+            "  --palette-flat           with --budget-bits: no sensitivity run, each group weighs by its share of\n"
+            "                           the weights (least mean error), to measure what sensitivities buy\n"
             "  --type keep-closest      each GGUF matrix in the type nearest its own (F32 f32, F16 f16, BF16 f32,\n"
             "                           Q8_0 Q6_K Q5_K Q5_0 Q5_1 q8, Q4_0 Q4_1 Q4_K IQ4_NL IQ4_XS q4)\n"
             "  --type TYPE              weight format (default f32):");
@@ -139,6 +162,33 @@ static int usage(void)
             fprintf(stderr, " %s", pmpd_tensor_type_name((pmpd_tensor_type)type));
     fprintf(stderr, " (nuq as nuq2, nuq3 or nuq4: bits per weight)\n");
     return 2;
+}
+
+/* "q8,q4,q2cb" into a->palette. */
+static int convert_parse_palette(const char *list, convert_args *a)
+{
+    char name[16];
+    a->convert.n_palette = 0;
+    while (*list) {
+        size_t n = strcspn(list, ",");
+        if (n == 0 || n >= sizeof name || a->convert.n_palette == CONVERT_MAX_PALETTE)
+            return 0;
+        memcpy(name, list, n);
+        name[n] = '\0';
+        a->palette_bits[a->convert.n_palette] = 0;
+        if (!strncmp(name, "nuq", 3) && name[3] >= '2' && name[3] <= '4' && !name[4]) {
+            a->palette[a->convert.n_palette] = PMPD_TENSOR_NUQ;
+            a->palette_bits[a->convert.n_palette] = (unsigned)(name[3] - '0');
+        } else if (pmpd_tensor_type_from_name(name, &a->palette[a->convert.n_palette]) != PMPD_OK ||
+                   a->palette[a->convert.n_palette] == PMPD_TENSOR_NUQ) {
+            return 0; /* plain "nuq": say the width */
+        }
+        a->convert.n_palette++;
+        list += n + (list[n] == ',');
+    }
+    a->convert.palette = a->palette;
+    a->convert.palette_bits = a->palette_bits;
+    return a->convert.n_palette > 0;
 }
 
 static int convert_parse(int argc, char **argv, convert_args *a)
@@ -163,6 +213,10 @@ static int convert_parse(int argc, char **argv, convert_args *a)
             a->convert.w8a8_no_shadow = 1;
             continue;
         }
+        if (!strcmp(o, "--palette-flat")) {
+            a->convert.palette_flat = 1;
+            continue;
+        }
         if (!strcmp(o, "--pmpd-calibrate")) {
             a->calibrate = 1;
             continue;
@@ -184,6 +238,10 @@ static int convert_parse(int argc, char **argv, convert_args *a)
         else if (!strcmp(o, "--epsilon")) ok = sscanf(v, "%lf", &a->schedule.epsilon) == 1;
         else if (!strcmp(o, "--prompts")) ok = sscanf(v, "%u", &a->schedule.sets.n_prompts) == 1;
         else if (!strcmp(o, "--output-length")) ok = sscanf(v, "%u", &a->schedule.sets.output_length) == 1;
+        else if (!strcmp(o, "--budget-bits"))
+            ok = sscanf(v, "%lf", &a->convert.budget_bits) == 1 && a->convert.budget_bits > 0.0 &&
+                 a->convert.budget_bits <= 64.0;
+        else if (!strcmp(o, "--palette")) ok = convert_parse_palette(v, a);
         else if (!strcmp(o, "--threads")) ok = sscanf(v, "%u", &a->convert.threads) == 1 && a->convert.threads > 0;
         else if (!strcmp(o, "--ctx")) ok = sscanf(v, "%lu", &a->ctx) == 1 && a->ctx > 0;
         else if (!strcmp(o, "--kv-codebooks"))
@@ -197,11 +255,52 @@ static int convert_parse(int argc, char **argv, convert_args *a)
             fprintf(stderr, "pmpd-convert: %s %s: %s\n", o, v,
                     !strcmp(o, "--kv-codebooks") ? "SUB must be 2 or 4 and BITS 1 to 8"
                     : !strcmp(o, "--type")       ? "not one of f32, f16, anyprec, q8, q4, q2cb, w8a8, nuq2, nuq3, nuq4, keep-closest"
+                    : !strcmp(o, "--palette")    ? "not a comma-separated list of formats (f32, f16, q8, q4, q2cb, nuq2, nuq3, nuq4)"
+                    : !strcmp(o, "--budget-bits") ? "not a number of bits per weight above 0"
                                                  : "not a valid value");
             return 0;
         }
     }
     return a->in && a->out;
+}
+
+/* "q4", or "nuq3" for nuq at 3 bits (a static buffer: one use per call). */
+static const char *convert_format_name(pmpd_tensor_type type, unsigned bits)
+{
+    static char name[8];
+    if (type != PMPD_TENSOR_NUQ)
+        return pmpd_tensor_type_name(type);
+    snprintf(name, sizeof name, "nuq%u", bits % 10);
+    return name;
+}
+
+/* The bit allocation's report: one line per group, then the totals. */
+static void convert_allocated(void *context, const pmpd_palette_report *r)
+{
+    uint32_t g, q;
+    (void)context;
+    printf("pmpd-convert: bit allocation, budget %.3f bits per weight = %llu bytes over %llu layer weights\n"
+           "  (token embedding and classifier q8, outside the budget; sensitivity a = KL nats per unit of relative\n"
+           "  error energy, fitted through the origin; err = ||W - Q(W)||^2 / ||W||^2)\n",
+           r->budget_bits, (unsigned long long)r->budget_bytes, (unsigned long long)r->weights);
+    printf("  layer group        format  a          fit R2  slope ratio  err        bytes      err of");
+    for (q = 0; q < r->n_palette; q++)
+        printf(" %s", convert_format_name(r->palette[q], r->palette_bits[q]));
+    printf("\n");
+    for (g = 0; g < r->n_groups; g++) {
+        const pmpd_palette_group_report *x = &r->groups[g];
+        printf("  %5u %-12s %-6s  %.3e  %.4f  %11.3f  %.3e  %9llu ", (unsigned)x->layer, x->group,
+               convert_format_name(x->type, x->bits), x->sensitivity, x->fit_r2, x->fit_ratio, x->error,
+               (unsigned long long)x->bytes);
+        for (q = 0; q < r->n_palette; q++)
+            printf(" %.2e", r->errors[(size_t)g * r->n_palette + q]);
+        printf("\n");
+    }
+    printf("  reached %.4f bits per weight (%llu of %llu bytes); predicted KL increase %.5f nats per token;\n"
+           "  DP over %llu-byte cost units (%s)\n",
+           r->bits, (unsigned long long)r->bytes, (unsigned long long)r->budget_bytes, r->predicted_kl,
+           (unsigned long long)r->cost_unit, r->exact ? "exact" : "coarsened: optimal for costs rounded up");
+    fflush(stdout);
 }
 
 /* Per tensor type the count and bytes; the sections and what made them;
@@ -314,6 +413,17 @@ int main(int argc, char **argv)
     a.view.tty = isatty(fileno(stderr));
     a.convert.progress_context = &a.view;
     a.convert.tensor_written = convert_tensor_written;
+    a.convert.allocated = convert_allocated;
+    if (a.convert.budget_bits > 0.0 && (a.calibrate || a.convert.keep_closest)) {
+        fprintf(stderr, "pmpd-convert: --budget-bits chooses the formats: not with --pmpd-calibrate or keep-closest\n");
+        return 2;
+    }
+    if ((a.convert.palette || a.convert.palette_flat) && !(a.convert.budget_bits > 0.0)) {
+        fprintf(stderr, "pmpd-convert: --palette and --palette-flat go with --budget-bits\n");
+        return 2;
+    }
+    if (a.convert.budget_bits > 0.0)
+        fprintf(stderr, "pmpd-convert: bit allocation: noise sensitivity of every group, then each format's error\n");
     if (a.view.tty) {
         a.convert.progress = a.schedule.progress = convert_progress;
         a.schedule.step = convert_step;
@@ -346,7 +456,9 @@ int main(int argc, char **argv)
                steps > 1 ? "step 1, convert: " : "", a.in, steps > 1 ? "temporary file" : a.out,
                (unsigned)summary.n_tensors, (unsigned long long)summary.bytes,
                (unsigned long long)summary.parameters,
-               a.convert.keep_closest ? "keep-closest" : pmpd_tensor_type_name(a.convert.type));
+               a.convert.keep_closest         ? "keep-closest"
+               : a.convert.budget_bits > 0.0 ? "allocated"
+                                              : pmpd_tensor_type_name(a.convert.type));
 
     /* 2. KV codebooks, trained on what step 1 made */
     if (rc == 0 && a.kv) {

@@ -11,6 +11,7 @@ const char *pmpd_strerror(pmpd_status status)
     case PMPD_ERR_NOT_FOUND: return "file not found";
     case PMPD_ERR_UNSUPPORTED: return "not supported by this build or platform";
     case PMPD_ERR_THREAD: return "thread creation failed";
+    case PMPD_ERR_BUDGET: return "budget below the cheapest choice";
     case PMPD_ERR_FORMAT_MAGIC: return "bad magic number";
     case PMPD_ERR_FORMAT_VERSION: return "unsupported format version";
     case PMPD_ERR_FORMAT_TRUNCATED: return "truncated input";

@@ -171,6 +171,9 @@ typedef struct pmpd_build_stream {
     pmpd_status (*encode)(const pmpd_convert_options *options, uint32_t type, const float *values, uint64_t rows,
                           uint64_t cols, unsigned char *out, size_t size);
     const pmpd_convert_options *options;
+    /* The options of tensor t when they differ per tensor (the bit
+     * allocation's NUQ widths); NULL: options for every tensor. */
+    const pmpd_convert_options *(*options_of)(void *context, const pmpd_build_tensor *t);
     /* After tensor index is written (may be NULL); done and total are bytes of the container. */
     void (*written)(void *context, uint32_t index, const pmpd_build_tensor *t, uint32_t type, uint64_t done,
                     uint64_t total);

@@ -47,6 +47,7 @@ static pmpd_status stream_tensor(const pmpd_build_model *b, FILE *f, const pmpd_
 {
     uint64_t cols = t->dims[t->n_dims - 1], rows = t->size / 4 / cols, step, r, done = 0, out_size = 0, dims[2];
     uint64_t block = type == PMPD_TENSOR_F32 ? 1 : how->row_block(type);
+    const pmpd_convert_options *options = how->options_of ? how->options_of(how->context, t) : how->options;
     float *values = NULL;
     unsigned char *out = NULL;
     pmpd_status status = PMPD_OK;
@@ -61,7 +62,7 @@ static pmpd_status stream_tensor(const pmpd_build_model *b, FILE *f, const pmpd_
         step = rows;
     dims[0] = step;
     dims[1] = cols;
-    if (type != PMPD_TENSOR_F32 && how->tensor_bytes(how->options, type, 2, dims, &out_size) != PMPD_OK)
+    if (type != PMPD_TENSOR_F32 && how->tensor_bytes(options, type, 2, dims, &out_size) != PMPD_OK)
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "tensor %s cannot be stored as %s",
                               t->name, pmpd_tensor_type_name((pmpd_tensor_type)type));
     if (step * cols > SIZE_MAX / 4 || out_size > SIZE_MAX)
@@ -79,9 +80,9 @@ static pmpd_status stream_tensor(const pmpd_build_model *b, FILE *f, const pmpd_
         if (status == PMPD_OK && type != PMPD_TENSOR_F32) {
             dims[0] = n;
             dims[1] = cols;
-            status = how->tensor_bytes(how->options, type, 2, dims, &bytes);
+            status = how->tensor_bytes(options, type, 2, dims, &bytes);
             if (status == PMPD_OK && done + bytes <= size && bytes <= out_size)
-                status = how->encode(how->options, type, values, n, cols, out, (size_t)bytes);
+                status = how->encode(options, type, values, n, cols, out, (size_t)bytes);
             else
                 status = PMPD_ERR_INVALID_ARGUMENT;
             if (status != PMPD_OK)
@@ -114,7 +115,9 @@ static pmpd_status stream_plan(const pmpd_build_model *b, const pmpd_build_strea
         const pmpd_build_tensor *t = &b->tensors[i];
         types[i] = t->type == PMPD_TENSOR_F32 ? how->type_of(how->context, t) : t->type;
         sizes[i] = t->size;
-        if (types[i] != t->type && how->tensor_bytes(how->options, types[i], t->n_dims, t->dims, &sizes[i]) != PMPD_OK)
+        if (types[i] != t->type &&
+            how->tensor_bytes(how->options_of ? how->options_of(how->context, t) : how->options, types[i], t->n_dims,
+                              t->dims, &sizes[i]) != PMPD_OK)
             return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
                                   "tensor %s cannot be stored as %s", t->name,
                                   pmpd_tensor_type_name((pmpd_tensor_type)types[i]));

@@ -14,6 +14,7 @@
 #include "pmpd_impl/core/error.h"
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/offline/format/atomic_file.h"
+#include "pmpd_impl/offline/palette/plan.h"
 #include "pmpd_impl/offline/weights/encoders.h"
 #include "platform/platform.h"
 
@@ -194,11 +195,21 @@ PMPD_INTERNAL pmpd_status pmpd_import_file(const char *in_path, const char *toke
 typedef struct convert_stream_context {
     const pmpd_convert_options *options;
     uint32_t n_tensors;
+    const pmpd_build_model *b;
+    const pmpd_palette_plan *plan; /* with budget_bits: each tensor's type; else NULL */
 } convert_stream_context;
 
 static uint32_t convert_stream_type(void *context, const pmpd_build_tensor *t)
 {
-    return pmpd_weight_stream_type(((const convert_stream_context *)context)->options, t);
+    const convert_stream_context *c = (const convert_stream_context *)context;
+    return c->plan ? pmpd_palette_plan_type(c->plan, c->b, t) : pmpd_weight_stream_type(c->options, t);
+}
+
+/* With a plan: each tensor's encoder options (its palette entry's nuq width). */
+static const pmpd_convert_options *convert_stream_options(void *context, const pmpd_build_tensor *t)
+{
+    const convert_stream_context *c = (const convert_stream_context *)context;
+    return pmpd_palette_plan_options(c->plan, c->b, t);
 }
 
 static void convert_stream_written(void *context, uint32_t index, const pmpd_build_tensor *t, uint32_t type,
@@ -256,7 +267,7 @@ static pmpd_status convert_verify_file(const pmpd_build_model *b, const char *pa
 }
 
 /* Encodes and writes b one tensor at a time into out_path (atomically). */
-static pmpd_status convert_stream(const pmpd_build_model *b, const char *out_path,
+static pmpd_status convert_stream(const pmpd_build_model *b, const pmpd_palette_plan *plan, const char *out_path,
                                   const pmpd_convert_options *options, pmpd_convert_summary *summary, pmpd_error *err)
 {
     convert_stream_context context;
@@ -271,11 +282,14 @@ static pmpd_status convert_stream(const pmpd_build_model *b, const char *out_pat
     }
     context.options = options;
     context.n_tensors = b->n_tensors;
+    context.b = b;
+    context.plan = plan;
     how.type_of = convert_stream_type;
     how.row_block = pmpd_weight_row_block;
     how.tensor_bytes = pmpd_weight_stream_bytes;
     how.encode = pmpd_weight_encode_matrix;
     how.options = options;
+    how.options_of = plan ? convert_stream_options : NULL;
     how.written = convert_stream_written;
     how.context = &context;
     how.chunk_bytes = 0;
@@ -289,6 +303,22 @@ static pmpd_status convert_stream(const pmpd_build_model *b, const char *out_pat
     if (status != PMPD_OK && writing)
         summary->failed_input = PMPD_CONVERT_INPUT_OUTPUT;
     summary->bytes = size;
+    return status;
+}
+
+/* The bit allocation (offline/palette/plan.h), reported to the caller,
+ * then the stream with each group's format. */
+static pmpd_status convert_allocated(const pmpd_build_model *b, const char *out_path,
+                                     const pmpd_convert_options *options, pmpd_convert_summary *summary,
+                                     pmpd_error *err)
+{
+    pmpd_palette_plan plan;
+    pmpd_status status = pmpd_palette_plan_make(b, options, NULL, &plan, err);
+    if (status == PMPD_OK && options->allocated)
+        options->allocated(options->progress_context, &plan.report);
+    if (status == PMPD_OK)
+        status = convert_stream(b, &plan, out_path, options, summary, err);
+    pmpd_palette_plan_free(&plan);
     return status;
 }
 
@@ -339,18 +369,25 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const p
         memset(&defaults, 0, sizeof defaults); /* f32, no tokenizer file, no progress */
         options = &defaults;
     }
-    /* keep-closest picks per tensor among the formats that stream. */
-    encoder = pmpd_weight_encoder_of(options->keep_closest ? PMPD_TENSOR_F32 : (uint32_t)options->type);
+    if (options->budget_bits != 0.0 && !(options->budget_bits > 0.0))
+        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "the bit budget must be positive");
+    /* keep-closest and the bit allocation pick per tensor among the
+     * formats that stream. */
+    encoder = pmpd_weight_encoder_of(options->keep_closest || options->budget_bits > 0.0 ? PMPD_TENSOR_F32
+                                                                                        : (uint32_t)options->type);
     if (!encoder)
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
                               "output type %u is not a weight format the converter writes",
                               (unsigned)options->type);
     pmpd_build_init(&b);
-    status = pmpd_import_file(in_path, options->tokenizer_path, encoder->streams, &b, &summary->failed_input, err);
+    /* The allocation runs the float model: its tensors must be in memory. */
+    status = pmpd_import_file(in_path, options->tokenizer_path, encoder->streams && !(options->budget_bits > 0.0), &b,
+                              &summary->failed_input, err);
     if (status == PMPD_OK) {
         summary->failed_input = PMPD_CONVERT_INPUT_MODEL;
-        status = encoder->streams ? convert_stream(&b, out_path, options, summary, err)
-                                  : convert_in_memory(&b, encoder, out_path, options, summary, err);
+        status = options->budget_bits > 0.0 ? convert_allocated(&b, out_path, options, summary, err)
+                 : encoder->streams         ? convert_stream(&b, NULL, out_path, options, summary, err)
+                                            : convert_in_memory(&b, encoder, out_path, options, summary, err);
     }
     if (status == PMPD_OK) {
         summary->n_tensors = b.n_tensors;

@@ -40,12 +40,19 @@ static int32_t precision_calibrate_sample(const float *logits, uint32_t vocab, u
 PMPD_INTERNAL pmpd_status pmpd_calibration_session_open(const pmpd_model *model, uint32_t context,
                                                         pmpd_calibration_session *cs)
 {
+    return pmpd_calibration_session_open_threads(model, context, 1, cs);
+}
+
+PMPD_INTERNAL pmpd_status pmpd_calibration_session_open_threads(const pmpd_model *model, uint32_t context,
+                                                                unsigned n_threads, pmpd_calibration_session *cs)
+{
     pmpd_session_config config;
     pmpd_arena arena;
     size_t bytes = 0;
     pmpd_status st;
     pmpd_session_config_init(&config);
     config.context_length = context;
+    config.n_threads = n_threads;
     cs->block = NULL;
     cs->session = NULL;
     st = pmpd_session_plan(model, &config, &bytes);

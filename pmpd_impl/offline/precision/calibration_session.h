@@ -16,6 +16,10 @@ typedef struct pmpd_calibration_session {
  * returns, pmpd_calibration_session_close releases what was made. */
 PMPD_INTERNAL pmpd_status pmpd_calibration_session_open(const pmpd_model *model, uint32_t context,
                                                         pmpd_calibration_session *cs);
+/* The same with n_threads threads (0 = 1), for tools that run many
+ * evaluations of a larger model (palette/sensitivity.c). */
+PMPD_INTERNAL pmpd_status pmpd_calibration_session_open_threads(const pmpd_model *model, uint32_t context,
+                                                                unsigned n_threads, pmpd_calibration_session *cs);
 PMPD_INTERNAL void pmpd_calibration_session_close(pmpd_calibration_session *cs);
 #endif
 

@@ -1,0 +1,95 @@
+#!/bin/sh
+# Quality of the bit allocation (pmpd-convert --budget-bits) beside the
+# uniform formats it mixes, on the real checkpoints: next-token KL and top-1
+# agreement against the f32 model, and perplexity, from pmpd-eval over the
+# first 1024 tokens of a text.  Each budget is converted three times: with
+# the measured sensitivities ("measured"), with --palette-flat (each group
+# weighed by its share of the weights: what the sensitivities buy), both on
+# the default palette q8,q4,q2cb, and with the measured sensitivities on
+# q8,q4,q2cb,nuq2,nuq3,nuq4 ("nuq").
+#
+#   pycode21M: its held-out text pycode21M_val.txt.
+#   stories260K: no held-out text is shared, so the f32 model writes one
+#   (12 stories of up to 200 tokens, pmpd-run -t 1 --top-p 1 -s 1..12).
+#
+# Environment (all optional):
+#   BUILD     build tree holding pmpd-convert, pmpd-eval, pmpd-run (default build)
+#   MODELS    folder of the checkpoints (default ../shared/models)
+#   BUDGETS   bits per weight to allocate (default "3.0 3.25 3.5 4.0 4.5 5.0")
+#   MODELS_TO "stories260K pycode21M" (default both)
+#   THREADS   sensitivity threads (default 2)
+#
+# Writes BUILD/palette-quality/quality.csv:
+#   model,weights,bits_per_weight,predicted_kl,kl,top1,ppl
+# (bits_per_weight over the layer matrices; embedding and classifier q8 in
+# every row; predicted_kl is sum a_g * err_g, the flat rows' is their mean
+# relative error).  About 25 minutes on 2 cores, most of it pycode21M's
+# q2cb encodings (the error of every candidate) and sensitivity runs.
+set -eu
+BUILD=${BUILD:-build}
+MODELS=${MODELS:-../shared/models}
+BUDGETS=${BUDGETS:-"3.0 3.25 3.5 4.0 4.5 5.0"}
+MODELS_TO=${MODELS_TO:-"stories260K pycode21M"}
+THREADS=${THREADS:-2}
+OUT=$BUILD/palette-quality
+mkdir -p "$OUT"
+CSV=$OUT/quality.csv
+echo "model,weights,bits_per_weight,predicted_kl,kl,top1,ppl" > "$CSV"
+
+# One allocated model's row: its report's bits and prediction, pmpd-eval's figures.
+row() { # model label log eval
+    bits=$(grep -h 'reached' "$3" 2>/dev/null | awk '{print $2}')
+    pred=$(grep -h 'reached' "$3" 2>/dev/null | sed 's/.*increase \([0-9.e-]*\).*/\1/')
+    line=$(tail -1 "$4")
+    echo "$1,$2,${bits:-},${pred:-},$(echo "$line" | cut -d, -f6),$(echo "$line" | cut -d, -f7),$(echo "$line" | cut -d, -f4)" >> "$CSV"
+}
+
+for model in $MODELS_TO; do
+    if [ "$model" = stories260K ]; then
+        tok=$MODELS/tok512.bin
+        text=$OUT/stories260K_text.txt
+    else
+        tok=$MODELS/llama2_tokenizer.bin
+        text=$MODELS/pycode21M_val.txt
+    fi
+    ref=$OUT/${model}_f32.pmpd
+    "$BUILD/pmpd-convert" "$MODELS/$model.bin" "$ref" --tokenizer "$tok" > /dev/null
+    if [ "$model" = stories260K ]; then
+        : > "$text"
+        for s in 1 2 3 4 5 6 7 8 9 10 11 12; do
+            "$BUILD/pmpd-run" "$ref" -n 200 -t 1.0 --top-p 1 -s $s 2>/dev/null >> "$text"
+            echo >> "$text"
+        done
+    fi
+    for b in $BUDGETS; do
+        for how in measured flat nuq; do
+            flag=""
+            [ $how = flat ] && flag="--palette-flat"
+            [ $how = nuq ] && flag="--palette q8,q4,q2cb,nuq2,nuq3,nuq4"
+            name=${model}_${how}_$b
+            if "$BUILD/pmpd-convert" "$MODELS/$model.bin" "$OUT/$name.pmpd" --tokenizer "$tok" --budget-bits "$b" \
+                --threads "$THREADS" $flag > "$OUT/$name.log" 2>&1; then
+                "$BUILD/pmpd-eval" "$OUT/$name.pmpd" "$text" --ref "$ref" --tokens 1024 --csv > "$OUT/$name.eval" 2>/dev/null
+                row "$model" "allocated $how $b" "$OUT/$name.log" "$OUT/$name.eval"
+            else
+                echo "$model,allocated $how $b,refused,,,," >> "$CSV"
+            fi
+        done
+    done
+    # Uniform formats, their layer bits from the summary: the type's bytes
+    # (q8's less the vocabulary's, which every quantized model stores as q8)
+    # over the layer weights the allocation reported.
+    weights=$(grep -h 'layer weights' "$OUT/${model}"_measured_*.log "$OUT/${model}"_flat_*.log 2>/dev/null | head -1 |
+              sed 's/.* over \([0-9]*\) layer weights.*/\1/')
+    for t in q4 q2cb q8 nuq2 nuq3 nuq4; do
+        "$BUILD/pmpd-convert" "$MODELS/$model.bin" "$OUT/${model}_$t.pmpd" --tokenizer "$tok" --type $t > "$OUT/${model}_$t.log"
+        "$BUILD/pmpd-eval" "$OUT/${model}_$t.pmpd" "$text" --ref "$ref" --tokens 1024 --csv > "$OUT/${model}_$t.eval" 2>/dev/null
+        case $t in nuq*) word=nuq ;; *) word=$t ;; esac
+        bytes=$(grep "tensors $word " "$OUT/${model}_$t.log" | awk '{print $4}')
+        vocab=$(grep "tensors q8 " "$OUT/${model}_q4.log" | awk '{print $4}')
+        [ $t = q8 ] && bytes=$((bytes - vocab))
+        line=$(tail -1 "$OUT/${model}_$t.eval")
+        echo "$model,uniform $t,$(awk -v b="$bytes" -v w="$weights" 'BEGIN { printf "%.4f", 8 * b / w }'),,$(echo "$line" | cut -d, -f6),$(echo "$line" | cut -d, -f7),$(echo "$line" | cut -d, -f4)" >> "$CSV"
+    done
+done
+cat "$CSV"

@@ -1,0 +1,110 @@
+#include "pmpd_impl/offline/palette/distortion.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmpd_impl/offline/weights/encoders.h"
+#include "pmpd_impl/weights/format.h"
+
+/* The formats whose size the converter knows from the shape (and nuq's
+ * width): not nested weights, whose size depends on two widths, nor W8A8,
+ * which needs activation ranges. */
+static int palette_sized(uint32_t type)
+{
+    return type == PMPD_TENSOR_NUQ ||
+           (pmpd_weight_format_of(type) && pmpd_weight_format_of(type)->tensor_bytes && type != PMPD_TENSOR_W8A8);
+}
+
+PMPD_INTERNAL pmpd_status pmpd_palette_group_bytes(const pmpd_build_model *b, const pmpd_palette_group *g,
+                                                   uint32_t type, const pmpd_convert_options *options,
+                                                   uint64_t *bytes)
+{
+    uint32_t i;
+    *bytes = 0;
+    if (!palette_sized(type))
+        return PMPD_ERR_INVALID_ARGUMENT;
+    for (i = 0; i < g->n_tensors; i++) {
+        const pmpd_build_tensor *t = &b->tensors[g->tensors[i]];
+        uint64_t one;
+        pmpd_status st = pmpd_weight_stream_bytes(options, type, 2, t->dims, &one);
+        if (st != PMPD_OK)
+            return st;
+        if (*bytes > UINT64_MAX - one)
+            return PMPD_ERR_OVERFLOW;
+        *bytes += one;
+    }
+    return PMPD_OK;
+}
+
+/* Squared error and squared norm of one matrix under type: encoded into a
+ * 64-byte aligned buffer (as the loader aligns tensor data), decoded a row
+ * at a time. */
+static pmpd_status palette_matrix_error(const pmpd_build_tensor *t, uint32_t type,
+                                        const pmpd_convert_options *options, double *error, double *norm)
+{
+    const pmpd_weight_format *format = pmpd_weight_format_of(type);
+    const float *w = (const float *)(const void *)t->data;
+    uint64_t rows = t->dims[0], cols = t->dims[1], bytes, r, c;
+    unsigned char *block, *data;
+    float *row;
+    pmpd_tensor tensor;
+    pmpd_status st;
+    if (!format || !format->row || !w || !palette_sized(type))
+        return PMPD_ERR_INVALID_ARGUMENT;
+    st = pmpd_weight_stream_bytes(options, type, 2, t->dims, &bytes);
+    if (st != PMPD_OK)
+        return st;
+    if (bytes > SIZE_MAX - 64 || cols > SIZE_MAX / sizeof(float))
+        return PMPD_ERR_OVERFLOW;
+    block = (unsigned char *)malloc((size_t)bytes + 64);
+    row = (float *)malloc((size_t)cols * sizeof *row);
+    if (!block || !row) {
+        free(block);
+        free(row);
+        return PMPD_ERR_OUT_OF_MEMORY;
+    }
+    data = block + (64 - (uintptr_t)block % 64) % 64;
+    if (type == PMPD_TENSOR_F32)
+        memcpy(data, w, (size_t)bytes);
+    else
+        st = pmpd_weight_encode_matrix(options, type, w, rows, cols, data, (size_t)bytes);
+    memset(&tensor, 0, sizeof tensor);
+    tensor.name = t->name;
+    tensor.name_length = (uint32_t)strlen(t->name);
+    tensor.type = type;
+    tensor.n_dims = 2;
+    tensor.dims[0] = rows;
+    tensor.dims[1] = cols;
+    tensor.data = data;
+    tensor.size = bytes;
+    *error = *norm = 0.0;
+    for (r = 0; r < rows && st == PMPD_OK; r++) {
+        format->row(&tensor, (size_t)r, row);
+        for (c = 0; c < cols; c++) {
+            double x = w[r * cols + c], d = x - row[c];
+            *error += d * d;
+            *norm += x * x;
+        }
+    }
+    free(block);
+    free(row);
+    return st;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_palette_group_error(const pmpd_build_model *b, const pmpd_palette_group *g,
+                                                   uint32_t type, const pmpd_convert_options *options, double *err)
+{
+    double error = 0.0, norm = 0.0;
+    uint32_t i;
+    *err = 0.0;
+    for (i = 0; i < g->n_tensors; i++) {
+        double e, n;
+        pmpd_status st = palette_matrix_error(&b->tensors[g->tensors[i]], type, options, &e, &n);
+        if (st != PMPD_OK)
+            return st;
+        error += e;
+        norm += n;
+    }
+    *err = norm > 0.0 ? error / norm : 0.0;
+    return PMPD_OK;
+}

@@ -1,0 +1,35 @@
+/* What a weight format costs a group of matrices, measured rather than
+ * assumed: the normalized squared error ||W - Q(W)||^2 / ||W||^2 of the
+ * real encoder (offline/weights/encoders.h) decoded back by the format
+ * table's row() (weights/format.h), and the bytes the format really stores
+ * (the table's tensor_bytes).  Over a group, errors add as energies: the
+ * summed squared error over the summed squared weights, the quantity the
+ * sensitivity (sensitivity.h) is fitted against. */
+#ifndef PMPD_OFFLINE_PALETTE_DISTORTION_H
+#define PMPD_OFFLINE_PALETTE_DISTORTION_H
+
+#include <stdint.h>
+
+#include "pmpd.h"
+#include "pmpd_impl/core/config.h"
+#include "pmpd_impl/offline/format/builder.h"
+#include "pmpd_impl/offline/palette/groups.h"
+
+#if PMPD_OFFLINE
+
+/* Bytes of group g's matrices stored as type (f32, f16, q8, q4, q2cb, or
+ * nuq at options->nuq_bits: the converter's own sizes,
+ * pmpd_weight_stream_bytes).  Errors: PMPD_ERR_INVALID_ARGUMENT (another
+ * type), PMPD_ERR_OVERFLOW. */
+PMPD_INTERNAL pmpd_status pmpd_palette_group_bytes(const pmpd_build_model *b, const pmpd_palette_group *g,
+                                                   uint32_t type, const pmpd_convert_options *options,
+                                                   uint64_t *bytes);
+
+/* *err = the group's normalized squared error under type (0 for f32).
+ * options gives what encoders take (nuq_bits; may be NULL).  Errors: those
+ * of the encoder, PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_OUT_OF_MEMORY. */
+PMPD_INTERNAL pmpd_status pmpd_palette_group_error(const pmpd_build_model *b, const pmpd_palette_group *g,
+                                                   uint32_t type, const pmpd_convert_options *options, double *err);
+
+#endif
+#endif

@@ -1,0 +1,280 @@
+#include "pmpd_impl/offline/palette/plan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmpd_impl/core/error.h"
+#include "pmpd_impl/offline/palette/distortion.h"
+#include "pmpd_impl/offline/palette/groups.h"
+#include "pmpd_impl/offline/palette/knapsack.h"
+#include "pmpd_impl/weights/format.h"
+#include "platform/platform.h"
+
+/* The formats a group can take: those whose size follows from the shape
+ * (and nuq's width) and whose encoder takes one matrix (nested weights and
+ * W8A8 need more than the matrix). */
+static int palette_allowed(pmpd_tensor_type type, unsigned bits)
+{
+    return type == PMPD_TENSOR_F32 || type == PMPD_TENSOR_F16 || type == PMPD_TENSOR_Q8 || type == PMPD_TENSOR_Q4 ||
+           type == PMPD_TENSOR_Q2CB || (type == PMPD_TENSOR_NUQ && bits >= 2 && bits <= 4);
+}
+
+/* "q4", or "nuq3" for nuq at 3 bits. */
+static const char *palette_name(pmpd_tensor_type type, unsigned bits, char *buffer, size_t size)
+{
+    const char *name = pmpd_tensor_type_name(type);
+    if (type != PMPD_TENSOR_NUQ)
+        return name ? name : "(unknown)";
+    snprintf(buffer, size, "nuq%u", bits);
+    return buffer;
+}
+
+static pmpd_status palette_formats(const pmpd_convert_options *options, pmpd_palette_plan *plan, pmpd_error *err)
+{
+    static const pmpd_tensor_type defaults[] = {PMPD_TENSOR_Q8, PMPD_TENSOR_Q4, PMPD_TENSOR_Q2CB};
+    const pmpd_tensor_type *list = options->palette ? options->palette : defaults;
+    uint32_t n = options->palette ? options->n_palette : 3, i, j;
+    char name[16];
+    if (n == 0 || n > PMPD_PALETTE_MAX_FORMATS)
+        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "a palette holds 1 to %u formats",
+                              PMPD_PALETTE_MAX_FORMATS);
+    for (i = 0; i < n; i++) {
+        unsigned bits = list[i] != PMPD_TENSOR_NUQ ? 0
+                        : options->palette && options->palette_bits ? options->palette_bits[i]
+                        : options->nuq_bits                          ? options->nuq_bits
+                                                                     : 4;
+        if (!palette_allowed(list[i], bits))
+            return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
+                                  "format %s cannot be in a palette (f32, f16, q8, q4, q2cb, nuq2-4 can: their size "
+                                  "follows from the shape and they encode one matrix at a time)",
+                                  palette_name(list[i], bits, name, sizeof name));
+        for (j = 0; j < i; j++)
+            if (plan->palette[j] == list[i] && plan->palette_bits[j] == bits)
+                return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "format %s is in the palette twice",
+                                      palette_name(list[i], bits, name, sizeof name));
+        plan->palette[i] = list[i];
+        plan->palette_bits[i] = bits;
+        plan->format_options[i] = *options;
+        plan->format_options[i].nuq_bits = bits;
+    }
+    plan->options = options;
+    plan->report.n_palette = n;
+    plan->report.palette = plan->palette;
+    plan->report.palette_bits = plan->palette_bits;
+    return PMPD_OK;
+}
+
+/* Costs of every (group, format) and the budget; PMPD_ERR_BUDGET when even
+ * the cheapest format of every group exceeds it. */
+static pmpd_status palette_costs(const pmpd_build_model *b, const pmpd_palette_group *groups, uint32_t n_groups,
+                                 double budget_bits, pmpd_palette_plan *plan, pmpd_error *err)
+{
+    pmpd_palette_report *r = &plan->report;
+    uint64_t least = 0;
+    uint32_t g, q;
+    for (g = 0; g < n_groups; g++) {
+        uint64_t cheapest = UINT64_MAX;
+        for (q = 0; q < r->n_palette; q++) {
+            uint64_t *cost = &plan->costs[(size_t)g * r->n_palette + q];
+            pmpd_status st = pmpd_palette_group_bytes(b, &groups[g], plan->palette[q], &plan->format_options[q], cost);
+            char name[16];
+            if (st != PMPD_OK)
+                return pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot size layer %u %s as %s",
+                                      (unsigned)groups[g].layer, pmpd_palette_group_name(groups[g].kind),
+                                      palette_name(plan->palette[q], plan->palette_bits[q], name, sizeof name));
+            cheapest = *cost < cheapest ? *cost : cheapest;
+        }
+        least += cheapest;
+        r->weights += groups[g].weights;
+    }
+    r->budget_bits = budget_bits;
+    r->budget_bytes = (uint64_t)floor(budget_bits * (double)r->weights / 8.0);
+    if (least > r->budget_bytes)
+        return pmpd_error_set(err, PMPD_ERR_BUDGET, PMPD_NO_OFFSET,
+                              "a budget of %.4g bits per weight (%llu bytes for %llu layer weights) is below the "
+                              "cheapest assignment of this palette, %.4f bits per weight (%llu bytes)",
+                              budget_bits, (unsigned long long)r->budget_bytes, (unsigned long long)r->weights,
+                              8.0 * (double)least / (double)r->weights, (unsigned long long)least);
+    return PMPD_OK;
+}
+
+/* The errors of every (group, format), with progress. */
+static pmpd_status palette_errors(const pmpd_build_model *b, const pmpd_palette_group *groups, uint32_t n_groups,
+                                  const pmpd_convert_options *options, pmpd_palette_plan *plan, pmpd_error *err)
+{
+    uint32_t g, q, n = plan->report.n_palette;
+    for (g = 0; g < n_groups; g++) {
+        for (q = 0; q < n; q++) {
+            pmpd_status st = pmpd_palette_group_error(b, &groups[g], plan->palette[q], &plan->format_options[q],
+                                                      &plan->errors[(size_t)g * n + q]);
+            char name[16];
+            if (st != PMPD_OK)
+                return pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot measure layer %u %s as %s",
+                                      (unsigned)groups[g].layer, pmpd_palette_group_name(groups[g].kind),
+                                      palette_name(plan->palette[q], plan->palette_bits[q], name, sizeof name));
+            if (options->progress)
+                options->progress(options->progress_context, (uint64_t)g * n + q + 1, (uint64_t)n_groups * n);
+        }
+    }
+    return PMPD_OK;
+}
+
+/* The knapsack over loss a_g * err and cost bytes; the chosen types into
+ * the plan and its report. */
+static pmpd_status palette_choose(const pmpd_palette_group *groups, uint32_t n_groups, const pmpd_palette_fit *fits,
+                                  pmpd_palette_plan *plan, pmpd_error *err)
+{
+    pmpd_palette_report *r = &plan->report;
+    uint32_t n = r->n_palette, g, q, m;
+    uint32_t *count = (uint32_t *)malloc(n_groups * sizeof *count), *choice = (uint32_t *)malloc(n_groups * sizeof *choice);
+    double *loss = (double *)malloc((size_t)n_groups * n * sizeof *loss);
+    pmpd_knapsack_result result;
+    pmpd_knapsack_status ks = PMPD_KNAPSACK_NO_MEMORY;
+    if (count && choice && loss) {
+        for (g = 0; g < n_groups; g++) {
+            count[g] = n;
+            for (q = 0; q < n; q++)
+                loss[(size_t)g * n + q] = fits[g].slope * plan->errors[(size_t)g * n + q];
+        }
+        ks = pmpd_knapsack_solve(n_groups, count, loss, plan->costs, r->budget_bytes, 0, choice, &result);
+    }
+    if (ks == PMPD_KNAPSACK_OK) {
+        r->bytes = result.cost;
+        r->bits = 8.0 * (double)result.cost / (double)r->weights;
+        r->predicted_kl = result.loss;
+        r->cost_unit = result.unit;
+        r->exact = result.exact;
+        for (g = 0; g < n_groups; g++) {
+            pmpd_palette_group_report *out = &plan->groups[g];
+            q = choice[g];
+            out->type = plan->palette[q];
+            out->bits = plan->palette_bits[q];
+            out->error = plan->errors[(size_t)g * n + q];
+            out->bytes = plan->costs[(size_t)g * n + q];
+            for (m = 0; m < groups[g].n_tensors; m++)
+                plan->formats[groups[g].tensors[m]] = q;
+        }
+    }
+    free(count);
+    free(choice);
+    free(loss);
+    if (ks == PMPD_KNAPSACK_INFEASIBLE)
+        return pmpd_error_set(err, PMPD_ERR_BUDGET, PMPD_NO_OFFSET,
+                              "no assignment fits %llu bytes once costs are rounded up to %llu-byte units",
+                              (unsigned long long)r->budget_bytes, (unsigned long long)result.unit);
+    if (ks != PMPD_KNAPSACK_OK)
+        return pmpd_error_set(err, ks == PMPD_KNAPSACK_NO_MEMORY ? PMPD_ERR_OUT_OF_MEMORY : PMPD_ERR_INVALID_ARGUMENT,
+                              PMPD_NO_OFFSET, "the knapsack failed (a sensitivity that is not finite?)");
+    return PMPD_OK;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_palette_plan_make(const pmpd_build_model *b, const pmpd_convert_options *options,
+                                                 const pmpd_palette_sensitivity_options *sensitivity,
+                                                 pmpd_palette_plan *plan, pmpd_error *err)
+{
+    pmpd_palette_sensitivity_options probe;
+    pmpd_palette_group *groups = NULL;
+    pmpd_palette_fit *fits = NULL;
+    uint32_t n_groups = 0, g, i;
+    pmpd_status st;
+    memset(plan, 0, sizeof *plan);
+    if (!(options->budget_bits > 0.0) || !isfinite(options->budget_bits))
+        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "the budget must be a positive number of bits");
+    st = palette_formats(options, plan, err);
+    if (st != PMPD_OK)
+        return st;
+    st = pmpd_palette_groups(b, &groups, &n_groups);
+    if (st != PMPD_OK)
+        return pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot find the layers' matrices (f32 q/k/v, output, gate/up, down)");
+    plan->n_tensors = b->n_tensors;
+    plan->formats = (uint32_t *)malloc((b->n_tensors + 1) * sizeof *plan->formats);
+    plan->groups = (pmpd_palette_group_report *)calloc(n_groups, sizeof *plan->groups);
+    plan->errors = (double *)calloc((size_t)n_groups * plan->report.n_palette, sizeof *plan->errors);
+    plan->costs = (uint64_t *)calloc((size_t)n_groups * plan->report.n_palette, sizeof *plan->costs);
+    fits = (pmpd_palette_fit *)calloc(n_groups, sizeof *fits);
+    if (!plan->formats || !plan->groups || !plan->errors || !plan->costs || !fits) {
+        free(groups);
+        free(fits);
+        return pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory");
+    }
+    for (i = 0; i < b->n_tensors; i++)
+        plan->formats[i] = UINT32_MAX;
+    plan->report.n_groups = n_groups;
+    plan->report.groups = plan->groups;
+    plan->report.errors = plan->errors;
+    plan->report.costs = plan->costs;
+    st = palette_costs(b, groups, n_groups, options->budget_bits, plan, err);
+    if (st == PMPD_OK) {
+        if (sensitivity) {
+            probe = *sensitivity;
+        } else {
+            int cpus = pmpd_platform_cpu_count();
+            pmpd_palette_sensitivity_defaults(&probe);
+            probe.threads = options->threads ? options->threads : cpus > 0 ? (unsigned)cpus : 1;
+            if (probe.threads > pmpd_max_threads())
+                probe.threads = pmpd_max_threads();
+            if (options->palette_sequences)
+                probe.n_sequences = options->palette_sequences;
+            if (options->palette_length)
+                probe.length = options->palette_length;
+            probe.progress = options->progress;
+            probe.progress_context = options->progress_context;
+        }
+        /* Flat: a group weighs by its share of the weights, so the loss is
+         * the mean relative error per weight (no model run). */
+        if (options->palette_flat)
+            for (g = 0; g < n_groups; g++) {
+                fits[g].slope = (double)groups[g].weights / (double)plan->report.weights;
+                fits[g].r2 = fits[g].ratio = 1.0;
+            }
+        else
+            st = pmpd_palette_sensitivity(b, groups, n_groups, &probe, fits, err);
+    }
+    if (st == PMPD_OK)
+        st = palette_errors(b, groups, n_groups, options, plan, err);
+    for (g = 0; st == PMPD_OK && g < n_groups; g++) {
+        plan->groups[g].layer = groups[g].layer;
+        plan->groups[g].group = pmpd_palette_group_name(groups[g].kind);
+        plan->groups[g].sensitivity = fits[g].slope;
+        plan->groups[g].fit_r2 = fits[g].r2;
+        plan->groups[g].fit_ratio = fits[g].ratio;
+        plan->groups[g].weights = groups[g].weights;
+    }
+    if (st == PMPD_OK)
+        st = palette_choose(groups, n_groups, fits, plan, err);
+    free(groups);
+    free(fits);
+    return st;
+}
+
+PMPD_INTERNAL uint32_t pmpd_palette_plan_type(const pmpd_palette_plan *plan, const pmpd_build_model *b,
+                                              const pmpd_build_tensor *t)
+{
+    size_t index = (size_t)(t - b->tensors);
+    if (t->n_dims != 2)
+        return PMPD_TENSOR_F32;
+    if (index < plan->n_tensors && plan->formats[index] != UINT32_MAX)
+        return (uint32_t)plan->palette[plan->formats[index]];
+    return PMPD_TENSOR_Q8;
+}
+
+PMPD_INTERNAL const pmpd_convert_options *pmpd_palette_plan_options(const pmpd_palette_plan *plan,
+                                                                    const pmpd_build_model *b,
+                                                                    const pmpd_build_tensor *t)
+{
+    size_t index = (size_t)(t - b->tensors);
+    if (index < plan->n_tensors && plan->formats[index] != UINT32_MAX)
+        return &plan->format_options[plan->formats[index]];
+    return plan->options;
+}
+
+PMPD_INTERNAL void pmpd_palette_plan_free(pmpd_palette_plan *plan)
+{
+    free(plan->formats);
+    free(plan->groups);
+    free(plan->errors);
+    free(plan->costs);
+    memset(plan, 0, sizeof *plan);
+}
