@@ -155,11 +155,18 @@ static void pmpd_pool_do_share(pmpd_pool *pool, unsigned t)
 
 /* Before blocking on a condition variable, a thread spins on the word it
  * waits for for about this long: products come back to back (a decode step
- * runs dozens), and waking a blocked thread costs 10-50 us.  The spin reads
- * an atomic word, not the mutex, so 15 spinning workers do not queue on a
- * lock the posting thread needs (with a mutex per poll, 16-thread decode on
- * a 16-core Xeon fell to 8 tokens/s from 60 at 8 threads). */
-#define PMPD_POOL_SPIN_NS 500000u
+ * runs dozens), and waking a blocked thread costs 10-50 us, ~200 us for a
+ * halted vCPU of a VM.  3 ms outlasts the caller's work between two decode
+ * steps (sampling over the vocabulary): with 0.5 ms, traces on a 16-vCPU
+ * Xeon showed parts of products starting ~210 us late, and alternating
+ * builds there gave 3 ms +9% (16 threads) and +13% (8 threads) decode.
+ * The spin reads an atomic word, not the mutex, so 15 spinning workers do
+ * not queue on a lock the posting thread needs (with a mutex per poll,
+ * 16-thread decode on a 16-core Xeon fell to 8 tokens/s from 60 at 8
+ * threads). */
+#ifndef PMPD_POOL_SPIN_NS
+#define PMPD_POOL_SPIN_NS 3000000u
+#endif
 
 /* Spins until (*word == value) equals until_equal or the pool stops;
  * returns 1 if that happened, 0 when the time budget ran out. */
