@@ -673,10 +673,35 @@ typedef struct pmpd_session_config {
                                 0 = head_dim; capped at context_length */
     uint32_t trace_events;   /* 0 = no trace; else room in the arena for this
                                 many trace events (pmpd_session_trace) */
+    uint32_t prefill_in_flight; /* prompt chunks (of prefill_batch tokens) a
+                                prefill runs at once, out of order (seed 004,
+                                docs/prefill.md): while one chunk waits on
+                                attention or a quantization step, the
+                                threads run another chunk's products; each
+                                chunk beyond the first costs a batch of
+                                activations in the arena.  1 = in order:
+                                chunk after chunk, every step over all
+                                threads.  0 = PMPD_SESSION_DEFAULT_IN_FLIGHT.
+                                At most 8.  Models whose products are not
+                                all two-part (nested and float weights)
+                                and pmpd_session_prefill_all run in order
+                                whatever this says; results are bit for bit
+                                the same either way */
+    uint32_t float_threads;  /* out-of-order prefill: threads that serve only
+                                the float lane (norms, rope, attention,
+                                activation quantization); the others then
+                                serve only the int8 lane (matrix products).
+                                0 = every thread serves both lanes (the
+                                fastest on CPUs: measured in docs/prefill.md).
+                                Less than n_threads */
 } pmpd_session_config;
 
+/* Chunks in flight by default (see prefill_in_flight). */
+#define PMPD_SESSION_DEFAULT_IN_FLIGHT 2u
+
 /* Sets the defaults: whole context, f32 KV cache, batch 128, one thread,
- * no trace. */
+ * no trace, PMPD_SESSION_DEFAULT_IN_FLIGHT chunks in flight, no dedicated
+ * float threads. */
 void pmpd_session_config_init(pmpd_session_config *config);
 
 /* The largest n_threads a session accepts: PMPD_MAX_THREADS as this library
@@ -765,10 +790,14 @@ typedef struct pmpd_trace_event {
                               "quantize" (a product's input), "attention",
                               "elementwise" */
     uint32_t thread;       /* 0 = the calling thread, 1.. = workers */
+    uint32_t chunk;        /* the prompt chunk (prefill_batch tokens) of a
+                              prefill, counted from 0 in each prefill call;
+                              PMPD_TRACE_NO_CHUNK in decode */
     uint64_t begin_ns, end_ns; /* monotonic clock (0 where the platform has none) */
 } pmpd_trace_event;
 
 #define PMPD_TRACE_NO_LAYER 0xFFFFFFFFu
+#define PMPD_TRACE_NO_CHUNK 0xFFFFFFFFu
 
 /* The events recorded since the session was created or the trace last
  * cleared, in the order their steps finished (threads interleave), and

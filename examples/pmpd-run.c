@@ -4,7 +4,7 @@
  *   pmpd-run MODEL [-p PROMPT] [-n TOKENS] [-t TEMP] [-k TOPK] [--top-p P]
  *            [-s SEED] [--ctx N] [--kv f32|f16|pq|int8|int4] [--kv-window N] [--batch N]
  *            [--threads N] [--ids] [--prompt-file FILE] [--prompt-tokens N]
- *            [--trace FILE] [--trace-events N]
+ *            [--trace FILE] [--trace-events N] [--in-flight N] [--float-threads N]
  *            [--ignore-eos] [--bits PREFILL:DECODE] [--schedule P:D1,D2,...]
  *            [--learned]
  *   pmpd-run MODEL --tokenize -p PROMPT
@@ -53,6 +53,8 @@ typedef struct run_options {
     long context;
     long batch;
     long threads;
+    long in_flight;                     /* --in-flight: prompt chunks at once; 0 = the library's default */
+    long float_threads;                 /* --float-threads: threads only on the float lane */
     uint32_t kv_type;
     long kv_window;
     int print_ids;
@@ -93,6 +95,11 @@ static void run_usage(FILE *out)
             "  --kv-window N  pq: newest tokens kept in full precision (default head_dim)\n"
             "  --batch N      prompt tokens per prefill step (default 128)\n"
             "  --threads N    threads (default 1)\n"
+            "  --in-flight N  prompt chunks (of --batch tokens) a prefill runs at once, out\n"
+            "                 of order; 1 = in order (default 2, at most 8)\n"
+            "  --float-threads N  out-of-order prefill: N threads serve only the float lane\n"
+            "                 (norms, attention, quantization), the rest only the matrix\n"
+            "                 products (default 0: every thread serves both)\n"
             "  --ids          print the token ids instead of text\n"
             "  --prompt-file FILE  the prompt is the text of FILE\n"
             "  --prompt-tokens N   keep only the prompt's first N tokens (BOS included)\n"
@@ -228,6 +235,8 @@ static int run_parse(int argc, char **argv, run_options *o)
         else if (!strcmp(a, "--batch")) ok = example_parse_long(v, 1, &o->batch);
         else if (!strcmp(a, "--kv-window")) ok = example_parse_long(v, 1, &o->kv_window) && o->kv_window <= 1L << 20;
         else if (!strcmp(a, "--threads")) ok = example_parse_long(v, 1, &o->threads);
+        else if (!strcmp(a, "--in-flight")) ok = example_parse_long(v, 1, &o->in_flight) && o->in_flight <= 8;
+        else if (!strcmp(a, "--float-threads")) ok = example_parse_long(v, 0, &o->float_threads);
         else if (!strcmp(a, "--bits")) ok = example_parse_bits(v, &o->prefill_bits, &o->decode_bits);
         else if (!strcmp(a, "--kv")) ok = example_parse_kv(v, &o->kv_type);
         else {
@@ -361,6 +370,8 @@ static int run_engine_open(const run_options *o, const pmpd_model *model, run_en
     config.context_length = (uint32_t)o->context;
     config.prefill_batch = (uint32_t)o->batch;
     config.n_threads = (uint32_t)o->threads;
+    config.prefill_in_flight = (uint32_t)o->in_flight;
+    config.float_threads = (uint32_t)o->float_threads;
     config.kv_type = o->kv_type;
     config.kv_window = (uint32_t)o->kv_window;
     config.trace_events = o->trace_path ? (uint32_t)(o->trace_events ? o->trace_events : RUN_TRACE_EVENTS) : 0;
@@ -375,6 +386,11 @@ static int run_engine_open(const run_options *o, const pmpd_model *model, run_en
     if (o->threads > (long)pmpd_max_threads()) {
         fprintf(stderr, "pmpd-run: --threads %ld: this build takes at most %u (PMPD_MAX_THREADS)\n", o->threads,
                 pmpd_max_threads());
+        return 1;
+    }
+    if (o->float_threads > 0 && o->float_threads >= (o->threads > 0 ? o->threads : 1)) {
+        fprintf(stderr, "pmpd-run: --float-threads %ld: must leave at least one of the %ld threads to the int8 lane\n",
+                o->float_threads, o->threads > 0 ? o->threads : 1L);
         return 1;
     }
     if ((st = pmpd_session_plan(model, &config, &session_bytes)) != PMPD_OK)

@@ -153,7 +153,7 @@ static void test_events_name_real_steps(void **state)
     size_t count, dropped, i, j;
     void *memory;
     pmpd_session *s = test_session_open(m, &config, &memory);
-    unsigned char attention_seen[64] = {0};
+    unsigned char attention_seen[64] = {0}, chunks_seen[4] = {0};
     size_t products = 0;
     (void)state;
     assert_true(m->info.n_layers <= sizeof attention_seen);
@@ -175,12 +175,20 @@ static void test_events_name_real_steps(void **state)
             attention_seen[e->layer] = 1;
         } else {
             assert_string_equal(e->category, "elementwise");
-            assert_true(name_is(e, "rmsnorm") || name_is(e, "swiglu") || name_is(e, "add"));
+            /* The in-order steps, and the out-of-order prefill's
+             * (prefill_graph.c). */
+            assert_true(name_is(e, "rmsnorm") || name_is(e, "swiglu") || name_is(e, "add") ||
+                        name_is(e, "embedding") || name_is(e, "rope+kv") || name_is(e, "add+rmsnorm"));
         }
+        /* The prompt's chunks are numbered; decode steps have none. */
+        assert_true(e->chunk == PMPD_TRACE_NO_CHUNK || e->chunk < (PROMPT + config.prefill_batch - 1) / config.prefill_batch);
+        chunks_seen[e->chunk == PMPD_TRACE_NO_CHUNK ? 3 : e->chunk] = 1;
     }
     assert_true(products > 0);
     for (i = 0; i < m->info.n_layers; i++)
         assert_true(attention_seen[i]);
+    for (i = 0; i < 4; i++)
+        assert_true(chunks_seen[i]);
     /* A thread runs one share at a time: its events, in order of start,
      * never overlap (quadratic, but the trace is small). */
     for (i = 0; i < count; i++)

@@ -39,7 +39,9 @@ static int trace_json_body(FILE *f, const pmpd_trace_event *events, size_t count
         trace_json_string(f, e->name, e->name_length);
         fprintf(f, ",\"cat\":\"%s\",\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f", e->category, (unsigned)e->thread,
                 (double)(e->begin_ns - origin) * 1e-3, (double)(e->end_ns - e->begin_ns) * 1e-3);
-        if (e->layer != PMPD_TRACE_NO_LAYER)
+        if (e->layer != PMPD_TRACE_NO_LAYER && e->chunk != PMPD_TRACE_NO_CHUNK)
+            fprintf(f, ",\"args\":{\"layer\":%u,\"chunk\":%u}", (unsigned)e->layer, (unsigned)e->chunk);
+        else if (e->layer != PMPD_TRACE_NO_LAYER)
             fprintf(f, ",\"args\":{\"layer\":%u}", (unsigned)e->layer);
         fputs(i + 1 < count ? "},\n" : "}\n", f);
     }

@@ -311,6 +311,10 @@ PMPD_INTERNAL void pmpd_pool_run(pmpd_pool *pool, pmpd_pool_task task, void *ctx
 {
     if (n_items == 0)
         return;
+    if (!pool) {
+        task(ctx, 0, n_items, 0);
+        return;
+    }
     if (granule == 0)
         granule = 1;
     if (pool->n_threads == 1 || n_items <= granule) {
@@ -347,9 +351,11 @@ PMPD_INTERNAL void pmpd_pool_run_weighed(pmpd_pool *pool, pmpd_pool_task task, v
                                          size_t granule, size_t item_work)
 {
     /* Compared by division, so a huge job cannot overflow into a small one. */
-    if (n_items == 0 || item_work == 0 || n_items < PMPD_POOL_MIN_PARALLEL_WORK / item_work) {
-        if (n_items > 0)
+    if (!pool || n_items == 0 || item_work == 0 || n_items < PMPD_POOL_MIN_PARALLEL_WORK / item_work) {
+        if (n_items > 0 && pool)
             pmpd_pool_call(pool, task, ctx, 0, n_items, 0);
+        else if (n_items > 0)
+            task(ctx, 0, n_items, 0);
         return;
     }
     pmpd_pool_run(pool, task, ctx, n_items, granule);

@@ -43,6 +43,7 @@ PMPD_INTERNAL pmpd_status pmpd_trace_create(pmpd_arena *arena, size_t capacity, 
     (*out)->claimed = 0;
     pmpd_trace_label(*out, "", 0, "");
     pmpd_trace_layer(*out, PMPD_TRACE_NO_LAYER);
+    pmpd_trace_chunk(*out, PMPD_TRACE_NO_CHUNK);
     return PMPD_OK;
 }
 
@@ -62,20 +63,35 @@ PMPD_INTERNAL void pmpd_trace_layer(pmpd_trace *trace, uint32_t layer)
         trace->layer = layer;
 }
 
-PMPD_INTERNAL void pmpd_trace_record(pmpd_trace *trace, unsigned thread, uint64_t begin_ns, uint64_t end_ns)
+PMPD_INTERNAL void pmpd_trace_chunk(pmpd_trace *trace, uint32_t chunk)
+{
+    if (trace)
+        trace->chunk = chunk;
+}
+
+PMPD_INTERNAL void pmpd_trace_record_as(pmpd_trace *trace, unsigned thread, uint64_t begin_ns, uint64_t end_ns,
+                                        const char *name, uint32_t name_length, uint32_t layer,
+                                        const char *category, uint32_t chunk)
 {
     unsigned long slot = pmpd_atomic_add(&trace->claimed, 1) - 1;
     pmpd_trace_event *e;
     if (slot >= trace->capacity)
         return;
     e = &trace->events[slot];
-    e->name = trace->name;
-    e->name_length = trace->name_length;
-    e->layer = trace->layer;
-    e->category = trace->category;
+    e->name = name;
+    e->name_length = name_length;
+    e->layer = layer;
+    e->category = category;
+    e->chunk = chunk;
     e->thread = thread;
     e->begin_ns = begin_ns;
     e->end_ns = end_ns;
+}
+
+PMPD_INTERNAL void pmpd_trace_record(pmpd_trace *trace, unsigned thread, uint64_t begin_ns, uint64_t end_ns)
+{
+    pmpd_trace_record_as(trace, thread, begin_ns, end_ns, trace->name, trace->name_length, trace->layer,
+                         trace->category, trace->chunk);
 }
 
 PMPD_INTERNAL size_t pmpd_trace_count(const pmpd_trace *trace)

@@ -20,6 +20,7 @@ typedef struct pmpd_trace {
     const char *name;
     uint32_t name_length;
     uint32_t layer;
+    uint32_t chunk;
     const char *category;
 } pmpd_trace;
 
@@ -35,9 +36,18 @@ PMPD_INTERNAL pmpd_status pmpd_trace_create(pmpd_arena *arena, size_t capacity, 
 PMPD_INTERNAL void pmpd_trace_label(pmpd_trace *trace, const char *name, uint32_t name_length,
                                     const char *category);
 PMPD_INTERNAL void pmpd_trace_layer(pmpd_trace *trace, uint32_t layer);
+/* The prompt chunk of the jobs posted from now on (PMPD_TRACE_NO_CHUNK
+ * outside a prefill). */
+PMPD_INTERNAL void pmpd_trace_chunk(pmpd_trace *trace, uint32_t chunk);
 
 /* Appends one event under the current label; thread-safe. */
 PMPD_INTERNAL void pmpd_trace_record(pmpd_trace *trace, unsigned thread, uint64_t begin_ns, uint64_t end_ns);
+
+/* Appends one event under the label given (the out-of-order prefill's
+ * steps run side by side, so no single current label fits); thread-safe. */
+PMPD_INTERNAL void pmpd_trace_record_as(pmpd_trace *trace, unsigned thread, uint64_t begin_ns, uint64_t end_ns,
+                                        const char *name, uint32_t name_length, uint32_t layer,
+                                        const char *category, uint32_t chunk);
 
 PMPD_INTERNAL size_t pmpd_trace_count(const pmpd_trace *trace);
 PMPD_INTERNAL size_t pmpd_trace_dropped(const pmpd_trace *trace);

@@ -13,25 +13,31 @@ typedef struct pmpd_forward_attention {
     pmpd_session *session;
     uint32_t layer;
     size_t first_position;
+    const float *q;
+    float *att;
 } pmpd_forward_attention;
 
-static void pmpd_forward_attention_items(void *ctx, size_t begin, size_t end, unsigned worker)
+PMPD_INTERNAL void pmpd_forward_attend(pmpd_session *s, uint32_t layer, size_t first_position, const float *q,
+                                       float *att, size_t begin, size_t end, unsigned worker)
 {
-    const pmpd_forward_attention *job = (const pmpd_forward_attention *)ctx;
-    pmpd_session *s = job->session;
     const pmpd_model_info *info = &s->model->info;
     size_t head_dim = info->head_dim, q_dim = (size_t)info->n_heads * head_dim;
     uint32_t heads_per_kv = info->n_heads / info->n_kv_heads;
     void *scratch = s->attend_scratch + (size_t)worker * s->attend_stride;
     size_t item;
-    /* One item is a token's group of query heads sharing a KV head. */
     for (item = begin; item < end; item++) {
         size_t t = item / info->n_kv_heads;
         uint32_t kv_head = (uint32_t)(item % info->n_kv_heads);
         size_t offset = t * q_dim + (size_t)kv_head * heads_per_kv * head_dim;
-        pmpd_kv_cache_attend_group(&s->kv, job->layer, kv_head, s->q + offset, heads_per_kv,
-                                   job->first_position + t + 1, scratch, s->att + offset);
+        pmpd_kv_cache_attend_group(&s->kv, layer, kv_head, q + offset, heads_per_kv, first_position + t + 1,
+                                   scratch, att + offset);
     }
+}
+
+static void pmpd_forward_attention_items(void *ctx, size_t begin, size_t end, unsigned worker)
+{
+    const pmpd_forward_attention *job = (const pmpd_forward_attention *)ctx;
+    pmpd_forward_attend(job->session, job->layer, job->first_position, job->q, job->att, begin, end, worker);
 }
 
 static void pmpd_forward_linear(pmpd_session *s, const pmpd_tensor *w, const float *x, size_t n, float *y)
@@ -92,6 +98,8 @@ static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n, pmpd_o
     attention.session = s;
     attention.layer = layer;
     attention.first_position = s->position;
+    attention.q = s->q;
+    attention.att = s->att;
     /* An item (a token's query group) scores and sums over up to
      * position + n cached rows. */
     pmpd_trace_label(pmpd_pool_get_trace(s->pool), "attention", 9, "attention");
@@ -142,8 +150,13 @@ PMPD_INTERNAL void pmpd_forward(pmpd_session *s, const int32_t *tokens, size_t n
         if (want_logits)
             memcpy(s->logits, all_logits + (n - 1) * info->vocab_size, info->vocab_size * sizeof(float));
     } else if (want_logits) {
-        const float *last = s->x + (n - 1) * dim;
-        pmpd_ops_rmsnorm(s->xb, last, (const float *)s->model->final_norm->data, dim, info->norm_eps);
-        pmpd_forward_linear(s, s->model->classifier, s->xb, 1, s->logits);
+        pmpd_forward_logits(s, s->x + (n - 1) * dim);
     }
+}
+
+PMPD_INTERNAL void pmpd_forward_logits(pmpd_session *s, const float *x)
+{
+    const pmpd_model_info *info = &s->model->info;
+    pmpd_ops_rmsnorm(s->xb, x, (const float *)s->model->final_norm->data, info->dim, info->norm_eps);
+    pmpd_forward_linear(s, s->model->classifier, s->xb, 1, s->logits);
 }

@@ -19,7 +19,6 @@ PMPD_INTERNAL pmpd_status pmpd_linear_scratch_bytes(const pmpd_tensor *w, size_t
  * prepared input: item i is row i of the matrices laid end to end, each
  * rounded up to whole blocks of 4 so a granule never straddles two. */
 typedef struct pmpd_linear_group_job {
-    const pmpd_weight_format *format;
     const pmpd_tensor *const *w;
     float *const *y;
     size_t count, n_tokens;
@@ -32,48 +31,73 @@ static size_t pmpd_linear_padded_rows(const pmpd_tensor *w)
     return ((size_t)w->dims[0] + 3) / 4 * 4;
 }
 
-static void pmpd_linear_group_rows(void *ctx, size_t begin, size_t end, unsigned worker)
+PMPD_INTERNAL int pmpd_linear_group_shared(const pmpd_tensor *const *w, size_t count)
 {
-    const pmpd_linear_group_job *job = (const pmpd_linear_group_job *)ctx;
+    const pmpd_weight_format *f = pmpd_weight_format_of(w[0]->type);
+    size_t i;
+    int shared = f->rows != NULL;
+    for (i = 1; i < count && shared; i++)
+        shared = w[i]->type == w[0]->type && f->shares(w[0], w[i]);
+    return shared;
+}
+
+PMPD_INTERNAL size_t pmpd_linear_group_items(const pmpd_tensor *const *w, size_t count)
+{
+    size_t i, total = 0;
+    for (i = 0; i < count; i++)
+        total += pmpd_linear_padded_rows(w[i]);
+    return total;
+}
+
+PMPD_INTERNAL void pmpd_linear_group_prepare(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch,
+                                             pmpd_pool *pool)
+{
+    pmpd_weight_format_of(w->type)->prepare(w, x, n_tokens, scratch, pool);
+}
+
+PMPD_INTERNAL void pmpd_linear_group_rows(const pmpd_tensor *const *w, size_t count, const void *scratch,
+                                          const float *x, size_t n_tokens, float *const *y, size_t begin, size_t end)
+{
+    const pmpd_weight_format *f = pmpd_weight_format_of(w[0]->type);
     size_t i, first = 0;
-    (void)worker;
-    for (i = 0; i < job->count && first < end; i++) {
-        size_t rows = (size_t)job->w[i]->dims[0], span = pmpd_linear_padded_rows(job->w[i]);
+    for (i = 0; i < count && first < end; i++) {
+        size_t rows = (size_t)w[i]->dims[0], span = pmpd_linear_padded_rows(w[i]);
         size_t lo = begin > first ? begin - first : 0, hi = end - first < rows ? end - first : rows;
         if (lo < hi)
-            job->format->rows(job->w[i], job->scratch, job->x, job->n_tokens, job->y[i], lo, hi);
+            f->rows(w[i], scratch, x, n_tokens, y[i], lo, hi);
         first += span;
     }
+}
+
+static void pmpd_linear_group_task(void *ctx, size_t begin, size_t end, unsigned worker)
+{
+    const pmpd_linear_group_job *job = (const pmpd_linear_group_job *)ctx;
+    (void)worker;
+    pmpd_linear_group_rows(job->w, job->count, job->scratch, job->x, job->n_tokens, job->y, begin, end);
 }
 
 PMPD_INTERNAL void pmpd_linear_group(const pmpd_tensor *const *w, size_t count, const float *x, size_t n_tokens,
                                      float *const *y, void *scratch, pmpd_pool *pool, unsigned bits)
 {
-    const pmpd_weight_format *f = pmpd_weight_format_of(w[0]->type);
     pmpd_linear_group_job job;
-    size_t i, total = 0;
-    int shared = f->rows != NULL;
-    for (i = 1; i < count && shared; i++)
-        shared = w[i]->type == w[0]->type && f->shares(w[0], w[i]);
-    if (!shared) {
+    size_t i;
+    if (!pmpd_linear_group_shared(w, count)) {
         for (i = 0; i < count; i++)
             pmpd_linear(w[i], x, n_tokens, y[i], scratch, pool, bits);
         return;
     }
-    for (i = 0; i < count; i++)
-        total += pmpd_linear_padded_rows(w[i]);
     /* A group is traced under its first matrix's name. */
     pmpd_trace_label(pmpd_pool_get_trace(pool), w[0]->name, w[0]->name_length, "quantize");
-    f->prepare(w[0], x, n_tokens, scratch, pool);
+    pmpd_linear_group_prepare(w[0], x, n_tokens, scratch, pool);
     pmpd_trace_label(pmpd_pool_get_trace(pool), w[0]->name, w[0]->name_length, "product");
-    job.format = f;
     job.w = w;
     job.y = y;
     job.count = count;
     job.n_tokens = n_tokens;
     job.x = x;
     job.scratch = scratch;
-    pmpd_pool_run_weighed(pool, pmpd_linear_group_rows, &job, total, 4, (size_t)w[0]->dims[1] * n_tokens);
+    pmpd_pool_run_weighed(pool, pmpd_linear_group_task, &job, pmpd_linear_group_items(w, count), 4,
+                          (size_t)w[0]->dims[1] * n_tokens);
 }
 
 PMPD_INTERNAL void pmpd_linear(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y, void *scratch,

@@ -3,10 +3,14 @@
  * the caller's, so the planned figure is exact by construction. */
 #include "pmpd_impl/model/session.h"
 
+#include <string.h>
+
 #include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/model/linear.h"
+#include "pmpd_impl/model/prefill_graph.h"
 
 #define PMPD_SESSION_DEFAULT_BATCH 128u
+#define PMPD_PREFILL_MAX_IN_FLIGHT 8u
 
 void pmpd_session_config_init(pmpd_session_config *config)
 {
@@ -18,6 +22,8 @@ void pmpd_session_config_init(pmpd_session_config *config)
     config->n_threads = 0;
     config->kv_window = 0;
     config->trace_events = 0;
+    config->prefill_in_flight = 0;
+    config->float_threads = 0;
 }
 
 unsigned pmpd_max_threads(void)
@@ -44,6 +50,11 @@ static pmpd_status pmpd_session_resolve(const pmpd_model *model, const pmpd_sess
     if (out->n_threads == 0)
         out->n_threads = 1;
     if (out->n_threads > PMPD_MAX_THREADS)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    if (out->prefill_in_flight == 0)
+        out->prefill_in_flight = PMPD_SESSION_DEFAULT_IN_FLIGHT;
+    if (out->prefill_in_flight > PMPD_PREFILL_MAX_IN_FLIGHT ||
+        (out->float_threads != 0 && out->float_threads >= out->n_threads))
         return PMPD_ERR_INVALID_ARGUMENT;
     return PMPD_OK;
 }
@@ -111,10 +122,10 @@ static pmpd_status pmpd_session_layout(const pmpd_model *model, const pmpd_sessi
                                        pmpd_arena *arena, pmpd_session *s, pmpd_session **where)
 {
     const pmpd_model_info *info = &model->info;
-    size_t batch = config->prefill_batch, scratch_bytes, attend_bytes, attend_total;
-    size_t q_dim = (size_t)info->n_heads * info->head_dim;
-    size_t kv_dim = (size_t)info->n_kv_heads * info->head_dim;
-    void *p;
+    size_t batch = config->prefill_batch, scratch_bytes = 0, attend_bytes, attend_total;
+    pmpd_chunk_buffers slots[PMPD_PREFILL_MAX_IN_FLIGHT];
+    unsigned slot;
+    void *p = NULL;
     pmpd_status st;
 
     st = pmpd_arena_alloc(arena, sizeof(pmpd_session), PMPD_ARENA_ALIGNMENT, &p);
@@ -134,21 +145,38 @@ static pmpd_status pmpd_session_layout(const pmpd_model *model, const pmpd_sessi
     s->linear_observer = NULL;
     s->linear_observer_context = NULL;
 
+    s->chunks = NULL;
+    s->schedule = NULL;
+
     st = pmpd_kv_cache_init(&s->kv, arena, config->kv_type, info->n_layers, info->n_kv_heads,
                             info->head_dim, config->context_length, model, config->kv_window);
-    if (st == PMPD_OK) st = pmpd_session_floats(arena, batch, info->dim, &s->x);
-    if (st == PMPD_OK) st = pmpd_session_floats(arena, batch, info->dim, &s->xb);
-    if (st == PMPD_OK) st = pmpd_session_floats(arena, batch, q_dim, &s->q);
-    if (st == PMPD_OK) st = pmpd_session_floats(arena, batch, kv_dim, &s->k);
-    if (st == PMPD_OK) st = pmpd_session_floats(arena, batch, kv_dim, &s->v);
-    if (st == PMPD_OK) st = pmpd_session_floats(arena, batch, q_dim, &s->att);
-    if (st == PMPD_OK) st = pmpd_session_floats(arena, batch, info->hidden_dim, &s->hb);
-    if (st == PMPD_OK) st = pmpd_session_floats(arena, batch, info->hidden_dim, &s->hb2);
-    if (st == PMPD_OK) st = pmpd_session_floats(arena, batch, info->head_dim / 2, &s->rope_cos);
-    if (st == PMPD_OK) st = pmpd_session_floats(arena, batch, info->head_dim / 2, &s->rope_sin);
+    if (st == PMPD_OK)
+        st = pmpd_session_linear_scratch(model, batch, config->n_threads, &scratch_bytes);
+    if (st == PMPD_OK)
+        st = pmpd_arena_alloc_array(arena, config->prefill_in_flight, sizeof(pmpd_chunk_buffers),
+                                    PMPD_ARENA_ALIGNMENT, &p);
+    for (slot = 0; st == PMPD_OK && slot < config->prefill_in_flight; slot++)
+        st = pmpd_chunk_buffers_alloc(arena, info, batch, scratch_bytes, &slots[slot]);
+    if (st == PMPD_OK && p) { /* p is NULL when measuring */
+        s->chunks = (pmpd_chunk_buffers *)p;
+        memcpy(s->chunks, slots, config->prefill_in_flight * sizeof(pmpd_chunk_buffers));
+    }
+    if (st == PMPD_OK && config->prefill_in_flight > 1)
+        st = pmpd_chunk_schedule_create(arena, config->prefill_in_flight, &s->schedule);
     if (st == PMPD_OK) st = pmpd_session_floats(arena, 1, info->vocab_size, &s->logits);
     if (st != PMPD_OK)
         return st;
+    s->x = slots[0].x;
+    s->xb = slots[0].xb;
+    s->q = slots[0].q;
+    s->k = slots[0].k;
+    s->v = slots[0].v;
+    s->att = slots[0].att;
+    s->hb = slots[0].hb;
+    s->hb2 = slots[0].hb2;
+    s->rope_cos = slots[0].rope_cos;
+    s->rope_sin = slots[0].rope_sin;
+    s->linear_scratch = slots[0].linear_scratch;
 
     st = pmpd_kv_cache_attend_scratch_bytes(&s->kv, &attend_bytes);
     if (st != PMPD_OK)
@@ -160,12 +188,7 @@ static pmpd_status pmpd_session_layout(const pmpd_model *model, const pmpd_sessi
     if (st != PMPD_OK)
         return st;
     s->attend_scratch = (unsigned char *)p;
-
-    st = pmpd_session_linear_scratch(model, batch, config->n_threads, &scratch_bytes);
-    if (st != PMPD_OK)
-        return st;
-    st = pmpd_arena_alloc(arena, scratch_bytes, PMPD_ARENA_ALIGNMENT, &s->linear_scratch);
-    return st == PMPD_OK ? pmpd_session_pad(arena) : st;
+    return pmpd_session_pad(arena);
 }
 
 pmpd_status pmpd_session_plan(const pmpd_model *model, const pmpd_session_config *config,
@@ -262,14 +285,21 @@ static pmpd_status pmpd_session_run(pmpd_session *session, const int32_t *tokens
     if (st != PMPD_OK)
         return st;
     session->weight_bits = bits;
+    if (!all_logits && n_tokens > session->config.prefill_batch && pmpd_prefill_graph_applies(session)) {
+        pmpd_prefill_graph_run(session, tokens, n_tokens);
+        done = n_tokens;
+    }
     while (done < n_tokens) {
         size_t n = n_tokens - done;
         if (n > session->config.prefill_batch)
             n = session->config.prefill_batch;
+        if (n_tokens > 1)
+            pmpd_trace_chunk(session->trace, (uint32_t)(done / session->config.prefill_batch));
         pmpd_forward(session, tokens + done, n, done + n == n_tokens,
                      all_logits ? all_logits + done * session->model->info.vocab_size : NULL);
         done += n;
     }
+    pmpd_trace_chunk(session->trace, PMPD_TRACE_NO_CHUNK);
     session->has_logits = 1;
     if (logits)
         *logits = session->logits;

@@ -5,6 +5,7 @@
 
 #include "pmpd.h"
 #include "pmpd_impl/core/config.h"
+#include "pmpd_impl/exec/chunk_schedule.h"
 #include "pmpd_impl/exec/pool.h"
 #include "pmpd_impl/model/kv_cache.h"
 #include "pmpd_impl/model/model.h"
@@ -46,6 +47,11 @@ struct pmpd_session {
     uint32_t decode_step;
     pmpd_linear_observer linear_observer; /* NULL outside calibration */
     void *linear_observer_context;
+    /* The out-of-order prefill (prefill_graph.h): config.prefill_in_flight
+     * chunk slots, the first being the buffers above, and their schedule
+     * (NULL with one slot). */
+    struct pmpd_chunk_buffers *chunks;
+    pmpd_chunk_schedule *schedule;
 };
 
 #define PMPD_SESSION_LIVE 0x706d7064u
@@ -57,5 +63,15 @@ struct pmpd_session {
  * floats there (the last row then also in session->logits if asked). */
 PMPD_INTERNAL void pmpd_forward(pmpd_session *session, const int32_t *tokens, size_t n, int want_logits,
                                 float *all_logits);
+
+/* The parts of pmpd_forward the out-of-order prefill (prefill_graph.c)
+ * runs as its own steps.  attend: attention items [begin, end) of a batch
+ * at layer (item = token * n_kv_heads + KV head: the token's query heads
+ * of that group), queries q and outputs att in the batch's rows, the
+ * batch's first token at first_position, on pool thread worker.  logits:
+ * session->logits from the residual row x of the last token. */
+PMPD_INTERNAL void pmpd_forward_attend(pmpd_session *session, uint32_t layer, size_t first_position,
+                                       const float *q, float *att, size_t begin, size_t end, unsigned worker);
+PMPD_INTERNAL void pmpd_forward_logits(pmpd_session *session, const float *x);
 
 #endif
