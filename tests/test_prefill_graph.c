@@ -130,7 +130,7 @@ static void test_runs_out_of_order(void **state)
     pmpd_session_config c = config_of(8, 1, 2, 0, PMPD_KV_F32);
     const pmpd_model *m = models[0].model;
     const pmpd_trace_event *events;
-    size_t count, dropped, i, first_product = (size_t)-1, first_chunk1 = (size_t)-1, rope_kv[3] = {0};
+    size_t count, dropped, i, first_product = (size_t)-1, first_chunk1 = (size_t)-1, kv_writes[3] = {0};
     int32_t tokens[20];
     const float *logits;
     void *memory;
@@ -149,19 +149,19 @@ static void test_runs_out_of_order(void **state)
             first_product = i;
         if (e->chunk == 1 && first_chunk1 == (size_t)-1)
             first_chunk1 = i;
-        if (e->name_length == 7 && memcmp(e->name, "rope+kv", 7) == 0) {
+        if (e->name_length == 8 && memcmp(e->name, "kv-write", 8) == 0) {
             assert_true(e->chunk < 3);
-            rope_kv[e->chunk]++;
+            kv_writes[e->chunk]++;
         }
     }
     assert_true(first_chunk1 < first_product);
     for (i = 0; i < 3; i++)
-        assert_int_equal(rope_kv[i], m->info.n_layers);
+        assert_int_equal(kv_writes[i], m->info.n_layers);
     test_session_close(s, memory);
 }
 
-/* Nested weights have no two-part product: the in-order path runs (no
- * "rope+kv" step in the trace), with the same logits as in flight 1. */
+/* Nested weights have no two-part product: with two chunks in flight the
+ * session runs in order, with the same logits as in flight 1. */
 static void test_nested_runs_in_order(void **state)
 {
     test_opened_model nested;

@@ -178,7 +178,8 @@ static void test_events_name_real_steps(void **state)
             /* The in-order steps, and the out-of-order prefill's
              * (prefill_graph.c). */
             assert_true(name_is(e, "rmsnorm") || name_is(e, "swiglu") || name_is(e, "add") ||
-                        name_is(e, "embedding") || name_is(e, "rope+kv") || name_is(e, "add+rmsnorm"));
+                        name_is(e, "embedding") || name_is(e, "rope") || name_is(e, "kv-write") ||
+                        name_is(e, "add+rmsnorm"));
         }
         /* The prompt's chunks are numbered; decode steps have none. */
         assert_true(e->chunk == PMPD_TRACE_NO_CHUNK || e->chunk < (PROMPT + config.prefill_batch - 1) / config.prefill_batch);

@@ -311,10 +311,6 @@ PMPD_INTERNAL void pmpd_pool_run(pmpd_pool *pool, pmpd_pool_task task, void *ctx
 {
     if (n_items == 0)
         return;
-    if (!pool) {
-        task(ctx, 0, n_items, 0);
-        return;
-    }
     if (granule == 0)
         granule = 1;
     if (pool->n_threads == 1 || n_items <= granule) {
@@ -351,11 +347,9 @@ PMPD_INTERNAL void pmpd_pool_run_weighed(pmpd_pool *pool, pmpd_pool_task task, v
                                          size_t granule, size_t item_work)
 {
     /* Compared by division, so a huge job cannot overflow into a small one. */
-    if (!pool || n_items == 0 || item_work == 0 || n_items < PMPD_POOL_MIN_PARALLEL_WORK / item_work) {
-        if (n_items > 0 && pool)
+    if (n_items == 0 || item_work == 0 || n_items < PMPD_POOL_MIN_PARALLEL_WORK / item_work) {
+        if (n_items > 0)
             pmpd_pool_call(pool, task, ctx, 0, n_items, 0);
-        else if (n_items > 0)
-            task(ctx, 0, n_items, 0);
         return;
     }
     pmpd_pool_run(pool, task, ctx, n_items, granule);

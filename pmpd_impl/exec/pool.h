@@ -41,8 +41,7 @@ PMPD_INTERNAL pmpd_status pmpd_pool_create(pmpd_arena *arena, unsigned n_threads
  * n_items / n_threads items, and, for jobs of at least 8 granules per
  * thread, a quarter of the items in smaller ranges to whichever thread is
  * free first.  granule 0 is treated as 1.  Not reentrant: one job at a
- * time per pool.  pool NULL: the calling thread runs the whole range as
- * worker 0 (for work already inside another job). */
+ * time per pool. */
 PMPD_INTERNAL void pmpd_pool_run(pmpd_pool *pool, pmpd_pool_task task, void *ctx,
                                  size_t n_items, size_t granule);
 

@@ -49,10 +49,35 @@ PMPD_INTERNAL size_t pmpd_linear_group_items(const pmpd_tensor *const *w, size_t
     return total;
 }
 
+typedef struct pmpd_linear_prepare_job {
+    const pmpd_tensor *w;
+    const float *x;
+    size_t n_tokens;
+    void *scratch;
+} pmpd_linear_prepare_job;
+
+static void pmpd_linear_prepare_task(void *ctx, size_t begin, size_t end, unsigned worker)
+{
+    const pmpd_linear_prepare_job *job = (const pmpd_linear_prepare_job *)ctx;
+    pmpd_linear_group_prepare_tokens(job->w, job->x, job->n_tokens, job->scratch, begin, end, worker);
+}
+
+PMPD_INTERNAL void pmpd_linear_group_prepare_tokens(const pmpd_tensor *w, const float *x, size_t n_tokens,
+                                                    void *scratch, size_t begin, size_t end, unsigned worker)
+{
+    pmpd_weight_format_of(w->type)->prepare(w, x, n_tokens, scratch, begin, end, worker);
+}
+
 PMPD_INTERNAL void pmpd_linear_group_prepare(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch,
                                              pmpd_pool *pool)
 {
-    pmpd_weight_format_of(w->type)->prepare(w, x, n_tokens, scratch, pool);
+    pmpd_linear_prepare_job job;
+    job.w = w;
+    job.x = x;
+    job.n_tokens = n_tokens;
+    job.scratch = scratch;
+    /* Prefill converts many tokens: split them too, in pairs. */
+    pmpd_pool_run_weighed(pool, pmpd_linear_prepare_task, &job, n_tokens, 2, (size_t)w->dims[1]);
 }
 
 PMPD_INTERNAL void pmpd_linear_group_rows(const pmpd_tensor *const *w, size_t count, const void *scratch,

@@ -55,13 +55,16 @@ PMPD_INTERNAL void pmpd_linear_group(const pmpd_tensor *const *w, size_t count, 
  * (the out-of-order prefill, model/prefill_graph.c).  shared: whether the
  * matrices can share one prepared input (then the parts below apply);
  * items: the row job's size (rows of all matrices end to end, each rounded
- * up to 4); prepare: converts x into scratch (split over pool, or on the
- * calling thread when pool is NULL); rows: items [begin, end) (begin a
+ * up to 4); prepare: converts x into scratch (split over pool); rows: items [begin, end) (begin a
  * multiple of 4) on the calling thread. */
 PMPD_INTERNAL int pmpd_linear_group_shared(const pmpd_tensor *const *w, size_t count);
 PMPD_INTERNAL size_t pmpd_linear_group_items(const pmpd_tensor *const *w, size_t count);
 PMPD_INTERNAL void pmpd_linear_group_prepare(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch,
                                              pmpd_pool *pool);
+/* prepare's part for tokens [begin, end) (begin even), on pool thread
+ * worker. */
+PMPD_INTERNAL void pmpd_linear_group_prepare_tokens(const pmpd_tensor *w, const float *x, size_t n_tokens,
+                                                    void *scratch, size_t begin, size_t end, unsigned worker);
 PMPD_INTERNAL void pmpd_linear_group_rows(const pmpd_tensor *const *w, size_t count, const void *scratch,
                                           const float *x, size_t n_tokens, float *const *y, size_t begin, size_t end);
 

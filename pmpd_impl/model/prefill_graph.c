@@ -10,6 +10,7 @@ enum {
     PMPD_STEP_NORM,
     PMPD_STEP_QUANTIZE_QKV,
     PMPD_STEP_QKV,
+    PMPD_STEP_ROPE,
     PMPD_STEP_KV,
     PMPD_STEP_ATTENTION,
     PMPD_STEP_QUANTIZE_O,
@@ -105,9 +106,9 @@ static void pmpd_prefill_product_of(const pmpd_prefill_graph *g, size_t chunk, u
 
 /* Work items of a step and items per tile.  Products get about four
  * tiles per thread (whole blocks of 4 rows, at least 16), so a thread that
- * finishes early finds more; token steps one even range per thread (pairs
- * of tokens share bytes in some prepared inputs); attention two ranges per
- * thread. */
+ * finishes early finds more; token steps (quantization included) one even
+ * range per thread (pairs of tokens share bytes in some prepared inputs);
+ * attention two ranges per thread. */
 static void pmpd_prefill_tiling(const pmpd_prefill_graph *g, size_t chunk, uint32_t layer, unsigned kind,
                                 size_t *items, size_t *per_tile)
 {
@@ -128,11 +129,7 @@ static void pmpd_prefill_tiling(const pmpd_prefill_graph *g, size_t chunk, uint3
         *items = n * g->s->model->info.n_kv_heads;
         *per_tile = (*items + 2 * t - 1) / (2 * t);
         return;
-    case PMPD_STEP_QUANTIZE_QKV:
     case PMPD_STEP_KV:
-    case PMPD_STEP_QUANTIZE_O:
-    case PMPD_STEP_QUANTIZE_GATE_UP:
-    case PMPD_STEP_QUANTIZE_DOWN:
         *items = *per_tile = 1;
         return;
     default:
@@ -187,17 +184,15 @@ static void pmpd_prefill_describe(void *ctx, size_t chunk, size_t step, pmpd_chu
                                                : PMPD_CHUNK_NO_WAIT;
 }
 
-/* Bias, rope and the KV write of a whole chunk (the cache takes positions
- * in order, so this step is one tile). */
-static void pmpd_prefill_kv(const pmpd_prefill_graph *g, size_t chunk, uint32_t layer)
+/* Bias and rope of tokens [begin, end) of a chunk. */
+static void pmpd_prefill_rope(const pmpd_prefill_graph *g, size_t chunk, uint32_t layer, size_t begin, size_t end)
 {
-    pmpd_session *s = g->s;
-    const pmpd_model_info *info = &s->model->info;
-    const pmpd_layer_weights *w = &s->model->layers[layer];
+    const pmpd_model_info *info = &g->s->model->info;
+    const pmpd_layer_weights *w = &g->s->model->layers[layer];
     pmpd_chunk_buffers *b = pmpd_prefill_buffers(g, chunk);
-    size_t n = pmpd_prefill_chunk_tokens(g, chunk), head_dim = info->head_dim, half = head_dim / 2, t;
+    size_t head_dim = info->head_dim, half = head_dim / 2, t;
     size_t q_dim = (size_t)info->n_heads * head_dim, kv_dim = (size_t)info->n_kv_heads * head_dim;
-    for (t = 0; t < n; t++) {
+    for (t = begin; t < end; t++) {
         if (w->bq) {
             pmpd_ops_add(b->q + t * q_dim, (const float *)w->bq->data, q_dim);
             pmpd_ops_add(b->k + t * kv_dim, (const float *)w->bk->data, kv_dim);
@@ -206,7 +201,6 @@ static void pmpd_prefill_kv(const pmpd_prefill_graph *g, size_t chunk, uint32_t 
         g->rope(b->q + t * q_dim, info->n_heads, head_dim, b->rope_cos + t * half, b->rope_sin + t * half);
         g->rope(b->k + t * kv_dim, info->n_kv_heads, head_dim, b->rope_cos + t * half, b->rope_sin + t * half);
     }
-    pmpd_kv_cache_write(&s->kv, layer, g->first_position + chunk * g->chunk_tokens, n, b->k, b->v);
 }
 
 /* Token-wise steps over tokens [begin, end) of a chunk. */
@@ -264,7 +258,7 @@ static void pmpd_prefill_run(void *ctx, size_t chunk, size_t step, size_t tile, 
     case PMPD_STEP_QUANTIZE_GATE_UP:
     case PMPD_STEP_QUANTIZE_DOWN:
         pmpd_prefill_product_of(g, chunk, layer, kind, &p);
-        pmpd_linear_group_prepare(p.w[0], p.x, n, b->linear_scratch, NULL);
+        pmpd_linear_group_prepare_tokens(p.w[0], p.x, n, b->linear_scratch, begin, end, thread);
         break;
     case PMPD_STEP_QKV:
     case PMPD_STEP_O:
@@ -273,8 +267,11 @@ static void pmpd_prefill_run(void *ctx, size_t chunk, size_t step, size_t tile, 
         pmpd_prefill_product_of(g, chunk, layer, kind, &p);
         pmpd_linear_group_rows(p.w, p.count, b->linear_scratch, p.x, n, p.y, begin, end);
         break;
-    case PMPD_STEP_KV:
-        pmpd_prefill_kv(g, chunk, layer);
+    case PMPD_STEP_ROPE:
+        pmpd_prefill_rope(g, chunk, layer, begin, end);
+        break;
+    case PMPD_STEP_KV: /* the cache takes positions in order: one tile */
+        pmpd_kv_cache_write(&s->kv, layer, g->first_position + chunk * g->chunk_tokens, n, b->k, b->v);
         break;
     case PMPD_STEP_ATTENTION:
         pmpd_forward_attend(s, layer, g->first_position + chunk * g->chunk_tokens, b->q, b->att, begin, end,
@@ -289,7 +286,7 @@ static void pmpd_prefill_run(void *ctx, size_t chunk, size_t step, size_t tile, 
 static void pmpd_prefill_label(void *ctx, size_t chunk, size_t step, const char **name, uint32_t *name_length,
                                uint32_t *layer, const char **category)
 {
-    static const char *const names[] = {"rmsnorm", "", "", "rope+kv", "attention", "", "",
+    static const char *const names[] = {"rmsnorm", "", "", "rope", "kv-write", "attention", "", "",
                                         "add+rmsnorm", "", "", "swiglu", "", "", "add"};
     const pmpd_prefill_graph *g = (const pmpd_prefill_graph *)ctx;
     unsigned kind;

@@ -9,9 +9,9 @@
  *
  * Steps of one layer, with their lane (exec/chunk_schedule.h):
  *   norm (float) -> quantize q/k/v input (float) -> q/k/v rows (int8)
- *   -> bias, rope, KV write (float; after the previous chunk's attention
- *      at this layer, so chunks write the cache in order and never under
- *      a reader) -> attention (float) -> quantize (float) -> output rows
+ *   -> bias + rope (float) -> KV write (float, one tile; after the previous
+ *      chunk's attention at this layer, so chunks write the cache in order
+ *      and never under a reader) -> attention (float) -> quantize (float) -> output rows
  *   (int8) -> residual + norm (float) -> quantize (float) -> gate/up rows
  *   (int8) -> SwiGLU (float) -> quantize (float) -> down rows (int8)
  *   -> residual (float).

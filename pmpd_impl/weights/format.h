@@ -64,12 +64,16 @@ typedef struct pmpd_weight_format {
 
     /* The product in two steps, so that matrices reading one input (q, k
      * and v; gate and up) convert it once and share one pool job
-     * (model/linear.c): prepare converts x (n_tokens rows of cols floats)
-     * into scratch, split over the pool; rows computes y[t * rows + r] for
+     * (model/linear.c): prepare converts tokens [begin, end) of x (n_tokens
+     * rows of cols floats; begin even: some formats pack token pairs) into
+     * scratch, on the calling thread, using the working memory of pool
+     * thread `worker` (scratch was planned for n_threads threads); the
+     * caller splits the tokens over threads.  rows computes y[t * rows + r] for
      * r in [begin, end) (begin a multiple of 4) from what prepare made, on
      * one thread.  shares says whether b can use what prepare made for a.
      * NULL for formats that give linear. */
-    void (*prepare)(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch, pmpd_pool *pool);
+    void (*prepare)(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch, size_t begin, size_t end,
+                    unsigned worker);
     void (*rows)(const pmpd_tensor *w, const void *scratch, const float *x, size_t n_tokens, float *y, size_t begin,
                  size_t end);
     int (*shares)(const pmpd_tensor *a, const pmpd_tensor *b);

@@ -1,18 +1,5 @@
 #include "pmpd_impl/weights/grouped/qlinear.h"
 
-typedef struct pmpd_qlinear_job {
-    pmpd_qact *act;
-    const float *x;
-    size_t cols;
-} pmpd_qlinear_job;
-
-static void pmpd_qlinear_quantize(void *ctx, size_t begin, size_t end, unsigned worker)
-{
-    const pmpd_qlinear_job *job = (const pmpd_qlinear_job *)ctx;
-    (void)worker;
-    pmpd_qact_quantize_tokens(job->act, job->x, job->cols, job->cols, begin, end);
-}
-
 static pmpd_qmatrix pmpd_qlinear_matrix(const pmpd_tensor *w)
 {
     pmpd_qmatrix m;
@@ -43,19 +30,15 @@ PMPD_INTERNAL pmpd_status pmpd_qlinear_scratch_bytes(size_t cols, size_t n_token
 }
 
 PMPD_INTERNAL void pmpd_qlinear_prepare(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch,
-                                        pmpd_pool *pool)
+                                        size_t begin, size_t end, unsigned worker)
 {
-    pmpd_qlinear_job job;
+    size_t cols = (size_t)w->dims[1];
     pmpd_qact act;
-    job.cols = (size_t)w->dims[1];
-    pmpd_qlinear_view(scratch, n_tokens, job.cols, &act);
-    job.act = &act;
-    job.x = x;
-    /* Prefill quantizes many tokens: split them too (pairs share bytes). */
-    if (n_tokens == 1)
-        pmpd_qact_quantize(&act, x, job.cols, n_tokens, job.cols);
-    else
-        pmpd_pool_run_weighed(pool, pmpd_qlinear_quantize, &job, n_tokens + (n_tokens & 1), 2, job.cols);
+    (void)worker;
+    pmpd_qlinear_view(scratch, n_tokens, cols, &act);
+    if (end == n_tokens)
+        end += n_tokens & 1; /* tokens are stored in pairs */
+    pmpd_qact_quantize_tokens(&act, x, cols, cols, begin, end);
 }
 
 PMPD_INTERNAL void pmpd_qlinear_rows(const pmpd_tensor *w, const void *scratch, size_t n_tokens, float *y,

@@ -11,32 +11,16 @@
 #include "pmpd_impl/weights/format.h"
 #include "pmpd_impl/weights/nuq/nuq.h"
 
-typedef struct pmpd_nuq_job {
+static void pmpd_nuq_prepare(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch, size_t begin,
+                             size_t end, unsigned worker)
+{
     pmpd_nuq_matrix m;
-    const float *x;
-    size_t n_tokens;
-    void *act;
-    float *work; /* padded floats per worker */
-} pmpd_nuq_job;
-
-static void pmpd_nuq_rotate_part(void *ctx, size_t begin, size_t end, unsigned worker)
-{
-    const pmpd_nuq_job *job = (const pmpd_nuq_job *)ctx;
-    pmpd_nuq_prepare_tokens(&job->m, job->x, begin, end, job->n_tokens, job->act,
-                            job->work + (size_t)worker * job->m.padded);
-}
-
-static void pmpd_nuq_prepare(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch, pmpd_pool *pool)
-{
-    pmpd_nuq_job job;
-    pmpd_nuq_bind(w->data, w->dims[0], w->dims[1], &job.m);
-    job.x = x;
-    job.n_tokens = n_tokens;
-    job.act = scratch;
-    /* After the prepared input, 4-byte aligned (nuq.h). */
-    job.work = (float *)(void *)((unsigned char *)scratch + pmpd_nuq_act_bytes(&job.m, n_tokens));
-    /* A transform costs about n log2 n adds: weigh it as 16 n. */
-    pmpd_pool_run_weighed(pool, pmpd_nuq_rotate_part, &job, n_tokens, 1, 16 * (size_t)job.m.padded);
+    float *work;
+    pmpd_nuq_bind(w->data, w->dims[0], w->dims[1], &m);
+    /* Per thread one rotated token, after the prepared input, 4-byte
+     * aligned (nuq.h). */
+    work = (float *)(void *)((unsigned char *)scratch + pmpd_nuq_act_bytes(&m, n_tokens));
+    pmpd_nuq_prepare_tokens(&m, x, begin, end, n_tokens, scratch, work + (size_t)worker * m.padded);
 }
 
 static void pmpd_nuq_rows(const pmpd_tensor *w, const void *scratch, const float *x, size_t n_tokens, float *y,

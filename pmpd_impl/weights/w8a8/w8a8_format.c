@@ -1,5 +1,5 @@
 /* The table row of W8A8 weights: activations quantized once with the
- * tensor's static scale (split over the pool for prefill), then the rows
+ * tensor's static scale (split over threads by tokens for prefill), then the rows
  * split over the pool in blocks of 4 (model/linear.c runs the two steps,
  * once for q, k and v together). */
 #include <string.h>
@@ -8,26 +8,14 @@
 #include "pmpd_impl/weights/format.h"
 #include "pmpd_impl/weights/w8a8/w8a8.h"
 
-typedef struct pmpd_w8a8_job {
+static void pmpd_w8a8_prepare(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch, size_t begin,
+                              size_t end, unsigned worker)
+{
     pmpd_w8a8_matrix m;
-    const float *x;
-    void *act;
-} pmpd_w8a8_job;
-
-static void pmpd_w8a8_quantize_part(void *ctx, size_t begin, size_t end, unsigned worker)
-{
-    const pmpd_w8a8_job *job = (const pmpd_w8a8_job *)ctx;
+    (void)n_tokens;
     (void)worker;
-    pmpd_w8a8_act_quantize(&job->m, job->x, begin, end, job->act);
-}
-
-static void pmpd_w8a8_prepare(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch, pmpd_pool *pool)
-{
-    pmpd_w8a8_job job;
-    pmpd_w8a8_bind(w->data, w->dims[0], w->dims[1], &job.m);
-    job.x = x;
-    job.act = scratch;
-    pmpd_pool_run_weighed(pool, pmpd_w8a8_quantize_part, &job, n_tokens, 1, job.m.cols);
+    pmpd_w8a8_bind(w->data, w->dims[0], w->dims[1], &m);
+    pmpd_w8a8_act_quantize(&m, x, begin, end, scratch);
 }
 
 static void pmpd_w8a8_rows(const pmpd_tensor *w, const void *scratch, const float *x, size_t n_tokens, float *y,
