@@ -13,9 +13,12 @@
 #   EXTRA        more pmpd-run options per configuration, ';'-separated
 #                (e.g. "--in-flight 2 --float-threads 1"; default none)
 #   ROUNDS       rounds, each running every configuration once (default 2)
-#   TOKENS       prompt tokens (default 512)
+#   TOKENS       prompt lengths in tokens (default 512; e.g. "64 512 1024")
 #   PROMPT       prompt text file (default README.md)
-#   LLAMA_BENCH, LLAMA_GGUF   llama-bench binary and model to time beside
+#   LLAMA_GGUF   a GGUF of the same model for llama.cpp, timed beside by
+#   LLAMA_BENCH  a llama-bench binary, or
+#   LLAMA_NPM    the folder make bench-compare installs node-llama-cpp in
+#                (build/bench-compare/npm)
 set -eu
 BUILD=${BUILD:-build}
 THREADS=${THREADS:-"1 2"}
@@ -30,31 +33,43 @@ rate() { # MODEL THREADS OPTIONS... -> tokens/s
     model=$1 threads=$2
     shift 2
     # shellcheck disable=SC2068  # options are words
-    "$BUILD/pmpd-run" "$model" --prompt-file "$PROMPT" --prompt-tokens "$TOKENS" -n 1 -t 0 --threads "$threads" $@ \
+    "$BUILD/pmpd-run" "$model" --prompt-file "$PROMPT" --prompt-tokens "$tokens" -n 1 -t 0 --threads "$threads" $@ \
         2>&1 >/dev/null | sed -n 's/.*prefill \([0-9.]*\) tokens\/s.*/\1/p'
 }
 
-printf 'round\tthreads\tmodel\tconfiguration\tprefill tokens/s\n'
+llama_rate() { # THREADS -> tokens/s
+    if [ -n "${LLAMA_BENCH:-}" ]; then
+        "$LLAMA_BENCH" -m "$LLAMA_GGUF" -p "$tokens" -n 0 -t "$1" -r 1 -o csv 2>/dev/null |
+            awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); if (h == "avg_ts") c = i }; next } c { gsub(/"/, "", $c); print $c }'
+    else
+        node "$LLAMA_NPM/llamacpp-bench.mjs" "$LLAMA_GGUF" prefill "$1" "$PROMPT" "$tokens" |
+            sed -n 's/.*"rate":\([0-9.e+-]*\).*/\1/p'
+    fi
+}
+
+printf 'round\ttokens\tthreads\tmodel\tconfiguration\tprefill tokens/s\n'
 round=1
 while [ "$round" -le "$ROUNDS" ]; do
-    for threads in $THREADS; do
-        if [ -n "${LLAMA_BENCH:-}" ]; then
-            r=$("$LLAMA_BENCH" -m "$LLAMA_GGUF" -p "$TOKENS" -n 0 -t "$threads" -r 1 -o csv 2>/dev/null |
-                awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); if (h == "avg_ts") c = i }; next } c { gsub(/"/, "", $c); print $c }')
-            printf '%s\t%s\t%s\tllama-bench\t%s\n' "$round" "$threads" "$(basename "$LLAMA_GGUF")" "$r"
-        fi
-        for model in "$@"; do
-            for f in $IN_FLIGHT; do
-                printf '%s\t%s\t%s\t--in-flight %s\t%s\n' "$round" "$threads" "$(basename "$model")" "$f" \
-                    "$(rate "$model" "$threads" --in-flight "$f")"
-            done
-            if [ -n "$EXTRA" ]; then
-                echo "$EXTRA" | tr ';' '\n' | while read -r options; do
-                    [ -n "$options" ] || continue
-                    printf '%s\t%s\t%s\t%s\t%s\n' "$round" "$threads" "$(basename "$model")" "$options" \
-                        "$(rate "$model" "$threads" $options)"
-                done
+    for tokens in $TOKENS; do
+        for threads in $THREADS; do
+            if [ -n "${LLAMA_BENCH:-}${LLAMA_NPM:-}" ]; then
+                printf '%s\t%s\t%s\t%s\tllama.cpp\t%s\n' "$round" "$tokens" "$threads" "$(basename "$LLAMA_GGUF")" \
+                    "$(llama_rate "$threads")"
             fi
+            for model in "$@"; do
+                for f in $IN_FLIGHT; do
+                    printf '%s\t%s\t%s\t%s\t--in-flight %s\t%s\n' "$round" "$tokens" "$threads" "$(basename "$model")" \
+                        "$f" "$(rate "$model" "$threads" --in-flight "$f")"
+                done
+                if [ -n "$EXTRA" ]; then
+                    echo "$EXTRA" | tr ';' '\n' | while read -r options; do
+                        [ -n "$options" ] || continue
+                        # shellcheck disable=SC2086  # options are words
+                        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$tokens" "$threads" "$(basename "$model")" \
+                            "$options" "$(rate "$model" "$threads" $options)"
+                    done
+                fi
+            done
         done
     done
     round=$((round + 1))
