@@ -486,6 +486,10 @@ typedef struct pmpd_convert_options {
      * (every input channel at the tensor's absmax scale); for measuring
      * what the shadow path buys. */
     int w8a8_no_shadow;
+    /* PMPD_TENSOR_W8A8 only: keep the shadow path in at most this many
+     * tensors, those whose output it helps most (ranked by the estimate in
+     * docs/w8a8.md); 0 = in every tensor with outlier channels. */
+    unsigned w8a8_shadow_tensors;
     /* 1: every matrix in the pmpd type nearest its GGUF tensor's type
      * (docs/models.md has the keep-closest table; other inputs' matrices stay f32);
      * type is then not used. */

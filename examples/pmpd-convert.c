@@ -133,7 +133,8 @@ static int usage(void)
     fprintf(stderr,
             "usage: pmpd-convert SOURCE OUT [--tokenizer FILE] [--type TYPE] [--bits SEED:PARENT]\n"
             "                    [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]\n"
-            "                    [--kv-codebooks SUB:BITS] [--ctx N] [--no-shadow] [--threads N]\n"
+            "                    [--kv-codebooks SUB:BITS] [--ctx N] [--no-shadow | --shadow-tensors N]\n"
+            "                    [--threads N]\n"
             "                    [--budget-bits B [--palette LIST] [--palette-flat]]\n"
             "  --kv-codebooks SUB:BITS  add PQ KV-cache codebooks (SUB 2 or 4, BITS 1-8), trained on the\n"
             "                           converted model (the float one with --pmpd-calibrate)\n"
@@ -145,6 +146,8 @@ static int usage(void)
             "                           of the sensitivity runs (default one per core)\n"
             "  --no-shadow              with --type w8a8: no shadow path for activation outliers (every\n"
             "                           input at its tensor's absmax scale), to measure what it buys\n"
+            "  --shadow-tensors N       with --type w8a8: keep the shadow path only in the N tensors where it\n"
+            "                           saves the most output error (estimated from the calibration ranges)\n"
             "  --budget-bits B          allocate a format per fusable group of each layer (q/k/v, output,\n"
             "                           gate/up, down) so the layers store at most B bits per weight, least\n"
             "                           predicted KL first (noise sensitivity x each format's error); the\n"
@@ -243,6 +246,8 @@ static int convert_parse(int argc, char **argv, convert_args *a)
                  a->convert.budget_bits <= 64.0;
         else if (!strcmp(o, "--palette")) ok = convert_parse_palette(v, a);
         else if (!strcmp(o, "--threads")) ok = sscanf(v, "%u", &a->convert.threads) == 1 && a->convert.threads > 0;
+        else if (!strcmp(o, "--shadow-tensors"))
+            ok = sscanf(v, "%u", &a->convert.w8a8_shadow_tensors) == 1 && a->convert.w8a8_shadow_tensors > 0;
         else if (!strcmp(o, "--ctx")) ok = sscanf(v, "%lu", &a->ctx) == 1 && a->ctx > 0;
         else if (!strcmp(o, "--kv-codebooks"))
             ok = (a->kv = sscanf(v, "%u:%u", &a->kv_sub, &a->kv_bits) == 2) && (a->kv_sub == 2 || a->kv_sub == 4) &&

@@ -181,7 +181,8 @@ static void make_outliers(pmpd_build_model *b)
 
 /* Imports model, optionally injects outliers, converts to type (w8a8 with
  * or without the shadow path) and opens it. */
-static void open_variant(const char *model, int outliers, uint32_t type, int no_shadow, test_opened_model *o)
+static void open_variant(const char *model, int outliers, uint32_t type, int no_shadow, unsigned shadow_tensors,
+                         test_opened_model *o)
 {
     pmpd_build_model b;
     pmpd_convert_options options;
@@ -191,6 +192,7 @@ static void open_variant(const char *model, int outliers, uint32_t type, int no_
     memset(&options, 0, sizeof options);
     options.type = (pmpd_tensor_type)type;
     options.w8a8_no_shadow = no_shadow;
+    options.w8a8_shadow_tensors = shadow_tensors;
     assert_int_equal(test_open_built(&b, &options, o), PMPD_OK);
 }
 
@@ -213,18 +215,26 @@ static void check_model(const char *model)
     size_t n = test_read_vector_ids("stories260K_bos_greedy.ids", ids, MAX_IDS), vocab;
     test_opened_model o;
     float *ref, *got;
-    double kl[3], top1[3];
+    double kl[5], top1[5];
+    unsigned keep[5] = {0, 0, 0, 0, 0}, layers;
     int v;
-    /* The float model with outliers: the oracle for all three. */
-    open_variant(model, 1, PMPD_TENSOR_F32, 0, &o);
+    /* The float model with outliers: the oracle for all. */
+    open_variant(model, 1, PMPD_TENSOR_F32, 0, 0, &o);
+    layers = pmpd_model_get_info(o.model)->n_layers;
     vocab = pmpd_model_get_info(o.model)->vocab_size;
     if (n > 128)
         n = 128;
     ref = test_forced_logits(o.model, ids, n);
     test_opened_close(&o);
-    for (v = 0; v < 3; v++) {
-        /* 0: plain model W8A8; 1: outliers, no shadow; 2: outliers, shadow. */
-        open_variant(model, v > 0, PMPD_TENSOR_W8A8, v == 1, &o);
+    /* Every layer has 5 tensors with hot channels (q, k, v, gate, up):
+     * variants 3 and 4 keep the shadow path in the most important half of
+     * them and in one per layer. */
+    keep[3] = 5 * layers / 2;
+    keep[4] = layers;
+    for (v = 0; v < 5; v++) {
+        /* 0: plain model W8A8; 1: outliers, no shadow; 2: outliers, shadow;
+         * 3, 4: outliers, shadow in keep[v] tensors. */
+        open_variant(model, v > 0, PMPD_TENSOR_W8A8, v == 1, keep[v], &o);
         got = test_forced_logits(o.model, ids, n);
         compare(ref, got, n, vocab, &kl[v], &top1[v]);
         free(got);
@@ -233,15 +243,19 @@ static void check_model(const char *model)
     print_message("%s, %zu teacher-forced positions, KL / top-1 vs the f32 model:\n"
                   "  W8A8 on the plain model        %.5f / %.3f\n"
                   "  outliers x%.0f, no shadow path %.5f / %.3f\n"
-                  "  outliers x%.0f, shadow path    %.5f / %.3f\n",
+                  "  outliers x%.0f, shadow path    %.5f / %.3f\n"
+                  "  the same, shadow in %2u tensors %.5f / %.3f\n"
+                  "  the same, shadow in %2u tensors %.5f / %.3f\n",
                   model, n, kl[0], top1[0], (double)OUTLIER_FACTOR, kl[1], top1[1], (double)OUTLIER_FACTOR, kl[2],
-                  top1[2]);
+                  top1[2], keep[3], kl[3], top1[3], keep[4], kl[4], top1[4]);
     /* No shadow: sharply worse (at least 10x the plain model's KL). */
     assert_true(kl[1] > 10.0 * kl[0]);
     /* Shadow: back within 2x the plain model's KL (+ a small floor), and
      * its top-1 within 3 points. */
     assert_true(kl[2] < 2.0 * kl[0] + 0.002);
     assert_true(top1[2] > top1[0] - 0.03);
+    /* Fewer shadow tensors: between all and none. */
+    assert_true(kl[3] < kl[1] && kl[4] < kl[1]);
     free(ref);
 }
 

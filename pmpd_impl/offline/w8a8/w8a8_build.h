@@ -78,13 +78,27 @@ typedef struct pmpd_w8a8_choice {
 PMPD_INTERNAL pmpd_status pmpd_w8a8_choose(const pmpd_w8a8_range *range, int shadow, double ratio,
                                            pmpd_w8a8_choice *out);
 
+/* What the shadow path of choice saves on the rows x cols matrix w whose
+ * input range is range: the expected squared output error of rounding
+ * every input at the absmax scale s0 minus that at the shadow scale s1,
+ * (s0^2 - s1^2) / 12 * sum of w^2, relative to the output's energy
+ * estimated as sum over channels of absmax_c^2 / 3 * sum_r w[r][c]^2 (each
+ * channel spread evenly over its range).  0 without hot channels.  The
+ * ranking of tensors by it decides where the shadow path stays. */
+PMPD_INTERNAL double pmpd_w8a8_shadow_importance(const pmpd_w8a8_range *range, const pmpd_w8a8_choice *choice,
+                                                 const float *w, size_t rows, size_t cols);
+
 /* Replaces every 2-D f32 matrix of b but the vocabulary ones (token
  * embedding, classifier: q8, as in the other quantized types) by W8A8 with
  * the choice pmpd_w8a8_choose makes from its recorded input range (ratio
- * PMPD_W8A8_OUTLIER_RATIO).  Errors: PMPD_ERR_INVALID_ARGUMENT (a matrix
- * without a range), PMPD_ERR_OUT_OF_MEMORY. */
+ * PMPD_W8A8_OUTLIER_RATIO); with shadow_tensors > 0, only that many
+ * tensors keep their hot channels, the ones of highest
+ * pmpd_w8a8_shadow_importance (the others take the absmax scale).  Errors:
+ * PMPD_ERR_INVALID_ARGUMENT (a matrix without a range),
+ * PMPD_ERR_OUT_OF_MEMORY. */
 #define PMPD_W8A8_OUTLIER_RATIO 16.0
-PMPD_INTERNAL pmpd_status pmpd_w8a8_build_convert(pmpd_build_model *b, const pmpd_w8a8_ranges *ranges, int shadow,
+PMPD_INTERNAL pmpd_status pmpd_w8a8_build_convert(pmpd_build_model *b, const pmpd_w8a8_ranges *ranges,
+                                                  unsigned shadow_tensors, int shadow,
                                                   void (*progress)(void *context, uint64_t done, uint64_t total),
                                                   void *context);
 

@@ -111,29 +111,100 @@ static int w8a8_is_vocabulary(const pmpd_build_tensor *t)
     return strcmp(t->name, "token_embd.weight") == 0 || strcmp(t->name, "output.weight") == 0;
 }
 
-PMPD_INTERNAL pmpd_status pmpd_w8a8_build_convert(pmpd_build_model *b, const pmpd_w8a8_ranges *ranges, int shadow,
+PMPD_INTERNAL double pmpd_w8a8_shadow_importance(const pmpd_w8a8_range *range, const pmpd_w8a8_choice *choice,
+                                                 const float *w, size_t rows, size_t cols)
+{
+    double s0 = range->absmax / 127.0, s1 = choice->activation_scale, weights = 0.0, energy = 0.0;
+    size_t r, c;
+    if (choice->n_hot == 0)
+        return 0.0;
+    for (c = 0; c < cols; c++) {
+        double column = 0.0, a = range->channel_absmax[c];
+        for (r = 0; r < rows; r++)
+            column += (double)w[r * cols + c] * w[r * cols + c];
+        weights += column;
+        energy += a * a / 3.0 * column;
+    }
+    return energy > 0.0 ? (s0 * s0 - s1 * s1) / 12.0 * weights / energy : 0.0;
+}
+
+/* The matrices W8A8 replaces. */
+static int w8a8_converts(const pmpd_build_tensor *t)
+{
+    return t->n_dims == 2 && t->type == PMPD_TENSOR_F32 && !w8a8_is_vocabulary(t);
+}
+
+/* Sorts tensor indices by decreasing importance (qsort has no context:
+ * offline, one conversion at a time). */
+static const double *w8a8_sort_importance;
+static int w8a8_compare_importance(const void *a, const void *b)
+{
+    double x = w8a8_sort_importance[*(const uint32_t *)a], y = w8a8_sort_importance[*(const uint32_t *)b];
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* keep[i] = whether tensor i keeps its shadow path: every tensor, or the
+ * shadow_tensors most important ones. */
+static pmpd_status w8a8_rank_shadows(const pmpd_build_model *b, const pmpd_w8a8_ranges *ranges,
+                                     unsigned shadow_tensors, unsigned char *keep)
+{
+    double *importance = (double *)calloc(b->n_tensors ? b->n_tensors : 1, sizeof *importance);
+    uint32_t *order = (uint32_t *)malloc((b->n_tensors ? b->n_tensors : 1) * sizeof *order), i;
+    pmpd_status st = importance && order ? PMPD_OK : PMPD_ERR_OUT_OF_MEMORY;
+    for (i = 0; st == PMPD_OK && i < b->n_tensors; i++) {
+        const pmpd_build_tensor *t = &b->tensors[i];
+        const pmpd_w8a8_range *range = w8a8_converts(t) ? pmpd_w8a8_range_find(ranges, t->name) : NULL;
+        pmpd_w8a8_choice choice;
+        order[i] = i;
+        keep[i] = 1;
+        if (!range || range->head.cols != t->dims[1])
+            continue; /* not converted, or refused by the caller */
+        st = pmpd_w8a8_choose(range, 1, PMPD_W8A8_OUTLIER_RATIO, &choice);
+        if (st == PMPD_OK)
+            importance[i] = pmpd_w8a8_shadow_importance(range, &choice, (const float *)(const void *)t->data,
+                                                        (size_t)t->dims[0], (size_t)t->dims[1]);
+        free(choice.hot);
+    }
+    if (st == PMPD_OK && shadow_tensors > 0) {
+        w8a8_sort_importance = importance;
+        qsort(order, b->n_tensors, sizeof *order, w8a8_compare_importance);
+        for (i = shadow_tensors; i < b->n_tensors; i++)
+            keep[order[i]] = 0;
+    }
+    free(importance);
+    free(order);
+    return st;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_w8a8_build_convert(pmpd_build_model *b, const pmpd_w8a8_ranges *ranges,
+                                                  unsigned shadow_tensors, int shadow,
                                                   void (*progress)(void *context, uint64_t done, uint64_t total),
                                                   void *context)
 {
     uint64_t total = 0, done = 0;
     uint32_t i;
+    unsigned char *keep = (unsigned char *)malloc(b->n_tensors ? b->n_tensors : 1);
+    pmpd_status st = keep ? PMPD_OK : PMPD_ERR_OUT_OF_MEMORY;
+    if (st == PMPD_OK && shadow)
+        st = w8a8_rank_shadows(b, ranges, shadow_tensors, keep);
     for (i = 0; i < b->n_tensors; i++)
-        total += b->tensors[i].n_dims == 2 && b->tensors[i].type == PMPD_TENSOR_F32 && !w8a8_is_vocabulary(&b->tensors[i]);
-    for (i = 0; i < b->n_tensors; i++) {
+        total += w8a8_converts(&b->tensors[i]);
+    for (i = 0; st == PMPD_OK && i < b->n_tensors; i++) {
         pmpd_build_tensor *t = &b->tensors[i];
         const pmpd_w8a8_range *range;
         pmpd_w8a8_choice choice;
         pmpd_w8a8_layout layout;
         unsigned char *out;
-        pmpd_status st;
-        if (t->n_dims != 2 || t->type != PMPD_TENSOR_F32 || w8a8_is_vocabulary(t))
+        if (!w8a8_converts(t))
             continue;
         range = pmpd_w8a8_range_find(ranges, t->name);
-        if (!range || range->head.cols != t->dims[1])
-            return PMPD_ERR_INVALID_ARGUMENT;
-        st = pmpd_w8a8_choose(range, shadow, PMPD_W8A8_OUTLIER_RATIO, &choice);
+        if (!range || range->head.cols != t->dims[1]) {
+            st = PMPD_ERR_INVALID_ARGUMENT;
+            break;
+        }
+        st = pmpd_w8a8_choose(range, shadow && keep[i], PMPD_W8A8_OUTLIER_RATIO, &choice);
         if (st != PMPD_OK)
-            return st;
+            break;
         out = NULL;
         st = pmpd_w8a8_compute_layout(t->dims[0], t->dims[1], choice.n_hot, &layout) != PMPD_OK ? PMPD_ERR_OVERFLOW
              : !(out = (unsigned char *)malloc(layout.total))                                   ? PMPD_ERR_OUT_OF_MEMORY
@@ -142,12 +213,15 @@ PMPD_INTERNAL pmpd_status pmpd_w8a8_build_convert(pmpd_build_model *b, const pmp
         free(choice.hot);
         if (st != PMPD_OK) {
             free(out);
-            return st;
+            break;
         }
         pmpd_build_replace_data(t, PMPD_TENSOR_W8A8, out, layout.total);
         if (progress)
             progress(context, ++done, total);
     }
+    free(keep);
+    if (st != PMPD_OK)
+        return st;
     /* The vocabulary matrices go to q8. */
     return pmpd_quant_build_convert(b, PMPD_TENSOR_Q8, NULL, NULL);
 }

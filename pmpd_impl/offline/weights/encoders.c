@@ -57,8 +57,8 @@ static pmpd_status pmpd_encode_w8a8(pmpd_build_model *b, const pmpd_convert_opti
         status = pmpd_w8a8_ranges_collect(opened.model, &config, &ranges);
     pmpd_build_close(&opened);
     if (status == PMPD_OK)
-        status = pmpd_w8a8_build_convert(b, &ranges, !options->w8a8_no_shadow, options->progress,
-                                         options->progress_context);
+        status = pmpd_w8a8_build_convert(b, &ranges, options->w8a8_no_shadow ? 0 : options->w8a8_shadow_tensors,
+                                         !options->w8a8_no_shadow, options->progress, options->progress_context);
     pmpd_w8a8_ranges_free(&ranges);
     return status;
 }
