@@ -452,6 +452,8 @@ typedef struct pmpd_palette_group_report {
     double fit_ratio;           /* (KL/e at the largest e) / (at the smallest): 1 if linear */
     double error;               /* err_g under the chosen format */
     uint64_t bytes;             /* stored bytes of the group's matrices */
+    uint64_t latency_ns;        /* under budget_latency_us: one token's products with
+                                   them in that format, measured (else 0) */
     uint64_t weights;           /* their elements */
 } pmpd_palette_group_report;
 
@@ -465,9 +467,13 @@ typedef struct pmpd_palette_report {
     const uint64_t *costs;      /* [n_groups][n_palette] bytes of every candidate */
     uint64_t weights;           /* elements of every layer matrix: the budget's base (the token
                                    embedding and classifier are not in it: q8 as with --type q4) */
-    uint64_t budget_bytes;      /* floor(budget_bits * weights / 8) */
+    uint64_t budget_bytes;      /* floor(budget_bits * weights / 8); 0 under a latency budget */
     uint64_t bytes;             /* what the choice stores (<= budget_bytes) */
-    double budget_bits, bits;   /* bits per weight asked and reached */
+    double budget_bits, bits;   /* bits per weight asked (0 under a latency budget) and reached */
+    const uint64_t *latencies;  /* under a latency budget, [n_groups][n_palette] nanoseconds of
+                                   every candidate (else NULL) */
+    double budget_latency_us, latency_us; /* the latency budget and the choice's predicted
+                                   layer-matrix time per decoded token, one thread (0 without) */
     double predicted_kl;        /* sum a_g * err_g: predicted next-token KL increase, nats */
     uint64_t cost_unit;         /* bytes per column of the DP table */
     int exact;                  /* 1: cost_unit is the gcd of the costs, the optimum is exact;
@@ -518,6 +524,12 @@ typedef struct pmpd_convert_options {
      * memory (a GGUF input is read whole).  A budget below the cheapest
      * assignment fails with PMPD_ERR_BUDGET, err saying the least. */
     double budget_bits;
+    /* > 0 instead of budget_bits: the allocation under a latency budget.
+     * The layer matrices' products for one decoded token, on one thread,
+     * take at most this many microseconds; each (shape, format)'s time is
+     * measured on this machine while converting, with the kernels this
+     * library was built with (weights read from memory, as in decode). */
+    double budget_latency_us;
     const pmpd_tensor_type *palette; /* candidates among f32, f16, q8, q4, q2cb, nuq; NULL: q8, q4, q2cb */
     uint32_t n_palette;
     /* [n_palette] or NULL: the width (2-4) of each PMPD_TENSOR_NUQ entry, so

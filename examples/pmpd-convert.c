@@ -135,7 +135,7 @@ static int usage(void)
             "                    [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]\n"
             "                    [--kv-codebooks SUB:BITS] [--ctx N] [--no-shadow | --shadow-tensors N]\n"
             "                    [--threads N]\n"
-            "                    [--budget-bits B [--palette LIST] [--palette-flat]]\n"
+            "                    [--budget-bits B | --budget-latency US [--palette LIST] [--palette-flat]]\n"
             "  --kv-codebooks SUB:BITS  add PQ KV-cache codebooks (SUB 2 or 4, BITS 1-8), trained on the\n"
             "                           converted model (the float one with --pmpd-calibrate)\n"
             "  --pmpd-calibrate         with --type anyprec: quantize from the float model and add the static\n"
@@ -152,6 +152,9 @@ static int usage(void)
             "                           gate/up, down) so the layers store at most B bits per weight, least\n"
             "                           predicted KL first (noise sensitivity x each format's error); the\n"
             "                           embedding and classifier stay q8, outside the budget\n"
+            "  --budget-latency US      the same under a time budget: the layer matrices' products for one\n"
+            "                           decoded token take at most US microseconds on one thread, each format\n"
+            "                           timed on this machine while converting\n"
             "  --palette LIST           with --budget-bits: the candidate formats, comma-separated, among\n"
             "                           f32 f16 q8 q4 q2cb nuq2 nuq3 nuq4 (default q8,q4,q2cb)\n"
             "  --palette-flat           with --budget-bits: no sensitivity run, each group weighs by its share of\n"
@@ -241,6 +244,9 @@ static int convert_parse(int argc, char **argv, convert_args *a)
         else if (!strcmp(o, "--epsilon")) ok = sscanf(v, "%lf", &a->schedule.epsilon) == 1;
         else if (!strcmp(o, "--prompts")) ok = sscanf(v, "%u", &a->schedule.sets.n_prompts) == 1;
         else if (!strcmp(o, "--output-length")) ok = sscanf(v, "%u", &a->schedule.sets.output_length) == 1;
+        else if (!strcmp(o, "--budget-latency"))
+            ok = sscanf(v, "%lf", &a->convert.budget_latency_us) == 1 && a->convert.budget_latency_us > 0.0 &&
+                 a->convert.budget_latency_us <= 1e9;
         else if (!strcmp(o, "--budget-bits"))
             ok = sscanf(v, "%lf", &a->convert.budget_bits) == 1 && a->convert.budget_bits > 0.0 &&
                  a->convert.budget_bits <= 64.0;
@@ -284,11 +290,16 @@ static void convert_allocated(void *context, const pmpd_palette_report *r)
 {
     uint32_t g, q;
     (void)context;
-    printf("pmpd-convert: bit allocation, budget %.3f bits per weight = %llu bytes over %llu layer weights\n"
-           "  (token embedding and classifier q8, outside the budget; sensitivity a = KL nats per unit of relative\n"
-           "  error energy, fitted through the origin; err = ||W - Q(W)||^2 / ||W||^2)\n",
-           r->budget_bits, (unsigned long long)r->budget_bytes, (unsigned long long)r->weights);
-    printf("  layer group        format  a          fit R2  slope ratio  err        bytes      err of");
+    if (r->latencies)
+        printf("pmpd-convert: bit allocation, budget %.1f us per token for the layer matrices (one thread, timed\n"
+               "  here: us = the chosen format's)\n", r->budget_latency_us);
+    else
+        printf("pmpd-convert: bit allocation, budget %.3f bits per weight = %llu bytes over %llu layer weights\n",
+               r->budget_bits, (unsigned long long)r->budget_bytes, (unsigned long long)r->weights);
+    printf("  (token embedding and classifier q8, outside the budget; sensitivity a = KL nats per unit of relative\n"
+           "  error energy, fitted through the origin; err = ||W - Q(W)||^2 / ||W||^2)\n");
+    printf("  layer group        format  a          fit R2  slope ratio  err        bytes     %s err of",
+           r->latencies ? "    us" : "");
     for (q = 0; q < r->n_palette; q++)
         printf(" %s", convert_format_name(r->palette[q], r->palette_bits[q]));
     printf("\n");
@@ -297,14 +308,22 @@ static void convert_allocated(void *context, const pmpd_palette_report *r)
         printf("  %5u %-12s %-6s  %.3e  %.4f  %11.3f  %.3e  %9llu ", (unsigned)x->layer, x->group,
                convert_format_name(x->type, x->bits), x->sensitivity, x->fit_r2, x->fit_ratio, x->error,
                (unsigned long long)x->bytes);
+        if (r->latencies)
+            printf("%7.1f", (double)x->latency_ns / 1000.0);
         for (q = 0; q < r->n_palette; q++)
             printf(" %.2e", r->errors[(size_t)g * r->n_palette + q]);
         printf("\n");
     }
-    printf("  reached %.4f bits per weight (%llu of %llu bytes); predicted KL increase %.5f nats per token;\n"
-           "  DP over %llu-byte cost units (%s)\n",
-           r->bits, (unsigned long long)r->bytes, (unsigned long long)r->budget_bytes, r->predicted_kl,
-           (unsigned long long)r->cost_unit, r->exact ? "exact" : "coarsened: optimal for costs rounded up");
+    if (r->latencies)
+        printf("  reached %.1f of %.1f us per token, %.4f bits per weight (%llu bytes); predicted KL increase\n"
+               "  %.5f nats per token; DP over %llu-ns cost units (%s)\n",
+               r->latency_us, r->budget_latency_us, r->bits, (unsigned long long)r->bytes, r->predicted_kl,
+               (unsigned long long)r->cost_unit, r->exact ? "exact" : "coarsened: optimal for costs rounded up");
+    else
+        printf("  reached %.4f bits per weight (%llu of %llu bytes); predicted KL increase %.5f nats per token;\n"
+               "  DP over %llu-byte cost units (%s)\n",
+               r->bits, (unsigned long long)r->bytes, (unsigned long long)r->budget_bytes, r->predicted_kl,
+               (unsigned long long)r->cost_unit, r->exact ? "exact" : "coarsened: optimal for costs rounded up");
     fflush(stdout);
 }
 
@@ -400,6 +419,7 @@ static int convert_fail(const char *input, const char *step, pmpd_status st, con
 
 int main(int argc, char **argv)
 {
+    int allocating;
     convert_args a;
     pmpd_convert_summary summary;
     pmpd_pq_calibration_options pq;
@@ -419,16 +439,23 @@ int main(int argc, char **argv)
     a.convert.progress_context = &a.view;
     a.convert.tensor_written = convert_tensor_written;
     a.convert.allocated = convert_allocated;
-    if (a.convert.budget_bits > 0.0 && (a.calibrate || a.convert.keep_closest)) {
-        fprintf(stderr, "pmpd-convert: --budget-bits chooses the formats: not with --pmpd-calibrate or keep-closest\n");
+    allocating = a.convert.budget_bits > 0.0 || a.convert.budget_latency_us > 0.0;
+    if (a.convert.budget_bits > 0.0 && a.convert.budget_latency_us > 0.0) {
+        fprintf(stderr, "pmpd-convert: --budget-bits and --budget-latency: one budget at a time\n");
         return 2;
     }
-    if ((a.convert.palette || a.convert.palette_flat) && !(a.convert.budget_bits > 0.0)) {
-        fprintf(stderr, "pmpd-convert: --palette and --palette-flat go with --budget-bits\n");
+    if (allocating && (a.calibrate || a.convert.keep_closest)) {
+        fprintf(stderr, "pmpd-convert: --budget-bits and --budget-latency choose the formats: not with --pmpd-calibrate "
+                        "or keep-closest\n");
         return 2;
     }
-    if (a.convert.budget_bits > 0.0)
-        fprintf(stderr, "pmpd-convert: bit allocation: noise sensitivity of every group, then each format's error\n");
+    if ((a.convert.palette || a.convert.palette_flat) && !allocating) {
+        fprintf(stderr, "pmpd-convert: --palette and --palette-flat go with --budget-bits or --budget-latency\n");
+        return 2;
+    }
+    if (allocating)
+        fprintf(stderr, "pmpd-convert: bit allocation: %snoise sensitivity of every group, then each format's error\n",
+                a.convert.budget_latency_us > 0.0 ? "each format's time on this machine, " : "");
     if (a.view.tty) {
         a.convert.progress = a.schedule.progress = convert_progress;
         a.schedule.step = convert_step;
@@ -462,7 +489,7 @@ int main(int argc, char **argv)
                (unsigned)summary.n_tensors, (unsigned long long)summary.bytes,
                (unsigned long long)summary.parameters,
                a.convert.keep_closest         ? "keep-closest"
-               : a.convert.budget_bits > 0.0 ? "allocated"
+               : allocating                   ? "allocated"
                                               : pmpd_tensor_type_name(a.convert.type));
 
     /* 2. KV codebooks, trained on what step 1 made */

@@ -10,7 +10,11 @@
  *    width;
  *  - --palette-flat (no sensitivities) also stays within the budget;
  *  - a budget below the cheapest assignment fails with PMPD_ERR_BUDGET
- *    and a message giving the least, leaving no file.
+ *    and a message giving the least, leaving no file;
+ *  - under a latency budget every candidate is timed, the choice's
+ *    summed time stays within the budget, a budget with room for all of
+ *    it picks the least-error format everywhere, and one below the
+ *    fastest assignment is refused.
  * PMPD_TEST_REDUCED=1 (emulated and sanitizer runs): three groups on 2
  * sequences of 16 tokens; the conversion with palette q8,q4 (q2cb's
  * codebook search is slow under qemu) and its sensitivity on one sequence
@@ -233,9 +237,11 @@ static void test_sensitivity(void **state)
 typedef struct pal_capture {
     int called;
     uint64_t bytes, budget_bytes, weights;
-    uint32_t n_groups;
+    uint32_t n_groups, n_palette;
     pmpd_tensor_type types[20];
     double sensitivity[20];
+    uint64_t latency_ns[20], fastest_ns, slowest_ns, chosen_ns;
+    double latency_us;
 } pal_capture;
 
 static void pal_allocated(void *context, const pmpd_palette_report *r)
@@ -247,9 +253,25 @@ static void pal_allocated(void *context, const pmpd_palette_report *r)
     c->budget_bytes = r->budget_bytes;
     c->weights = r->weights;
     c->n_groups = r->n_groups;
+    c->n_palette = r->n_palette;
+    c->latency_us = r->latency_us;
+    c->fastest_ns = c->slowest_ns = c->chosen_ns = 0;
     for (g = 0; g < r->n_groups && g < 20; g++) {
+        uint32_t q;
+        uint64_t fastest = UINT64_MAX, slowest = 0;
         c->types[g] = r->groups[g].type;
         c->sensitivity[g] = r->groups[g].sensitivity;
+        c->latency_ns[g] = r->groups[g].latency_ns;
+        c->chosen_ns += r->groups[g].latency_ns;
+        for (q = 0; r->latencies && q < r->n_palette; q++) {
+            uint64_t t = r->latencies[(size_t)g * r->n_palette + q];
+            fastest = t < fastest ? t : fastest;
+            slowest = t > slowest ? t : slowest;
+        }
+        if (r->latencies) {
+            c->fastest_ns += fastest;
+            c->slowest_ns += slowest;
+        }
     }
 }
 
@@ -425,6 +447,58 @@ static void test_budget_flat(void **state)
     remove(OUT_PATH);
 }
 
+/* Flat sensitivities (no model runs): what is tested is the timing and
+ * the budget, not the loss. */
+static void test_budget_latency(void **state)
+{
+    static const pmpd_tensor_type palette[] = {PMPD_TENSOR_Q8, PMPD_TENSOR_Q4, PMPD_TENSOR_Q2CB};
+    char in[512], tok[512];
+    pmpd_convert_options o;
+    pmpd_error err;
+    pal_capture c;
+    uint32_t g;
+    double budget;
+    (void)state;
+    memset(&c, 0, sizeof c);
+    pal_options(&o, tok, sizeof tok, 0.0);
+    test_shared_path(in, sizeof in, "models/stories260K.bin");
+    o.palette_flat = 1;
+    o.palette = palette;
+    o.n_palette = reduced ? 2 : 3; /* q2cb's codebook search is slow under qemu */
+    o.allocated = pal_allocated;
+    o.progress_context = &c;
+    /* Room for anything: the least error everywhere, q8. */
+    o.budget_latency_us = 1e9;
+    assert_int_equal(pmpd_convert_file(in, OUT_PATH, &o, NULL, &err), PMPD_OK);
+    assert_int_equal(c.called, 1);
+    assert_true(c.fastest_ns > 0 && c.fastest_ns <= c.slowest_ns);
+    for (g = 0; g < c.n_groups; g++) {
+        assert_int_equal(c.types[g], PMPD_TENSOR_Q8);
+        assert_true(c.latency_ns[g] > 0);
+    }
+    assert_true(fabs(c.latency_us - (double)c.chosen_ns / 1000.0) < 1e-6 * c.latency_us + 1e-9);
+    printf("latency: fastest assignment %.1f us, slowest %.1f us, all q8 %.1f us per token\n",
+           (double)c.fastest_ns / 1000.0, (double)c.slowest_ns / 1000.0, c.latency_us);
+    /* Twice the fastest assignment (timed again, so with room for the
+     * clock's noise): the choice's own times stay within it. */
+    budget = 2.0 * (double)c.fastest_ns / 1000.0;
+    o.budget_latency_us = budget;
+    assert_int_equal(pmpd_convert_file(in, OUT_PATH, &o, NULL, &err), PMPD_OK);
+    assert_int_equal(c.called, 2);
+    assert_true(c.latency_us <= budget);
+    assert_true(fabs(c.latency_us - (double)c.chosen_ns / 1000.0) < 1e-6 * c.latency_us + 1e-9);
+    /* Below the fastest: refused, no file; both budgets at once: refused. */
+    remove(OUT_PATH);
+    o.budget_latency_us = 0.001;
+    assert_int_equal(pmpd_convert_file(in, OUT_PATH, &o, NULL, &err), PMPD_ERR_BUDGET);
+    assert_non_null(strstr(err.message, "below the fastest assignment"));
+    assert_false(file_exists(OUT_PATH));
+    o.budget_latency_us = 100.0;
+    o.budget_bits = 4.0;
+    assert_int_equal(pmpd_convert_file(in, OUT_PATH, &o, NULL, &err), PMPD_ERR_INVALID_ARGUMENT);
+    assert_false(file_exists(OUT_PATH));
+}
+
 static void test_budget_refused(void **state)
 {
     static const pmpd_tensor_type small[] = {PMPD_TENSOR_Q8, PMPD_TENSOR_Q4};
@@ -474,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_budget_nuq),
         cmocka_unit_test(test_budget_flat),
         cmocka_unit_test(test_budget_refused),
+        cmocka_unit_test(test_budget_latency),
     };
     reduced = getenv("PMPD_TEST_REDUCED") && strcmp(getenv("PMPD_TEST_REDUCED"), "1") == 0;
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -358,6 +358,7 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const p
     const pmpd_weight_encoder *encoder;
     pmpd_build_model b;
     uint32_t i;
+    int allocating;
     pmpd_status status;
     if (!summary)
         summary = &local;
@@ -369,11 +370,13 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const p
         memset(&defaults, 0, sizeof defaults); /* f32, no tokenizer file, no progress */
         options = &defaults;
     }
-    if (options->budget_bits != 0.0 && !(options->budget_bits > 0.0))
-        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "the bit budget must be positive");
+    if ((options->budget_bits != 0.0 && !(options->budget_bits > 0.0)) ||
+        (options->budget_latency_us != 0.0 && !(options->budget_latency_us > 0.0)))
+        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "the bit or latency budget must be positive");
+    allocating = options->budget_bits > 0.0 || options->budget_latency_us > 0.0;
     /* keep-closest and the bit allocation pick per tensor among the
      * formats that stream. */
-    encoder = pmpd_weight_encoder_of(options->keep_closest || options->budget_bits > 0.0 ? PMPD_TENSOR_F32
+    encoder = pmpd_weight_encoder_of(options->keep_closest || allocating ? PMPD_TENSOR_F32
                                                                                         : (uint32_t)options->type);
     if (!encoder)
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
@@ -381,11 +384,11 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const p
                               (unsigned)options->type);
     pmpd_build_init(&b);
     /* The allocation runs the float model: its tensors must be in memory. */
-    status = pmpd_import_file(in_path, options->tokenizer_path, encoder->streams && !(options->budget_bits > 0.0), &b,
+    status = pmpd_import_file(in_path, options->tokenizer_path, encoder->streams && !allocating, &b,
                               &summary->failed_input, err);
     if (status == PMPD_OK) {
         summary->failed_input = PMPD_CONVERT_INPUT_MODEL;
-        status = options->budget_bits > 0.0 ? convert_allocated(&b, out_path, options, summary, err)
+        status = allocating                 ? convert_allocated(&b, out_path, options, summary, err)
                  : encoder->streams         ? convert_stream(&b, NULL, out_path, options, summary, err)
                                             : convert_in_memory(&b, encoder, out_path, options, summary, err);
     }

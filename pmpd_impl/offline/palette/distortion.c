@@ -36,50 +36,66 @@ PMPD_INTERNAL pmpd_status pmpd_palette_group_bytes(const pmpd_build_model *b, co
     return PMPD_OK;
 }
 
-/* Squared error and squared norm of one matrix under type: encoded into a
- * 64-byte aligned buffer (as the loader aligns tensor data), decoded a row
- * at a time. */
-static pmpd_status palette_matrix_error(const pmpd_build_tensor *t, uint32_t type,
-                                        const pmpd_convert_options *options, double *error, double *norm)
+PMPD_INTERNAL pmpd_status pmpd_palette_encode(const pmpd_build_tensor *t, uint32_t type,
+                                              const pmpd_convert_options *options, void **block, pmpd_tensor *tensor)
 {
-    const pmpd_weight_format *format = pmpd_weight_format_of(type);
     const float *w = (const float *)(const void *)t->data;
-    uint64_t rows = t->dims[0], cols = t->dims[1], bytes, r, c;
-    unsigned char *block, *data;
-    float *row;
-    pmpd_tensor tensor;
+    uint64_t rows = t->dims[0], cols = t->dims[1], bytes;
+    unsigned char *data;
     pmpd_status st;
-    if (!format || !format->row || !w || !palette_sized(type))
+    *block = NULL;
+    if (!pmpd_weight_format_of(type) || !w || t->n_dims != 2 || !palette_sized(type))
         return PMPD_ERR_INVALID_ARGUMENT;
     st = pmpd_weight_stream_bytes(options, type, 2, t->dims, &bytes);
     if (st != PMPD_OK)
         return st;
     if (bytes > SIZE_MAX - 64 || cols > SIZE_MAX / sizeof(float))
         return PMPD_ERR_OVERFLOW;
-    block = (unsigned char *)malloc((size_t)bytes + 64);
-    row = (float *)malloc((size_t)cols * sizeof *row);
-    if (!block || !row) {
-        free(block);
-        free(row);
+    *block = malloc((size_t)bytes + 64);
+    if (!*block)
         return PMPD_ERR_OUT_OF_MEMORY;
-    }
-    data = block + (64 - (uintptr_t)block % 64) % 64;
+    data = (unsigned char *)*block + (64 - (uintptr_t)*block % 64) % 64;
     if (type == PMPD_TENSOR_F32)
         memcpy(data, w, (size_t)bytes);
     else
         st = pmpd_weight_encode_matrix(options, type, w, rows, cols, data, (size_t)bytes);
-    memset(&tensor, 0, sizeof tensor);
-    tensor.name = t->name;
-    tensor.name_length = (uint32_t)strlen(t->name);
-    tensor.type = type;
-    tensor.n_dims = 2;
-    tensor.dims[0] = rows;
-    tensor.dims[1] = cols;
-    tensor.data = data;
-    tensor.size = bytes;
+    memset(tensor, 0, sizeof *tensor);
+    tensor->name = t->name;
+    tensor->name_length = (uint32_t)strlen(t->name);
+    tensor->type = type;
+    tensor->n_dims = 2;
+    tensor->dims[0] = rows;
+    tensor->dims[1] = cols;
+    tensor->data = data;
+    tensor->size = bytes;
+    if (st != PMPD_OK) {
+        free(*block);
+        *block = NULL;
+    }
+    return st;
+}
+
+/* Squared error and squared norm of one matrix under type, decoded a row
+ * at a time. */
+static pmpd_status palette_matrix_error(const pmpd_build_tensor *t, uint32_t type,
+                                        const pmpd_convert_options *options, double *error, double *norm)
+{
+    const float *w = (const float *)(const void *)t->data;
+    size_t rows = (size_t)t->dims[0], cols = (size_t)t->dims[1], r, c;
+    void *block;
+    float *row;
+    pmpd_tensor tensor;
+    pmpd_status st = pmpd_palette_encode(t, type, options, &block, &tensor);
+    if (st != PMPD_OK)
+        return st;
+    row = (float *)malloc(cols * sizeof *row);
+    if (!row) {
+        free(block);
+        return PMPD_ERR_OUT_OF_MEMORY;
+    }
     *error = *norm = 0.0;
-    for (r = 0; r < rows && st == PMPD_OK; r++) {
-        format->row(&tensor, (size_t)r, row);
+    for (r = 0; r < rows; r++) {
+        pmpd_weight_format_of(type)->row(&tensor, r, row);
         for (c = 0; c < cols; c++) {
             double x = w[r * cols + c], d = x - row[c];
             *error += d * d;
@@ -88,7 +104,7 @@ static pmpd_status palette_matrix_error(const pmpd_build_tensor *t, uint32_t typ
     }
     free(block);
     free(row);
-    return st;
+    return PMPD_OK;
 }
 
 PMPD_INTERNAL pmpd_status pmpd_palette_group_error(const pmpd_build_model *b, const pmpd_palette_group *g,

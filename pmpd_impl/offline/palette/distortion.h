@@ -25,6 +25,14 @@ PMPD_INTERNAL pmpd_status pmpd_palette_group_bytes(const pmpd_build_model *b, co
                                                    uint32_t type, const pmpd_convert_options *options,
                                                    uint64_t *bytes);
 
+/* Matrix t encoded as type (the types above; options as for the
+ * encoders) into a malloc'ed block (*block: free it; NULL on failure),
+ * described by *tensor, whose data is 64-byte aligned in the block as the
+ * loader aligns tensor data.  Errors: PMPD_ERR_INVALID_ARGUMENT,
+ * PMPD_ERR_OVERFLOW, PMPD_ERR_OUT_OF_MEMORY, the encoder's. */
+PMPD_INTERNAL pmpd_status pmpd_palette_encode(const pmpd_build_tensor *t, uint32_t type,
+                                              const pmpd_convert_options *options, void **block, pmpd_tensor *tensor);
+
 /* *err = the group's normalized squared error under type (0 for f32).
  * options gives what encoders take (nuq_bits; may be NULL).  Errors: those
  * of the encoder, PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_OUT_OF_MEMORY. */

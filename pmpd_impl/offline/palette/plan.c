@@ -9,6 +9,7 @@
 #include "pmpd_impl/offline/palette/distortion.h"
 #include "pmpd_impl/offline/palette/groups.h"
 #include "pmpd_impl/offline/palette/knapsack.h"
+#include "pmpd_impl/offline/palette/latency.h"
 #include "pmpd_impl/weights/format.h"
 #include "platform/platform.h"
 
@@ -66,6 +67,45 @@ static pmpd_status palette_formats(const pmpd_convert_options *options, pmpd_pal
     return PMPD_OK;
 }
 
+/* Measured times of every (group, format), and whether the fastest
+ * choices fit the latency budget. */
+static pmpd_status palette_latencies(const pmpd_build_model *b, const pmpd_palette_group *groups, uint32_t n_groups,
+                                     pmpd_palette_plan *plan, pmpd_error *err)
+{
+    pmpd_palette_report *r = &plan->report;
+    pmpd_palette_timings *timings = (pmpd_palette_timings *)malloc(sizeof *timings);
+    uint64_t least = 0;
+    uint32_t g, q;
+    if (!timings)
+        return pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory");
+    pmpd_palette_timings_init(timings, b);
+    for (g = 0; g < n_groups; g++) {
+        uint64_t fastest = UINT64_MAX;
+        for (q = 0; q < r->n_palette; q++) {
+            uint64_t *ns = &plan->latencies[(size_t)g * r->n_palette + q];
+            pmpd_status st = pmpd_palette_group_latency(b, &groups[g], plan->palette[q], &plan->format_options[q],
+                                                        timings, ns);
+            char name[16];
+            if (st != PMPD_OK) {
+                free(timings);
+                return pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot time layer %u %s as %s",
+                                      (unsigned)groups[g].layer, pmpd_palette_group_name(groups[g].kind),
+                                      palette_name(plan->palette[q], plan->palette_bits[q], name, sizeof name));
+            }
+            fastest = *ns < fastest ? *ns : fastest;
+        }
+        least += fastest;
+    }
+    free(timings);
+    r->latencies = plan->latencies;
+    if ((double)least > r->budget_latency_us * 1000.0)
+        return pmpd_error_set(err, PMPD_ERR_BUDGET, PMPD_NO_OFFSET,
+                              "a budget of %.4g us per token is below the fastest assignment of this palette on "
+                              "this machine, %.1f us (one thread)",
+                              r->budget_latency_us, (double)least / 1000.0);
+    return PMPD_OK;
+}
+
 /* Costs of every (group, format) and the budget; PMPD_ERR_BUDGET when even
  * the cheapest format of every group exceeds it. */
 static pmpd_status palette_costs(const pmpd_build_model *b, const pmpd_palette_group *groups, uint32_t n_groups,
@@ -91,6 +131,8 @@ static pmpd_status palette_costs(const pmpd_build_model *b, const pmpd_palette_g
     }
     r->budget_bits = budget_bits;
     r->budget_bytes = (uint64_t)floor(budget_bits * (double)r->weights / 8.0);
+    if (plan->latencies)
+        return palette_latencies(b, groups, n_groups, plan, err);
     if (least > r->budget_bytes)
         return pmpd_error_set(err, PMPD_ERR_BUDGET, PMPD_NO_OFFSET,
                               "a budget of %.4g bits per weight (%llu bytes for %llu layer weights) is below the "
@@ -138,11 +180,15 @@ static pmpd_status palette_choose(const pmpd_palette_group *groups, uint32_t n_g
             for (q = 0; q < n; q++)
                 loss[(size_t)g * n + q] = fits[g].slope * plan->errors[(size_t)g * n + q];
         }
-        ks = pmpd_knapsack_solve(n_groups, count, loss, plan->costs, r->budget_bytes, 0, choice, &result);
+        if (plan->latencies)
+            ks = pmpd_knapsack_solve(n_groups, count, loss, plan->latencies,
+                                     (uint64_t)floor(r->budget_latency_us * 1000.0), 0, choice, &result);
+        else
+            ks = pmpd_knapsack_solve(n_groups, count, loss, plan->costs, r->budget_bytes, 0, choice, &result);
     }
     if (ks == PMPD_KNAPSACK_OK) {
-        r->bytes = result.cost;
-        r->bits = 8.0 * (double)result.cost / (double)r->weights;
+        uint64_t latency = 0;
+        r->bytes = 0;
         r->predicted_kl = result.loss;
         r->cost_unit = result.unit;
         r->exact = result.exact;
@@ -153,17 +199,26 @@ static pmpd_status palette_choose(const pmpd_palette_group *groups, uint32_t n_g
             out->bits = plan->palette_bits[q];
             out->error = plan->errors[(size_t)g * n + q];
             out->bytes = plan->costs[(size_t)g * n + q];
+            out->latency_ns = plan->latencies ? plan->latencies[(size_t)g * n + q] : 0;
+            r->bytes += out->bytes;
+            latency += out->latency_ns;
             for (m = 0; m < groups[g].n_tensors; m++)
                 plan->formats[groups[g].tensors[m]] = q;
         }
+        r->bits = 8.0 * (double)r->bytes / (double)r->weights;
+        r->latency_us = (double)latency / 1000.0;
     }
     free(count);
     free(choice);
     free(loss);
     if (ks == PMPD_KNAPSACK_INFEASIBLE)
-        return pmpd_error_set(err, PMPD_ERR_BUDGET, PMPD_NO_OFFSET,
-                              "no assignment fits %llu bytes once costs are rounded up to %llu-byte units",
-                              (unsigned long long)r->budget_bytes, (unsigned long long)result.unit);
+        return plan->latencies
+                   ? pmpd_error_set(err, PMPD_ERR_BUDGET, PMPD_NO_OFFSET,
+                                    "no assignment fits %.4g us once times are rounded up to %llu ns units",
+                                    r->budget_latency_us, (unsigned long long)result.unit)
+                   : pmpd_error_set(err, PMPD_ERR_BUDGET, PMPD_NO_OFFSET,
+                                    "no assignment fits %llu bytes once costs are rounded up to %llu-byte units",
+                                    (unsigned long long)r->budget_bytes, (unsigned long long)result.unit);
     if (ks != PMPD_KNAPSACK_OK)
         return pmpd_error_set(err, ks == PMPD_KNAPSACK_NO_MEMORY ? PMPD_ERR_OUT_OF_MEMORY : PMPD_ERR_INVALID_ARGUMENT,
                               PMPD_NO_OFFSET, "the knapsack failed (a sensitivity that is not finite?)");
@@ -179,9 +234,13 @@ PMPD_INTERNAL pmpd_status pmpd_palette_plan_make(const pmpd_build_model *b, cons
     pmpd_palette_fit *fits = NULL;
     uint32_t n_groups = 0, g, i;
     pmpd_status st;
+    int by_latency = options->budget_latency_us != 0.0;
     memset(plan, 0, sizeof *plan);
-    if (!(options->budget_bits > 0.0) || !isfinite(options->budget_bits))
-        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "the budget must be a positive number of bits");
+    if (by_latency ? !(options->budget_latency_us > 0.0) || !isfinite(options->budget_latency_us) ||
+                         options->budget_bits != 0.0
+                   : !(options->budget_bits > 0.0) || !isfinite(options->budget_bits))
+        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
+                              "the budget must be a positive number of bits or of microseconds (not both)");
     st = palette_formats(options, plan, err);
     if (st != PMPD_OK)
         return st;
@@ -193,8 +252,11 @@ PMPD_INTERNAL pmpd_status pmpd_palette_plan_make(const pmpd_build_model *b, cons
     plan->groups = (pmpd_palette_group_report *)calloc(n_groups, sizeof *plan->groups);
     plan->errors = (double *)calloc((size_t)n_groups * plan->report.n_palette, sizeof *plan->errors);
     plan->costs = (uint64_t *)calloc((size_t)n_groups * plan->report.n_palette, sizeof *plan->costs);
+    if (by_latency)
+        plan->latencies = (uint64_t *)calloc((size_t)n_groups * plan->report.n_palette, sizeof *plan->latencies);
+    plan->report.budget_latency_us = options->budget_latency_us;
     fits = (pmpd_palette_fit *)calloc(n_groups, sizeof *fits);
-    if (!plan->formats || !plan->groups || !plan->errors || !plan->costs || !fits) {
+    if (!plan->formats || !plan->groups || !plan->errors || !plan->costs || !fits || (by_latency && !plan->latencies)) {
         free(groups);
         free(fits);
         return pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory");
@@ -276,5 +338,6 @@ PMPD_INTERNAL void pmpd_palette_plan_free(pmpd_palette_plan *plan)
     free(plan->groups);
     free(plan->errors);
     free(plan->costs);
+    free(plan->latencies);
     memset(plan, 0, sizeof *plan);
 }

@@ -31,9 +31,12 @@ typedef struct pmpd_palette_plan {
     const pmpd_convert_options *options; /* the caller's */
     double *errors;
     uint64_t *costs;
+    uint64_t *latencies; /* under a latency budget, else NULL */
 } pmpd_palette_plan;
 
-/* Plans b (every tensor f32 and loaded) under options' budget_bits and
+/* Plans b (every tensor f32 and loaded) under options' budget_bits (or
+ * budget_latency_us: the knapsack's costs are then measured times,
+ * latency.h) and
  * palette (options must outlive the plan); sensitivity may be NULL for pmpd_palette_sensitivity_defaults
  * (threads and progress then come from options).  Free the plan with
  * pmpd_palette_plan_free whatever this returns.  Errors: PMPD_ERR_BUDGET
