@@ -9,7 +9,9 @@
  * greedy, one thread, batch 32.  Each run must
  *   - create its session in an arena of exactly pmpd_session_plan bytes
  *     and never go above it (high water = planned);
- *   - be deterministic: 2 threads give the 1-thread logits bit for bit;
+ *   - be deterministic: 2 threads give the 1-thread logits bit for bit, and
+ *     the in-order prefill (prefill_in_flight 1) the default out-of-order
+ *     one's;
  *     other batch sizes give batch 32's logits bit for bit with float
  *     weights and a non-PQ cache, and elsewhere (where batching changes
  *     the arithmetic: see mx_batch_compare) a mean KL from batch 32's
@@ -197,6 +199,10 @@ static void mx_static_schedule(pmpd_precision_schedule *s)
     s->from_step[0] = 0, s->from_step[1] = (MX_STEPS - 1) / 3, s->from_step[2] = 2 * (MX_STEPS - 1) / 3;
 }
 
+/* Chunks in flight of the runs (0: the library's default, out of order);
+ * mx_cell_run sets 1 for one run per cell to compare with in order. */
+static uint32_t mx_in_flight;
+
 /* One run: prefill the prompt, then MX_STEPS - 1 decode steps fed forced[]
  * (NULL: the run's own greedy tokens).  The session lives in exactly its
  * planned bytes. */
@@ -217,6 +223,7 @@ static void mx_run(const mx_world *w, const pmpd_model *model, const mx_weights 
     config.kv_type = kv_type;
     config.n_threads = threads;
     config.prefill_batch = batch;
+    config.prefill_in_flight = mx_in_flight;
     assert_int_equal(pmpd_session_plan(model, &config, &out->planned), PMPD_OK);
     block = malloc(out->planned + PMPD_ARENA_ALIGNMENT);
     assert_non_null(block);
@@ -417,6 +424,19 @@ static void mx_cell_run(const mx_world *w, const mx_weights *row, const mx_kv *k
         if (b == first_batch) {
             cell->planned = r1->planned;
             cell->bits = r1->bits;
+            /* The out-of-order prefill equals the in-order one bit for bit
+             * (under emulation beside the PQ caches only, whose window
+             * coding is the one cross-chunk state test_prefill_graph
+             * does not reach). */
+            if (!w->reduced || kv->kv_type == PMPD_KV_PQ) {
+                mx_in_flight = 1;
+                mx_run(w, model, row, kv->kv_type, 1, batches[b], w->reference, &one);
+                mx_in_flight = 0;
+                cell->runs++;
+                if (memcmp(r1->logits, one.logits, n * sizeof(float)) != 0)
+                    fail_msg("%s weights, %s KV, batch %u: in-order prefill differs from out of order", row->name,
+                             kv->name, (unsigned)batches[b]);
+            }
         } else {
             mx_batch_compare(w, row, kv, batches[b], &base, r1, cell);
         }
