@@ -697,7 +697,10 @@ typedef struct pmpd_session_config {
                                 chunk beyond the first costs a batch of
                                 activations in the arena.  1 = in order:
                                 chunk after chunk, every step over all
-                                threads.  0 = PMPD_SESSION_DEFAULT_IN_FLIGHT.
+                                threads.  0 = PMPD_SESSION_DEFAULT_IN_FLIGHT
+                                with several threads, 1 with one (measured:
+                                one thread gains 0.5-4%, less than a batch
+                                of activations is worth on a small board).
                                 At most 8.  Models whose products are not
                                 all two-part (nested and float weights)
                                 and pmpd_session_prefill_all run in order
@@ -712,12 +715,12 @@ typedef struct pmpd_session_config {
                                 Less than n_threads */
 } pmpd_session_config;
 
-/* Chunks in flight by default (see prefill_in_flight). */
+/* Chunks in flight by default with several threads (see prefill_in_flight). */
 #define PMPD_SESSION_DEFAULT_IN_FLIGHT 2u
 
 /* Sets the defaults: whole context, f32 KV cache, batch 128, one thread,
- * no trace, PMPD_SESSION_DEFAULT_IN_FLIGHT chunks in flight, no dedicated
- * float threads. */
+ * no trace, prefill chunks in flight by the thread count (see
+ * prefill_in_flight), no dedicated float threads. */
 void pmpd_session_config_init(pmpd_session_config *config);
 
 /* The largest n_threads a session accepts: PMPD_MAX_THREADS as this library

@@ -10,8 +10,7 @@
  *   - create its session in an arena of exactly pmpd_session_plan bytes
  *     and never go above it (high water = planned);
  *   - be deterministic: 2 threads give the 1-thread logits bit for bit, and
- *     the in-order prefill (prefill_in_flight 1) the default out-of-order
- *     one's;
+ *     the out-of-order prefill (prefill_in_flight 2) the in-order one's;
  *     other batch sizes give batch 32's logits bit for bit with float
  *     weights and a non-PQ cache, and elsewhere (where batching changes
  *     the arithmetic: see mx_batch_compare) a mean KL from batch 32's
@@ -199,8 +198,9 @@ static void mx_static_schedule(pmpd_precision_schedule *s)
     s->from_step[0] = 0, s->from_step[1] = (MX_STEPS - 1) / 3, s->from_step[2] = 2 * (MX_STEPS - 1) / 3;
 }
 
-/* Chunks in flight of the runs (0: the library's default, out of order);
- * mx_cell_run sets 1 for one run per cell to compare with in order. */
+/* Chunks in flight of the runs (0: the library's default: in order with
+ * one thread, two chunks out of order with two); mx_cell_run sets 2 for
+ * one single-thread run per cell to compare out of order with in order. */
 static uint32_t mx_in_flight;
 
 /* One run: prefill the prompt, then MX_STEPS - 1 decode steps fed forced[]
@@ -429,7 +429,7 @@ static void mx_cell_run(const mx_world *w, const mx_weights *row, const mx_kv *k
              * coding is the one cross-chunk state test_prefill_graph
              * does not reach). */
             if (!w->reduced || kv->kv_type == PMPD_KV_PQ) {
-                mx_in_flight = 1;
+                mx_in_flight = 2;
                 mx_run(w, model, row, kv->kv_type, 1, batches[b], w->reference, &one);
                 mx_in_flight = 0;
                 cell->runs++;

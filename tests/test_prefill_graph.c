@@ -208,8 +208,13 @@ static void test_config_checks(void **state)
     c = config_of(8, 2, 2, 0, PMPD_KV_F32);
     assert_int_equal(pmpd_session_plan(m, &c, &two), PMPD_OK);
     assert_true(two > one + 8 * (2 * m->info.dim + m->info.hidden_dim) * sizeof(float));
-    /* The default is out of order. */
+    /* The default: out of order with several threads, in order with one. */
     c = config_of(8, 2, 0, 0, PMPD_KV_F32);
+    assert_int_equal(pmpd_session_plan(m, &c, &one), PMPD_OK);
+    assert_int_equal(one, two);
+    c = config_of(8, 1, 1, 0, PMPD_KV_F32);
+    assert_int_equal(pmpd_session_plan(m, &c, &two), PMPD_OK);
+    c = config_of(8, 1, 0, 0, PMPD_KV_F32);
     assert_int_equal(pmpd_session_plan(m, &c, &one), PMPD_OK);
     assert_int_equal(one, two);
 }

@@ -52,7 +52,7 @@ static pmpd_status pmpd_session_resolve(const pmpd_model *model, const pmpd_sess
     if (out->n_threads > PMPD_MAX_THREADS)
         return PMPD_ERR_INVALID_ARGUMENT;
     if (out->prefill_in_flight == 0)
-        out->prefill_in_flight = PMPD_SESSION_DEFAULT_IN_FLIGHT;
+        out->prefill_in_flight = out->n_threads > 1 ? PMPD_SESSION_DEFAULT_IN_FLIGHT : 1;
     if (out->prefill_in_flight > PMPD_PREFILL_MAX_IN_FLIGHT ||
         (out->float_threads != 0 && out->float_threads >= out->n_threads))
         return PMPD_ERR_INVALID_ARGUMENT;
