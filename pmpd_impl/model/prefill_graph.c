@@ -6,9 +6,13 @@
 #include "pmpd_impl/model/linear.h"
 #include "pmpd_impl/model/ops.h"
 
+/* The steps of a layer.  Token-wise steps that feed a product also
+ * prepare its input for their tokens (NORM for q/k/v, ADD_NORM for gate/up,
+ * SWIGLU for down): per token, so the same numbers, one boundary fewer.
+ * Attention's output is prepared in a step of its own, since attention
+ * tiles are (token, KV head) ranges and quantization needs whole tokens. */
 enum {
     PMPD_STEP_NORM,
-    PMPD_STEP_QUANTIZE_QKV,
     PMPD_STEP_QKV,
     PMPD_STEP_ROPE,
     PMPD_STEP_KV,
@@ -16,10 +20,8 @@ enum {
     PMPD_STEP_QUANTIZE_O,
     PMPD_STEP_O,
     PMPD_STEP_ADD_NORM,
-    PMPD_STEP_QUANTIZE_GATE_UP,
     PMPD_STEP_GATE_UP,
     PMPD_STEP_SWIGLU,
-    PMPD_STEP_QUANTIZE_DOWN,
     PMPD_STEP_DOWN,
     PMPD_STEP_ADD,
     PMPD_STEPS_PER_LAYER
@@ -67,14 +69,16 @@ static pmpd_chunk_buffers *pmpd_prefill_buffers(const pmpd_prefill_graph *g, siz
     return &g->s->chunks[chunk % g->s->config.prefill_in_flight];
 }
 
-/* The product a step runs (kind one of the quantize or product steps). */
+/* The product a step runs or prepares the input of (kind a product step,
+ * QUANTIZE_O, or one of the token-wise steps that prepare: NORM, ADD_NORM,
+ * SWIGLU). */
 static void pmpd_prefill_product_of(const pmpd_prefill_graph *g, size_t chunk, uint32_t layer, unsigned kind,
                                     pmpd_prefill_product *p)
 {
     const pmpd_layer_weights *w = &g->s->model->layers[layer];
     pmpd_chunk_buffers *b = pmpd_prefill_buffers(g, chunk);
     switch (kind) {
-    case PMPD_STEP_QUANTIZE_QKV:
+    case PMPD_STEP_NORM:
     case PMPD_STEP_QKV:
         p->w[0] = w->wq, p->w[1] = w->wk, p->w[2] = w->wv;
         p->y[0] = b->q, p->y[1] = b->k, p->y[2] = b->v;
@@ -88,7 +92,7 @@ static void pmpd_prefill_product_of(const pmpd_prefill_graph *g, size_t chunk, u
         p->count = 1;
         p->x = b->att;
         break;
-    case PMPD_STEP_QUANTIZE_GATE_UP:
+    case PMPD_STEP_ADD_NORM:
     case PMPD_STEP_GATE_UP:
         p->w[0] = w->w_gate, p->w[1] = w->w_up;
         p->y[0] = b->hb, p->y[1] = b->hb2;
@@ -152,11 +156,11 @@ static uint64_t pmpd_prefill_unlocks(const pmpd_prefill_graph *g, size_t chunk, 
         if (kind == PMPD_STEP_ADD && ++layer == g->s->model->info.n_layers)
             return 0;
         next = PMPD_STEP_QKV;
-    } else if (kind <= PMPD_STEP_QUANTIZE_QKV) {
+    } else if (kind == PMPD_STEP_NORM) {
         next = PMPD_STEP_QKV;
     } else if (kind <= PMPD_STEP_QUANTIZE_O) {
         next = PMPD_STEP_O;
-    } else if (kind <= PMPD_STEP_QUANTIZE_GATE_UP) {
+    } else if (kind == PMPD_STEP_ADD_NORM) {
         next = PMPD_STEP_GATE_UP;
     } else {
         next = PMPD_STEP_DOWN;
@@ -203,9 +207,10 @@ static void pmpd_prefill_rope(const pmpd_prefill_graph *g, size_t chunk, uint32_
     }
 }
 
-/* Token-wise steps over tokens [begin, end) of a chunk. */
+/* Token-wise steps over tokens [begin, end) of a chunk (begin even), on
+ * pool thread `thread`. */
 static void pmpd_prefill_tokens(const pmpd_prefill_graph *g, size_t chunk, uint32_t layer, unsigned kind,
-                                size_t begin, size_t end)
+                                size_t begin, size_t end, unsigned thread)
 {
     const pmpd_model *model = g->s->model;
     const pmpd_model_info *info = &model->info;
@@ -237,6 +242,12 @@ static void pmpd_prefill_tokens(const pmpd_prefill_graph *g, size_t chunk, uint3
             break;
         }
     }
+    if (kind == PMPD_STEP_NORM || kind == PMPD_STEP_ADD_NORM || kind == PMPD_STEP_SWIGLU) {
+        pmpd_prefill_product p;
+        pmpd_prefill_product_of(g, chunk, layer, kind, &p);
+        pmpd_linear_group_prepare_tokens(p.w[0], p.x, pmpd_prefill_chunk_tokens(g, chunk), b->linear_scratch, begin,
+                                         end, thread);
+    }
 }
 
 static void pmpd_prefill_run(void *ctx, size_t chunk, size_t step, size_t tile, unsigned thread)
@@ -253,10 +264,7 @@ static void pmpd_prefill_run(void *ctx, size_t chunk, size_t step, size_t tile, 
     begin = tile * per_tile;
     end = begin + per_tile < items ? begin + per_tile : items;
     switch (kind) {
-    case PMPD_STEP_QUANTIZE_QKV:
     case PMPD_STEP_QUANTIZE_O:
-    case PMPD_STEP_QUANTIZE_GATE_UP:
-    case PMPD_STEP_QUANTIZE_DOWN:
         pmpd_prefill_product_of(g, chunk, layer, kind, &p);
         pmpd_linear_group_prepare_tokens(p.w[0], p.x, n, b->linear_scratch, begin, end, thread);
         break;
@@ -278,7 +286,7 @@ static void pmpd_prefill_run(void *ctx, size_t chunk, size_t step, size_t tile, 
                             thread);
         break;
     default:
-        pmpd_prefill_tokens(g, chunk, layer, kind, begin, end);
+        pmpd_prefill_tokens(g, chunk, layer, kind, begin, end, thread);
         break;
     }
 }
@@ -286,8 +294,8 @@ static void pmpd_prefill_run(void *ctx, size_t chunk, size_t step, size_t tile, 
 static void pmpd_prefill_label(void *ctx, size_t chunk, size_t step, const char **name, uint32_t *name_length,
                                uint32_t *layer, const char **category)
 {
-    static const char *const names[] = {"rmsnorm", "", "", "rope", "kv-write", "attention", "", "",
-                                        "add+rmsnorm", "", "", "swiglu", "", "", "add"};
+    static const char *const names[] = {"rmsnorm", "", "rope", "kv-write", "attention", "", "", "add+rmsnorm", "",
+                                        "swiglu", "", "add"};
     const pmpd_prefill_graph *g = (const pmpd_prefill_graph *)ctx;
     unsigned kind;
     pmpd_prefill_product p;
