@@ -802,7 +802,9 @@ pmpd_status pmpd_session_reset(pmpd_session *session);
  * groups, ...) or a whole job that ran on the calling thread alone. */
 typedef struct pmpd_trace_event {
     const char *name;      /* the matrix's tensor name, or the step's ("attention",
-                              "rmsnorm", "swiglu", "add"); not NUL-terminated */
+                              "rmsnorm", "swiglu", "add", "rope"; the out-of-order
+                              prefill's also "embedding", "kv-write",
+                              "add+rmsnorm"); not NUL-terminated */
     uint32_t name_length;
     uint32_t layer;        /* PMPD_TRACE_NO_LAYER outside the layers */
     const char *category;  /* NUL-terminated: "product" (matrix rows),

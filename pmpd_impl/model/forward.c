@@ -40,6 +40,38 @@ static void pmpd_forward_attention_items(void *ctx, size_t begin, size_t end, un
     pmpd_forward_attend(job->session, job->layer, job->first_position, job->q, job->att, begin, end, worker);
 }
 
+PMPD_INTERNAL void pmpd_forward_rope(const pmpd_session *s, uint32_t layer, float *q, float *k, float *v,
+                                     const float *rope_cos, const float *rope_sin, size_t begin, size_t end)
+{
+    const pmpd_model_info *info = &s->model->info;
+    const pmpd_layer_weights *w = &s->model->layers[layer];
+    pmpd_ops_rope_fn rope = pmpd_ops_rope_for(info->rope_style);
+    size_t head_dim = info->head_dim, half = head_dim / 2, t;
+    size_t q_dim = (size_t)info->n_heads * head_dim, kv_dim = (size_t)info->n_kv_heads * head_dim;
+    for (t = begin; t < end; t++) {
+        if (w->bq) { /* the loader binds all three or none */
+            pmpd_ops_add(q + t * q_dim, (const float *)w->bq->data, q_dim);
+            pmpd_ops_add(k + t * kv_dim, (const float *)w->bk->data, kv_dim);
+            pmpd_ops_add(v + t * kv_dim, (const float *)w->bv->data, kv_dim);
+        }
+        rope(q + t * q_dim, info->n_heads, head_dim, rope_cos + t * half, rope_sin + t * half);
+        rope(k + t * kv_dim, info->n_kv_heads, head_dim, rope_cos + t * half, rope_sin + t * half);
+    }
+}
+
+typedef struct pmpd_forward_rope_job {
+    const pmpd_session *session;
+    uint32_t layer;
+} pmpd_forward_rope_job;
+
+static void pmpd_forward_rope_tokens(void *ctx, size_t begin, size_t end, unsigned worker)
+{
+    const pmpd_forward_rope_job *job = (const pmpd_forward_rope_job *)ctx;
+    const pmpd_session *s = job->session;
+    (void)worker;
+    pmpd_forward_rope(s, job->layer, s->q, s->k, s->v, s->rope_cos, s->rope_sin, begin, end);
+}
+
 static void pmpd_forward_linear(pmpd_session *s, const pmpd_tensor *w, const float *x, size_t n, float *y)
 {
     if (s->linear_observer)
@@ -58,22 +90,14 @@ static void pmpd_forward_linear_group(pmpd_session *s, const pmpd_tensor *const 
     pmpd_linear_group(w, count, x, n, y, s->linear_scratch, s->pool, s->weight_bits);
 }
 
-/* Adds a bias vector to each of n rows of width floats. */
-static void pmpd_forward_bias(float *rows, const pmpd_tensor *bias, size_t n, size_t width)
-{
-    size_t t;
-    for (t = 0; t < n; t++)
-        pmpd_ops_add(rows + t * width, (const float *)bias->data, width);
-}
-
-static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n, pmpd_ops_rope_fn rope)
+static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n)
 {
     const pmpd_model_info *info = &s->model->info;
     const pmpd_layer_weights *w = &s->model->layers[layer];
     size_t dim = info->dim, hidden = info->hidden_dim, head_dim = info->head_dim;
     size_t q_dim = (size_t)info->n_heads * head_dim, kv_dim = (size_t)info->n_kv_heads * head_dim;
-    size_t half = head_dim / 2, t;
     pmpd_forward_attention attention;
+    pmpd_forward_rope_job rope_job;
 
     pmpd_trace_layer(pmpd_pool_get_trace(s->pool), layer);
     pmpd_ops_rmsnorm_batch(s->pool, s->xb, s->x, (const float *)w->attn_norm->data, n, dim, info->norm_eps);
@@ -84,15 +108,12 @@ static void pmpd_forward_layer(pmpd_session *s, uint32_t layer, size_t n, pmpd_o
         out[0] = s->q, out[1] = s->k, out[2] = s->v;
         pmpd_forward_linear_group(s, qkv, 3, s->xb, n, out);
     }
-    if (w->bq) { /* the loader binds all three or none */
-        pmpd_forward_bias(s->q, w->bq, n, q_dim);
-        pmpd_forward_bias(s->k, w->bk, n, kv_dim);
-        pmpd_forward_bias(s->v, w->bv, n, kv_dim);
-    }
-    for (t = 0; t < n; t++) {
-        rope(s->q + t * q_dim, info->n_heads, head_dim, s->rope_cos + t * half, s->rope_sin + t * half);
-        rope(s->k + t * kv_dim, info->n_kv_heads, head_dim, s->rope_cos + t * half, s->rope_sin + t * half);
-    }
+    /* Bias and rope over the pool by tokens (the caller alone would be a
+     * serial step between two products at many threads). */
+    rope_job.session = s;
+    rope_job.layer = layer;
+    pmpd_trace_label(pmpd_pool_get_trace(s->pool), "rope", 4, "elementwise");
+    pmpd_pool_run_weighed(s->pool, pmpd_forward_rope_tokens, &rope_job, n, 1, q_dim + kv_dim);
     pmpd_kv_cache_write(&s->kv, layer, s->position, n, s->k, s->v);
 
     attention.session = s;
@@ -128,7 +149,6 @@ PMPD_INTERNAL void pmpd_forward(pmpd_session *s, const int32_t *tokens, size_t n
     const pmpd_model_info *info = &s->model->info;
     size_t dim = info->dim, half = info->head_dim / 2, t;
     const float *divisors = s->model->rope_freqs ? (const float *)s->model->rope_freqs->data : NULL;
-    pmpd_ops_rope_fn rope = pmpd_ops_rope_for(info->rope_style);
     uint32_t layer;
 
     for (t = 0; t < n; t++) {
@@ -137,7 +157,7 @@ PMPD_INTERNAL void pmpd_forward(pmpd_session *s, const int32_t *tokens, size_t n
                              info->head_dim, info->rope_theta, divisors);
     }
     for (layer = 0; layer < info->n_layers; layer++)
-        pmpd_forward_layer(s, layer, n, rope);
+        pmpd_forward_layer(s, layer, n);
     pmpd_trace_layer(pmpd_pool_get_trace(s->pool), PMPD_TRACE_NO_LAYER);
     s->position += n;
 

@@ -36,7 +36,6 @@ typedef struct pmpd_prefill_graph {
     const int32_t *tokens;
     size_t n_tokens, chunk_tokens, first_position;
     size_t n_threads;
-    pmpd_ops_rope_fn rope;
 } pmpd_prefill_graph;
 
 /* The matrices of a product step, their outputs and their input. */
@@ -188,25 +187,6 @@ static void pmpd_prefill_describe(void *ctx, size_t chunk, size_t step, pmpd_chu
                                                : PMPD_CHUNK_NO_WAIT;
 }
 
-/* Bias and rope of tokens [begin, end) of a chunk. */
-static void pmpd_prefill_rope(const pmpd_prefill_graph *g, size_t chunk, uint32_t layer, size_t begin, size_t end)
-{
-    const pmpd_model_info *info = &g->s->model->info;
-    const pmpd_layer_weights *w = &g->s->model->layers[layer];
-    pmpd_chunk_buffers *b = pmpd_prefill_buffers(g, chunk);
-    size_t head_dim = info->head_dim, half = head_dim / 2, t;
-    size_t q_dim = (size_t)info->n_heads * head_dim, kv_dim = (size_t)info->n_kv_heads * head_dim;
-    for (t = begin; t < end; t++) {
-        if (w->bq) {
-            pmpd_ops_add(b->q + t * q_dim, (const float *)w->bq->data, q_dim);
-            pmpd_ops_add(b->k + t * kv_dim, (const float *)w->bk->data, kv_dim);
-            pmpd_ops_add(b->v + t * kv_dim, (const float *)w->bv->data, kv_dim);
-        }
-        g->rope(b->q + t * q_dim, info->n_heads, head_dim, b->rope_cos + t * half, b->rope_sin + t * half);
-        g->rope(b->k + t * kv_dim, info->n_kv_heads, head_dim, b->rope_cos + t * half, b->rope_sin + t * half);
-    }
-}
-
 /* Token-wise steps over tokens [begin, end) of a chunk (begin even), on
  * pool thread `thread`. */
 static void pmpd_prefill_tokens(const pmpd_prefill_graph *g, size_t chunk, uint32_t layer, unsigned kind,
@@ -276,7 +256,7 @@ static void pmpd_prefill_run(void *ctx, size_t chunk, size_t step, size_t tile, 
         pmpd_linear_group_rows(p.w, p.count, b->linear_scratch, p.x, n, p.y, begin, end);
         break;
     case PMPD_STEP_ROPE:
-        pmpd_prefill_rope(g, chunk, layer, begin, end);
+        pmpd_forward_rope(s, layer, b->q, b->k, b->v, b->rope_cos, b->rope_sin, begin, end);
         break;
     case PMPD_STEP_KV: /* the cache takes positions in order: one tile */
         pmpd_kv_cache_write(&s->kv, layer, g->first_position + chunk * g->chunk_tokens, n, b->k, b->v);
@@ -377,7 +357,6 @@ PMPD_INTERNAL void pmpd_prefill_graph_run(pmpd_session *s, const int32_t *tokens
     g.chunk_tokens = s->config.prefill_batch;
     g.first_position = s->position;
     g.n_threads = pmpd_pool_threads(s->pool);
-    g.rope = pmpd_ops_rope_for(s->model->info.rope_style);
     program.ctx = &g;
     program.n_chunks = (n + g.chunk_tokens - 1) / g.chunk_tokens;
     program.n_steps = 1 + (size_t)s->model->info.n_layers * PMPD_STEPS_PER_LAYER;

@@ -73,5 +73,9 @@ PMPD_INTERNAL void pmpd_forward(pmpd_session *session, const int32_t *tokens, si
 PMPD_INTERNAL void pmpd_forward_attend(pmpd_session *session, uint32_t layer, size_t first_position,
                                        const float *q, float *att, size_t begin, size_t end, unsigned worker);
 PMPD_INTERNAL void pmpd_forward_logits(pmpd_session *session, const float *x);
+/* Bias (where the layer has one) and rotary embedding of q and k rows
+ * [begin, end) of a batch at layer, with the batch's rope angles. */
+PMPD_INTERNAL void pmpd_forward_rope(const pmpd_session *session, uint32_t layer, float *q, float *k, float *v,
+                                     const float *rope_cos, const float *rope_sin, size_t begin, size_t end);
 
 #endif
