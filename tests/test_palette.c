@@ -11,10 +11,9 @@
  *  - --palette-flat (no sensitivities) also stays within the budget;
  *  - a budget below the cheapest assignment fails with PMPD_ERR_BUDGET
  *    and a message giving the least, leaving no file;
- *  - under a latency budget every candidate is timed, the choice's
- *    summed time stays within the budget, a budget with room for all of
- *    it picks the least-error format everywhere, and one below the
- *    fastest assignment is refused.
+ *  - under a latency budget every candidate is timed and the report adds
+ *    up, a budget with room for everything picks the least-error format
+ *    everywhere, and one below the fastest assignment is refused.
  * PMPD_TEST_REDUCED=1 (emulated and sanitizer runs): three groups on 2
  * sequences of 16 tokens; the conversion with palette q8,q4 (q2cb's
  * codebook search is slow under qemu) and its sensitivity on one sequence
@@ -457,7 +456,6 @@ static void test_budget_latency(void **state)
     pmpd_error err;
     pal_capture c;
     uint32_t g;
-    double budget;
     (void)state;
     memset(&c, 0, sizeof c);
     pal_options(&o, tok, sizeof tok, 0.0);
@@ -479,15 +477,10 @@ static void test_budget_latency(void **state)
     assert_true(fabs(c.latency_us - (double)c.chosen_ns / 1000.0) < 1e-6 * c.latency_us + 1e-9);
     printf("latency: fastest assignment %.1f us, slowest %.1f us, all q8 %.1f us per token\n",
            (double)c.fastest_ns / 1000.0, (double)c.slowest_ns / 1000.0, c.latency_us);
-    /* Twice the fastest assignment (timed again, so with room for the
-     * clock's noise): the choice's own times stay within it. */
-    budget = 2.0 * (double)c.fastest_ns / 1000.0;
-    o.budget_latency_us = budget;
-    assert_int_equal(pmpd_convert_file(in, OUT_PATH, &o, NULL, &err), PMPD_OK);
-    assert_int_equal(c.called, 2);
-    assert_true(c.latency_us <= budget);
-    assert_true(fabs(c.latency_us - (double)c.chosen_ns / 1000.0) < 1e-6 * c.latency_us + 1e-9);
-    /* Below the fastest: refused, no file; both budgets at once: refused. */
+    /* A budget that binds would have to fall between two timings of one
+     * run, and a second run times again: that the knapsack keeps within its
+     * capacity is tests/test_knapsack.c's (against brute force).  Below the
+     * fastest assignment: refused, no file; both budgets at once: refused. */
     remove(OUT_PATH);
     o.budget_latency_us = 0.001;
     assert_int_equal(pmpd_convert_file(in, OUT_PATH, &o, NULL, &err), PMPD_ERR_BUDGET);
