@@ -11,6 +11,11 @@ Gaps are the wall time between one job's end and the next one's start
 (work the trace does not see, on the calling thread, and waking the
 workers), grouped by the kinds of job on either side.
 
+The out-of-order prefill (docs/prefill.md) runs steps of several chunks at
+once, so its events run together into few "jobs"; for it, read the
+second part: per thread the share of the wall time it was busy, and per
+category (product, quantize, attention, elementwise) the thread time.
+
 usage: bench/trace-summary.py TRACE.json
 """
 import collections
@@ -70,6 +75,17 @@ def main(path):
     print("gaps between jobs: %.1f ms (%.1f%%); the largest:" % (total_gap / 1e3, 100 * total_gap / span))
     for (before, after), (n, t) in sorted(gaps.items(), key=lambda item: -item[1][1])[:6]:
         print("  %-24s -> %-24s %6d, %8.1f ms, mean %5.1f us" % (before, after, n, t / 1e3, t / n))
+    busy = collections.defaultdict(float)
+    by_category = collections.defaultdict(float)
+    for e in events:
+        busy[e["tid"]] += e["dur"]
+        by_category[e["cat"]] += e["dur"]
+    total = sum(busy.values())
+    print("threads busy (share of the wall time): mean %.1f%%, least %.1f%% (thread %d), most %.1f%%" %
+          (100 * total / threads / span, 100 * min(busy.get(t, 0.0) for t in range(threads)) / span,
+           min(range(threads), key=lambda t: busy.get(t, 0.0)), 100 * max(busy.values()) / span))
+    print("thread time by category: " + ", ".join("%s %.1f ms (%.1f%%)" % (c, t / 1e3, 100 * t / total)
+                                                  for c, t in sorted(by_category.items(), key=lambda i: -i[1])))
 
 
 if __name__ == "__main__":
