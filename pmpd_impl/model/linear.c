@@ -24,6 +24,7 @@ typedef struct pmpd_linear_group_job {
     size_t count, n_tokens;
     const float *x;
     const void *scratch;
+    unsigned bits;
 } pmpd_linear_group_job;
 
 static size_t pmpd_linear_padded_rows(const pmpd_tensor *w)
@@ -81,7 +82,8 @@ PMPD_INTERNAL void pmpd_linear_group_prepare(const pmpd_tensor *w, const float *
 }
 
 PMPD_INTERNAL void pmpd_linear_group_rows(const pmpd_tensor *const *w, size_t count, const void *scratch,
-                                          const float *x, size_t n_tokens, float *const *y, size_t begin, size_t end)
+                                          const float *x, size_t n_tokens, float *const *y, size_t begin, size_t end,
+                                          unsigned bits)
 {
     const pmpd_weight_format *f = pmpd_weight_format_of(w[0]->type);
     size_t i, first = 0;
@@ -89,7 +91,7 @@ PMPD_INTERNAL void pmpd_linear_group_rows(const pmpd_tensor *const *w, size_t co
         size_t rows = (size_t)w[i]->dims[0], span = pmpd_linear_padded_rows(w[i]);
         size_t lo = begin > first ? begin - first : 0, hi = end - first < rows ? end - first : rows;
         if (lo < hi)
-            f->rows(w[i], scratch, x, n_tokens, y[i], lo, hi);
+            f->rows(w[i], scratch, x, n_tokens, y[i], lo, hi, bits);
         first += span;
     }
 }
@@ -98,7 +100,7 @@ static void pmpd_linear_group_task(void *ctx, size_t begin, size_t end, unsigned
 {
     const pmpd_linear_group_job *job = (const pmpd_linear_group_job *)ctx;
     (void)worker;
-    pmpd_linear_group_rows(job->w, job->count, job->scratch, job->x, job->n_tokens, job->y, begin, end);
+    pmpd_linear_group_rows(job->w, job->count, job->scratch, job->x, job->n_tokens, job->y, begin, end, job->bits);
 }
 
 PMPD_INTERNAL void pmpd_linear_group(const pmpd_tensor *const *w, size_t count, const float *x, size_t n_tokens,
@@ -121,6 +123,7 @@ PMPD_INTERNAL void pmpd_linear_group(const pmpd_tensor *const *w, size_t count, 
     job.n_tokens = n_tokens;
     job.x = x;
     job.scratch = scratch;
+    job.bits = bits;
     pmpd_pool_run_weighed(pool, pmpd_linear_group_task, &job, pmpd_linear_group_items(w, count), 4,
                           (size_t)w[0]->dims[1] * n_tokens);
 }

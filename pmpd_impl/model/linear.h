@@ -55,8 +55,9 @@ PMPD_INTERNAL void pmpd_linear_group(const pmpd_tensor *const *w, size_t count, 
  * (the out-of-order prefill, model/prefill_graph.c).  shared: whether the
  * matrices can share one prepared input (then the parts below apply);
  * items: the row job's size (rows of all matrices end to end, each rounded
- * up to 4); prepare: converts x into scratch (split over pool); rows: items [begin, end) (begin a
- * multiple of 4) on the calling thread. */
+ * up to 4); prepare: converts x into scratch (split over pool); rows:
+ * items [begin, end) (begin a multiple of 4) on the calling thread, nested
+ * weights at width bits. */
 PMPD_INTERNAL int pmpd_linear_group_shared(const pmpd_tensor *const *w, size_t count);
 PMPD_INTERNAL size_t pmpd_linear_group_items(const pmpd_tensor *const *w, size_t count);
 PMPD_INTERNAL void pmpd_linear_group_prepare(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch,
@@ -66,7 +67,8 @@ PMPD_INTERNAL void pmpd_linear_group_prepare(const pmpd_tensor *w, const float *
 PMPD_INTERNAL void pmpd_linear_group_prepare_tokens(const pmpd_tensor *w, const float *x, size_t n_tokens,
                                                     void *scratch, size_t begin, size_t end, unsigned worker);
 PMPD_INTERNAL void pmpd_linear_group_rows(const pmpd_tensor *const *w, size_t count, const void *scratch,
-                                          const float *x, size_t n_tokens, float *const *y, size_t begin, size_t end);
+                                          const float *x, size_t n_tokens, float *const *y, size_t begin, size_t end,
+                                          unsigned bits);
 
 /* Row r of W as cols floats (the embedding lookup). */
 PMPD_INTERNAL void pmpd_linear_row(const pmpd_tensor *w, size_t r, float *out);

@@ -253,7 +253,7 @@ static void pmpd_prefill_run(void *ctx, size_t chunk, size_t step, size_t tile, 
     case PMPD_STEP_GATE_UP:
     case PMPD_STEP_DOWN:
         pmpd_prefill_product_of(g, chunk, layer, kind, &p);
-        pmpd_linear_group_rows(p.w, p.count, b->linear_scratch, p.x, n, p.y, begin, end);
+        pmpd_linear_group_rows(p.w, p.count, b->linear_scratch, p.x, n, p.y, begin, end, s->weight_bits);
         break;
     case PMPD_STEP_ROPE:
         pmpd_forward_rope(s, layer, b->q, b->k, b->v, b->rope_cos, b->rope_sin, begin, end);

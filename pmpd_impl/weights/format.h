@@ -70,12 +70,13 @@ typedef struct pmpd_weight_format {
      * thread `worker` (scratch was planned for n_threads threads); the
      * caller splits the tokens over threads.  rows computes y[t * rows + r] for
      * r in [begin, end) (begin a multiple of 4) from what prepare made, on
-     * one thread.  shares says whether b can use what prepare made for a.
-     * NULL for formats that give linear. */
+     * one thread, reading nested weights at width bits (as linear).  shares
+     * says whether b can use what prepare made for a.  NULL for formats
+     * that give linear. */
     void (*prepare)(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch, size_t begin, size_t end,
                     unsigned worker);
     void (*rows)(const pmpd_tensor *w, const void *scratch, const float *x, size_t n_tokens, float *y, size_t begin,
-                 size_t end);
+                 size_t end, unsigned bits);
     int (*shares)(const pmpd_tensor *a, const pmpd_tensor *b);
 } pmpd_weight_format;
 

@@ -1,44 +1,65 @@
-/* The table row of nested any-precision weights: the linear layer at a
- * chosen width (int8 entries from the width's table times int8
- * activations quantized once, before the rows are split; prefill runs the
- * tokens through one pass over the weights), the size check of a
- * self-describing tensor, and the bytes a k-bit product reads. */
+/* The table row of nested any-precision weights: the product at a chosen
+ * width in two steps (int8 activations quantized once, shared by q/k/v and
+ * by gate/up; then int8 entries from the width's table times them, rows
+ * split over threads, prefill running the tokens through one pass over the
+ * weights), the size check of a self-describing tensor, and the bytes a
+ * k-bit product reads. */
 #include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/weights/anyprec/anyprec.h"
 #include "pmpd_impl/weights/format.h"
 
-typedef struct pmpd_anyprec_job {
-    pmpd_anyprec_matrix m;
-    unsigned bits;
-    float *y;
-    size_t n_tokens;
-    const int8_t *xq; /* int8 activations, pmpd_anyprec_quantize_tokens' layout */
-    const float *xscale;
-    const float *xsum;
-    const float *x; /* the float activations, n_tokens x cols */
-} pmpd_anyprec_job;
+/* The prepared input in scratch, for n_tokens tokens of cols columns:
+ * int8 activations (pmpd_anyprec_quantize_tokens' layout), then their
+ * group scales, then one sum per token. */
+typedef struct pmpd_anyprec_input {
+    int8_t *xq;
+    float *xscale;
+    float *xsum;
+    size_t stride; /* bytes of xq per token */
+} pmpd_anyprec_input;
 
-/* Tokens [begin, end) of x quantized into the job's activations. */
-static void pmpd_anyprec_quantize_job(void *ctx, size_t begin, size_t end, unsigned worker)
+static pmpd_anyprec_input pmpd_anyprec_input_view(const void *scratch, uint32_t cols, size_t n_tokens)
 {
-    const pmpd_anyprec_job *job = (const pmpd_anyprec_job *)ctx;
-    size_t stride = pmpd_anyprec_token_stride(job->m.cols);
-    (void)worker;
-    pmpd_anyprec_quantize_tokens(job->x + begin * job->m.cols, end - begin, job->m.cols,
-                                 (int8_t *)(uintptr_t)(job->xq + begin * stride),
-                                 (float *)(uintptr_t)(job->xscale + begin * (stride / PMPD_ANYPREC_GROUP)),
-                                 (float *)(uintptr_t)(job->xsum + begin));
+    pmpd_anyprec_input in;
+    in.stride = pmpd_anyprec_token_stride(cols);
+    in.xq = (int8_t *)(uintptr_t)scratch;
+    in.xscale = (float *)(void *)(in.xq + n_tokens * in.stride);
+    in.xsum = in.xscale + n_tokens * (in.stride / PMPD_ANYPREC_GROUP);
+    return in;
 }
 
-static void pmpd_anyprec_rows(void *ctx, size_t begin, size_t end, unsigned worker)
+static void pmpd_anyprec_prepare(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch, size_t begin,
+                                 size_t end, unsigned worker)
 {
-    const pmpd_anyprec_job *job = (const pmpd_anyprec_job *)ctx;
+    uint32_t cols = (uint32_t)w->dims[1];
+    pmpd_anyprec_input in = pmpd_anyprec_input_view(scratch, cols, n_tokens);
     (void)worker;
-    if (job->n_tokens == 1)
-        pmpd_anyprec_gemv(&job->m, job->bits, job->xq, job->xscale, job->y, (uint32_t)begin, (uint32_t)end);
+    pmpd_anyprec_quantize_tokens(x + begin * cols, end - begin, cols, in.xq + begin * in.stride,
+                                 in.xscale + begin * (in.stride / PMPD_ANYPREC_GROUP), in.xsum + begin);
+}
+
+/* Rows [begin, end) at width bits: the GEMV for one token, else one pass
+ * over the weights for all tokens. */
+static void pmpd_anyprec_format_rows(const pmpd_tensor *w, const void *scratch, const float *x, size_t n_tokens,
+                                     float *y, size_t begin, size_t end, unsigned bits)
+{
+    pmpd_anyprec_matrix m;
+    pmpd_anyprec_input in;
+    unsigned k;
+    (void)x;
+    pmpd_anyprec_bind(w->data, w->dims[0], w->dims[1], &m);
+    in = pmpd_anyprec_input_view(scratch, m.cols, n_tokens);
+    k = pmpd_anyprec_width(&m, bits);
+    if (n_tokens == 1)
+        pmpd_anyprec_gemv(&m, k, in.xq, in.xscale, y, (uint32_t)begin, (uint32_t)end);
     else
-        pmpd_anyprec_gemm(&job->m, job->bits, job->xq, job->xscale, job->xsum, job->n_tokens, job->y, job->m.rows,
-                          (uint32_t)begin, (uint32_t)end);
+        pmpd_anyprec_gemm(&m, k, in.xq, in.xscale, in.xsum, n_tokens, y, m.rows, (uint32_t)begin, (uint32_t)end);
+}
+
+/* The quantized activations depend only on X and the column count. */
+static int pmpd_anyprec_shares(const pmpd_tensor *a, const pmpd_tensor *b)
+{
+    return a->dims[1] == b->dims[1];
 }
 
 /* The int8 activations of the tokens: per token a whole number of
@@ -54,27 +75,6 @@ static pmpd_status pmpd_anyprec_scratch(const pmpd_tensor *w, size_t n_tokens, u
                    pmpd_checked_mul(per_token, n_tokens ? n_tokens : 1, bytes)
                ? PMPD_OK
                : PMPD_ERR_OVERFLOW;
-}
-
-static void pmpd_anyprec_linear(const pmpd_tensor *w, const float *x, size_t n_tokens, float *y, void *scratch,
-                                pmpd_pool *pool, unsigned bits)
-{
-    pmpd_anyprec_job job;
-    size_t stride;
-    pmpd_anyprec_bind(w->data, w->dims[0], w->dims[1], &job.m);
-    stride = pmpd_anyprec_token_stride(job.m.cols);
-    job.bits = pmpd_anyprec_width(&job.m, bits);
-    job.y = y;
-    job.n_tokens = n_tokens;
-    job.xq = (const int8_t *)scratch;
-    job.xscale = (const float *)(const void *)((const unsigned char *)scratch + n_tokens * stride);
-    job.xsum = job.xscale + n_tokens * (stride / PMPD_ANYPREC_GROUP);
-    job.x = x;
-    /* The tokens' activations are quantized in parallel too: on 16 Xeon
-     * threads a serial pass was most of a 512-token prefill. */
-    pmpd_pool_run_weighed(pool, pmpd_anyprec_quantize_job, &job, n_tokens, 1, job.m.cols);
-    /* Granules of 4 rows keep the SIMD kernels on their 4-row path. */
-    pmpd_pool_run_weighed(pool, pmpd_anyprec_rows, &job, job.m.rows, 4, job.m.cols * n_tokens);
 }
 
 static void pmpd_anyprec_format_row(const pmpd_tensor *w, size_t r, float *out)
@@ -106,8 +106,12 @@ static uint64_t pmpd_anyprec_bytes_read(const pmpd_tensor *w, unsigned bits)
 }
 
 static const pmpd_weight_format pmpd_anyprec_format = {
-    PMPD_TENSOR_ANYPREC, "anyprec", NULL, pmpd_anyprec_check, pmpd_anyprec_scratch, pmpd_anyprec_linear,
-    pmpd_anyprec_format_row, pmpd_anyprec_bytes_read, NULL, NULL, NULL,
+    PMPD_TENSOR_ANYPREC,      "anyprec",
+    NULL,                     pmpd_anyprec_check,
+    pmpd_anyprec_scratch,     NULL,
+    pmpd_anyprec_format_row,  pmpd_anyprec_bytes_read,
+    pmpd_anyprec_prepare,     pmpd_anyprec_format_rows,
+    pmpd_anyprec_shares,
 };
 
 PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_anyprec(void)

@@ -48,9 +48,10 @@ static pmpd_status pmpd_grouped_scratch(const pmpd_tensor *w, size_t n_tokens, u
 }
 
 static void pmpd_grouped_rows(const pmpd_tensor *w, const void *scratch, const float *x, size_t n_tokens, float *y,
-                              size_t begin, size_t end)
+                              size_t begin, size_t end, unsigned bits)
 {
     (void)x;
+    (void)bits;
     pmpd_qlinear_rows(w, scratch, n_tokens, y, begin, end);
 }
 

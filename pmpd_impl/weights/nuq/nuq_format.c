@@ -24,10 +24,11 @@ static void pmpd_nuq_prepare(const pmpd_tensor *w, const float *x, size_t n_toke
 }
 
 static void pmpd_nuq_rows(const pmpd_tensor *w, const void *scratch, const float *x, size_t n_tokens, float *y,
-                          size_t begin, size_t end)
+                          size_t begin, size_t end, unsigned bits)
 {
     pmpd_nuq_matrix m;
     (void)x;
+    (void)bits;
     pmpd_nuq_bind(w->data, w->dims[0], w->dims[1], &m);
     pmpd_nuq_matmul(&m, scratch, n_tokens, begin, end, y, m.rows);
 }

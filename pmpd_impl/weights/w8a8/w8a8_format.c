@@ -19,9 +19,10 @@ static void pmpd_w8a8_prepare(const pmpd_tensor *w, const float *x, size_t n_tok
 }
 
 static void pmpd_w8a8_rows(const pmpd_tensor *w, const void *scratch, const float *x, size_t n_tokens, float *y,
-                           size_t begin, size_t end)
+                           size_t begin, size_t end, unsigned bits)
 {
     pmpd_w8a8_matrix m;
+    (void)bits;
     pmpd_w8a8_bind(w->data, w->dims[0], w->dims[1], &m);
     PMPD_W8A8_DELEGATE(&m, scratch, n_tokens, begin, end, y, m.rows);
     if (m.n_hot)
