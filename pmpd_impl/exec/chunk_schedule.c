@@ -51,17 +51,6 @@ static pmpd_status pmpd_chunk_schedule_allocate(pmpd_arena *arena, unsigned n_sl
     return PMPD_OK;
 }
 
-PMPD_INTERNAL pmpd_status pmpd_chunk_schedule_plan(unsigned n_slots, size_t *bytes)
-{
-    pmpd_arena measure;
-    pmpd_chunk_schedule *schedule;
-    pmpd_status st;
-    pmpd_arena_init(&measure, NULL, SIZE_MAX);
-    st = pmpd_chunk_schedule_allocate(&measure, n_slots, &schedule);
-    *bytes = measure.high_water;
-    return st;
-}
-
 PMPD_INTERNAL pmpd_status pmpd_chunk_schedule_create(pmpd_arena *arena, unsigned n_slots, pmpd_chunk_schedule **out)
 {
     pmpd_chunk_schedule *s;
@@ -73,11 +62,6 @@ PMPD_INTERNAL pmpd_status pmpd_chunk_schedule_create(pmpd_arena *arena, unsigned
     s->lock_next = s->lock_serving = s->epoch = 0;
     *out = s;
     return PMPD_OK;
-}
-
-PMPD_INTERNAL unsigned pmpd_chunk_schedule_slots(const pmpd_chunk_schedule *schedule)
-{
-    return schedule->n_slots;
 }
 
 static void pmpd_chunk_lock(pmpd_chunk_schedule *s)

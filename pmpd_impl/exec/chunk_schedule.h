@@ -57,12 +57,9 @@ typedef struct pmpd_chunk_program {
 
 typedef struct pmpd_chunk_schedule pmpd_chunk_schedule;
 
-/* Arena bytes of a schedule with n_slots slots (exact when the fill level
- * is a multiple of PMPD_ARENA_ALIGNMENT, as it stays after). */
-PMPD_INTERNAL pmpd_status pmpd_chunk_schedule_plan(unsigned n_slots, size_t *bytes);
-
 /* A schedule in the arena (*out stays NULL in a measuring arena, which
- * only counts the bytes).  Errors: PMPD_ERR_INVALID_ARGUMENT (n_slots 0 or
+ * only counts the bytes, so planning and creation share one call; both
+ * blocks are whole multiples of PMPD_ARENA_ALIGNMENT).  Errors: PMPD_ERR_INVALID_ARGUMENT (n_slots 0 or
  * above 64), PMPD_ERR_OUT_OF_MEMORY. */
 PMPD_INTERNAL pmpd_status pmpd_chunk_schedule_create(pmpd_arena *arena, unsigned n_slots, pmpd_chunk_schedule **out);
 
@@ -74,7 +71,5 @@ typedef void (*pmpd_chunk_label_fn)(void *ctx, size_t chunk, size_t step, const 
                                     uint32_t *layer, const char **category);
 PMPD_INTERNAL void pmpd_chunk_schedule_run(pmpd_chunk_schedule *schedule, const pmpd_chunk_program *program,
                                            pmpd_pool *pool, unsigned float_threads, pmpd_chunk_label_fn label);
-
-PMPD_INTERNAL unsigned pmpd_chunk_schedule_slots(const pmpd_chunk_schedule *schedule);
 
 #endif
