@@ -43,6 +43,11 @@ PMPD_INTERNAL uint64_t pmpd_platform_now_ns(void)
     return 0;
 }
 
+PMPD_INTERNAL pmpd_status pmpd_platform_request_amx(void)
+{
+    return PMPD_OK;
+}
+
 PMPD_INTERNAL int pmpd_platform_cpu_count(void)
 {
     return 1;

@@ -47,6 +47,15 @@ PMPD_INTERNAL pmpd_status pmpd_platform_read_file(const char *path, void *buffer
 /* Monotonic nanoseconds since an arbitrary origin (0 where no clock exists). */
 PMPD_INTERNAL uint64_t pmpd_platform_now_ns(void);
 
+/* ---- processor state ---- */
+
+/* Asks the OS for the AMX tile state this process's W8A8 kernel uses
+ * (Linux hands it out only on request, then to every thread).  Cheap
+ * after the first call; safe from several threads.  Errors:
+ * PMPD_ERR_UNSUPPORTED (the OS refuses or predates AMX).  The none port
+ * returns PMPD_OK: firmware that runs AMX code has enabled it itself. */
+PMPD_INTERNAL pmpd_status pmpd_platform_request_amx(void);
+
 /* ---- threads ---- */
 
 /* Number of processors available to this process (1 if unknown). */

@@ -141,6 +141,35 @@ PMPD_INTERNAL uint64_t pmpd_platform_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+#if PMPD_USE_AMX && defined(__linux__) && defined(__x86_64__)
+/* arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), issued directly:
+ * the libc wrapper syscall() is outside POSIX, which this file asks for. */
+static long pmpd_posix_request_tile_data(void)
+{
+    long result;
+    __asm__ volatile("syscall" : "=a"(result) : "a"(158L), "D"(0x1023L), "S"(18L) : "rcx", "r11", "memory");
+    return result;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_platform_request_amx(void)
+{
+    /* 0: not asked yet, 1: granted, 2: refused.  Two threads asking at
+     * once both ask; the request is idempotent. */
+    static unsigned long state;
+    unsigned long known = pmpd_atomic_load(&state);
+    if (!known) {
+        known = pmpd_posix_request_tile_data() == 0 ? 1 : 2;
+        pmpd_atomic_store(&state, known);
+    }
+    return known == 1 ? PMPD_OK : PMPD_ERR_UNSUPPORTED;
+}
+#else
+PMPD_INTERNAL pmpd_status pmpd_platform_request_amx(void)
+{
+    return PMPD_USE_AMX ? PMPD_ERR_UNSUPPORTED : PMPD_OK;
+}
+#endif
+
 PMPD_INTERNAL int pmpd_platform_cpu_count(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -70,13 +70,15 @@ static void check_shape(size_t rows, size_t cols, size_t n_tokens, test_rng *rng
     float *y = (float *)malloc(n_tokens * rows * sizeof(float));
     float *yref = (float *)malloc(n_tokens * rows * sizeof(float));
     int8_t *q = (int8_t *)malloc(n_tokens * ((cols + 63) / 64 * 64));
+    float *yall = (float *)malloc(n_tokens * rows * sizeof(float));
     void *act;
-    size_t i, r, t, begin;
+    size_t i, r, t, begin, act_size;
     make_case(&k, rows, cols, 0.02f, rng);
     /* Mostly in range, some far outside (saturating), some exact zeros. */
     for (i = 0; i < n_tokens * cols; i++)
         x[i] = i % 41 == 0 ? 40.0f * test_rng_normal(rng) : i % 13 == 0 ? 0.0f : test_rng_normal(rng);
-    act = malloc(pmpd_w8a8_act_bytes(&k.m, n_tokens) + 1);
+    assert_int_equal(pmpd_w8a8_act_size(n_tokens, k.m.padded_cols, &act_size), PMPD_OK);
+    act = malloc(act_size + 1);
     assert_non_null(act);
     pmpd_w8a8_act_quantize(&k.m, x, 0, n_tokens, act);
     pmpd_w8a8_act_quantize_scalar(&k.m, x, 0, n_tokens, q);
@@ -86,12 +88,15 @@ static void check_shape(size_t rows, size_t cols, size_t n_tokens, test_rng *rng
         pmpd_w8a8_matmul(&k.m, act, n_tokens, begin, end, y, rows);
         pmpd_w8a8_matmul_scalar(&k.m, q, n_tokens, begin, end, yref, rows);
     }
+    /* And all rows in one call, as one thread takes them (kernels block
+     * rows beyond 8: AMX by 32). */
+    pmpd_w8a8_matmul(&k.m, act, n_tokens, 0, rows, yall, rows);
     for (t = 0; t < n_tokens; t++)
         for (r = 0; r < rows; r++) {
             double exact = brute_force(&k, q, t, r);
             /* Integer sums are exact in every path: the outputs agree to the
              * last bit, and with the brute force up to the float product. */
-            if (y[t * rows + r] != yref[t * rows + r] || fabs(yref[t * rows + r] - exact) > 1e-5 * fabs(exact) + 1e-30)
+            if (y[t * rows + r] != yref[t * rows + r] || yall[t * rows + r] != yref[t * rows + r] || fabs(yref[t * rows + r] - exact) > 1e-5 * fabs(exact) + 1e-30)
                 fail_msg("%zux%zu x%zu, token %zu row %zu: kernel %.9g, oracle %.9g, brute force %.9g", rows, cols,
                          n_tokens, t, r, (double)y[t * rows + r], (double)yref[t * rows + r], exact);
         }
@@ -99,15 +104,16 @@ static void check_shape(size_t rows, size_t cols, size_t n_tokens, test_rng *rng
     free(x);
     free(y);
     free(yref);
+    free(yall);
     free(q);
     free(act);
 }
 
 static void test_kernel_matches_oracle(void **state)
 {
-    static const size_t rows[] = {1, 3, 4, 5, 17, 64};
+    static const size_t rows[] = {1, 3, 4, 5, 17, 20, 64, 100};
     static const size_t cols[] = {1, 15, 16, 63, 64, 65, 200, 1000};
-    static const size_t tokens[] = {1, 2, 3, 4, 5, 7, 25, 50};
+    static const size_t tokens[] = {1, 2, 3, 4, 5, 7, 16, 25, 50};
     test_rng rng;
     size_t ri, ci, ti;
     (void)state;

@@ -27,12 +27,11 @@ void test_w8a8_delegate(const pmpd_w8a8_matrix *m, const void *act, size_t n_tok
                         float *y, size_t ldy)
 {
     int8_t *q = (int8_t *)malloc(n_tokens * m->padded_cols + 1);
-    size_t i;
+    size_t t, c;
     assert_non_null(q);
-    for (i = 0; i < n_tokens * m->padded_cols; i++)
-        q[i] = (int8_t)(PMPD_W8A8_ACT_BYTES == 2 ? ((const int16_t *)act)[i]
-                        : PMPD_USE_AVX512          ? (int)((const uint8_t *)act)[i] - 128
-                                                   : ((const int8_t *)act)[i]);
+    for (t = 0; t < n_tokens; t++)
+        for (c = 0; c < m->padded_cols; c++)
+            q[t * m->padded_cols + c] = (int8_t)pmpd_w8a8_act_value(m, act, t, c);
     pmpd_w8a8_matmul_scalar(m, q, n_tokens, row_begin, row_end, y, ldy);
     free(q);
     __atomic_fetch_add(&delegate_calls, 1, __ATOMIC_RELAXED);

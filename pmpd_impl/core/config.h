@@ -13,6 +13,9 @@
  *   PMPD_USE_AVX2     x86 AVX2+FMA kernels.           default: __AVX2__ && __FMA__
  *   PMPD_USE_AVX512   x86 AVX-512 GEMV (decode).      default: AVX-512 F, BW, VNNI, VBMI
  *                     and GFNI targeted, with PMPD_USE_AVX2
+ *   PMPD_USE_AMX      x86 AMX-INT8 W8A8 products.     default: AMX-TILE and AMX-INT8
+ *                     targeted, with PMPD_USE_AVX512 (Linux 5.16 or later
+ *                     grants the tile state; the loader says if it does not)
  *   PMPD_PLATFORM_POSIX  files via mmap, pthreads.     default: 1 on Unix-like systems
  *   PMPD_PLATFORM_NONE   no filesystem, no threads.    default: 1 elsewhere
  *   PMPD_USE_MMAP     map model files (POSIX port); 0 makes
@@ -55,6 +58,12 @@
 #define PMPD_HAVE_AVX512_TARGET 0
 #endif
 
+#if defined(__AMX_TILE__) && defined(__AMX_INT8__)
+#define PMPD_HAVE_AMX_TARGET 1
+#else
+#define PMPD_HAVE_AMX_TARGET 0
+#endif
+
 #ifndef PMPD_USE_NEON
 #define PMPD_USE_NEON PMPD_HAVE_NEON_TARGET
 #endif
@@ -69,6 +78,9 @@
 #endif
 #ifndef PMPD_USE_AVX512
 #define PMPD_USE_AVX512 (PMPD_HAVE_AVX512_TARGET && PMPD_USE_AVX2)
+#endif
+#ifndef PMPD_USE_AMX
+#define PMPD_USE_AMX (PMPD_HAVE_AMX_TARGET && PMPD_USE_AVX512)
 #endif
 
 #if PMPD_USE_NEON && !PMPD_HAVE_NEON_TARGET
@@ -88,6 +100,12 @@
 #endif
 #if PMPD_USE_AVX512 && !PMPD_HAVE_AVX512_TARGET
 #error "PMPD_USE_AVX512=1 but the target lacks AVX-512 F/BW/VNNI/VBMI or GFNI (e.g. -march=icelake-server or native)"
+#endif
+#if PMPD_USE_AMX && !PMPD_HAVE_AMX_TARGET
+#error "PMPD_USE_AMX=1 but the target lacks AMX-TILE and AMX-INT8 (e.g. -march=sapphirerapids or native)"
+#endif
+#if PMPD_USE_AMX && !PMPD_USE_AVX512
+#error "PMPD_USE_AMX needs PMPD_USE_AVX512 (the other kernels of an AMX machine)"
 #endif
 #if PMPD_USE_AVX512 && !PMPD_USE_AVX2
 #error "PMPD_USE_AVX512 needs PMPD_USE_AVX2 (the GEMM kernels)"

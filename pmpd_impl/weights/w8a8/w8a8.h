@@ -40,8 +40,12 @@
  * stores the quantized activations the way its multiply wants them
  * (pmpd_w8a8_act_*): int16 for AVX2 (vpmaddwd), u8 = q + 128 for AVX-512
  * VNNI (vpdpbusd, with the row's weight sum taking the 128 back out), int8
- * for NEON (SMMLA, SDOT) and the scalar oracle.  Weights of -128 are allowed: every
- * path multiplies exactly.
+ * for NEON (SMMLA, SDOT) and the scalar oracle, and for AMX int8 in the
+ * order a tile multiply reads its second operand: tokens in groups of 16
+ * (the last group padded), each group's bytes as [padded_cols / 4][16
+ * tokens][4 consecutive columns], so a 64-column step of 16 tokens is one
+ * contiguous KiB.  Weights of -128 are allowed: every path multiplies
+ * exactly.
  */
 #ifndef PMPD_WEIGHTS_W8A8_H
 #define PMPD_WEIGHTS_W8A8_H
@@ -60,7 +64,11 @@
 #define PMPD_W8A8_QMAX 127
 
 /* Which activation representation the compiled kernel reads. */
-#if PMPD_USE_AVX512
+#if PMPD_USE_AMX
+#define PMPD_W8A8_KERNEL "amx-int8"
+#define PMPD_W8A8_ACT_BYTES 1 /* int8, tile order */
+#define PMPD_W8A8_TOKEN_GROUP 16
+#elif PMPD_USE_AVX512
 #define PMPD_W8A8_KERNEL "avx512-vnni"
 #define PMPD_W8A8_ACT_BYTES 1 /* u8 = q + 128 */
 #elif PMPD_USE_AVX2
@@ -78,6 +86,9 @@
 #else
 #define PMPD_W8A8_KERNEL "scalar"
 #define PMPD_W8A8_ACT_BYTES 1 /* int8 */
+#endif
+#ifndef PMPD_W8A8_TOKEN_GROUP
+#define PMPD_W8A8_TOKEN_GROUP 1 /* tokens the representation pads to */
 #endif
 
 typedef struct pmpd_w8a8_matrix {
@@ -119,11 +130,30 @@ static inline int pmpd_w8a8_quantize_one(float x, float inverse_scale)
     return (int)(v + (v >= 0.0f ? 0.5f : -0.5f));
 }
 
-/* Bytes of activations the compiled kernel needs for n_tokens tokens. */
-static inline size_t pmpd_w8a8_act_bytes(const pmpd_w8a8_matrix *m, size_t n_tokens)
+/* Where token t's column c lives in the representation, in its elements. */
+static inline size_t pmpd_w8a8_act_index(const pmpd_w8a8_matrix *m, size_t t, size_t c)
 {
-    return n_tokens * m->padded_cols * PMPD_W8A8_ACT_BYTES;
+    size_t group = t / PMPD_W8A8_TOKEN_GROUP, member = t % PMPD_W8A8_TOKEN_GROUP;
+    if (PMPD_W8A8_TOKEN_GROUP == 1)
+        return t * m->padded_cols + c;
+    return group * PMPD_W8A8_TOKEN_GROUP * m->padded_cols + c / 4 * 4 * PMPD_W8A8_TOKEN_GROUP + member * 4 + c % 4;
 }
+
+/* The q value of token t, column c, read back from the representation
+ * (for a delegate that wants plain int8 rows, and for tests). */
+static inline int pmpd_w8a8_act_value(const pmpd_w8a8_matrix *m, const void *act, size_t t, size_t c)
+{
+    size_t at = pmpd_w8a8_act_index(m, t, c);
+    if (PMPD_W8A8_ACT_BYTES == 2)
+        return ((const int16_t *)act)[at];
+    if (PMPD_USE_AVX512 && !PMPD_USE_AMX)
+        return (int)((const uint8_t *)act)[at] - 128;
+    return ((const int8_t *)act)[at];
+}
+
+/* Bytes of activations the compiled kernel needs for n_tokens tokens of
+ * padded_cols columns.  Errors: PMPD_ERR_OVERFLOW. */
+PMPD_INTERNAL pmpd_status pmpd_w8a8_act_size(size_t n_tokens, size_t padded_cols, size_t *bytes);
 
 /* Quantizes tokens [begin, end) of x (cols floats each) into act in the
  * compiled kernel's representation, zero beyond cols. */
@@ -143,9 +173,9 @@ PMPD_INTERNAL void pmpd_w8a8_matmul(const pmpd_w8a8_matrix *m, const void *act, 
  * -DPMPD_W8A8_DELEGATE=name.  A board whose NPU multiplies int8 matrices
  * supplies `name` with pmpd_w8a8_matmul's signature and contract: the
  * weights are m->weights (int8, rows of m->padded_cols, row-major), the
- * activations act are n_tokens rows of m->padded_cols in the compiled
- * CPU kernel's representation (PMPD_W8A8_ACT_BYTES: int8 q values on Arm
- * and without SIMD), the result y[t * ldy + r] = activation_scale *
+ * activations act are n_tokens tokens of m->padded_cols in the compiled
+ * CPU kernel's representation (int8 rows on Arm and without SIMD;
+ * pmpd_w8a8_act_value reads any of them back), the result y[t * ldy + r] = activation_scale *
  * row_scale[r] * sum_c w[r][c] q[t][c] for r in [row_begin, row_end).  It
  * is called from pool workers, concurrently for disjoint row ranges (a
  * driver that wants whole matrices can serialise on its own lock or run

@@ -6,7 +6,7 @@
  * A tile is 4 rows x 4 tokens: 16 accumulators of 32 zmm registers. */
 #include "pmpd_impl/weights/w8a8/w8a8.h"
 
-#if PMPD_USE_AVX512
+#if PMPD_USE_AVX512 && !PMPD_USE_AMX
 #include <immintrin.h>
 
 /* The activations of 64 tokens as bytes: 256 KiB at K = 4096, in L2. */

@@ -4,7 +4,7 @@
  * once for q, k and v together). */
 #include <string.h>
 
-#include "pmpd_impl/core/checked.h"
+#include "platform/platform.h"
 #include "pmpd_impl/weights/format.h"
 #include "pmpd_impl/weights/w8a8/w8a8.h"
 
@@ -45,7 +45,7 @@ static pmpd_status pmpd_w8a8_scratch(const pmpd_tensor *w, size_t n_tokens, unsi
     (void)n_threads;
     if (pmpd_w8a8_compute_layout(w->dims[0], w->dims[1], 0, &layout) != PMPD_OK)
         return PMPD_ERR_OVERFLOW;
-    return pmpd_checked_mul3(n_tokens, layout.padded_cols, PMPD_W8A8_ACT_BYTES, bytes) ? PMPD_OK : PMPD_ERR_OVERFLOW;
+    return pmpd_w8a8_act_size(n_tokens, layout.padded_cols, bytes);
 }
 
 /* The integer weights dequantized: what a product with inputs inside the
@@ -66,6 +66,12 @@ static pmpd_status pmpd_w8a8_check(const unsigned char *data, uint64_t size, uin
     pmpd_w8a8_matrix m;
     if (n_dims != 2)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, offset, "w8a8 tensor %.*s is not a matrix",
+                              (int)name_length, name);
+    /* Refuse here, with a reason, rather than fault in the first product. */
+    if (pmpd_platform_request_amx() != PMPD_OK)
+        return pmpd_error_set(err, PMPD_ERR_UNSUPPORTED, offset,
+                              "w8a8 tensor %.*s: this build multiplies with AMX tiles and the OS did not grant "
+                              "their state (Linux 5.16 or later; or rebuild with -DPMPD_USE_AMX=0)",
                               (int)name_length, name);
     return pmpd_w8a8_view(data, size, dims[0], dims[1], offset, &m, err);
 }
