@@ -124,6 +124,46 @@ static void test_kernel_matches_oracle(void **state)
                 check_shape(rows[ri], cols[ci], tokens[ti], &rng);
 }
 
+/* The compiled representation holds exactly the oracle's q values, edge
+ * cases included (halves, the clamp, NaN, infinities, padding), for every
+ * token of several token groups. */
+static void test_activation_representation(void **state)
+{
+    static const float edges[] = {0.5f, -0.5f, 1.5f, -2.5f, 126.5f, 127.49f, 127.5f, -127.5f, 1e30f, -0.0f,
+                                  0.49999997f, 3.0f};
+    const size_t rows = 4, cols = 200, n_tokens = 37;
+    w8a8_case k;
+    test_rng rng;
+    float *x = (float *)malloc(n_tokens * cols * sizeof(float));
+    int8_t *q;
+    void *act;
+    size_t i, t, c, act_size;
+    (void)state;
+    test_rng_seed(&rng, 7);
+    make_case(&k, rows, cols, 0.5f, &rng);
+    q = (int8_t *)malloc(n_tokens * k.m.padded_cols);
+    for (i = 0; i < n_tokens * cols; i++)
+        x[i] = i % 5 ? 30.0f * test_rng_normal(&rng) : 0.5f * edges[i / 5 % (sizeof edges / sizeof edges[0])];
+    x[3] = NAN;
+    x[8] = INFINITY;
+    x[13] = -INFINITY;
+    assert_int_equal(pmpd_w8a8_act_size(n_tokens, k.m.padded_cols, &act_size), PMPD_OK);
+    act = malloc(act_size);
+    assert_non_null(act);
+    pmpd_w8a8_act_quantize(&k.m, x, 0, n_tokens, act);
+    pmpd_w8a8_act_quantize_scalar(&k.m, x, 0, n_tokens, q);
+    for (t = 0; t < n_tokens; t++)
+        for (c = 0; c < k.m.padded_cols; c++)
+            if (pmpd_w8a8_act_value(&k.m, act, t, c) != q[t * k.m.padded_cols + c])
+                fail_msg("token %zu column %zu (x %.9g): representation %d, oracle %d", t, c,
+                         c < cols ? (double)x[t * cols + c] : 0.0, pmpd_w8a8_act_value(&k.m, act, t, c),
+                         q[t * k.m.padded_cols + c]);
+    free(k.bytes);
+    free(x);
+    free(q);
+    free(act);
+}
+
 static void test_activation_rounding(void **state)
 {
     float inverse = 1.0f / 0.5f;
@@ -207,6 +247,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_activation_rounding),
+        cmocka_unit_test(test_activation_representation),
         cmocka_unit_test(test_view_refuses_malformed),
         cmocka_unit_test(test_kernel_matches_oracle),
     };
