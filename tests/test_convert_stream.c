@@ -225,7 +225,7 @@ static void test_stream_equals_in_memory(void **state)
      * runs: there stories260K goes through q4 and nested only and q2cb
      * (whose codebook fitting is 90% of this file's time) through the
      * first input only; 80 s of qemu otherwise. */
-    reduced = getenv("PMPD_TEST_REDUCED") && strcmp(getenv("PMPD_TEST_REDUCED"), "1") == 0;
+    reduced = test_reduced();
     if (reduced)
         printf("stories260K: q4 and nested only, q2cb on the first input (PMPD_TEST_REDUCED)\n");
     for (i = 0; i < 3; i++)
@@ -383,7 +383,7 @@ static void test_head_reads(void **state)
     assert_int_equal(short_read, 0);
     /* Every 7th byte of the tensor infos natively; every 61st under
      * PMPD_TEST_REDUCED (make check's emulated and sanitizer runs). */
-    step = getenv("PMPD_TEST_REDUCED") && strcmp(getenv("PMPD_TEST_REDUCED"), "1") == 0 ? 61 : 7;
+    step = test_reduced() ? 61 : 7;
     for (cut = 0; cut < size; cut += cut < 24576 ? step : 4099) {
         pmpd_status status, whole;
         /* A short head of the whole file: it asks for more, or is enough. */

@@ -548,8 +548,13 @@ static void test_synthetic_files(void **state)
     size_t k;
     (void)state;
     generate("build/test_gguf_types_f32.gguf", PMPD_GGML_F32, &ref);
-    for (k = 0; k < sizeof types / sizeof types[0]; k++)
+    /* Under emulation and sanitizers (PMPD_TEST_REDUCED) every other type:
+     * the decoders are plain C, the native run checks them all, and the
+     * mix still brings Q4_K and Q6_K. */
+    for (k = 0; k < sizeof types / sizeof types[0]; k += test_reduced() ? 2 : 1)
         check_type(types[k], &ref);
+    if (test_reduced())
+        check_type(PMPD_GGML_MIX_Q4_K_M, &ref);
     free(ref.bytes);
     remove("build/test_gguf_types_f32.gguf");
 }

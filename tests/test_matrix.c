@@ -292,12 +292,6 @@ static void mx_learned(mx_world *w, const pmpd_model *float_model)
 }
 
 /* make check sets PMPD_TEST_REDUCED=1 for its sanitizer and emulated runs. */
-static int mx_reduced(void)
-{
-    const char *reduced = getenv("PMPD_TEST_REDUCED");
-    return reduced && reduced[0] && strcmp(reduced, "0") != 0;
-}
-
 static mx_world *mx_build(const char *model_file, int with_all_types)
 {
     mx_world *w = (mx_world *)calloc(1, sizeof *w);
@@ -308,7 +302,7 @@ static mx_world *mx_build(const char *model_file, int with_all_types)
     mx_run_result ref;
     int t;
     assert_non_null(w);
-    w->reduced = mx_reduced();
+    w->reduced = test_reduced();
     assert_int_equal(test_import_shared(model_file, "models/tok512.bin", &b), PMPD_OK);
     mx_open(&b, &plain);
     pmpd_build_free(&b);
@@ -493,7 +487,7 @@ static void test_stories260k_matrix(void **state)
 static void test_llama2xs_rows(void **state)
 {
     (void)state;
-    if (mx_reduced()) {
+    if (test_reduced()) {
         printf("llama2xs rows: natively only (PMPD_TEST_REDUCED)\n");
         skip();
     }

@@ -30,12 +30,6 @@
 #include "tests/support/test_models.h"
 #include "tests/support/test_support.h"
 
-static int reduced(void)
-{
-    const char *r = getenv("PMPD_TEST_REDUCED");
-    return r && *r && strcmp(r, "0") != 0;
-}
-
 /* Encodes a rows x cols Gaussian matrix (scaled per row, with one outlier
  * column) at bits into a malloc'ed tensor. */
 static unsigned char *encode_random(size_t rows, size_t cols, unsigned bits, test_rng *rng, float **values,
@@ -65,7 +59,7 @@ static unsigned char *encode_random(size_t rows, size_t cols, unsigned bits, tes
 static void test_gaussian_mse(void **state)
 {
     static const double expected[3] = {0.1175, 0.0345, 0.0095};
-    const size_t rows = reduced() ? 64 : 256, cols = 4096;
+    const size_t rows = test_reduced() ? 64 : 256, cols = 4096;
     float *w = (float *)malloc(rows * cols * sizeof(float));
     test_rng rng;
     unsigned bits;
@@ -335,8 +329,8 @@ static void test_stories260k_quality(void **state)
     float *ref;
     (void)state;
     assert_true(n > 8);
-    if (n > (reduced() ? 32 : 128))
-        n = reduced() ? 32 : 128;
+    if (n > (test_reduced() ? 32 : 128))
+        n = test_reduced() ? 32 : 128;
     open_variant(PMPD_TENSOR_F32, 0, &o);
     vocab = pmpd_model_get_info(o.model)->vocab_size;
     ref = test_forced_logits(o.model, ids, n);

@@ -543,6 +543,6 @@ int main(void)
         cmocka_unit_test(test_budget_refused),
         cmocka_unit_test(test_budget_latency),
     };
-    reduced = getenv("PMPD_TEST_REDUCED") && strcmp(getenv("PMPD_TEST_REDUCED"), "1") == 0;
+    reduced = test_reduced();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

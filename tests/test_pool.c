@@ -15,6 +15,7 @@
 
 #include "pmpd.h"
 #include "pmpd_impl/exec/pool.h"
+#include "tests/support/test_support.h"
 
 #define N_ITEMS 1000
 
@@ -46,12 +47,6 @@ static unsigned char *pool_buffer_start(void)
 }
 #define pool_buffer pool_buffer_start()
 
-static int reduced(void)
-{
-    const char *r = getenv("PMPD_TEST_REDUCED");
-    return r && *r && strcmp(r, "0") != 0;
-}
-
 static void check_job(unsigned n_threads, size_t n_items, size_t granule)
 {
     static pool_test_job job;
@@ -63,7 +58,7 @@ static void check_job(unsigned n_threads, size_t n_items, size_t granule)
     assert_int_equal(pmpd_arena_init(&arena, pool_buffer, (size_t)1 << 16), PMPD_OK);
     assert_int_equal(pmpd_pool_create(&arena, n_threads, &pool), PMPD_OK);
     assert_int_equal(pmpd_pool_threads(pool), n_threads);
-    for (round = 0; round < (reduced() ? 5u : 50u); round++) {
+    for (round = 0; round < (test_reduced() ? 5u : 50u); round++) {
         memset(&job, 0, sizeof job);
         pmpd_pool_run(pool, pool_test_task, &job, n_items, granule);
         for (i = 0; i < n_items; i++) {
@@ -137,7 +132,7 @@ static void test_plan_is_exact(void **state)
     (void)state;
     for (n = 1; n <= PMPD_MAX_THREADS; n++) {
         pmpd_arena arena;
-        if (reduced() && n > 8 && n != 16 && n != PMPD_MAX_THREADS)
+        if (test_reduced() && n > 8 && n != 16 && n != PMPD_MAX_THREADS)
             continue;
         pmpd_pool *pool = NULL;
         size_t bytes = 0;

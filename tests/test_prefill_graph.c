@@ -22,6 +22,7 @@
 
 #include "pmpd_impl/model/model.h"
 #include "tests/support/test_models.h"
+#include "tests/support/test_support.h"
 
 #define DECODE 3
 
@@ -32,18 +33,12 @@ static test_opened_model models[N_TYPES];
 /* Under emulation (PMPD_TEST_REDUCED) q4 and W8A8 weights (the others'
  * kernels are emulated in their own tests), one KV type, two prompt shapes
  * and 1 and 3 threads. */
-static int reduced(void)
-{
-    const char *r = getenv("PMPD_TEST_REDUCED");
-    return r && *r && strcmp(r, "0") != 0;
-}
-
 static int setup(void **state)
 {
     size_t i;
     (void)state;
     for (i = 0; i < N_TYPES; i++)
-        if ((!reduced() || types[i] == PMPD_TENSOR_Q4 || types[i] == PMPD_TENSOR_W8A8) &&
+        if ((!test_reduced() || types[i] == PMPD_TENSOR_Q4 || types[i] == PMPD_TENSOR_W8A8) &&
             test_open_shared("models/stories260K.bin", "models/tok512.bin", types[i], &models[i]) != PMPD_OK) {
             fprintf(stderr, "test_prefill_graph: ../shared/models missing\n");
             return -1;
@@ -106,10 +101,10 @@ static void test_bit_exact_with_in_order(void **state)
         uint32_t batch;
         size_t prompt;
     } shapes[] = {{8, 33}, {5, 23}, {8, 32}, {16, 100}};
-    size_t n_kv = reduced() ? 1 : 3, n_shapes = reduced() ? 2 : 4, t, k, sh, th, fl;
+    size_t n_kv = test_reduced() ? 1 : 3, n_shapes = test_reduced() ? 2 : 4, t, k, sh, th, fl;
     (void)state;
     for (t = 0; t < N_TYPES; t++) {
-        if (reduced() && types[t] != PMPD_TENSOR_Q4 && types[t] != PMPD_TENSOR_W8A8)
+        if (test_reduced() && types[t] != PMPD_TENSOR_Q4 && types[t] != PMPD_TENSOR_W8A8)
             continue;
         for (k = 0; k < n_kv; k++)
             for (sh = 0; sh < n_shapes; sh++) {
@@ -117,7 +112,7 @@ static void test_bit_exact_with_in_order(void **state)
                 size_t vocab = m->info.vocab_size, n = shapes[sh].prompt;
                 pmpd_session_config in_order = config_of(shapes[sh].batch, 1, 1, 0, kv_types[k]);
                 float *ref = run(m, &in_order, n);
-                for (th = 1; th <= 4; th += reduced() ? 2 : 1)
+                for (th = 1; th <= 4; th += test_reduced() ? 2 : 1)
                     for (fl = 0; fl < th && fl < 2; fl++) {
                         uint32_t in_flight = (uint32_t)(th == 3 ? 8 : 2 + (sh % 2));
                         pmpd_session_config ooo =

@@ -33,7 +33,7 @@ static void test_pycode_ranges(void **state)
     pmpd_w8a8_ranges ranges;
     uint32_t i, c;
     (void)state;
-    if (getenv("PMPD_TEST_REDUCED") && strcmp(getenv("PMPD_TEST_REDUCED"), "1") == 0)
+    if (test_reduced())
         skip(); /* a 21.7M-parameter f32 model under qemu/ASan: the native run covers it */
     assert_int_equal(test_open_shared("models/pycode21M.bin", "models/llama2_tokenizer.bin", PMPD_TENSOR_F32, &m),
                      PMPD_OK);

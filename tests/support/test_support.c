@@ -3,6 +3,13 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+int test_reduced(void)
+{
+    const char *r = getenv("PMPD_TEST_REDUCED");
+    return r && *r && strcmp(r, "0") != 0;
+}
 
 const char *test_shared_dir(void)
 {

@@ -9,6 +9,11 @@
  * repository root where `make` runs the tests; override with PMPD_SHARED). */
 const char *test_shared_dir(void);
 
+/* 1 when PMPD_TEST_REDUCED is set to anything but "" or "0": make check
+ * sets it for its sanitizer and emulated runs, where tests shrink their
+ * sizes (the native run keeps the full ones). */
+int test_reduced(void);
+
 /* Writes "<shared>/<relative>" into out; returns out. */
 char *test_shared_path(char *out, size_t out_size, const char *relative);
 
