@@ -19,14 +19,13 @@ PMPD_INTERNAL pmpd_status pmpd_tcq_search_init(pmpd_tcq_search *search, const pm
     if (l < 2 || l > 16 || s < 1 || s > 8 || s >= l || n < 1 || (size_t)n * s < l)
         return PMPD_ERR_INVALID_ARGUMENT;
     search->cost = (float *)malloc(states * sizeof(float));
-    search->distortion = (float *)malloc(states * sizeof(float));
     search->best = (float *)malloc((states >> s) * sizeof(float));
     search->target = (float *)malloc(2 * (size_t)n * sizeof(float));
     search->weight = (float *)malloc(4 * (size_t)n * sizeof(float)); /* and rotated */
     search->back = (uint8_t *)malloc((size_t)n * (states >> s));
     search->path = (uint32_t *)malloc((size_t)n * sizeof(uint32_t));
     search->from = (int32_t *)malloc((states >> s) * sizeof(int32_t));
-    if (!search->from || !search->cost || !search->distortion || !search->best || !search->target || !search->weight ||
+    if (!search->from || !search->cost || !search->best || !search->target || !search->weight ||
         !search->back || !search->path) {
         pmpd_tcq_search_free(search);
         return PMPD_ERR_OUT_OF_MEMORY;
@@ -37,7 +36,6 @@ PMPD_INTERNAL pmpd_status pmpd_tcq_search_init(pmpd_tcq_search *search, const pm
 PMPD_INTERNAL void pmpd_tcq_search_free(pmpd_tcq_search *search)
 {
     free(search->cost);
-    free(search->distortion);
     free(search->best);
     free(search->target);
     free(search->weight);
@@ -54,31 +52,26 @@ static inline float tcq_distortion(const float *restrict first, const float *res
     return w0 * a * a + w1 * b * b;
 }
 
-/* distortion[S] of every state at one step (target t, weight w: 2 each). */
-static void tcq_step_distortion(const pmpd_tcq_trellis *trellis, const float *t, const float *w,
-                                float *restrict distortion)
+/* next[i] = base + the distortion of state first_state + i, i < n (target
+ * t, weight w: 2 each).  With AVX2 8 states at a time (FMA: the last bit
+ * may differ from the scalar loop's), then the rest. */
+static inline void tcq_costs(const pmpd_tcq_trellis *trellis, size_t first_state, const float *t, const float *w,
+                             float base, float *restrict next, size_t n)
 {
-    const float *restrict first = trellis->first, *restrict second = trellis->second;
-    const size_t states = (size_t)1 << trellis->state_bits;
+    const float *restrict first = trellis->first + first_state, *restrict second = trellis->second + first_state;
     const float t0 = t[0], t1 = t[1], w0 = w[0], w1 = w[1];
-    size_t i;
-    if (w0 == 0.0f && w1 == 0.0f) {
-        memset(distortion, 0, states * sizeof *distortion);
-        return;
-    }
-    /* With AVX2 8 states at a time (the results may differ from the scalar
-     * loop's in the last bit: FMA), then the rest. */
-    i = 0;
+    size_t i = 0;
 #if PMPD_USE_AVX2
-    for (; i + TCQ_CHUNK <= states; i += TCQ_CHUNK) {
+    for (; i + TCQ_CHUNK <= n; i += TCQ_CHUNK) {
         const __m256 a = _mm256_sub_ps(_mm256_loadu_ps(first + i), _mm256_set1_ps(t0));
         const __m256 b = _mm256_sub_ps(_mm256_loadu_ps(second + i), _mm256_set1_ps(t1));
-        _mm256_storeu_ps(distortion + i, _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(w0), a), a,
-                                                         _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(w1), b), b)));
+        const __m256 wb = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(w1), b), b);
+        _mm256_storeu_ps(next + i, _mm256_add_ps(_mm256_set1_ps(base),
+                                                 _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(w0), a), a, wb)));
     }
 #endif
-    for (; i < states; i++)
-        distortion[i] = tcq_distortion(first, second, i, t0, t1, w0, w1);
+    for (; i < n; i++)
+        next[i] = base + tcq_distortion(first, second, i, t0, t1, w0, w1);
 }
 
 /* best[o] = min(best[o], c[o]), back[o] = d where c won. */
@@ -109,18 +102,6 @@ static void tcq_min_into(const float *restrict c, float *restrict best, int32_t 
         tcq_min_at(c, best, back, o, d);
 }
 
-/* next[i] = from + distortion[i], i < n. */
-static void tcq_add(float from, const float *restrict distortion, float *restrict next, size_t n)
-{
-    size_t i = 0;
-#if PMPD_USE_AVX2
-    for (; i + TCQ_CHUNK <= n; i += TCQ_CHUNK)
-        _mm256_storeu_ps(next + i, _mm256_add_ps(_mm256_set1_ps(from), _mm256_loadu_ps(distortion + i)));
-#endif
-    for (; i < n; i++)
-        next[i] = from + distortion[i];
-}
-
 /* One search: overlap < 0 leaves both ends free; otherwise S_0's high and
  * S_(n-1)'s low L - s bits must equal overlap (the wrap of a circular
  * stream).  Returns the least distortion (infinity when nothing meets the
@@ -134,7 +115,7 @@ static double tcq_search(const pmpd_tcq_trellis *trellis, pmpd_tcq_search *searc
     size_t i, o, d, at = 0;
     unsigned step;
     float least = INFINITY;
-    tcq_step_distortion(trellis, target, weight, cost);
+    tcq_costs(trellis, 0, target, weight, 0.0f, cost, n_states);
     if (overlap >= 0)
         for (i = 0; i < n_states; i++)
             if ((long)(i >> s) != overlap)
@@ -148,9 +129,9 @@ static double tcq_search(const pmpd_tcq_trellis *trellis, pmpd_tcq_search *searc
             tcq_min_into(cost + d * overlaps, best, search->from, overlaps, (int32_t)d);
         for (o = 0; o < overlaps; o++)
             back[o] = (uint8_t)search->from[o];
-        tcq_step_distortion(trellis, target + 2 * (size_t)step, weight + 2 * (size_t)step, search->distortion);
         for (o = 0; o < overlaps; o++)
-            tcq_add(best[o], search->distortion + (o << s), cost + (o << s), drops);
+            tcq_costs(trellis, o << s, target + 2 * (size_t)step, weight + 2 * (size_t)step, best[o], cost + (o << s),
+                      drops);
     }
     for (i = 0; i < n_states; i++)
         if ((overlap < 0 || (long)(i & (overlaps - 1)) == overlap) && cost[i] < least) {

@@ -39,7 +39,7 @@ typedef enum pmpd_tcq_ends {
 
 /* Working memory of one search (one per thread). */
 typedef struct pmpd_tcq_search {
-    float *cost, *distortion, *best, *target, *weight; /* weight: 4n (and rotated) */
+    float *cost, *best, *target, *weight; /* weight: 4n (and rotated) */
     uint8_t *back;  /* [n][2^(L-s)]: the dropped bits of each overlap's best */
     uint32_t *path; /* [n] */
     int32_t *from;  /* [2^(L-s)]: the step's back pointers while they are found */
