@@ -220,29 +220,17 @@ static void test_gaussian_mse(void **state)
     }
 }
 
-/* A rows x cols tensor at shifts s1, s2 with random bits and scales in
- * [0.5, 1.5) (any bits are a valid stream), malloc'ed. */
-static unsigned char *random_tensor(size_t rows, size_t cols, unsigned s1, unsigned s2, test_rng *rng, size_t *size)
+/* A rows x cols tensor at quarter_bits with random bitstreams and scales
+ * (pmpd_tcq_random), malloc'ed. */
+static unsigned char *random_tensor(size_t rows, size_t cols, unsigned quarter_bits, test_rng *rng, size_t *size)
 {
-    pmpd_tcq_layout layout;
+    uint64_t bytes = 0;
     unsigned char *out;
-    size_t i;
-    assert_int_equal(pmpd_tcq_compute_layout(rows, cols, s1, s2, &layout), PMPD_OK);
-    out = (unsigned char *)calloc(1, layout.total);
+    assert_int_equal(pmpd_tcq_size(rows, cols, quarter_bits, &bytes), PMPD_OK);
+    out = (unsigned char *)malloc((size_t)bytes);
     assert_non_null(out);
-    memcpy(out, "TCQW", 4);
-    pmpd_le_put_u32(out + 4, PMPD_TCQ_VERSION);
-    pmpd_le_put_u32(out + 8, (uint32_t)rows);
-    pmpd_le_put_u32(out + 12, (uint32_t)cols);
-    pmpd_le_put_u32(out + 16, s1);
-    pmpd_le_put_u32(out + 20, s2);
-    pmpd_le_put_u32(out + 24, (uint32_t)layout.rotation);
-    pmpd_le_put_u64(out + 32, PMPD_TCQ_SEED + cols);
-    for (i = 0; i < rows; i++)
-        pmpd_le_put_f32(out + PMPD_TCQ_HEADER_BYTES + 4 * i, 1.0f + 0.5f * test_rng_uniform(rng));
-    for (i = layout.bits_offset; i < layout.total; i++)
-        out[i] = (uint8_t)test_rng_u32(rng);
-    *size = layout.total;
+    assert_int_equal(pmpd_tcq_random(rows, cols, quarter_bits, test_rng_u32(rng), out, (size_t)bytes), PMPD_OK);
+    *size = (size_t)bytes;
     return out;
 }
 
@@ -265,16 +253,13 @@ static void test_kernels_and_oracles(void **state)
         for (ci = 0; ci < sizeof shape_cols / sizeof shape_cols[0]; ci++) {
             const size_t rows = shape_rows[ri], cols = shape_cols[ci], n_tokens = 1 + (ri + ci) % 5;
             size_t size, begin = rows > 4 ? 4 : 0;
-            unsigned s1, s2;
             pmpd_tcq_matrix m;
             pmpd_rotated rotated;
             pmpd_error err;
             unsigned char *data;
             float *x, *y, *oracle, *row, *wr, *work;
             void *act;
-            pmpd_tcq_shifts(q, &s1, &s2);
-            q = q == PMPD_TCQ_MAX_QUARTER_BITS ? PMPD_TCQ_MIN_QUARTER_BITS : q + 1;
-            data = random_tensor(rows, cols, s1, s2, &rng, &size);
+            data = random_tensor(rows, cols, q, &rng, &size);
             if (pmpd_tcq_view(data, size, rows, cols, 0, &m, &err) != PMPD_OK)
                 fail_msg("%zux%zu: %s", rows, cols, err.message);
             rotated = pmpd_tcq_rotated(&m);
@@ -326,6 +311,7 @@ static void test_kernels_and_oracles(void **state)
             free(oracle);
             free(row);
             free(wr);
+            q = q == PMPD_TCQ_MAX_QUARTER_BITS ? PMPD_TCQ_MIN_QUARTER_BITS : q + 1;
         }
     print_message("kernel: %s\n", PMPD_TCQ_KERNEL);
 }
@@ -351,7 +337,7 @@ static void test_malformed_tensors(void **state)
     float nan_value = NAN, negative = -1.0f;
     (void)state;
     test_rng_seed(&rng, 4);
-    good = random_tensor(rows, cols, 6, 7, &rng, &size);
+    good = random_tensor(rows, cols, 13, &rng, &size);
     bad = (unsigned char *)malloc(size + 1);
     assert_non_null(bad);
 #define RESET() memcpy(bad, good, size)

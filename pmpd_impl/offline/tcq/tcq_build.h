@@ -59,6 +59,14 @@ PMPD_INTERNAL pmpd_status pmpd_tcq_encode(const float *values, size_t rows, size
                                           void (*progress)(void *context, uint64_t done, uint64_t total),
                                           void *context);
 
+/* A valid rows x cols tensor at quarter_bits into out (size bytes,
+ * pmpd_tcq_size of it) with random bitstreams and scales in [0.5, 1.5)
+ * from seed (also its sign seed): every bitstream is a valid code, so
+ * kernel tests and timings need no search.  Errors:
+ * PMPD_ERR_INVALID_ARGUMENT (as pmpd_tcq_encode). */
+PMPD_INTERNAL pmpd_status pmpd_tcq_random(size_t rows, size_t cols, unsigned quarter_bits, uint64_t seed,
+                                          unsigned char *out, size_t size);
+
 /* Normalized squared error ||W - W^||^2 / ||W||^2 of the encoded tensor
  * data (rows x cols) against values, through the format's row lookup. */
 PMPD_INTERNAL double pmpd_tcq_encoded_error(const float *values, size_t rows, size_t cols,

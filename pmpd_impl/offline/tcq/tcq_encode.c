@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pmpd_impl/core/hadamard.h"
+#include "pmpd_impl/core/splitmix.h"
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/offline/tcq/tcq_viterbi.h"
 #include "platform/platform.h"
@@ -279,6 +280,32 @@ PMPD_INTERNAL pmpd_status pmpd_tcq_encode(const float *values, size_t rows, size
     free(first);
     free(second);
     return status;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_tcq_random(size_t rows, size_t cols, unsigned quarter_bits, uint64_t seed,
+                                          unsigned char *out, size_t size)
+{
+    tcq_job job;
+    uint64_t state = seed;
+    size_t i;
+    memset(&job, 0, sizeof job);
+    if (quarter_bits < PMPD_TCQ_MIN_QUARTER_BITS || quarter_bits > PMPD_TCQ_MAX_QUARTER_BITS)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    pmpd_tcq_shifts(quarter_bits, &job.shift[0], &job.shift[1]);
+    if (pmpd_tcq_compute_layout(rows, cols, job.shift[0], job.shift[1], &job.layout) != PMPD_OK ||
+        size != job.layout.total)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    job.rows = rows;
+    job.cols = cols;
+    job.seed = seed;
+    tcq_write_header(out, &job);
+    /* Scales in [0.5, 1.5), then every bitstream byte at random. */
+    for (i = 0; i < rows; i++)
+        pmpd_le_put_f32(out + PMPD_TCQ_HEADER_BYTES + 4 * i,
+                        0.5f + (float)(pmpd_splitmix64_next(&state) >> 40) / 16777216.0f);
+    for (i = job.layout.bits_offset; i < job.layout.total; i++)
+        out[i] = (unsigned char)pmpd_splitmix64_next(&state);
+    return PMPD_OK;
 }
 
 #undef TCQ_MAX_THREADS
