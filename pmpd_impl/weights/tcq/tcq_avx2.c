@@ -1,6 +1,4 @@
-/* TCQ product with AVX2.  A sequence's 16 s bytes are copied to the stack
- * with its first 16 bytes after them (the circular wrap, and room for
- * 16-byte loads); 8 consecutive steps start at bit offsets that are
+/* TCQ product with AVX2.  8 consecutive steps start at bit offsets that are
  * constants per shift (tcq.h), so one 16-byte load broadcast to both
  * lanes, one PSHUFB (3 bytes big-endian into each 32-bit lane) and one
  * VPSRLVD give 8 states.  HYB: VPMULLD for S (S + 1), a shift and a mask
@@ -99,19 +97,24 @@ static inline __attribute__((always_inline)) void tcq_avx2_tile(const __m256i *w
         sums[t] = tcq_avx2_sum(acc[t]);
 }
 
-/* Sequence j of row r decoded into w. */
+/* Sequence j of row r decoded into w.  Groups whose 16-byte load stays
+ * inside the sequence read it in place; the last few read a copy of its
+ * last 16 bytes followed by its first 16 (the wrap). */
 static void tcq_avx2_decode(const pmpd_tcq_matrix *m, size_t r, size_t j, const tcq_avx2_consts *consts,
                             __m256i *w)
 {
     const int16_t *table = pmpd_tcq_table();
-    uint8_t bytes[16 * PMPD_TCQ_MAX_SHIFT + 16];
+    uint8_t tail[32];
     unsigned shift, g;
     const uint8_t *sequence = pmpd_tcq_sequence(m, r, j, &shift);
     const tcq_avx2_consts *k = &consts[shift == m->shift[0] ? 0 : 1];
-    memcpy(bytes, sequence, 16 * (size_t)shift);
-    memcpy(bytes + 16 * (size_t)shift, sequence, 16);
-    for (g = 0; g < TCQ_AVX2_GROUPS; g++)
-        w[g] = tcq_avx2_group(bytes + (size_t)g * shift, table, k);
+    const size_t bytes = 16 * (size_t)shift, inside = (bytes - 16) / shift + 1; /* groups read in place */
+    for (g = 0; g < inside; g++)
+        w[g] = tcq_avx2_group(sequence + (size_t)g * shift, table, k);
+    memcpy(tail, sequence + bytes - 16, 16);
+    memcpy(tail + 16, sequence, 16);
+    for (; g < TCQ_AVX2_GROUPS; g++)
+        w[g] = tcq_avx2_group(tail + (size_t)g * shift - (bytes - 16), table, k);
 }
 
 PMPD_INTERNAL void pmpd_tcq_matmul(const pmpd_tcq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,
