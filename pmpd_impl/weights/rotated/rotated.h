@@ -24,7 +24,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pmpd.h"
 #include "pmpd_impl/core/config.h"
+#include "pmpd_impl/core/error.h"
 
 #define PMPD_ROTATED_BLOCK 32 /* rotated columns per int8 activation block */
 
@@ -65,5 +67,22 @@ PMPD_INTERNAL void pmpd_rotated_prepare_tokens(const pmpd_rotated *r, const floa
  * rotation (cols < rotation) and there is no heap; cols x count steps. */
 PMPD_INTERNAL void pmpd_rotated_unrotate_add(const pmpd_rotated *r, const float *v, size_t k0, size_t count,
                                              float *out, size_t cols);
+
+/* The format table's two-step product (rotated_format.c): working memory
+ * for up to n_tokens tokens and n_threads threads over padded rotated
+ * columns (the prepared input, then per thread one rotated token in
+ * floats; errors: PMPD_ERR_OVERFLOW), and the prepare step that fills it
+ * for tokens [begin, end) on pool thread worker. */
+PMPD_INTERNAL pmpd_status pmpd_rotated_scratch_bytes(size_t padded, size_t n_tokens, unsigned n_threads,
+                                                     size_t *bytes);
+PMPD_INTERNAL void pmpd_rotated_prepare_scratch(const pmpd_rotated *r, const float *x, size_t n_tokens,
+                                                void *scratch, size_t begin, size_t end, unsigned worker);
+
+/* Checks rows f32 scales at p + at (finite: PMPD_ERR_FORMAT_NONFINITE;
+ * >= 0: PMPD_ERR_FORMAT_VALUE) and zero bytes from their end up to end
+ * (PMPD_ERR_FORMAT_VALUE), error offsets from base_offset, messages
+ * naming format ("nuq"). */
+PMPD_INTERNAL pmpd_status pmpd_rotated_check_scales(const unsigned char *p, size_t rows, size_t at, size_t end,
+                                                    uint64_t base_offset, const char *format, pmpd_error *err);
 
 #endif

@@ -3,7 +3,6 @@
  * by tokens, then the rows split over the pool in blocks of 4
  * (model/linear.c runs the two steps, once for q, k and v together:
  * matrices with one input width and one sign seed share the rotation). */
-#include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/weights/format.h"
 #include "pmpd_impl/weights/tcq/tcq.h"
 
@@ -12,13 +11,9 @@ static void pmpd_tcq_prepare(const pmpd_tensor *w, const float *x, size_t n_toke
 {
     pmpd_tcq_matrix m;
     pmpd_rotated rotated;
-    float *work;
     pmpd_tcq_bind(w->data, w->dims[0], w->dims[1], &m);
     rotated = pmpd_tcq_rotated(&m);
-    /* Per thread one rotated token, after the prepared input, 4-byte
-     * aligned (rotated.h). */
-    work = (float *)(void *)((unsigned char *)scratch + pmpd_rotated_act_bytes(&rotated, n_tokens));
-    pmpd_rotated_prepare_tokens(&rotated, x, begin, end, n_tokens, scratch, work + (size_t)worker * m.padded);
+    pmpd_rotated_prepare_scratch(&rotated, x, n_tokens, scratch, begin, end, worker);
 }
 
 static void pmpd_tcq_rows(const pmpd_tensor *w, const void *scratch, const float *x, size_t n_tokens, float *y,
@@ -43,17 +38,10 @@ static int pmpd_tcq_shares(const pmpd_tensor *a, const pmpd_tensor *b)
 static pmpd_status pmpd_tcq_scratch(const pmpd_tensor *w, size_t n_tokens, unsigned n_threads, size_t *bytes)
 {
     pmpd_tcq_layout layout;
-    size_t act, work;
-    /* The shifts do not change the prepared input's size: per token the
-     * int8 steps and a float per block, then per thread one rotated token
-     * in floats (rotated.h). */
+    /* The shifts do not change the prepared input's size. */
     if (pmpd_tcq_compute_layout(w->dims[0], w->dims[1], PMPD_TCQ_MAX_SHIFT, PMPD_TCQ_MAX_SHIFT, &layout) != PMPD_OK)
         return PMPD_ERR_OVERFLOW;
-    if (!pmpd_checked_mul(n_tokens, layout.padded + layout.padded / PMPD_ROTATED_BLOCK * sizeof(float), &act) ||
-        !pmpd_checked_mul3(n_threads ? n_threads : 1, layout.padded, sizeof(float), &work) ||
-        !pmpd_checked_add(act, work, bytes))
-        return PMPD_ERR_OVERFLOW;
-    return PMPD_OK;
+    return pmpd_rotated_scratch_bytes(layout.padded, n_tokens, n_threads, bytes);
 }
 
 static void pmpd_tcq_format_row(const pmpd_tensor *w, size_t r, float *out)

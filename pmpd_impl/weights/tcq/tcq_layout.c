@@ -1,6 +1,5 @@
 /* Byte layout of TCQ tensors (tcq.h): sizes, offsets, and the checks of
  * untrusted tensor bytes. */
-#include <math.h>
 #include <string.h>
 
 #include "pmpd_impl/core/checked.h"
@@ -98,7 +97,6 @@ PMPD_INTERNAL pmpd_status pmpd_tcq_view(const void *data, uint64_t size, uint64_
     const unsigned char *p = (const unsigned char *)data;
     pmpd_tcq_layout layout;
     pmpd_status status;
-    size_t i;
     if (size < PMPD_TCQ_HEADER_BYTES)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset, "tcq tensor of %llu bytes has no header",
                               (unsigned long long)size);
@@ -109,20 +107,10 @@ PMPD_INTERNAL pmpd_status pmpd_tcq_view(const void *data, uint64_t size, uint64_
         return pmpd_error_set(err, size < layout.total ? PMPD_ERR_FORMAT_TRUNCATED : PMPD_ERR_FORMAT_SHAPE,
                               base_offset, "tcq tensor is %llu bytes, its shape and shifts need %zu",
                               (unsigned long long)size, layout.total);
-    for (i = 0; i < rows; i++) {
-        float s;
-        memcpy(&s, p + PMPD_TCQ_HEADER_BYTES + 4 * i, sizeof s);
-        if (!isfinite(s))
-            return pmpd_error_set(err, PMPD_ERR_FORMAT_NONFINITE, base_offset + PMPD_TCQ_HEADER_BYTES + 4 * i,
-                                  "tcq row %zu scale is not finite", i);
-        if (s < 0.0f)
-            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + PMPD_TCQ_HEADER_BYTES + 4 * i,
-                                  "tcq row %zu scale %g is negative", i, (double)s);
-    }
-    for (i = PMPD_TCQ_HEADER_BYTES + 4 * (size_t)rows; i < layout.bits_offset; i++)
-        if (p[i] != 0)
-            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + i,
-                                  "tcq padding byte %zu after the scales is not zero", i);
+    status = pmpd_rotated_check_scales(p, (size_t)rows, PMPD_TCQ_HEADER_BYTES, layout.bits_offset, base_offset, "tcq",
+                                       err);
+    if (status != PMPD_OK)
+        return status;
     pmpd_tcq_bind(data, rows, cols, m);
     return PMPD_OK;
 }

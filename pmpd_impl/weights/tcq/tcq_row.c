@@ -5,22 +5,27 @@
 #include "pmpd_impl/core/hadamard.h"
 #include "pmpd_impl/weights/tcq/tcq.h"
 
-PMPD_INTERNAL void pmpd_tcq_rotated_row(const pmpd_tcq_matrix *m, size_t r, float *out)
+/* The 256 values of one sequence, times scale. */
+static void tcq_decode_sequence(const uint8_t *sequence, unsigned shift, float scale, float *out)
 {
     const int16_t *table = pmpd_tcq_table();
+    unsigned step;
+    for (step = 0; step < PMPD_TCQ_STEPS; step++) {
+        int32_t a, b;
+        pmpd_tcq_decode(pmpd_tcq_window(sequence, shift, step), table, &a, &b);
+        out[2 * step] = scale * (float)a;
+        out[2 * step + 1] = scale * (float)b;
+    }
+}
+
+PMPD_INTERNAL void pmpd_tcq_rotated_row(const pmpd_tcq_matrix *m, size_t r, float *out)
+{
     const float scale = m->scale[r] * pmpd_tcq_unit();
     size_t j;
-    unsigned step;
     for (j = 0; j < m->sequences; j++) {
         unsigned shift;
         const uint8_t *sequence = pmpd_tcq_sequence(m, r, j, &shift);
-        float *values = out + j * PMPD_TCQ_SEQUENCE;
-        for (step = 0; step < PMPD_TCQ_STEPS; step++) {
-            int32_t a, b;
-            pmpd_tcq_decode(pmpd_tcq_window(sequence, shift, step), table, &a, &b);
-            values[2 * step] = scale * (float)a;
-            values[2 * step + 1] = scale * (float)b;
-        }
+        tcq_decode_sequence(sequence, shift, scale, out + j * PMPD_TCQ_SEQUENCE);
     }
 }
 
@@ -32,20 +37,17 @@ PMPD_INTERNAL void pmpd_tcq_row(const pmpd_tcq_matrix *m, size_t r, float *out)
         pmpd_hadamard(out, m->rotation, 1);
     } else {
         /* No room for the padded row in out: one sequence at a time. */
-        float sequence[PMPD_TCQ_SEQUENCE];
-        pmpd_tcq_matrix one = *m;
-        size_t j, count;
+        const float scale = m->scale[r] * pmpd_tcq_unit();
+        float values[PMPD_TCQ_SEQUENCE];
+        size_t j;
         memset(out, 0, m->cols * sizeof *out);
         for (j = 0; j < m->sequences; j++) {
+            const size_t first = j * PMPD_TCQ_SEQUENCE;
+            const size_t count = m->rotation - first < PMPD_TCQ_SEQUENCE ? m->rotation - first : PMPD_TCQ_SEQUENCE;
             unsigned shift;
-            one.bits = pmpd_tcq_sequence(m, r, j, &shift);
-            one.shift[0] = one.shift[1] = shift;
-            one.sequences = 1;
-            one.scale = m->scale + r;
-            pmpd_tcq_rotated_row(&one, 0, sequence);
-            count = m->rotation - j * PMPD_TCQ_SEQUENCE;
-            count = count < PMPD_TCQ_SEQUENCE ? count : PMPD_TCQ_SEQUENCE;
-            pmpd_rotated_unrotate_add(&rotated, sequence, j * PMPD_TCQ_SEQUENCE, count, out, m->cols);
+            const uint8_t *sequence = pmpd_tcq_sequence(m, r, j, &shift);
+            tcq_decode_sequence(sequence, shift, scale, values);
+            pmpd_rotated_unrotate_add(&rotated, values, first, count, out, m->cols);
         }
     }
     pmpd_rotated_flip(m->seed, out, m->cols);
