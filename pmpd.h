@@ -541,7 +541,7 @@ typedef struct pmpd_convert_options {
      * measured on this machine while converting, with the kernels this
      * library was built with (weights read from memory, as in decode). */
     double budget_latency_us;
-    const pmpd_tensor_type *palette; /* candidates among f32, f16, q8, q4, q2cb, nuq; NULL: q8, q4, q2cb */
+    const pmpd_tensor_type *palette; /* candidates among f32, f16, q8, q4, q2cb, nuq, tcq; NULL: q8, q4, q2cb */
     uint32_t n_palette;
     /* [n_palette] or NULL: the width of each PMPD_TENSOR_NUQ entry in bits
      * (2-4), of each PMPD_TENSOR_TCQ entry in quarter bits (6-16), so one
