@@ -102,6 +102,26 @@ static void tcq_min_into(const float *restrict c, float *restrict best, int32_t 
         tcq_min_at(c, best, back, o, d);
 }
 
+/* out[i] = in[i] (< 256), i < n: the step's back pointers into bytes. */
+static void tcq_narrow(const int32_t *in, uint8_t *out, size_t n)
+{
+    size_t i = 0;
+#if PMPD_USE_AVX2
+    /* Two saturating packs interleave the 128-bit lanes: the permutation
+     * puts the 4-byte groups back in order. */
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (; i + 4 * TCQ_CHUNK <= n; i += 4 * TCQ_CHUNK) {
+        const __m256i *v = (const __m256i *)(const void *)(in + i);
+        const __m256i low = _mm256_packus_epi32(_mm256_loadu_si256(v), _mm256_loadu_si256(v + 1));
+        const __m256i high = _mm256_packus_epi32(_mm256_loadu_si256(v + 2), _mm256_loadu_si256(v + 3));
+        _mm256_storeu_si256((__m256i *)(void *)(out + i),
+                            _mm256_permutevar8x32_epi32(_mm256_packus_epi16(low, high), order));
+    }
+#endif
+    for (; i < n; i++)
+        out[i] = (uint8_t)in[i];
+}
+
 /* One search: overlap < 0 leaves both ends free; otherwise S_0's high and
  * S_(n-1)'s low L - s bits must equal overlap (the wrap of a circular
  * stream).  Returns the least distortion (infinity when nothing meets the
@@ -127,8 +147,7 @@ static double tcq_search(const pmpd_tcq_trellis *trellis, pmpd_tcq_search *searc
         memset(search->from, 0, overlaps * sizeof *search->from);
         for (d = 1; d < drops; d++)
             tcq_min_into(cost + d * overlaps, best, search->from, overlaps, (int32_t)d);
-        for (o = 0; o < overlaps; o++)
-            back[o] = (uint8_t)search->from[o];
+        tcq_narrow(search->from, back, overlaps);
         for (o = 0; o < overlaps; o++)
             tcq_costs(trellis, o << s, target + 2 * (size_t)step, weight + 2 * (size_t)step, best[o], cost + (o << s),
                       drops);
