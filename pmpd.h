@@ -176,7 +176,8 @@ typedef enum pmpd_tensor_type {
     PMPD_TENSOR_Q2CB = 4,    /* 2-bit groups with shared int8 codebooks */
     PMPD_TENSOR_ANYPREC = 5, /* nested any-precision bit-planes */
     PMPD_TENSOR_W8A8 = 6,    /* int8 rows + one static activation scale per tensor */
-    PMPD_TENSOR_NUQ = 7      /* 2-4-bit Lloyd-Max indices of Hadamard-rotated rows + row scales */
+    PMPD_TENSOR_NUQ = 7,     /* 2-4-bit Lloyd-Max indices of Hadamard-rotated rows + row scales */
+    PMPD_TENSOR_TCQ = 9      /* 1.5-4-bit trellis-coded (bitshift, tail-biting) Hadamard-rotated rows + row scales */
 } pmpd_tensor_type;
 
 /* The short name tools use for a tensor type ("f32", "q4", "anyprec"), or
@@ -446,7 +447,8 @@ typedef struct pmpd_palette_group_report {
     uint32_t layer;
     const char *group;          /* "qkv", "attn_output", "gate_up" or "down" */
     pmpd_tensor_type type;      /* the format chosen */
-    unsigned bits;              /* its width for PMPD_TENSOR_NUQ (2-4), else 0 */
+    unsigned bits;              /* its width: bits for PMPD_TENSOR_NUQ (2-4), quarter bits for
+                                   PMPD_TENSOR_TCQ (6-16: 1.5-4 bits), else 0 */
     double sensitivity;         /* a_g: nats of KL per unit of relative error energy */
     double fit_r2;              /* R^2 of KL ~ a_g * e (through the origin) */
     double fit_ratio;           /* (KL/e at the largest e) / (at the smallest): 1 if linear */
@@ -462,7 +464,8 @@ typedef struct pmpd_palette_report {
     const pmpd_palette_group_report *groups; /* layer by layer, in the order above */
     uint32_t n_palette;
     const pmpd_tensor_type *palette;         /* the candidate formats */
-    const unsigned *palette_bits;            /* [n_palette]: nuq's width, 0 for the others */
+    const unsigned *palette_bits;            /* [n_palette]: nuq's width in bits, tcq's in
+                                                quarter bits, 0 for the others */
     const double *errors;       /* [n_groups][n_palette] err of every candidate */
     const uint64_t *costs;      /* [n_groups][n_palette] bytes of every candidate */
     uint64_t weights;           /* elements of every layer matrix: the budget's base (the token
@@ -500,7 +503,7 @@ typedef struct pmpd_convert_options {
      * (docs/models.md has the keep-closest table; other inputs' matrices stay f32);
      * type is then not used. */
     int keep_closest;
-    /* PMPD_TENSOR_ANYPREC only: threads quantizing rows, the caller's
+    /* PMPD_TENSOR_ANYPREC and PMPD_TENSOR_TCQ: threads quantizing rows, the caller's
      * included (0: one per core).  The output is the same for any count. */
     unsigned threads;
     /* Called now and then with work done and total (rows while quantizing,
@@ -516,6 +519,14 @@ typedef struct pmpd_convert_options {
      * embedding and classifier become q8): bits per weight, 2, 3 or 4
      * (0: 4). */
     unsigned nuq_bits;
+    /* PMPD_TENSOR_TCQ only (trellis-coded Hadamard-rotated weights; the
+     * token embedding and classifier become q8): the width in quarter bits
+     * per weight, 6..16 (1.5 to 4 bits in steps of 0.25: odd values are
+     * half-TCQ, half of each row's sequences one shift up); 0: 8 (2 bits).
+     * Another value fails with PMPD_ERR_INVALID_ARGUMENT.  Encoding is a
+     * Viterbi search, orders of magnitude slower than the other formats
+     * (threads above). */
+    unsigned tcq_quarter_bits;
     /* > 0: bit allocation (pmpd_palette_report above; type and keep_closest
      * are not used).  Every layer matrix takes a format of palette, one per
      * fusable group, so that they store at most budget_bits bits per weight
@@ -530,10 +541,12 @@ typedef struct pmpd_convert_options {
      * measured on this machine while converting, with the kernels this
      * library was built with (weights read from memory, as in decode). */
     double budget_latency_us;
-    const pmpd_tensor_type *palette; /* candidates among f32, f16, q8, q4, q2cb, nuq; NULL: q8, q4, q2cb */
+    const pmpd_tensor_type *palette; /* candidates among f32, f16, q8, q4, q2cb, nuq, tcq; NULL: q8, q4, q2cb */
     uint32_t n_palette;
-    /* [n_palette] or NULL: the width (2-4) of each PMPD_TENSOR_NUQ entry, so
-     * one palette can hold nuq2, nuq3 and nuq4 (NULL: nuq_bits, or 4). */
+    /* [n_palette] or NULL: the width of each PMPD_TENSOR_NUQ entry in bits
+     * (2-4), of each PMPD_TENSOR_TCQ entry in quarter bits (6-16), so one
+     * palette can hold nuq2, nuq3, tcq2.25 and tcq3.5 (NULL: nuq_bits or 4,
+     * tcq_quarter_bits or 8). */
     const unsigned *palette_bits;
     /* The sensitivity's data-free text: sequences and tokens each, BOS
      * included (0: 4 and 32; more gives steadier fits on large models at

@@ -1,4 +1,4 @@
-/* pmpd-convert SOURCE OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb|w8a8|nuq2|nuq3|nuq4|keep-closest] [--bits SEED:PARENT]
+/* pmpd-convert SOURCE OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb|w8a8|nuq2|nuq3|nuq4|tcq1.5..tcq4|keep-closest] [--bits SEED:PARENT]
  *                         [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]
  *                         [--kv-codebooks SUB:BITS] [--ctx N] [--threads N]
  *                         [--budget-bits B [--palette q8,q4,q2cb] [--palette-flat]]
@@ -62,7 +62,7 @@ typedef struct convert_view {
 typedef struct convert_args {
     const char *in, *out;
     pmpd_tensor_type palette[CONVERT_MAX_PALETTE];
-    unsigned palette_bits[CONVERT_MAX_PALETTE]; /* nuq entries' widths */
+    unsigned palette_bits[CONVERT_MAX_PALETTE]; /* nuq entries' widths, tcq's in quarter bits */
     pmpd_convert_options convert;
     int calibrate, kv;
     unsigned kv_sub, kv_bits;
@@ -156,7 +156,7 @@ static int usage(void)
             "                           decoded token take at most US microseconds on one thread, each format\n"
             "                           timed on this machine while converting\n"
             "  --palette LIST           with --budget-bits: the candidate formats, comma-separated, among\n"
-            "                           f32 f16 q8 q4 q2cb nuq2 nuq3 nuq4 (default q8,q4,q2cb)\n"
+            "                           f32 f16 q8 q4 q2cb nuq2 nuq3 nuq4 tcq1.5 tcq1.75 ... tcq4 (default q8,q4,q2cb)\n"
             "  --palette-flat           with --budget-bits: no sensitivity run, each group weighs by its share of\n"
             "                           the weights (least mean error), to measure what sensitivities buy\n"
             "  --type keep-closest      each GGUF matrix in the type nearest its own (F32 f32, F16 f16, BF16 f32,\n"
@@ -166,8 +166,29 @@ static int usage(void)
     for (type = 0; type < 64; type++)
         if (pmpd_tensor_type_name((pmpd_tensor_type)type))
             fprintf(stderr, " %s", pmpd_tensor_type_name((pmpd_tensor_type)type));
-    fprintf(stderr, " (nuq as nuq2, nuq3 or nuq4: bits per weight)\n");
+    fprintf(stderr, " (nuq as nuq2, nuq3 or nuq4 and tcq as tcq1.5, tcq1.75, ..., tcq4: bits per weight)\n");
     return 2;
+}
+
+/* A format whose width is in its name: nuq2..nuq4 (bits), tcq1.5..tcq4 in
+ * steps of 0.25 (quarter bits: tcq2.75 is 11).  0 for any other name. */
+static int convert_parse_width(const char *name, pmpd_tensor_type *type, unsigned *width)
+{
+    char *end;
+    double bits;
+    if (!strncmp(name, "nuq", 3) && name[3] >= '2' && name[3] <= '4' && !name[4]) {
+        *type = PMPD_TENSOR_NUQ;
+        *width = (unsigned)(name[3] - '0');
+        return 1;
+    }
+    if (strncmp(name, "tcq", 3) != 0 || !(name[3] >= '0' && name[3] <= '9'))
+        return 0;
+    bits = strtod(name + 3, &end);
+    if (*end || !(bits >= 1.5 && bits <= 4.0) || 4.0 * bits != (double)(unsigned)(4.0 * bits))
+        return 0;
+    *type = PMPD_TENSOR_TCQ;
+    *width = (unsigned)(4.0 * bits);
+    return 1;
 }
 
 /* "q8,q4,q2cb" into a->palette. */
@@ -182,13 +203,11 @@ static int convert_parse_palette(const char *list, convert_args *a)
         memcpy(name, list, n);
         name[n] = '\0';
         a->palette_bits[a->convert.n_palette] = 0;
-        if (!strncmp(name, "nuq", 3) && name[3] >= '2' && name[3] <= '4' && !name[4]) {
-            a->palette[a->convert.n_palette] = PMPD_TENSOR_NUQ;
-            a->palette_bits[a->convert.n_palette] = (unsigned)(name[3] - '0');
-        } else if (pmpd_tensor_type_from_name(name, &a->palette[a->convert.n_palette]) != PMPD_OK ||
-                   a->palette[a->convert.n_palette] == PMPD_TENSOR_NUQ) {
-            return 0; /* plain "nuq": say the width */
-        }
+        if (!convert_parse_width(name, &a->palette[a->convert.n_palette], &a->palette_bits[a->convert.n_palette]) &&
+            (pmpd_tensor_type_from_name(name, &a->palette[a->convert.n_palette]) != PMPD_OK ||
+             a->palette[a->convert.n_palette] == PMPD_TENSOR_NUQ ||
+             a->palette[a->convert.n_palette] == PMPD_TENSOR_TCQ))
+            return 0; /* plain "nuq" or "tcq": say the width */
         a->convert.n_palette++;
         list += n + (list[n] == ',');
     }
@@ -199,6 +218,7 @@ static int convert_parse_palette(const char *list, convert_args *a)
 
 static int convert_parse(int argc, char **argv, convert_args *a)
 {
+    unsigned width;
     int i;
     memset(a, 0, sizeof *a);
     a->convert.type = PMPD_TENSOR_F32;
@@ -234,10 +254,12 @@ static int convert_parse(int argc, char **argv, convert_args *a)
         i++;
         if (!strcmp(o, "--tokenizer")) a->convert.tokenizer_path = v;
         else if (!strcmp(o, "--type") && !strcmp(v, "keep-closest")) a->convert.keep_closest = 1;
-        else if (!strcmp(o, "--type") && !strncmp(v, "nuq", 3) && v[3] >= '2' && v[3] <= '4' && !v[4]) {
-            /* One type, its width in the tensor header: nuq2, nuq3, nuq4 (plain nuq: 4 bits). */
-            a->convert.type = PMPD_TENSOR_NUQ;
-            a->convert.nuq_bits = (unsigned)(v[3] - '0');
+        else if (!strcmp(o, "--type") && convert_parse_width(v, &a->convert.type, &width)) {
+            /* One type, its width in the tensor header: nuq2, tcq2.75 (plain nuq: 4 bits, tcq: 2). */
+            if (a->convert.type == PMPD_TENSOR_NUQ)
+                a->convert.nuq_bits = width;
+            else
+                a->convert.tcq_quarter_bits = width;
         } else if (!strcmp(o, "--type")) ok = pmpd_tensor_type_from_name(v, &a->convert.type) == PMPD_OK;
         else if (!strcmp(o, "--bits"))
             ok = sscanf(v, "%u:%u", &a->convert.anyprec_seed_bits, &a->convert.anyprec_parent_bits) == 2;
@@ -265,8 +287,8 @@ static int convert_parse(int argc, char **argv, convert_args *a)
         if (!ok) {
             fprintf(stderr, "pmpd-convert: %s %s: %s\n", o, v,
                     !strcmp(o, "--kv-codebooks") ? "SUB must be 2 or 4 and BITS 1 to 8"
-                    : !strcmp(o, "--type")       ? "not one of f32, f16, anyprec, q8, q4, q2cb, w8a8, nuq2, nuq3, nuq4, keep-closest"
-                    : !strcmp(o, "--palette")    ? "not a comma-separated list of formats (f32, f16, q8, q4, q2cb, nuq2, nuq3, nuq4)"
+                    : !strcmp(o, "--type")       ? "not one of f32, f16, anyprec, q8, q4, q2cb, w8a8, nuq2, nuq3, nuq4, tcq1.5 .. tcq4 in steps of 0.25, keep-closest"
+                    : !strcmp(o, "--palette")    ? "not a comma-separated list of formats (f32, f16, q8, q4, q2cb, nuq2, nuq3, nuq4, tcq1.5 .. tcq4)"
                     : !strcmp(o, "--budget-bits") ? "not a number of bits per weight above 0"
                                                  : "not a valid value");
             return 0;
@@ -275,13 +297,17 @@ static int convert_parse(int argc, char **argv, convert_args *a)
     return a->in && a->out;
 }
 
-/* "q4", or "nuq3" for nuq at 3 bits (a static buffer: one use per call). */
+/* "q4", "nuq3" for nuq at 3 bits, "tcq2.75" for tcq at 11 quarter bits (a
+ * static buffer: one use per call). */
 static const char *convert_format_name(pmpd_tensor_type type, unsigned bits)
 {
-    static char name[8];
-    if (type != PMPD_TENSOR_NUQ)
+    static char name[16];
+    if (type == PMPD_TENSOR_NUQ)
+        snprintf(name, sizeof name, "nuq%u", bits % 10);
+    else if (type == PMPD_TENSOR_TCQ)
+        snprintf(name, sizeof name, "tcq%g", (bits % 64) / 4.0);
+    else
         return pmpd_tensor_type_name(type);
-    snprintf(name, sizeof name, "nuq%u", bits % 10);
     return name;
 }
 

@@ -32,9 +32,19 @@
 #include "tests/support/test_support.h"
 
 /* Every value of pmpd_tensor_type the file format defines. */
-static const pmpd_tensor_type all_types[] = {PMPD_TENSOR_F32,  PMPD_TENSOR_F16,     PMPD_TENSOR_Q8,  PMPD_TENSOR_Q4,
-                                             PMPD_TENSOR_Q2CB, PMPD_TENSOR_ANYPREC, PMPD_TENSOR_W8A8, PMPD_TENSOR_NUQ};
+static const pmpd_tensor_type all_types[] = {PMPD_TENSOR_F32,  PMPD_TENSOR_F16,     PMPD_TENSOR_Q8,   PMPD_TENSOR_Q4,
+                                             PMPD_TENSOR_Q2CB, PMPD_TENSOR_ANYPREC, PMPD_TENSOR_W8A8, PMPD_TENSOR_NUQ,
+                                             PMPD_TENSOR_TCQ};
 #define N_TYPES (sizeof all_types / sizeof all_types[0])
+
+static int is_defined_type(size_t id)
+{
+    size_t i;
+    for (i = 0; i < N_TYPES; i++)
+        if ((size_t)all_types[i] == id)
+            return 1;
+    return 0;
+}
 
 static void test_one_row_per_type(void **state)
 {
@@ -59,8 +69,10 @@ static void test_one_row_per_type(void **state)
         for (j = 0; j < i; j++)
             assert_string_not_equal(name, pmpd_tensor_type_name(all_types[j]));
     }
-    /* Ids past the last format, and names nobody defined. */
-    for (i = N_TYPES; i < 300; i++) {
+    /* Ids no format has, and names nobody defined. */
+    for (i = 0; i < 300; i++) {
+        if (is_defined_type(i))
+            continue;
         assert_null(pmpd_weight_format_of((uint32_t)i));
         assert_null(pmpd_tensor_type_name((pmpd_tensor_type)i));
         assert_null(pmpd_weight_encoder_of((uint32_t)i));
@@ -308,6 +320,10 @@ static void test_product_matches_dequantized_rows(void **state)
         char path[128];
         test_opened_file o;
         const pmpd_model *m;
+        /* TCQ's Viterbi encoder takes seconds natively and minutes under
+         * qemu: tests/test_tcq.c checks its products. */
+        if (all_types[i] == PMPD_TENSOR_TCQ)
+            continue;
         snprintf(path, sizeof path, "/tmp/pmpd-test-formats-%ld-%s.pmpd", (long)getpid(),
                  pmpd_tensor_type_name(all_types[i]));
         assert_int_equal(test_convert_stories(all_types[i], path), PMPD_OK);

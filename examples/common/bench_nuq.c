@@ -1,10 +1,12 @@
-/* NUQ GEMV at real shapes through the table of weight formats
- * (pmpd_linear: the input's rotation included), at 2, 3 and 4 bits beside
- * q4 of the same shape in the same run: GB/s of weight bytes streamed from
- * RAM (enough copies of the matrix to exceed the cache, visited in turn)
- * against the measured bandwidth, at 1 thread and all threads.  Weights
- * are encoded from random normals (the kernels' speed does not depend on
- * them; the encoder runs once per width). */
+/* NUQ and TCQ GEMV at real shapes through the table of weight formats
+ * (pmpd_linear: the input's rotation included), NUQ at 2, 3 and 4 bits and
+ * TCQ at 4, 3, 2.5 and 2 bits beside q4 of the same shape in the same run:
+ * GB/s of weight bytes streamed from RAM (enough copies of the matrix to
+ * exceed the cache, visited in turn) against the measured bandwidth, at 1
+ * thread and all threads.  NUQ weights are encoded from random normals
+ * (the encoder runs once per width); TCQ's are random bitstreams (every
+ * bitstream is a valid code and the kernel's time does not depend on it,
+ * where the Viterbi encoder would take minutes per shape). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "pmpd_impl/model/linear.h"
 #include "pmpd_impl/offline/nuq/nuq_build.h"
 #include "pmpd_impl/offline/quant/quant.h"
+#include "pmpd_impl/offline/tcq/tcq_build.h"
 #include "pmpd_impl/weights/format.h"
 
 #define BENCH_NUQ_MAX_TOTAL ((size_t)2 << 30)
@@ -34,7 +37,8 @@ static void bench_nuq_step(void *raw, size_t copy)
     pmpd_linear(&job->tensor, job->x, 1, job->y, job->scratch, job->pool, 0);
 }
 
-/* The encoded matrix (malloc'ed) of type at bits (nuq) for w. */
+/* The encoded matrix (malloc'ed) of type at bits (nuq; tcq: quarter bits)
+ * for w. */
 static unsigned char *bench_nuq_encode(uint32_t type, unsigned bits, const float *w, size_t rows, size_t cols,
                                        size_t *bytes)
 {
@@ -42,12 +46,14 @@ static unsigned char *bench_nuq_encode(uint32_t type, unsigned bits, const float
     unsigned char *out;
     dims[0] = rows;
     dims[1] = cols;
-    if ((type == PMPD_TENSOR_NUQ ? pmpd_nuq_size(rows, cols, bits, &size)
-                                 : pmpd_weight_tensor_bytes(type, 2, dims, &size)) != PMPD_OK ||
+    if ((type == PMPD_TENSOR_NUQ   ? pmpd_nuq_size(rows, cols, bits, &size)
+         : type == PMPD_TENSOR_TCQ ? pmpd_tcq_size(rows, cols, bits, &size)
+                                   : pmpd_weight_tensor_bytes(type, 2, dims, &size)) != PMPD_OK ||
         !(out = (unsigned char *)malloc((size_t)size)))
         return NULL;
-    if ((type == PMPD_TENSOR_NUQ ? pmpd_nuq_encode(w, rows, cols, bits, PMPD_NUQ_SEED, out, (size_t)size)
-                                 : pmpd_quant_matrix(type, w, rows, cols, out, (size_t)size)) != PMPD_OK) {
+    if ((type == PMPD_TENSOR_NUQ   ? pmpd_nuq_encode(w, rows, cols, bits, PMPD_NUQ_SEED, out, (size_t)size)
+         : type == PMPD_TENSOR_TCQ ? pmpd_tcq_random(rows, cols, bits, PMPD_TCQ_SEED, out, (size_t)size)
+                                   : pmpd_quant_matrix(type, w, rows, cols, out, (size_t)size)) != PMPD_OK) {
         free(out);
         return NULL;
     }
@@ -107,13 +113,16 @@ static int bench_nuq_shape(bench_context *ctx, const bench_pools *pools, uint32_
         if (type == PMPD_TENSOR_NUQ)
             snprintf(name, sizeof name, "nuq%u GEMV %zux%zu, %d thread%s", bits, rows, cols,
                      k ? ctx->threads : 1, k && ctx->threads > 1 ? "s" : "");
+        else if (type == PMPD_TENSOR_TCQ)
+            snprintf(name, sizeof name, "tcq%g GEMV %zux%zu, %d thread%s", bits / 4.0, rows, cols,
+                     k ? ctx->threads : 1, k && ctx->threads > 1 ? "s" : "");
         else
             snprintf(name, sizeof name, "q4 GEMV %zux%zu, %d thread%s", rows, cols, k ? ctx->threads : 1,
                      k && ctx->threads > 1 ? "s" : "");
         snprintf(note, sizeof note, "%.0f%% of %s bw; %.1f us = %.2fx q4's time; %.3f bits/weight", 100.0 * gbs / bw,
                  k ? "all-thread" : "1-thread", seconds * 1e6, q4_us[k] > 0 ? seconds * 1e6 / q4_us[k] : 0.0,
                  8.0 * (double)bytes / ((double)rows * (double)cols));
-        bench_row(ctx, "nuq", name, gbs, "GB/s", note);
+        bench_row(ctx, type == PMPD_TENSOR_TCQ ? "tcq" : "nuq", name, gbs, "GB/s", note);
     }
     free(one);
     free(weights);
@@ -131,7 +140,8 @@ int bench_nuq(bench_context *ctx)
     int status = 0;
     if (bench_pools_start(ctx, &pools) != 0)
         return -1;
-    bench_section(ctx, "NUQ GEMV (Hadamard-rotated Lloyd-Max, rotation included) vs q4, weights streamed from RAM");
+    bench_section(ctx, "NUQ and TCQ GEMV (Hadamard-rotated Lloyd-Max / trellis, rotation included) vs q4, weights "
+                       "streamed from RAM");
     for (s = 0; s < 3 && status == 0; s++) {
         size_t rows = shapes[s][0], cols = shapes[s][1];
         float *w = (float *)malloc(rows * cols * sizeof(float));
@@ -155,6 +165,10 @@ int bench_nuq(bench_context *ctx)
         status = bench_nuq_shape(ctx, &pools, PMPD_TENSOR_Q4, 0, w, rows, cols, q4_us);
         for (bits = 4; bits >= 2 && status == 0; bits--)
             status = bench_nuq_shape(ctx, &pools, PMPD_TENSOR_NUQ, bits, w, rows, cols, q4_us);
+        for (i = 0; i < 4 && status == 0; i++) {
+            static const unsigned tcq_quarter_bits[4] = {16, 12, 10, 8};
+            status = bench_nuq_shape(ctx, &pools, PMPD_TENSOR_TCQ, tcq_quarter_bits[i], w, rows, cols, q4_us);
+        }
         free(w);
     }
     bench_pools_stop(&pools);

@@ -18,7 +18,7 @@
 #if PMPD_OFFLINE
 
 /* Bytes of group g's matrices stored as type (f32, f16, q8, q4, q2cb, or
- * nuq at options->nuq_bits: the converter's own sizes,
+ * nuq at options->nuq_bits, tcq at options->tcq_quarter_bits: the converter's own sizes,
  * pmpd_weight_stream_bytes).  Errors: PMPD_ERR_INVALID_ARGUMENT (another
  * type), PMPD_ERR_OVERFLOW. */
 PMPD_INTERNAL pmpd_status pmpd_palette_group_bytes(const pmpd_build_model *b, const pmpd_palette_group *g,
@@ -34,7 +34,7 @@ PMPD_INTERNAL pmpd_status pmpd_palette_encode(const pmpd_build_tensor *t, uint32
                                               const pmpd_convert_options *options, void **block, pmpd_tensor *tensor);
 
 /* *err = the group's normalized squared error under type (0 for f32).
- * options gives what encoders take (nuq_bits; may be NULL).  Errors: those
+ * options gives what encoders take (nuq_bits, tcq_quarter_bits; may be NULL).  Errors: those
  * of the encoder, PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_OUT_OF_MEMORY. */
 PMPD_INTERNAL pmpd_status pmpd_palette_group_error(const pmpd_build_model *b, const pmpd_palette_group *g,
                                                    uint32_t type, const pmpd_convert_options *options, double *err);

@@ -11,6 +11,7 @@
 #include "pmpd_impl/weights/grouped/qformat.h"
 #include "pmpd_impl/offline/w8a8/w8a8_build.h"
 #include "pmpd_impl/offline/nuq/nuq_build.h"
+#include "pmpd_impl/offline/tcq/tcq_build.h"
 
 static pmpd_status pmpd_encode_float(pmpd_build_model *b, const pmpd_convert_options *options)
 {
@@ -76,12 +77,26 @@ static pmpd_status pmpd_encode_nuq(pmpd_build_model *b, const pmpd_convert_optio
     return pmpd_nuq_build_convert(b, pmpd_nuq_bits_of(options), options->progress, options->progress_context);
 }
 
+/* TCQ at options->tcq_quarter_bits, one type for every width as NUQ
+ * (pmpd-convert --type tcq2.75). */
+static unsigned pmpd_tcq_quarter_bits_of(const pmpd_convert_options *options)
+{
+    return options && options->tcq_quarter_bits ? options->tcq_quarter_bits : PMPD_TCQ_DEFAULT_QUARTER_BITS;
+}
+
+static pmpd_status pmpd_encode_tcq(pmpd_build_model *b, const pmpd_convert_options *options)
+{
+    return pmpd_tcq_build_convert(b, pmpd_tcq_quarter_bits_of(options), options->threads, options->progress,
+                                  options->progress_context);
+}
+
 /* The table: one line per weight format the converter writes. */
 static const pmpd_weight_encoder pmpd_weight_encoders[] = {
     {PMPD_TENSOR_F32, pmpd_encode_float, 1},      {PMPD_TENSOR_F16, pmpd_encode_float, 1},
     {PMPD_TENSOR_Q8, pmpd_encode_grouped, 1},     {PMPD_TENSOR_Q4, pmpd_encode_grouped, 1},
     {PMPD_TENSOR_Q2CB, pmpd_encode_grouped, 1},   {PMPD_TENSOR_ANYPREC, pmpd_encode_anyprec, 1},
     {PMPD_TENSOR_W8A8, pmpd_encode_w8a8, 0},      {PMPD_TENSOR_NUQ, pmpd_encode_nuq, 1},
+    {PMPD_TENSOR_TCQ, pmpd_encode_tcq, 1},
 };
 
 PMPD_INTERNAL const pmpd_weight_encoder *pmpd_weight_encoder_of(uint32_t type)
@@ -100,7 +115,7 @@ PMPD_INTERNAL uint32_t pmpd_weight_stream_type(const pmpd_convert_options *optio
     if (options->keep_closest)
         return t->source_type ? t->source_type->closest : PMPD_TENSOR_F32;
     if ((pmpd_qformat_is_quantized((uint32_t)options->type) || options->type == PMPD_TENSOR_ANYPREC ||
-         options->type == PMPD_TENSOR_NUQ) &&
+         options->type == PMPD_TENSOR_NUQ || options->type == PMPD_TENSOR_TCQ) &&
         pmpd_quant_build_is_vocabulary(t))
         return PMPD_TENSOR_Q8;
     return (uint32_t)options->type;
@@ -119,6 +134,9 @@ PMPD_INTERNAL pmpd_status pmpd_weight_stream_bytes(const pmpd_convert_options *o
     unsigned seed, parent;
     if (type == PMPD_TENSOR_NUQ)
         return n_dims == 2 ? pmpd_nuq_size(dims[0], dims[1], pmpd_nuq_bits_of(options), bytes)
+                           : PMPD_ERR_INVALID_ARGUMENT;
+    if (type == PMPD_TENSOR_TCQ)
+        return n_dims == 2 ? pmpd_tcq_size(dims[0], dims[1], pmpd_tcq_quarter_bits_of(options), bytes)
                            : PMPD_ERR_INVALID_ARGUMENT;
     if (type != PMPD_TENSOR_ANYPREC)
         return pmpd_weight_tensor_bytes(type, n_dims, dims, bytes);
@@ -145,6 +163,9 @@ PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(const pmpd_convert_options *
     if (type == PMPD_TENSOR_NUQ)
         return pmpd_nuq_encode(values, (size_t)rows, (size_t)cols, pmpd_nuq_bits_of(options), PMPD_NUQ_SEED, out,
                                size);
+    if (type == PMPD_TENSOR_TCQ)
+        return pmpd_tcq_encode(values, (size_t)rows, (size_t)cols, pmpd_tcq_quarter_bits_of(options), PMPD_TCQ_SEED,
+                               options ? options->threads : 0, out, size, 0, 0, NULL, NULL);
     if (type != PMPD_TENSOR_F16)
         return pmpd_quant_matrix(type, values, (size_t)rows, (size_t)cols, out, size);
     if (cols == 0 || size / 2 / cols != rows)

@@ -33,8 +33,7 @@
  *       whose bit 4 (j % 8) + j / 8 is the code's third (sign) bit
  *   These orders let a SIMD kernel widen 8 (AVX2) or 16 (NEON) bytes once
  *   and take each group of 8 consecutive columns with one shift.
- * Signs: s[c] = -1 where bit c % 64 of the (c / 64 + 1)-th splitmix64
- * output from state seed is set (core/splitmix.h), for c < cols.
+ * Signs and the prepared input: weights/rotated/rotated.h.
  */
 #ifndef PMPD_WEIGHTS_NUQ_H
 #define PMPD_WEIGHTS_NUQ_H
@@ -45,6 +44,7 @@
 #include "pmpd.h"
 #include "pmpd_impl/core/config.h"
 #include "pmpd_impl/core/error.h"
+#include "pmpd_impl/weights/rotated/rotated.h"
 
 #define PMPD_NUQ_HEADER_BYTES 64
 #define PMPD_NUQ_VERSION 1
@@ -113,28 +113,35 @@ static inline unsigned pmpd_nuq_get(const uint8_t *row, size_t c, unsigned bits)
 /* Fills signs[0..words) with the sign bits of columns 64 w .. 64 w + 63. */
 PMPD_INTERNAL void pmpd_nuq_signs(uint64_t seed, uint64_t *signs, size_t words);
 
-/* The prepared input of n_tokens tokens, in the scratch (nuq_format.c):
- *   int8  q[n_tokens][padded]       x' = H (x o s) in blocks of 32: q = round(x' / d)
- *   float d[n_tokens][padded / 32]  d = the block's max |x'| / 127
- * x' itself lives only in a per-thread buffer of padded floats while a
- * token is rotated, so a prefill's scratch grows by 1.125 bytes per column
- * and token, as q4's.  The product's inner sums are exact integers (level
- * units times q), as in q4's and q8's kernels; only the activations'
- * rounding (half a step d per element) separates it from the float product
- * with W. */
+/* The rotated input as weights/rotated/rotated.h describes it (the
+ * prepared input: int8 x' per block of 32 and a float step per block).
+ * The product's inner sums are exact integers (level units times q), as
+ * in q4's and q8's kernels; only the activations' rounding (half a step d
+ * per element) separates it from the float product with W. */
+static inline pmpd_rotated pmpd_nuq_rotated(const pmpd_nuq_matrix *m)
+{
+    pmpd_rotated r;
+    r.cols = m->cols;
+    r.rotation = m->rotation;
+    r.padded = m->padded;
+    r.seed = m->seed;
+    return r;
+}
 static inline size_t pmpd_nuq_act_bytes(const pmpd_nuq_matrix *m, size_t n_tokens)
 {
-    return n_tokens * m->padded + n_tokens * (m->padded / PMPD_NUQ_BLOCK) * sizeof(float);
+    const pmpd_rotated r = pmpd_nuq_rotated(m);
+    return pmpd_rotated_act_bytes(&r, n_tokens);
 }
 static inline const int8_t *pmpd_nuq_act_q(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens)
 {
     (void)m;
     (void)n_tokens;
-    return (const int8_t *)act;
+    return pmpd_rotated_act_q(act);
 }
 static inline const float *pmpd_nuq_act_d(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens)
 {
-    return (const float *)(const void *)((const int8_t *)act + n_tokens * m->padded);
+    const pmpd_rotated r = pmpd_nuq_rotated(m);
+    return pmpd_rotated_act_d(&r, act, n_tokens);
 }
 
 /* Rotates and quantizes tokens [begin, end) of x (n_tokens rows of cols

@@ -7,7 +7,6 @@
  * there is no separate GEMM kernel. */
 #include <string.h>
 
-#include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/weights/format.h"
 #include "pmpd_impl/weights/nuq/nuq.h"
 
@@ -15,12 +14,10 @@ static void pmpd_nuq_prepare(const pmpd_tensor *w, const float *x, size_t n_toke
                              size_t end, unsigned worker)
 {
     pmpd_nuq_matrix m;
-    float *work;
+    pmpd_rotated rotated;
     pmpd_nuq_bind(w->data, w->dims[0], w->dims[1], &m);
-    /* Per thread one rotated token, after the prepared input, 4-byte
-     * aligned (nuq.h). */
-    work = (float *)(void *)((unsigned char *)scratch + pmpd_nuq_act_bytes(&m, n_tokens));
-    pmpd_nuq_prepare_tokens(&m, x, begin, end, n_tokens, scratch, work + (size_t)worker * m.padded);
+    rotated = pmpd_nuq_rotated(&m);
+    pmpd_rotated_prepare_scratch(&rotated, x, n_tokens, scratch, begin, end, worker);
 }
 
 static void pmpd_nuq_rows(const pmpd_tensor *w, const void *scratch, const float *x, size_t n_tokens, float *y,
@@ -45,17 +42,10 @@ static int pmpd_nuq_shares(const pmpd_tensor *a, const pmpd_tensor *b)
 static pmpd_status pmpd_nuq_scratch(const pmpd_tensor *w, size_t n_tokens, unsigned n_threads, size_t *bytes)
 {
     pmpd_nuq_layout layout;
-    size_t act, work;
-    /* The width does not change the prepared input's size: per token the
-     * int8 steps and a float per block, then per thread one rotated token
-     * in floats (nuq.h). */
+    /* The width does not change the prepared input's size. */
     if (pmpd_nuq_compute_layout(w->dims[0], w->dims[1], PMPD_NUQ_MAX_BITS, &layout) != PMPD_OK)
         return PMPD_ERR_OVERFLOW;
-    if (!pmpd_checked_mul(n_tokens, layout.padded + layout.padded / PMPD_NUQ_BLOCK * sizeof(float), &act) ||
-        !pmpd_checked_mul3(n_threads ? n_threads : 1, layout.padded, sizeof(float), &work) ||
-        !pmpd_checked_add(act, work, bytes))
-        return PMPD_ERR_OVERFLOW;
-    return PMPD_OK;
+    return pmpd_rotated_scratch_bytes(layout.padded, n_tokens, n_threads, bytes);
 }
 
 static void pmpd_nuq_format_row(const pmpd_tensor *w, size_t r, float *out)

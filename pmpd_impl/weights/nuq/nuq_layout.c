@@ -1,6 +1,5 @@
 /* Byte layout of NUQ tensors (nuq.h): sizes, offsets, and the checks of
  * untrusted tensor bytes. */
-#include <math.h>
 #include <string.h>
 
 #include "pmpd_impl/core/checked.h"
@@ -64,6 +63,7 @@ PMPD_INTERNAL pmpd_status pmpd_nuq_view(const void *data, uint64_t size, uint64_
 {
     const unsigned char *p = (const unsigned char *)data;
     pmpd_nuq_layout layout;
+    pmpd_status status;
     uint32_t bits;
     size_t i;
     if (size < PMPD_NUQ_HEADER_BYTES)
@@ -98,20 +98,10 @@ PMPD_INTERNAL pmpd_status pmpd_nuq_view(const void *data, uint64_t size, uint64_
         return pmpd_error_set(err, size < layout.total ? PMPD_ERR_FORMAT_TRUNCATED : PMPD_ERR_FORMAT_SHAPE,
                               base_offset, "nuq tensor is %llu bytes, its shape and width need %zu",
                               (unsigned long long)size, layout.total);
-    for (i = 0; i < rows; i++) {
-        float s;
-        memcpy(&s, p + PMPD_NUQ_HEADER_BYTES + 4 * i, sizeof s);
-        if (!isfinite(s))
-            return pmpd_error_set(err, PMPD_ERR_FORMAT_NONFINITE, base_offset + PMPD_NUQ_HEADER_BYTES + 4 * i,
-                                  "nuq row %zu scale is not finite", i);
-        if (s < 0.0f)
-            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + PMPD_NUQ_HEADER_BYTES + 4 * i,
-                                  "nuq row %zu scale %g is negative", i, (double)s);
-    }
-    for (i = PMPD_NUQ_HEADER_BYTES + 4 * (size_t)rows; i < layout.index_offset; i++)
-        if (p[i] != 0)
-            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + i,
-                                  "nuq padding byte %zu after the scales is not zero", i);
+    status = pmpd_rotated_check_scales(p, (size_t)rows, PMPD_NUQ_HEADER_BYTES, layout.index_offset, base_offset, "nuq",
+                                       err);
+    if (status != PMPD_OK)
+        return status;
     if (layout.padded > layout.rotation)
         for (i = 0; i < rows; i++) {
             const uint8_t *row = p + layout.index_offset + i * layout.row_bytes;

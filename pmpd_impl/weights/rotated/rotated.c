@@ -1,0 +1,97 @@
+/* The rotated input (rotated.h): signs, the per-token rotation and int8
+ * quantization, and the slow inverse for padded rows. */
+#include "pmpd_impl/weights/rotated/rotated.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "pmpd_impl/core/hadamard.h"
+#include "pmpd_impl/core/splitmix.h"
+
+PMPD_INTERNAL void pmpd_rotated_signs(uint64_t seed, uint64_t *signs, size_t words)
+{
+    size_t w;
+    for (w = 0; w < words; w++)
+        signs[w] = pmpd_splitmix64_next(&seed);
+}
+
+PMPD_INTERNAL void pmpd_rotated_flip(uint64_t seed, float *x, size_t cols)
+{
+    uint64_t word = 0;
+    size_t c;
+    for (c = 0; c < cols; c++) {
+        if (c % 64 == 0)
+            word = pmpd_splitmix64_next(&seed);
+        if (word >> (c % 64) & 1)
+            x[c] = -x[c];
+    }
+}
+
+/* Block of x' as int8 steps of d = max |x'| / 127 (round to nearest; an
+ * all-zero block gets d = 0 and zeros). */
+static void rotated_quantize_block(const float *x, int8_t *q, float *d)
+{
+    float absmax = 0.0f, inverse;
+    int c;
+    for (c = 0; c < PMPD_ROTATED_BLOCK; c++) {
+        float a = x[c] < 0.0f ? -x[c] : x[c];
+        absmax = a > absmax ? a : absmax;
+    }
+    *d = absmax / 127.0f;
+    inverse = absmax > 0.0f ? 127.0f / absmax : 0.0f;
+    for (c = 0; c < PMPD_ROTATED_BLOCK; c++) {
+        float v = x[c] * inverse;
+        /* |v| <= 127 by construction; NaN (from a NaN input) becomes 0. */
+        q[c] = (int8_t)(v != v ? 0 : (int)(v + (v >= 0.0f ? 0.5f : -0.5f)));
+    }
+}
+
+PMPD_INTERNAL void pmpd_rotated_prepare_tokens(const pmpd_rotated *r, const float *x, size_t begin, size_t end,
+                                               size_t n_tokens, void *act, float *work)
+{
+    const size_t blocks = r->padded / PMPD_ROTATED_BLOCK;
+    int8_t *q = (int8_t *)act;
+    float *d = (float *)(uintptr_t)pmpd_rotated_act_d(r, act, n_tokens);
+    size_t t, b;
+    for (t = begin; t < end; t++) {
+        memcpy(work, x + t * r->cols, r->cols * sizeof(float));
+        pmpd_rotated_flip(r->seed, work, r->cols);
+        memset(work + r->cols, 0, (r->padded - r->cols) * sizeof(float));
+        pmpd_hadamard(work, r->rotation, 0);
+        for (b = 0; b < blocks; b++)
+            rotated_quantize_block(work + b * PMPD_ROTATED_BLOCK, q + t * r->padded + b * PMPD_ROTATED_BLOCK,
+                                   d + t * blocks + b);
+    }
+}
+
+/* Sylvester's entry (a, b) is -1 to the number of bits a and b share. */
+static int rotated_sylvester_negative(size_t a, size_t b)
+{
+    size_t v = a & b;
+    int odd = 0;
+    while (v) {
+        odd ^= 1;
+        v &= v - 1;
+    }
+    return odd;
+}
+
+PMPD_INTERNAL void pmpd_rotated_unrotate_add(const pmpd_rotated *r, const float *v, size_t k0, size_t count,
+                                             float *out, size_t cols)
+{
+    /* H = H_m (x) H_p / sqrt(n) (core/hadamard.h). */
+    const unsigned order = pmpd_hadamard_order(r->rotation);
+    const size_t p = r->rotation / order;
+    const double norm = 1.0 / sqrt((double)r->rotation);
+    size_t c, k;
+    for (c = 0; c < cols; c++) {
+        double sum = 0;
+        for (k = k0; k < k0 + count; k++) {
+            int negative = rotated_sylvester_negative(k % p, c % p);
+            if (order > 1)
+                negative ^= (int)(pmpd_hadamard_small_row(order, (unsigned)(k / p)) >> (c / p) & 1);
+            sum += negative ? -(double)v[k - k0] : (double)v[k - k0];
+        }
+        out[c] += (float)(sum * norm);
+    }
+}

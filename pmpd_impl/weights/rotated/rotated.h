@@ -1,0 +1,88 @@
+/*
+ * The rotated input shared by the formats that store Hadamard-rotated
+ * rows (nuq/, tcq/): W_r = (W diag(s)) H^T, so y = W x = W_r x' with
+ * x' = H (x o s), computed once per input and shared by every matrix with
+ * the same input width and sign seed (q, k, v; gate, up).
+ *
+ * A format gives the four numbers below: its columns, the Hadamard size
+ * (pmpd_hadamard_size(cols)), the rotated length it multiplies over
+ * (padded >= rotation, a multiple of 32; x' is zero beyond the rotation)
+ * and the seed of its signs.
+ *
+ * Signs: s[c] = -1 where bit c % 64 of the (c / 64 + 1)-th splitmix64
+ * output from state seed is set (core/splitmix.h), for c < cols.
+ *
+ * The prepared input of n_tokens tokens (in the caller's scratch):
+ *   int8  q[n_tokens][padded]       x' in blocks of 32: q = round(x' / d)
+ *   float d[n_tokens][padded / 32]  d = the block's max |x'| / 127
+ * x' itself lives only in a per-thread buffer of padded floats while a
+ * token is rotated.
+ */
+#ifndef PMPD_WEIGHTS_ROTATED_H
+#define PMPD_WEIGHTS_ROTATED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pmpd.h"
+#include "pmpd_impl/core/config.h"
+#include "pmpd_impl/core/error.h"
+
+#define PMPD_ROTATED_BLOCK 32 /* rotated columns per int8 activation block */
+
+typedef struct pmpd_rotated {
+    size_t cols, rotation, padded;
+    uint64_t seed;
+} pmpd_rotated;
+
+static inline size_t pmpd_rotated_act_bytes(const pmpd_rotated *r, size_t n_tokens)
+{
+    return n_tokens * r->padded + n_tokens * (r->padded / PMPD_ROTATED_BLOCK) * sizeof(float);
+}
+static inline const int8_t *pmpd_rotated_act_q(const void *act)
+{
+    return (const int8_t *)act;
+}
+static inline const float *pmpd_rotated_act_d(const pmpd_rotated *r, const void *act, size_t n_tokens)
+{
+    return (const float *)(const void *)((const int8_t *)act + n_tokens * r->padded);
+}
+
+/* Fills signs[0..words) with the sign bits of columns 64 w .. 64 w + 63. */
+PMPD_INTERNAL void pmpd_rotated_signs(uint64_t seed, uint64_t *signs, size_t words);
+
+/* x[c] = s[c] x[c] for c < cols: applies the signs (their own inverse). */
+PMPD_INTERNAL void pmpd_rotated_flip(uint64_t seed, float *x, size_t cols);
+
+/* Rotates and quantizes tokens [begin, end) of x (n_tokens rows of cols
+ * floats) into act (pmpd_rotated_act_bytes for n_tokens), rotating in work
+ * (padded floats; it keeps the last token's x').  The butterflies inside
+ * are the compiled kernel. */
+PMPD_INTERNAL void pmpd_rotated_prepare_tokens(const pmpd_rotated *r, const float *x, size_t begin, size_t end,
+                                               size_t n_tokens, void *act, float *work);
+
+/* out[c] += sum_{k < count} H[k0 + k][c] v[k] for c < cols, H the
+ * normalized Hadamard matrix of size rotation: a stored row rotated back
+ * one chunk of rotated columns at a time, when the row has no room for its
+ * rotation (cols < rotation) and there is no heap; cols x count steps. */
+PMPD_INTERNAL void pmpd_rotated_unrotate_add(const pmpd_rotated *r, const float *v, size_t k0, size_t count,
+                                             float *out, size_t cols);
+
+/* The format table's two-step product (rotated_format.c): working memory
+ * for up to n_tokens tokens and n_threads threads over padded rotated
+ * columns (the prepared input, then per thread one rotated token in
+ * floats; errors: PMPD_ERR_OVERFLOW), and the prepare step that fills it
+ * for tokens [begin, end) on pool thread worker. */
+PMPD_INTERNAL pmpd_status pmpd_rotated_scratch_bytes(size_t padded, size_t n_tokens, unsigned n_threads,
+                                                     size_t *bytes);
+PMPD_INTERNAL void pmpd_rotated_prepare_scratch(const pmpd_rotated *r, const float *x, size_t n_tokens,
+                                                void *scratch, size_t begin, size_t end, unsigned worker);
+
+/* Checks rows f32 scales at p + at (finite: PMPD_ERR_FORMAT_NONFINITE;
+ * >= 0: PMPD_ERR_FORMAT_VALUE) and zero bytes from their end up to end
+ * (PMPD_ERR_FORMAT_VALUE), error offsets from base_offset, messages
+ * naming format ("nuq"). */
+PMPD_INTERNAL pmpd_status pmpd_rotated_check_scales(const unsigned char *p, size_t rows, size_t at, size_t end,
+                                                    uint64_t base_offset, const char *format, pmpd_error *err);
+
+#endif

@@ -1,0 +1,51 @@
+/* What the rotated formats' rows in the table of weight formats share
+ * (rotated.h): the working memory of the two-step product, its prepare
+ * step, and the checks of the row scales every such tensor stores. */
+#include <math.h>
+#include <string.h>
+
+#include "pmpd_impl/core/checked.h"
+#include "pmpd_impl/weights/rotated/rotated.h"
+
+PMPD_INTERNAL pmpd_status pmpd_rotated_scratch_bytes(size_t padded, size_t n_tokens, unsigned n_threads,
+                                                     size_t *bytes)
+{
+    size_t act, work;
+    /* Per token the int8 steps and a float per block, then per thread one
+     * rotated token in floats. */
+    if (!pmpd_checked_mul(n_tokens, padded + padded / PMPD_ROTATED_BLOCK * sizeof(float), &act) ||
+        !pmpd_checked_mul3(n_threads ? n_threads : 1, padded, sizeof(float), &work) ||
+        !pmpd_checked_add(act, work, bytes))
+        return PMPD_ERR_OVERFLOW;
+    return PMPD_OK;
+}
+
+PMPD_INTERNAL void pmpd_rotated_prepare_scratch(const pmpd_rotated *r, const float *x, size_t n_tokens,
+                                                void *scratch, size_t begin, size_t end, unsigned worker)
+{
+    /* Per thread one rotated token, after the prepared input, 4-byte
+     * aligned. */
+    float *work = (float *)(void *)((unsigned char *)scratch + pmpd_rotated_act_bytes(r, n_tokens));
+    pmpd_rotated_prepare_tokens(r, x, begin, end, n_tokens, scratch, work + (size_t)worker * r->padded);
+}
+
+PMPD_INTERNAL pmpd_status pmpd_rotated_check_scales(const unsigned char *p, size_t rows, size_t at, size_t end,
+                                                    uint64_t base_offset, const char *format, pmpd_error *err)
+{
+    size_t i;
+    for (i = 0; i < rows; i++) {
+        float s;
+        memcpy(&s, p + at + 4 * i, sizeof s);
+        if (!isfinite(s))
+            return pmpd_error_set(err, PMPD_ERR_FORMAT_NONFINITE, base_offset + at + 4 * i,
+                                  "%s row %zu scale is not finite", format, i);
+        if (s < 0.0f)
+            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + at + 4 * i,
+                                  "%s row %zu scale %g is negative", format, i, (double)s);
+    }
+    for (i = at + 4 * rows; i < end; i++)
+        if (p[i] != 0)
+            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + i,
+                                  "%s padding byte %zu after the scales is not zero", format, i);
+    return PMPD_OK;
+}

@@ -1,0 +1,176 @@
+/*
+ * TCQ: trellis-coded quantization of Hadamard-rotated rows (seed 002's
+ * TCQ and half-TCQ, after QTIP's bitshift trellis with its "HYB" code).
+ * Rows are rotated as NUQ's (weights/rotated/rotated.h: signs, Hadamard
+ * of size rotation = pmpd_hadamard_size(cols), one scale per row), then
+ * zero-padded to padded = a multiple of T = 256 rotated columns and cut
+ * into sequences of 256 (the encoder ignores the padding columns, whose
+ * activations are zero: they cost bits, never accuracy).
+ *
+ * A sequence is a circular bitstream r of 128 s bits (s = the shift, 3..8,
+ * s / 2 bits per weight).  Step i (0..127) reads the 16-bit window
+ * S_i = r[i s .. i s + 16) (indices mod 128 s: tail-biting), first bit
+ * most significant, so S_(i+1) = (S_i << s | the next s bits) mod 2^16,
+ * and decodes rotated columns 2 i and 2 i + 1 (HYB):
+ *   h = S (S + 1) mod 2^32,  (a, b) = table[(h >> 6) & 511],
+ *   value = (h bit 15 ? -a : a, b)
+ * with table the 512 centroids of k-means on 2-D standard normal samples
+ * (tcq_table.c, made offline by offline/tcq/tcq_table_build.c), in int16
+ * multiples of one unit.  W_r[r][c] = scale[r] * unit * value.
+ *
+ * Bits in bytes: r[k] is bit 7 - k % 8 of byte k / 8 (MSB first), so a
+ * window is 3 bytes read big-endian and shifted: 8 consecutive steps start
+ * at bit offsets 8 g s + j s, i.e. at bytes g s + (j s) / 8, bits (j s) % 8,
+ * constants per shift: one byte shuffle (PSHUFB / TBL) and one variable
+ * shift decode 8 windows.
+ *
+ * Half-TCQ: the first sequences / 2 sequences of a row (rounded down) use
+ * shift s1, the others s2 = s1 + 1 (s1 = s2: plain TCQ).  Widths in
+ * quarter bits q (6..16, 1.5 to 4 bits per weight): s1 = floor(q / 2),
+ * s2 = ceil(q / 2).
+ *
+ * Layout (version 1), little-endian:
+ *   64-byte header: "TCQW", u32 version 1, u32 rows, u32 cols, u32 s1,
+ *     u32 s2, u32 rotation (= pmpd_hadamard_size(cols)), u32 0, u64 seed
+ *     of the signs, then zeros
+ *   f32 scale[rows] (finite, >= 0), padded with zeros to 64 bytes
+ *   bitstreams: rows x row_bytes, row_bytes = n1 16 s1 + (n - n1) 16 s2
+ *     for n = padded / 256 sequences and n1 = n / 2: each sequence's 16 s
+ *     bytes in order
+ */
+#ifndef PMPD_WEIGHTS_TCQ_H
+#define PMPD_WEIGHTS_TCQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pmpd.h"
+#include "pmpd_impl/core/config.h"
+#include "pmpd_impl/core/error.h"
+#include "pmpd_impl/weights/rotated/rotated.h"
+
+#define PMPD_TCQ_HEADER_BYTES 64
+#define PMPD_TCQ_VERSION 1
+#define PMPD_TCQ_SEQUENCE 256   /* rotated columns per trellis sequence (T) */
+#define PMPD_TCQ_STEPS 128      /* steps (column pairs) per sequence */
+#define PMPD_TCQ_STATE_BITS 16  /* the window (L) */
+#define PMPD_TCQ_TABLE_ENTRIES 512
+#define PMPD_TCQ_MIN_SHIFT 3
+#define PMPD_TCQ_MAX_SHIFT 8
+#define PMPD_TCQ_MIN_QUARTER_BITS (2 * PMPD_TCQ_MIN_SHIFT)
+#define PMPD_TCQ_MAX_QUARTER_BITS (2 * PMPD_TCQ_MAX_SHIFT)
+
+#if PMPD_USE_AVX2
+#define PMPD_TCQ_KERNEL "avx2"
+#elif PMPD_USE_NEON && defined(__aarch64__)
+#define PMPD_TCQ_KERNEL "neon"
+#else
+#define PMPD_TCQ_KERNEL "scalar"
+#endif
+
+typedef struct pmpd_tcq_matrix {
+    uint32_t rows, cols, rotation;
+    uint32_t padded;     /* rotation rounded up to a sequence */
+    uint32_t shift[2];   /* s1, s2 */
+    uint32_t sequences;  /* per row */
+    uint32_t first_half; /* sequences at s1 */
+    uint32_t row_bytes;
+    uint64_t seed;
+    const float *scale;  /* [rows] */
+    const uint8_t *bits; /* [rows][row_bytes] */
+} pmpd_tcq_matrix;
+
+typedef struct pmpd_tcq_layout {
+    size_t rotation, padded, sequences, first_half, row_bytes, bits_offset, total;
+} pmpd_tcq_layout;
+
+/* Where the parts of a rows x cols tensor at shifts s1, s2 lie.  Errors:
+ * PMPD_ERR_INVALID_ARGUMENT (a zero dimension, s1 outside 3..8, s2 not s1
+ * or s1 + 1 or above 8, more than 2^31 rows or 2^17 columns),
+ * PMPD_ERR_OVERFLOW. */
+PMPD_INTERNAL pmpd_status pmpd_tcq_compute_layout(uint64_t rows, uint64_t cols, uint64_t s1, uint64_t s2,
+                                                  pmpd_tcq_layout *out);
+
+/* Checks a stored tensor (every header field, the size, the scales) whose
+ * bytes lie at file offset base_offset (for error offsets), and fills m. */
+PMPD_INTERNAL pmpd_status pmpd_tcq_view(const void *data, uint64_t size, uint64_t rows, uint64_t cols,
+                                        uint64_t base_offset, pmpd_tcq_matrix *m, pmpd_error *err);
+
+/* The same for a tensor the loader has accepted: no checks. */
+PMPD_INTERNAL void pmpd_tcq_bind(const void *data, uint64_t rows, uint64_t cols, pmpd_tcq_matrix *m);
+
+/* The shifts of a width in quarter bits (6..16). */
+static inline void pmpd_tcq_shifts(unsigned quarter_bits, unsigned *s1, unsigned *s2)
+{
+    *s1 = quarter_bits / 2;
+    *s2 = (quarter_bits + 1) / 2;
+}
+
+/* The value table: 512 pairs of int16 (first, second value of each
+ * centroid), |entries| < 2^14, and the unit they are multiples of. */
+PMPD_INTERNAL const int16_t *pmpd_tcq_table(void);
+PMPD_INTERNAL float pmpd_tcq_unit(void);
+
+/* The HYB code of a 16-bit state: its two values in table units. */
+static inline void pmpd_tcq_decode(uint32_t state, const int16_t *table, int32_t *a, int32_t *b)
+{
+    const uint32_t h = state * (state + 1u);
+    const int16_t *entry = table + 2 * ((h >> 6) & 511u);
+    *a = (h & 0x8000u) ? -(int32_t)entry[0] : (int32_t)entry[0];
+    *b = entry[1];
+}
+
+/* The window of step (0..127) in a sequence's 16 s bytes (MSB first,
+ * circular). */
+static inline uint32_t pmpd_tcq_window(const uint8_t *sequence, unsigned shift, unsigned step)
+{
+    const size_t bits = (size_t)PMPD_TCQ_STEPS * shift, bytes = bits / 8;
+    const size_t at = (size_t)step * shift, first = at / 8;
+    uint32_t v = (uint32_t)sequence[first] << 16 | (uint32_t)sequence[(first + 1) % bytes] << 8 |
+                 (uint32_t)sequence[(first + 2) % bytes];
+    return v >> (8 - at % 8) & 0xFFFFu;
+}
+
+/* Sequence j of row r: its bytes, and its shift. */
+static inline const uint8_t *pmpd_tcq_sequence(const pmpd_tcq_matrix *m, size_t r, size_t j, unsigned *shift)
+{
+    const uint8_t *row = m->bits + r * m->row_bytes;
+    if (j < m->first_half) {
+        *shift = m->shift[0];
+        return row + j * 16 * m->shift[0];
+    }
+    *shift = m->shift[1];
+    return row + (size_t)m->first_half * 16 * m->shift[0] + (j - m->first_half) * 16 * m->shift[1];
+}
+
+/* The rotated input (rotated.h) of m's products. */
+static inline pmpd_rotated pmpd_tcq_rotated(const pmpd_tcq_matrix *m)
+{
+    pmpd_rotated r;
+    r.cols = m->cols;
+    r.rotation = m->rotation;
+    r.padded = m->padded;
+    r.seed = m->seed;
+    return r;
+}
+
+/* y[t * ldy + r] = scale[r] * unit * sum over blocks b of 32 rotated
+ * columns of d[t][b] * sum_{c in b} value[r][c] q[t][c], for every token
+ * t < n_tokens and r in [row_begin, row_end), from the prepared input act
+ * (rotated.h): the compiled kernel, and the scalar oracle (always
+ * compiled; exact integer block sums, the blocks added in order in
+ * float). */
+PMPD_INTERNAL void pmpd_tcq_matmul(const pmpd_tcq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,
+                                   size_t row_end, float *y, size_t ldy);
+PMPD_INTERNAL void pmpd_tcq_matmul_scalar(const pmpd_tcq_matrix *m, const void *act, size_t n_tokens,
+                                          size_t row_begin, size_t row_end, float *y, size_t ldy);
+
+/* Rotated row r (padded floats): scale[r] * unit * value. */
+PMPD_INTERNAL void pmpd_tcq_rotated_row(const pmpd_tcq_matrix *m, size_t r, float *out);
+
+/* Row r of W (cols floats), rotated back: s o (H^T W_r[r]) (a padded row
+ * sums H's entries directly, cols x rotation steps: the embedding lookup
+ * and tests only). */
+PMPD_INTERNAL void pmpd_tcq_row(const pmpd_tcq_matrix *m, size_t r, float *out);
+
+#endif
