@@ -291,7 +291,6 @@ static void mx_learned(mx_world *w, const pmpd_model *float_model)
     pmpd_calibration_set_free(&train);
 }
 
-/* make check sets PMPD_TEST_REDUCED=1 for its sanitizer and emulated runs. */
 static mx_world *mx_build(const char *model_file, int with_all_types)
 {
     mx_world *w = (mx_world *)calloc(1, sizeof *w);

@@ -29,12 +29,6 @@
 #include "tests/support/test_models.h"
 #include "tests/support/test_support.h"
 
-static int reduced(void)
-{
-    const char *r = getenv("PMPD_TEST_REDUCED");
-    return r && *r && strcmp(r, "0") != 0;
-}
-
 /* (a) The table: entries within the int16 headroom the kernels assume, and
  * its nearest-centroid MSE per coordinate on fresh N(0, 1) pairs near the
  * k-means figure on its own samples (0.00418). */
@@ -42,7 +36,7 @@ static void test_table(void **state)
 {
     const int16_t *table = pmpd_tcq_table();
     const float unit = pmpd_tcq_unit();
-    const size_t samples = reduced() ? 4096 : 65536;
+    const size_t samples = test_reduced() ? 4096 : 65536;
     test_rng rng;
     double error = 0;
     size_t i, j;
@@ -187,16 +181,16 @@ static void test_gaussian_mse(void **state)
 {
     static const unsigned quarter_bits[7] = {6, 8, 10, 12, 14, 16, 13};
     static const double expected[7] = {0.140, 0.071, 0.036, 0.019, 0.010, 0.006, 0.0146};
-    const size_t rows = reduced() ? 1 : 48;
-    const unsigned widths = reduced() ? 1 : 7;
+    const size_t rows = test_reduced() ? 1 : 48;
+    const unsigned widths = test_reduced() ? 1 : 7;
     test_rng rng;
     unsigned i;
     (void)state;
     test_rng_seed(&rng, 2002);
     for (i = 0; i < widths; i++) {
-        const unsigned q = reduced() ? 8 : quarter_bits[i];
-        const size_t cols = q % 2 ? 512 : reduced() ? 512 : 256; /* half-TCQ: 2 sequences per row */
-        const double want = reduced() ? 0.071 : expected[i];
+        const unsigned q = test_reduced() ? 8 : quarter_bits[i];
+        const size_t cols = q % 2 ? 512 : test_reduced() ? 512 : 256; /* half-TCQ: 2 sequences per row */
+        const double want = test_reduced() ? 0.071 : expected[i];
         float *w = (float *)malloc(rows * cols * sizeof(float));
         uint64_t bytes = 0;
         unsigned char *out;
@@ -213,7 +207,7 @@ static void test_gaussian_mse(void **state)
         mse = pmpd_tcq_encoded_error(w, rows, cols, out);
         print_message("tcq%g on %zu x %zu N(0,1): normalized MSE %.5f (seed 002: %.4f), %.3f bits per weight\n",
                       q / 4.0, rows, cols, mse, want, 8.0 * (double)bytes / (double)(rows * cols));
-        assert_true(mse <= (reduced() ? 1.25 : 1.05) * want);
+        assert_true(mse <= (test_reduced() ? 1.25 : 1.05) * want);
         assert_true(mse >= 0.95 * pow(2.0, -(double)q / 2.0)); /* the rate-distortion bound 2^(-2b) */
         free(out);
         free(w);
@@ -466,7 +460,7 @@ static void test_stories260k(void **state)
     double kl4, top4, kl2, top2;
     float *ref;
     (void)state;
-    if (reduced()) {
+    if (test_reduced()) {
         print_message("reduced run: stories260K conversions skipped\n");
         return;
     }
@@ -532,7 +526,7 @@ static void test_palette(void **state)
     tcq_allocation a;
     test_opened_file f;
     (void)state;
-    if (reduced()) {
+    if (test_reduced()) {
         print_message("reduced run: palette conversion skipped\n");
         return;
     }
