@@ -176,7 +176,9 @@ typedef enum pmpd_tensor_type {
     PMPD_TENSOR_Q2CB = 4,    /* 2-bit groups with shared int8 codebooks */
     PMPD_TENSOR_ANYPREC = 5, /* nested any-precision bit-planes */
     PMPD_TENSOR_W8A8 = 6,    /* int8 rows + one static activation scale per tensor */
-    PMPD_TENSOR_NUQ = 7      /* 2-4-bit Lloyd-Max indices of Hadamard-rotated rows + row scales */
+    PMPD_TENSOR_NUQ = 7,     /* 2-4-bit Lloyd-Max indices of Hadamard-rotated rows + row scales */
+    PMPD_TENSOR_VQ2 = 8      /* 2-D codebook indices of column pairs of NUQ's rotated rows + row
+                                scales, 2-4 bits per weight in half-bit steps ("vq") */
 } pmpd_tensor_type;
 
 /* The short name tools use for a tensor type ("f32", "q4", "anyprec"), or
@@ -516,6 +518,12 @@ typedef struct pmpd_convert_options {
      * embedding and classifier become q8): bits per weight, 2, 3 or 4
      * (0: 4). */
     unsigned nuq_bits;
+    /* PMPD_TENSOR_VQ2 only (2-D codebook indices of pairs of Hadamard-
+     * rotated columns; the token embedding and classifier become q8): the
+     * width in quarter bits per weight, 8, 10, 12, 14 or 16 (2 to 4 bits in
+     * half-bit steps; the unit VQ shares with trellis widths); 0: 8.
+     * Another value fails the conversion with PMPD_ERR_INVALID_ARGUMENT. */
+    unsigned vq_quarter_bits;
     /* > 0: bit allocation (pmpd_palette_report above; type and keep_closest
      * are not used).  Every layer matrix takes a format of palette, one per
      * fusable group, so that they store at most budget_bits bits per weight

@@ -11,7 +11,8 @@
  * Folders: float/ (f32, f16), grouped/ (q8, q4, q2cb: 32-weight groups in
  * 4-row blocks, one kernel family), anyprec/ (nested any-precision),
  * w8a8/ (int8 rows with a static per-tensor activation scale), nuq/
- * (Lloyd-Max indices of Hadamard-rotated rows, 2-4 bits).
+ * (Lloyd-Max indices of Hadamard-rotated rows, 2-4 bits), vq/ (2-D codebook
+ * indices of pairs of NUQ's rotated columns, 2-4 bits in half-bit steps).
  */
 #ifndef PMPD_WEIGHTS_FORMAT_H
 #define PMPD_WEIGHTS_FORMAT_H
@@ -103,5 +104,6 @@ PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_q2cb(void);
 PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_anyprec(void);
 PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_w8a8(void);
 PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_nuq(void);
+PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_vq2(void);
 
 #endif

@@ -29,6 +29,11 @@
  * 2^17 columns: the rotation's limit), PMPD_ERR_OVERFLOW. */
 PMPD_INTERNAL pmpd_status pmpd_nuq_size(uint64_t rows, uint64_t cols, unsigned bits, uint64_t *bytes);
 
+/* A weight row w (cols floats) rotated: v (rotation floats) = H (s o w),
+ * w padded with zeros, signs as pmpd_nuq_signs gives them.  Shared by the
+ * formats on NUQ's rotation (VQ). */
+PMPD_INTERNAL void pmpd_nuq_rotate_row(const float *w, size_t cols, const uint64_t *signs, size_t rotation, float *v);
+
 /* Encodes values (rows x cols host floats, finite) into out (size bytes,
  * pmpd_nuq_size of it).  Errors: PMPD_ERR_INVALID_ARGUMENT (a size that
  * does not match, bits or shape refused by pmpd_nuq_size),
@@ -40,14 +45,6 @@ PMPD_INTERNAL pmpd_status pmpd_nuq_encode(const float *values, size_t rows, size
  * data (rows x cols) against values, through the format's row lookup. */
 PMPD_INTERNAL double pmpd_nuq_encoded_error(const float *values, size_t rows, size_t cols,
                                             const unsigned char *data);
-
-/* Converts every f32 matrix of b except the token embedding and the
- * classifier to NUQ at bits (those become q8, as with the other
- * quantized types), reporting matrices done.  Errors:
- * PMPD_ERR_OUT_OF_MEMORY, PMPD_ERR_OVERFLOW, PMPD_ERR_INVALID_ARGUMENT. */
-PMPD_INTERNAL pmpd_status pmpd_nuq_build_convert(pmpd_build_model *b, unsigned bits,
-                                                 void (*progress)(void *context, uint64_t done, uint64_t total),
-                                                 void *context);
 
 #endif /* PMPD_OFFLINE */
 

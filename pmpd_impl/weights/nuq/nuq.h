@@ -85,6 +85,12 @@ PMPD_INTERNAL pmpd_status pmpd_nuq_compute_layout(uint64_t rows, uint64_t cols, 
 PMPD_INTERNAL pmpd_status pmpd_nuq_view(const void *data, uint64_t size, uint64_t rows, uint64_t cols,
                                         uint64_t base_offset, pmpd_nuq_matrix *m, pmpd_error *err);
 
+/* Checks the per-row scales after a 64-byte header (finite, >= 0) and the
+ * zero padding up to index_offset, for NUQ and every format laid out the
+ * same way (VQ); messages name the format. */
+PMPD_INTERNAL pmpd_status pmpd_nuq_check_scales(const unsigned char *tensor, uint64_t rows, size_t index_offset,
+                                                uint64_t base_offset, const char *format, pmpd_error *err);
+
 /* The same for a tensor the loader has accepted: no checks. */
 PMPD_INTERNAL void pmpd_nuq_bind(const void *data, uint64_t rows, uint64_t cols, pmpd_nuq_matrix *m);
 
@@ -137,6 +143,12 @@ static inline const float *pmpd_nuq_act_d(const pmpd_nuq_matrix *m, const void *
     return (const float *)(const void *)((const int8_t *)act + n_tokens * m->padded);
 }
 
+/* Scratch bytes of a product on an input of padded rotated columns: the
+ * prepared input of n_tokens tokens, then n_threads (0: 1) rotated
+ * tokens in floats (the prepare step's work buffers).  Errors:
+ * PMPD_ERR_OVERFLOW. */
+PMPD_INTERNAL pmpd_status pmpd_nuq_input_scratch(size_t padded, size_t n_tokens, unsigned n_threads, size_t *bytes);
+
 /* Rotates and quantizes tokens [begin, end) of x (n_tokens rows of cols
  * floats) into act (pmpd_nuq_act_bytes for n_tokens), rotating in work
  * (padded floats; it keeps the last token's x').  Shared by every ISA (the
@@ -160,5 +172,13 @@ PMPD_INTERNAL void pmpd_nuq_matmul_scalar(const pmpd_nuq_matrix *m, const void *
  * sums H's entries directly, cols x rotation steps: the embedding lookup
  * and tests only, as the converter keeps embeddings in q8. */
 PMPD_INTERNAL void pmpd_nuq_row(const pmpd_nuq_matrix *m, size_t r, float *out);
+
+/* The rotation undone for any format on NUQ's rotated rows (VQ's too):
+ * out (cols floats) = s o (H^T v), v[k] = value(context, k) for k <
+ * rotation, by the same two paths as pmpd_nuq_row (which is this with
+ * v = scale[r] L[idx[r]]).  The callback costs a call per entry: the row
+ * lookup is for embeddings and tests, never a product. */
+PMPD_INTERNAL void pmpd_nuq_unrotate(const pmpd_nuq_matrix *m, float (*value)(const void *context, size_t k),
+                                     const void *context, float *out);
 
 #endif

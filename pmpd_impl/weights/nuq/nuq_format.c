@@ -42,20 +42,25 @@ static int pmpd_nuq_shares(const pmpd_tensor *a, const pmpd_tensor *b)
     return ma.cols == mb.cols && ma.seed == mb.seed;
 }
 
-static pmpd_status pmpd_nuq_scratch(const pmpd_tensor *w, size_t n_tokens, unsigned n_threads, size_t *bytes)
+PMPD_INTERNAL pmpd_status pmpd_nuq_input_scratch(size_t padded, size_t n_tokens, unsigned n_threads, size_t *bytes)
 {
-    pmpd_nuq_layout layout;
     size_t act, work;
-    /* The width does not change the prepared input's size: per token the
-     * int8 steps and a float per block, then per thread one rotated token
-     * in floats (nuq.h). */
-    if (pmpd_nuq_compute_layout(w->dims[0], w->dims[1], PMPD_NUQ_MAX_BITS, &layout) != PMPD_OK)
-        return PMPD_ERR_OVERFLOW;
-    if (!pmpd_checked_mul(n_tokens, layout.padded + layout.padded / PMPD_NUQ_BLOCK * sizeof(float), &act) ||
-        !pmpd_checked_mul3(n_threads ? n_threads : 1, layout.padded, sizeof(float), &work) ||
+    /* Per token the int8 steps and a float per block, then per thread one
+     * rotated token in floats (nuq.h). */
+    if (!pmpd_checked_mul(n_tokens, padded + padded / PMPD_NUQ_BLOCK * sizeof(float), &act) ||
+        !pmpd_checked_mul3(n_threads ? n_threads : 1, padded, sizeof(float), &work) ||
         !pmpd_checked_add(act, work, bytes))
         return PMPD_ERR_OVERFLOW;
     return PMPD_OK;
+}
+
+static pmpd_status pmpd_nuq_scratch(const pmpd_tensor *w, size_t n_tokens, unsigned n_threads, size_t *bytes)
+{
+    pmpd_nuq_layout layout;
+    /* The width does not change the prepared input's size. */
+    if (pmpd_nuq_compute_layout(w->dims[0], w->dims[1], PMPD_NUQ_MAX_BITS, &layout) != PMPD_OK)
+        return PMPD_ERR_OVERFLOW;
+    return pmpd_nuq_input_scratch(layout.padded, n_tokens, n_threads, bytes);
 }
 
 static void pmpd_nuq_format_row(const pmpd_tensor *w, size_t r, float *out)

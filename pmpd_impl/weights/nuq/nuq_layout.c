@@ -59,11 +59,33 @@ static long nuq_stray_bits(const uint8_t *row, const pmpd_nuq_layout *layout, un
     return -1;
 }
 
+PMPD_INTERNAL pmpd_status pmpd_nuq_check_scales(const unsigned char *tensor, uint64_t rows, size_t index_offset,
+                                                uint64_t base_offset, const char *format, pmpd_error *err)
+{
+    size_t i;
+    for (i = 0; i < rows; i++) {
+        float s;
+        memcpy(&s, tensor + PMPD_NUQ_HEADER_BYTES + 4 * i, sizeof s);
+        if (!isfinite(s))
+            return pmpd_error_set(err, PMPD_ERR_FORMAT_NONFINITE, base_offset + PMPD_NUQ_HEADER_BYTES + 4 * i,
+                                  "%s row %zu scale is not finite", format, i);
+        if (s < 0.0f)
+            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + PMPD_NUQ_HEADER_BYTES + 4 * i,
+                                  "%s row %zu scale %g is negative", format, i, (double)s);
+    }
+    for (i = PMPD_NUQ_HEADER_BYTES + 4 * (size_t)rows; i < index_offset; i++)
+        if (tensor[i] != 0)
+            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + i,
+                                  "%s padding byte %zu after the scales is not zero", format, i);
+    return PMPD_OK;
+}
+
 PMPD_INTERNAL pmpd_status pmpd_nuq_view(const void *data, uint64_t size, uint64_t rows, uint64_t cols,
                                         uint64_t base_offset, pmpd_nuq_matrix *m, pmpd_error *err)
 {
     const unsigned char *p = (const unsigned char *)data;
     pmpd_nuq_layout layout;
+    pmpd_status status;
     uint32_t bits;
     size_t i;
     if (size < PMPD_NUQ_HEADER_BYTES)
@@ -98,20 +120,9 @@ PMPD_INTERNAL pmpd_status pmpd_nuq_view(const void *data, uint64_t size, uint64_
         return pmpd_error_set(err, size < layout.total ? PMPD_ERR_FORMAT_TRUNCATED : PMPD_ERR_FORMAT_SHAPE,
                               base_offset, "nuq tensor is %llu bytes, its shape and width need %zu",
                               (unsigned long long)size, layout.total);
-    for (i = 0; i < rows; i++) {
-        float s;
-        memcpy(&s, p + PMPD_NUQ_HEADER_BYTES + 4 * i, sizeof s);
-        if (!isfinite(s))
-            return pmpd_error_set(err, PMPD_ERR_FORMAT_NONFINITE, base_offset + PMPD_NUQ_HEADER_BYTES + 4 * i,
-                                  "nuq row %zu scale is not finite", i);
-        if (s < 0.0f)
-            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + PMPD_NUQ_HEADER_BYTES + 4 * i,
-                                  "nuq row %zu scale %g is negative", i, (double)s);
-    }
-    for (i = PMPD_NUQ_HEADER_BYTES + 4 * (size_t)rows; i < layout.index_offset; i++)
-        if (p[i] != 0)
-            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + i,
-                                  "nuq padding byte %zu after the scales is not zero", i);
+    status = pmpd_nuq_check_scales(p, rows, layout.index_offset, base_offset, "nuq", err);
+    if (status != PMPD_OK)
+        return status;
     if (layout.padded > layout.rotation)
         for (i = 0; i < rows; i++) {
             const uint8_t *row = p + layout.index_offset + i * layout.row_bytes;

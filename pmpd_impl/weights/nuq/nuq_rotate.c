@@ -78,18 +78,16 @@ static int nuq_sylvester_negative(size_t a, size_t b)
     return odd;
 }
 
-PMPD_INTERNAL void pmpd_nuq_row(const pmpd_nuq_matrix *m, size_t r, float *out)
+PMPD_INTERNAL void pmpd_nuq_unrotate(const pmpd_nuq_matrix *m, float (*value)(const void *context, size_t k),
+                                     const void *context, float *out)
 {
-    const float *levels = pmpd_nuq_levels(m->bits);
-    const uint8_t *row = m->index + r * m->row_bytes;
-    const float scale = m->scale[r];
     size_t c, k;
     if (m->cols == m->rotation) {
         for (c = 0; c < m->cols; c++)
-            out[c] = scale * levels[pmpd_nuq_get(row, c, m->bits)];
+            out[c] = value(context, c);
         pmpd_hadamard(out, m->rotation, 1);
     } else {
-        /* out[c] = sum_k H[k][c] q[k], H = H_m (x) H_p / sqrt(n). */
+        /* out[c] = sum_k H[k][c] v[k], H = H_m (x) H_p / sqrt(n). */
         unsigned order = pmpd_hadamard_order(m->rotation);
         size_t p = m->rotation / order;
         double norm = 1.0 / sqrt((double)m->rotation);
@@ -99,7 +97,7 @@ PMPD_INTERNAL void pmpd_nuq_row(const pmpd_nuq_matrix *m, size_t r, float *out)
                 int negative = nuq_sylvester_negative(k % p, c % p);
                 if (order > 1)
                     negative ^= (int)(pmpd_hadamard_small_row(order, (unsigned)(k / p)) >> (c / p) & 1);
-                sum += (negative ? -1.0 : 1.0) * scale * levels[pmpd_nuq_get(row, k, m->bits)];
+                sum += (negative ? -1.0 : 1.0) * value(context, k);
             }
             out[c] = (float)(sum * norm);
         }
@@ -114,6 +112,28 @@ PMPD_INTERNAL void pmpd_nuq_row(const pmpd_nuq_matrix *m, size_t r, float *out)
                 out[c] = -out[c];
         }
     }
+}
+
+/* Rotated entry k of one NUQ row: scale * level. */
+typedef struct nuq_row_values {
+    const pmpd_nuq_matrix *m;
+    const uint8_t *row;
+    float scale;
+} nuq_row_values;
+
+static float nuq_row_value(const void *context, size_t k)
+{
+    const nuq_row_values *v = (const nuq_row_values *)context;
+    return v->scale * pmpd_nuq_levels(v->m->bits)[pmpd_nuq_get(v->row, k, v->m->bits)];
+}
+
+PMPD_INTERNAL void pmpd_nuq_row(const pmpd_nuq_matrix *m, size_t r, float *out)
+{
+    nuq_row_values values;
+    values.m = m;
+    values.row = m->index + r * m->row_bytes;
+    values.scale = m->scale[r];
+    pmpd_nuq_unrotate(m, nuq_row_value, &values, out);
 }
 
 #undef NUQ_SIGN_WORDS

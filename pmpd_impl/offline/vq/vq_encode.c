@@ -1,0 +1,124 @@
+/* The VQ encoder (vq_build.h). */
+#include "pmpd_impl/offline/vq/vq_build.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmpd_impl/format/le.h"
+#include "pmpd_impl/offline/nuq/nuq_build.h"
+#include "pmpd_impl/offline/vq/vq_codebook.h"
+#include "pmpd_impl/weights/vq/vq.h"
+
+/* Scale refinements per row: the error stops moving after 2 or 3. */
+#define VQ_SCALE_ROUNDS 4
+
+PMPD_INTERNAL unsigned pmpd_vq_pair_bits(unsigned quarter_bits)
+{
+    return quarter_bits >= 8 && quarter_bits <= 16 && quarter_bits % 2 == 0 ? quarter_bits / 2 : 0;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_vq_size(uint64_t rows, uint64_t cols, unsigned quarter_bits, uint64_t *bytes)
+{
+    pmpd_vq_layout layout;
+    pmpd_status status = pmpd_vq_compute_layout(rows, cols, pmpd_vq_pair_bits(quarter_bits), &layout);
+    if (status == PMPD_OK)
+        *bytes = layout.total;
+    return status;
+}
+
+static void vq_put(uint8_t *row, size_t j, unsigned pair_bits, unsigned index)
+{
+    uint8_t *block = row + j / 16 * 2 * pair_bits;
+    unsigned i = (unsigned)(j % 16), plane;
+    if (pair_bits == 8) {
+        block[i] = (uint8_t)index;
+        return;
+    }
+    block[i % 8] |= (uint8_t)((index & 15u) << (i / 8 * 4));
+    for (plane = 0; plane + 4 < pair_bits; plane++)
+        block[8 + 2 * plane + i / 8] |= (uint8_t)((index >> (4 + plane) & 1u) << (i % 8));
+}
+
+/* Quantizes one rotated row v (2 pairs floats): indices into row, returns
+ * the scale; book is the codebook in floats. */
+static float vq_quantize_row(const float *v, size_t pairs, const float *book, unsigned pair_bits, uint8_t *row)
+{
+    const unsigned points = 1u << pair_bits;
+    double energy = 0;
+    float scale;
+    size_t j;
+    int round;
+    for (j = 0; j < 2 * pairs; j++)
+        energy += (double)v[j] * v[j];
+    if (!(energy > 0))
+        return 0.0f; /* every index 0 (the row bytes are zeroed) */
+    /* Start at the row's RMS (the book is for unit variance), then
+     * alternate: nearest points for the scale, least-squares scale for the
+     * points.  Each step lowers the squared error. */
+    scale = (float)sqrt(energy / (double)(2 * pairs));
+    for (round = 0; round < VQ_SCALE_ROUNDS; round++) {
+        double vb = 0, bb = 0;
+        float inverse = 1.0f / scale;
+        for (j = 0; j < pairs; j++) {
+            const float *point = book + 2 * pmpd_vq_nearest(book, points, v[2 * j] * inverse, v[2 * j + 1] * inverse);
+            vb += (double)v[2 * j] * point[0] + (double)v[2 * j + 1] * point[1];
+            bb += (double)point[0] * point[0] + (double)point[1] * point[1];
+        }
+        if (!(vb > 0) || !(bb > 0))
+            break;
+        scale = (float)(vb / bb);
+    }
+    {
+        float inverse = 1.0f / scale;
+        for (j = 0; j < pairs; j++)
+            vq_put(row, j, pair_bits, pmpd_vq_nearest(book, points, v[2 * j] * inverse, v[2 * j + 1] * inverse));
+    }
+    return scale;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_vq_encode(const float *values, size_t rows, size_t cols, unsigned quarter_bits,
+                                         uint64_t seed, unsigned char *out, size_t size)
+{
+    const unsigned pair_bits = pmpd_vq_pair_bits(quarter_bits);
+    pmpd_vq_layout layout;
+    float book[2 * 256];
+    uint64_t *signs;
+    float *v;
+    size_t r, k, words, pairs;
+    if (pmpd_vq_compute_layout(rows, cols, pair_bits, &layout) != PMPD_OK || size != layout.total)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    words = (cols + 63) / 64;
+    pairs = (layout.rotation + 1) / 2;
+    signs = (uint64_t *)malloc(words * sizeof *signs);
+    v = (float *)malloc(2 * pairs * sizeof *v);
+    if (!signs || !v) {
+        free(signs);
+        free(v);
+        return PMPD_ERR_OUT_OF_MEMORY;
+    }
+    for (k = 0; k < 2u << pair_bits; k++)
+        book[k] = (float)pmpd_vq_book(pair_bits)[k] * pmpd_vq_unit(pair_bits);
+    memset(out, 0, size);
+    memcpy(out, "VQ2W", 4);
+    pmpd_le_put_u32(out + 4, PMPD_VQ_VERSION);
+    pmpd_le_put_u32(out + 8, (uint32_t)rows);
+    pmpd_le_put_u32(out + 12, (uint32_t)cols);
+    pmpd_le_put_u32(out + 16, pair_bits);
+    pmpd_le_put_u32(out + 20, (uint32_t)layout.rotation);
+    pmpd_le_put_u64(out + 24, seed);
+    pmpd_nuq_signs(seed, signs, words);
+    /* An odd rotation's last pair has a zero second coordinate. */
+    v[2 * pairs - 1] = 0.0f;
+    for (r = 0; r < rows; r++) {
+        float scale;
+        pmpd_nuq_rotate_row(values + r * cols, cols, signs, layout.rotation, v);
+        scale = vq_quantize_row(v, pairs, book, pair_bits, out + layout.index_offset + r * layout.row_bytes);
+        pmpd_le_put_f32(out + PMPD_VQ_HEADER_BYTES + 4 * r, scale);
+    }
+    free(signs);
+    free(v);
+    return PMPD_OK;
+}
+
+#undef VQ_SCALE_ROUNDS
