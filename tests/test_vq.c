@@ -69,8 +69,12 @@ static unsigned char *encode_random(size_t rows, size_t cols, unsigned quarter_b
 static const double book_mse[5] = {0.107537, 0.057231, 0.029746, 0.015323, 0.007804};
 
 /* (a) The stored books on a fresh sample: their MSE within 3% of the
- * recorded one, and Lloyd fixed points (one more step gains under 1%:
- * the int8 rounding and the sample's noise move them a little). */
+ * recorded one, and Lloyd fixed points: one more step gains no more than
+ * what moves a fixed point off its place, the int8 rounding (variance
+ * unit^2 / 12 per coordinate, counted 1.5 times) plus the step's fit to
+ * this sample's noise (4 points / n of the MSE, twice what was measured)
+ * and 0.2%.  Lloyd's step from a non-converged book gains tens of
+ * percent. */
 static void test_codebooks(void **state)
 {
     const size_t n = reduced() ? 20000 : 200000;
@@ -91,7 +95,8 @@ static void test_codebooks(void **state)
         print_message("book of %u points: MSE %.6f on %zu fresh pairs (recorded %.6f), %.6f after one more step\n",
                       points, before, n, book_mse[p - 4], after);
         assert_true(fabs(before - book_mse[p - 4]) < 0.03 * book_mse[p - 4]);
-        assert_true(after > 0.99 * before);
+        assert_true(before - after <= 1.5 * pmpd_vq_unit(p) * pmpd_vq_unit(p) / 12.0 +
+                                           before * (0.002 + 4.0 * points / (double)n));
     }
     free(pairs);
 }
