@@ -448,7 +448,8 @@ typedef struct pmpd_palette_group_report {
     uint32_t layer;
     const char *group;          /* "qkv", "attn_output", "gate_up" or "down" */
     pmpd_tensor_type type;      /* the format chosen */
-    unsigned bits;              /* its width for PMPD_TENSOR_NUQ (2-4), else 0 */
+    unsigned bits;              /* its width: PMPD_TENSOR_NUQ bits (2-4), PMPD_TENSOR_VQ2
+                                   quarter bits (8-16 by 2), else 0 */
     double sensitivity;         /* a_g: nats of KL per unit of relative error energy */
     double fit_r2;              /* R^2 of KL ~ a_g * e (through the origin) */
     double fit_ratio;           /* (KL/e at the largest e) / (at the smallest): 1 if linear */
@@ -464,7 +465,8 @@ typedef struct pmpd_palette_report {
     const pmpd_palette_group_report *groups; /* layer by layer, in the order above */
     uint32_t n_palette;
     const pmpd_tensor_type *palette;         /* the candidate formats */
-    const unsigned *palette_bits;            /* [n_palette]: nuq's width, 0 for the others */
+    const unsigned *palette_bits;            /* [n_palette]: nuq's width in bits, vq's in quarter
+                                                bits, 0 for the others */
     const double *errors;       /* [n_groups][n_palette] err of every candidate */
     const uint64_t *costs;      /* [n_groups][n_palette] bytes of every candidate */
     uint64_t weights;           /* elements of every layer matrix: the budget's base (the token
@@ -538,10 +540,14 @@ typedef struct pmpd_convert_options {
      * measured on this machine while converting, with the kernels this
      * library was built with (weights read from memory, as in decode). */
     double budget_latency_us;
-    const pmpd_tensor_type *palette; /* candidates among f32, f16, q8, q4, q2cb, nuq; NULL: q8, q4, q2cb */
+    const pmpd_tensor_type *palette; /* candidates among f32, f16, q8, q4, q2cb, nuq, vq; NULL: q8, q4, q2cb */
     uint32_t n_palette;
-    /* [n_palette] or NULL: the width (2-4) of each PMPD_TENSOR_NUQ entry, so
-     * one palette can hold nuq2, nuq3 and nuq4 (NULL: nuq_bits, or 4). */
+    /* [n_palette] or NULL: the width of each PMPD_TENSOR_NUQ entry in bits
+     * (2-4) and of each PMPD_TENSOR_VQ2 entry in quarter bits (8, 10, 12,
+     * 14, 16), so one palette can hold nuq2, nuq3, vq2.5 and vq3.5; 0 for
+     * the other formats (NULL, or 0 for a nuq or vq entry: nuq_bits or 4,
+     * vq_quarter_bits or 8).  Another width fails with
+     * PMPD_ERR_INVALID_ARGUMENT, err naming the entry. */
     const unsigned *palette_bits;
     /* The sensitivity's data-free text: sequences and tokens each, BOS
      * included (0: 4 and 32; more gives steadier fits on large models at

@@ -7,11 +7,11 @@
 #include "pmpd_impl/weights/format.h"
 
 /* The formats whose size the converter knows from the shape (and nuq's
- * width): not nested weights, whose size depends on two widths, nor W8A8,
+ * or vq's width): not nested weights, whose size depends on two widths, nor W8A8,
  * which needs activation ranges. */
 static int palette_sized(uint32_t type)
 {
-    return type == PMPD_TENSOR_NUQ ||
+    return type == PMPD_TENSOR_NUQ || type == PMPD_TENSOR_VQ2 ||
            (pmpd_weight_format_of(type) && pmpd_weight_format_of(type)->tensor_bytes && type != PMPD_TENSOR_W8A8);
 }
 

@@ -10,26 +10,44 @@
 #include "pmpd_impl/offline/palette/groups.h"
 #include "pmpd_impl/offline/palette/knapsack.h"
 #include "pmpd_impl/offline/palette/latency.h"
+#include "pmpd_impl/offline/vq/vq_build.h"
 #include "pmpd_impl/weights/format.h"
 #include "platform/platform.h"
 
 /* The formats a group can take: those whose size follows from the shape
- * (and nuq's width) and whose encoder takes one matrix (nested weights and
- * W8A8 need more than the matrix). */
+ * (and nuq's or vq's width) and whose encoder takes one matrix (nested
+ * weights and W8A8 need more than the matrix). */
 static int palette_allowed(pmpd_tensor_type type, unsigned bits)
 {
     return type == PMPD_TENSOR_F32 || type == PMPD_TENSOR_F16 || type == PMPD_TENSOR_Q8 || type == PMPD_TENSOR_Q4 ||
-           type == PMPD_TENSOR_Q2CB || (type == PMPD_TENSOR_NUQ && bits >= 2 && bits <= 4);
+           type == PMPD_TENSOR_Q2CB || (type == PMPD_TENSOR_NUQ && bits >= 2 && bits <= 4) ||
+           (type == PMPD_TENSOR_VQ2 && pmpd_vq_pair_bits(bits));
 }
 
-/* "q4", or "nuq3" for nuq at 3 bits. */
+/* "q4", "nuq3" for nuq at 3 bits, "vq2.5" for vq at 10 quarter bits. */
 static const char *palette_name(pmpd_tensor_type type, unsigned bits, char *buffer, size_t size)
 {
     const char *name = pmpd_tensor_type_name(type);
-    if (type != PMPD_TENSOR_NUQ)
+    if (type == PMPD_TENSOR_VQ2)
+        snprintf(buffer, size, bits % 4 ? "vq%u.%u" : "vq%u", bits / 4, bits % 4 * 25);
+    else if (type == PMPD_TENSOR_NUQ)
+        snprintf(buffer, size, "nuq%u", bits);
+    else
         return name ? name : "(unknown)";
-    snprintf(buffer, size, "nuq%u", bits);
     return buffer;
+}
+
+/* The width of palette entry i: its palette_bits, else the conversion's
+ * nuq_bits or vq_quarter_bits, else the format's default; 0 for formats
+ * without one. */
+static unsigned palette_entry_bits(const pmpd_convert_options *options, const pmpd_tensor_type *list, uint32_t i)
+{
+    const unsigned given = options->palette && options->palette_bits ? options->palette_bits[i] : 0;
+    if (list[i] == PMPD_TENSOR_NUQ)
+        return given ? given : options->nuq_bits ? options->nuq_bits : 4;
+    if (list[i] == PMPD_TENSOR_VQ2)
+        return given ? given : options->vq_quarter_bits ? options->vq_quarter_bits : PMPD_VQ_DEFAULT_QUARTER_BITS;
+    return 0;
 }
 
 static pmpd_status palette_formats(const pmpd_convert_options *options, pmpd_palette_plan *plan, pmpd_error *err)
@@ -42,13 +60,10 @@ static pmpd_status palette_formats(const pmpd_convert_options *options, pmpd_pal
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "a palette holds 1 to %u formats",
                               PMPD_PALETTE_MAX_FORMATS);
     for (i = 0; i < n; i++) {
-        unsigned bits = list[i] != PMPD_TENSOR_NUQ ? 0
-                        : options->palette && options->palette_bits ? options->palette_bits[i]
-                        : options->nuq_bits                          ? options->nuq_bits
-                                                                     : 4;
+        unsigned bits = palette_entry_bits(options, list, i);
         if (!palette_allowed(list[i], bits))
             return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
-                                  "format %s cannot be in a palette (f32, f16, q8, q4, q2cb, nuq2-4 can: their size "
+                                  "format %s cannot be in a palette (f32, f16, q8, q4, q2cb, nuq2-4, vq2-4 can: their size "
                                   "follows from the shape and they encode one matrix at a time)",
                                   palette_name(list[i], bits, name, sizeof name));
         for (j = 0; j < i; j++)
@@ -58,7 +73,10 @@ static pmpd_status palette_formats(const pmpd_convert_options *options, pmpd_pal
         plan->palette[i] = list[i];
         plan->palette_bits[i] = bits;
         plan->format_options[i] = *options;
-        plan->format_options[i].nuq_bits = bits;
+        if (list[i] == PMPD_TENSOR_NUQ)
+            plan->format_options[i].nuq_bits = bits;
+        if (list[i] == PMPD_TENSOR_VQ2)
+            plan->format_options[i].vq_quarter_bits = bits;
     }
     plan->options = options;
     plan->report.n_palette = n;
