@@ -1,4 +1,4 @@
-/* pmpd-convert SOURCE OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb|w8a8|nuq2|nuq3|nuq4|keep-closest] [--bits SEED:PARENT]
+/* pmpd-convert SOURCE OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb|w8a8|nuq2..4|vq2..4|keep-closest] [--bits SEED:PARENT]
  *                         [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]
  *                         [--kv-codebooks SUB:BITS] [--ctx N] [--threads N]
  *                         [--budget-bits B [--palette q8,q4,q2cb] [--palette-flat]]
@@ -62,7 +62,7 @@ typedef struct convert_view {
 typedef struct convert_args {
     const char *in, *out;
     pmpd_tensor_type palette[CONVERT_MAX_PALETTE];
-    unsigned palette_bits[CONVERT_MAX_PALETTE]; /* nuq entries' widths */
+    unsigned palette_bits[CONVERT_MAX_PALETTE]; /* nuq entries' widths in bits, vq's in quarter bits */
     pmpd_convert_options convert;
     int calibrate, kv;
     unsigned kv_sub, kv_bits;
@@ -156,7 +156,8 @@ static int usage(void)
             "                           decoded token take at most US microseconds on one thread, each format\n"
             "                           timed on this machine while converting\n"
             "  --palette LIST           with --budget-bits: the candidate formats, comma-separated, among\n"
-            "                           f32 f16 q8 q4 q2cb nuq2 nuq3 nuq4 (default q8,q4,q2cb)\n"
+            "                           f32 f16 q8 q4 q2cb nuq2 nuq3 nuq4 vq2 vq2.5 vq3 vq3.5 vq4\n"
+            "                           (default q8,q4,q2cb)\n"
             "  --palette-flat           with --budget-bits: no sensitivity run, each group weighs by its share of\n"
             "                           the weights (least mean error), to measure what sensitivities buy\n"
             "  --type keep-closest      each GGUF matrix in the type nearest its own (F32 f32, F16 f16, BF16 f32,\n"
@@ -166,8 +167,28 @@ static int usage(void)
     for (type = 0; type < 64; type++)
         if (pmpd_tensor_type_name((pmpd_tensor_type)type))
             fprintf(stderr, " %s", pmpd_tensor_type_name((pmpd_tensor_type)type));
-    fprintf(stderr, " (nuq as nuq2, nuq3 or nuq4: bits per weight)\n");
+    fprintf(stderr, " (nuq as nuq2, nuq3 or nuq4 and vq as vq2, vq2.5, vq3, vq3.5 or vq4: bits per weight)\n");
     return 2;
+}
+
+/* A format whose name carries its width: nuq2..nuq4 (width in bits) or
+ * vq2, vq2.5, ..., vq4 (width in quarter bits); 0 for other names. */
+static int convert_width_format(const char *name, pmpd_tensor_type *type, unsigned *bits)
+{
+    static const char *const vq_names[5] = {"vq2", "vq2.5", "vq3", "vq3.5", "vq4"};
+    unsigned i;
+    if (!strncmp(name, "nuq", 3) && name[3] >= '2' && name[3] <= '4' && !name[4]) {
+        *type = PMPD_TENSOR_NUQ;
+        *bits = (unsigned)(name[3] - '0');
+        return 1;
+    }
+    for (i = 0; i < 5; i++)
+        if (!strcmp(name, vq_names[i])) {
+            *type = PMPD_TENSOR_VQ2;
+            *bits = 8 + 2 * i;
+            return 1;
+        }
+    return 0;
 }
 
 /* "q8,q4,q2cb" into a->palette. */
@@ -177,18 +198,16 @@ static int convert_parse_palette(const char *list, convert_args *a)
     a->convert.n_palette = 0;
     while (*list) {
         size_t n = strcspn(list, ",");
+        pmpd_tensor_type *type = &a->palette[a->convert.n_palette];
         if (n == 0 || n >= sizeof name || a->convert.n_palette == CONVERT_MAX_PALETTE)
             return 0;
         memcpy(name, list, n);
         name[n] = '\0';
         a->palette_bits[a->convert.n_palette] = 0;
-        if (!strncmp(name, "nuq", 3) && name[3] >= '2' && name[3] <= '4' && !name[4]) {
-            a->palette[a->convert.n_palette] = PMPD_TENSOR_NUQ;
-            a->palette_bits[a->convert.n_palette] = (unsigned)(name[3] - '0');
-        } else if (pmpd_tensor_type_from_name(name, &a->palette[a->convert.n_palette]) != PMPD_OK ||
-                   a->palette[a->convert.n_palette] == PMPD_TENSOR_NUQ) {
-            return 0; /* plain "nuq": say the width */
-        }
+        if (!convert_width_format(name, type, &a->palette_bits[a->convert.n_palette]) &&
+            (pmpd_tensor_type_from_name(name, type) != PMPD_OK || *type == PMPD_TENSOR_NUQ ||
+             *type == PMPD_TENSOR_VQ2))
+            return 0; /* plain "nuq" or "vq": say the width */
         a->convert.n_palette++;
         list += n + (list[n] == ',');
     }
@@ -199,6 +218,7 @@ static int convert_parse_palette(const char *list, convert_args *a)
 
 static int convert_parse(int argc, char **argv, convert_args *a)
 {
+    unsigned width;
     int i;
     memset(a, 0, sizeof *a);
     a->convert.type = PMPD_TENSOR_F32;
@@ -234,10 +254,11 @@ static int convert_parse(int argc, char **argv, convert_args *a)
         i++;
         if (!strcmp(o, "--tokenizer")) a->convert.tokenizer_path = v;
         else if (!strcmp(o, "--type") && !strcmp(v, "keep-closest")) a->convert.keep_closest = 1;
-        else if (!strcmp(o, "--type") && !strncmp(v, "nuq", 3) && v[3] >= '2' && v[3] <= '4' && !v[4]) {
-            /* One type, its width in the tensor header: nuq2, nuq3, nuq4 (plain nuq: 4 bits). */
-            a->convert.type = PMPD_TENSOR_NUQ;
-            a->convert.nuq_bits = (unsigned)(v[3] - '0');
+        else if (!strcmp(o, "--type") && convert_width_format(v, &a->convert.type, &width)) {
+            /* One type per family, its width in the tensor header: nuq2..4,
+             * vq2..4 (plain nuq: 4 bits, plain vq: 2). */
+            a->convert.nuq_bits = a->convert.type == PMPD_TENSOR_NUQ ? width : 0;
+            a->convert.vq_quarter_bits = a->convert.type == PMPD_TENSOR_VQ2 ? width : 0;
         } else if (!strcmp(o, "--type")) ok = pmpd_tensor_type_from_name(v, &a->convert.type) == PMPD_OK;
         else if (!strcmp(o, "--bits"))
             ok = sscanf(v, "%u:%u", &a->convert.anyprec_seed_bits, &a->convert.anyprec_parent_bits) == 2;
@@ -265,8 +286,8 @@ static int convert_parse(int argc, char **argv, convert_args *a)
         if (!ok) {
             fprintf(stderr, "pmpd-convert: %s %s: %s\n", o, v,
                     !strcmp(o, "--kv-codebooks") ? "SUB must be 2 or 4 and BITS 1 to 8"
-                    : !strcmp(o, "--type")       ? "not one of f32, f16, anyprec, q8, q4, q2cb, w8a8, nuq2, nuq3, nuq4, keep-closest"
-                    : !strcmp(o, "--palette")    ? "not a comma-separated list of formats (f32, f16, q8, q4, q2cb, nuq2, nuq3, nuq4)"
+                    : !strcmp(o, "--type")       ? "not one of f32, f16, anyprec, q8, q4, q2cb, w8a8, nuq2, nuq3, nuq4, vq2, vq2.5, vq3, vq3.5, vq4, keep-closest"
+                    : !strcmp(o, "--palette")    ? "not a comma-separated list of formats (f32, f16, q8, q4, q2cb, nuq2-4, vq2-4 in half bits)"
                     : !strcmp(o, "--budget-bits") ? "not a number of bits per weight above 0"
                                                  : "not a valid value");
             return 0;
@@ -275,13 +296,17 @@ static int convert_parse(int argc, char **argv, convert_args *a)
     return a->in && a->out;
 }
 
-/* "q4", or "nuq3" for nuq at 3 bits (a static buffer: one use per call). */
+/* "q4", "nuq3" for nuq at 3 bits, "vq2.5" for vq at 10 quarter bits (a
+ * static buffer: one use per call). */
 static const char *convert_format_name(pmpd_tensor_type type, unsigned bits)
 {
-    static char name[8];
-    if (type != PMPD_TENSOR_NUQ)
+    static char name[16];
+    if (type == PMPD_TENSOR_VQ2)
+        snprintf(name, sizeof name, "vq%g", bits % 100 / 4.0);
+    else if (type == PMPD_TENSOR_NUQ)
+        snprintf(name, sizeof name, "nuq%u", bits % 10);
+    else
         return pmpd_tensor_type_name(type);
-    snprintf(name, sizeof name, "nuq%u", bits % 10);
     return name;
 }
 

@@ -29,7 +29,7 @@ static const char *palette_name(pmpd_tensor_type type, unsigned bits, char *buff
 {
     const char *name = pmpd_tensor_type_name(type);
     if (type == PMPD_TENSOR_VQ2)
-        snprintf(buffer, size, bits % 4 ? "vq%u.%u" : "vq%u", bits / 4, bits % 4 * 25);
+        snprintf(buffer, size, "vq%g", bits / 4.0);
     else if (type == PMPD_TENSOR_NUQ)
         snprintf(buffer, size, "nuq%u", bits);
     else
