@@ -91,7 +91,8 @@ int bench_attention(bench_context *ctx);
  * ctx->gemv_only, only the streamed GEMV rows. */
 int bench_kernels(bench_context *ctx);
 
-/* NUQ GEMV at 2, 3 and 4 bits through the table of weight formats (the
+/* NUQ GEMV at 2, 3 and 4 bits and VQ GEMV at 2 to 4 bits in half-bit
+ * steps through the table of weight formats (the
  * input's rotation included) beside q4 of the same shape, streamed from
  * RAM, against the bandwidth (bench_nuq.c; part of --gemv). */
 int bench_nuq(bench_context *ctx);
