@@ -28,6 +28,7 @@ typedef struct vq_avx2_consts {
     __m128i bit;                   /* byte L: 1 << (L % 8) */
     __m256i sixteen, low7;         /* 16, 0x7F in every byte */
     __m256i ones;                  /* int16 ones for VPMADDWD */
+    float unit;                    /* the book's unit */
 } vq_avx2_consts;
 
 static void vq_avx2_tables(unsigned pair_bits, vq_avx2_consts *k)
@@ -58,6 +59,7 @@ static void vq_avx2_tables(unsigned pair_bits, vq_avx2_consts *k)
     k->sixteen = _mm256_set1_epi8(16);
     k->low7 = _mm256_set1_epi8(127);
     k->ones = _mm256_set1_epi16(1);
+    k->unit = pmpd_vq_unit(pair_bits);
 }
 
 /* The 16 indices of one block, in pair order. */
@@ -66,13 +68,26 @@ static inline __attribute__((always_inline)) __m128i vq_avx2_indices(const uint8
 {
     __m128i low, idx;
     unsigned plane;
-    uint64_t planes = 0;
+    uint64_t planes;
+    uint32_t four;
+    uint16_t two;
     if (pair_bits == 8)
         return _mm_loadu_si128((const __m128i *)(const void *)block);
     low = _mm_loadl_epi64((const __m128i *)(const void *)block);
     idx = _mm_and_si128(_mm_unpacklo_epi64(low, _mm_srli_epi16(low, 4)), k->low4);
-    /* The planes' 2 (p - 4) bytes, never past the block's end. */
-    memcpy(&planes, block + 8, 2 * (pair_bits - 4));
+    /* The planes' 2 (p - 4) bytes, never past the block's end, in loads
+     * of 2 and 4 bytes (a 6-byte memcpy became a call). */
+    if (pair_bits == 5) {
+        memcpy(&two, block + 8, 2);
+        planes = two;
+    } else {
+        memcpy(&four, block + 8, 4);
+        planes = four;
+        if (pair_bits == 7) {
+            memcpy(&two, block + 12, 2);
+            planes |= (uint64_t)two << 32;
+        }
+    }
     for (plane = 0; plane + 4 < pair_bits; plane++) {
         __m128i bits = _mm_and_si128(_mm_shuffle_epi8(_mm_cvtsi64_si128((long long)planes), k->spread[plane]), k->bit);
         idx = _mm_or_si128(idx, _mm_and_si128(_mm_cmpeq_epi8(bits, k->bit), _mm_set1_epi8((char)(16 << plane))));
@@ -134,7 +149,7 @@ static inline __attribute__((always_inline)) void vq_avx2_tile(const pmpd_vq_mat
                                                                float *y, size_t ldy)
 {
     const uint8_t *row = m->index + r * m->row_bytes;
-    const float out = m->scale[r] * pmpd_vq_unit(pair_bits);
+    const float out = m->scale[r] * k->unit;
     __m256 even[VQ_AVX2_TILE], odd[VQ_AVX2_TILE];
     size_t b, t;
 #pragma GCC unroll 4
