@@ -43,15 +43,28 @@ static void vq_neon_load_tables(unsigned pair_bits, vq_neon_tables *k)
 static inline __attribute__((always_inline)) uint8x16_t vq_neon_indices(const uint8_t *block, unsigned pair_bits)
 {
     static const uint8_t bit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    /* Plane i's low byte to lanes 0-7, its high byte to lanes 8-15. */
+    static const uint8_t spread[3][16] = {{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+                                          {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+                                          {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5}};
     uint8x8_t low;
-    uint8x16_t idx;
+    uint8x16_t idx, planes;
+    uint16x4_t words = vdup_n_u16(0);
     unsigned plane;
     if (pair_bits == 8)
         return vld1q_u8(block);
     low = vld1_u8(block);
     idx = vcombine_u8(vand_u8(low, vdup_n_u8(15)), vshr_n_u8(low, 4));
+    /* The planes as u16 lanes (never past the block's end), then one TBL
+     * per plane spreads its bits to the 16 lanes. */
+    words = vld1_lane_u16((const uint16_t *)(const void *)(block + 8), words, 0);
+    if (pair_bits >= 6)
+        words = vld1_lane_u16((const uint16_t *)(const void *)(block + 10), words, 1);
+    if (pair_bits == 7)
+        words = vld1_lane_u16((const uint16_t *)(const void *)(block + 12), words, 2);
+    planes = vcombine_u8(vreinterpret_u8_u16(words), vreinterpret_u8_u16(words));
     for (plane = 0; plane + 4 < pair_bits; plane++) {
-        const uint8x16_t bytes = vcombine_u8(vdup_n_u8(block[8 + 2 * plane]), vdup_n_u8(block[9 + 2 * plane]));
+        const uint8x16_t bytes = vqtbl1q_u8(planes, vld1q_u8(spread[plane]));
         idx = vorrq_u8(idx, vandq_u8(vtstq_u8(bytes, vld1q_u8(bit)), vdupq_n_u8((uint8_t)(16u << plane))));
     }
     return idx;
