@@ -12,6 +12,7 @@
  * (PBLENDVB).  VPMADDUBSW / VPMADDWD then multiply with the int8
  * activations exactly, as NUQ's kernel does (nuq_avx2.c); a tile is one
  * row x up to 4 tokens, the lookups shared by the tokens. */
+#include "pmpd_impl/weights/nuq/rotated_simd.h"
 #include "pmpd_impl/weights/vq/vq.h"
 
 #if PMPD_USE_AVX2
@@ -115,14 +116,6 @@ static inline __attribute__((always_inline)) __m256i vq_avx2_weights(const uint8
     return pair_bits == 8 ? _mm256_blendv_epi8(low, high, idx) : low;
 }
 
-static inline float vq_avx2_sum(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
 /* Block b of row into acc[t] for tokens t0..t0+nt-1. */
 static inline __attribute__((always_inline)) void vq_avx2_block(const uint8_t *row, const vq_avx2_consts *k,
                                                                 unsigned pair_bits, const int8_t *q, const float *d,
@@ -133,12 +126,9 @@ static inline __attribute__((always_inline)) void vq_avx2_block(const uint8_t *r
     const __m256i magnitude = _mm256_sign_epi8(w, w);
     size_t t;
 #pragma GCC unroll 4
-    for (t = 0; t < nt; t++) {
-        const __m256i x =
-            _mm256_loadu_si256((const __m256i *)(const void *)(q + (t0 + t) * stride + b * PMPD_VQ_BLOCK));
-        const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(x, w)), k->ones);
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_set1_ps(d[(t0 + t) * n_blocks + b]), acc[t]);
-    }
+    for (t = 0; t < nt; t++)
+        acc[t] = pmpd_rotated_avx2_dot(w, magnitude, q + (t0 + t) * stride + b * PMPD_VQ_BLOCK,
+                                       d[(t0 + t) * n_blocks + b], k->ones, acc[t]);
 }
 
 /* Row r times tokens t0..t0+nt-1 (nt <= 4), even and odd blocks in two
@@ -162,7 +152,7 @@ static inline __attribute__((always_inline)) void vq_avx2_tile(const pmpd_vq_mat
     if (b < n_blocks)
         vq_avx2_block(row, k, pair_bits, q, d, m->padded, n_blocks, b, t0, nt, even);
     for (t = 0; t < nt; t++)
-        y[(t0 + t) * ldy + r] = out * vq_avx2_sum(_mm256_add_ps(even[t], odd[t]));
+        y[(t0 + t) * ldy + r] = out * pmpd_rotated_avx2_sum(_mm256_add_ps(even[t], odd[t]));
 }
 
 /* One width's loop, with pair_bits a constant after inlining. */

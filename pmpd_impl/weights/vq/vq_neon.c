@@ -9,6 +9,7 @@
  * int32: SDOT where the target has the dot-product extension, else SMULL
  * + SMLAL2 and SADALP, as NUQ's kernel (nuq_neon.c).  A tile is one row x
  * up to 4 tokens, the lookups shared by the tokens. */
+#include "pmpd_impl/weights/nuq/rotated_simd.h"
 #include "pmpd_impl/weights/vq/vq.h"
 
 #if PMPD_USE_NEON && defined(__aarch64__) && !PMPD_USE_AVX2
@@ -88,19 +89,6 @@ static inline __attribute__((always_inline)) int8x16_t vq_neon_lookup(const int8
     return w;
 }
 
-/* The exact int32 sums of 16 + 16 products, in 4 lanes. */
-static inline __attribute__((always_inline)) int32x4_t vq_neon_dot(int8x16_t w0, int8x16_t w1, int8x16_t x0,
-                                                                   int8x16_t x1)
-{
-#if PMPD_USE_DOTPROD
-    return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, x0), w1, x1);
-#else
-    int16x8_t p0 = vmlal_high_s8(vmull_s8(vget_low_s8(w0), vget_low_s8(x0)), w0, x0);
-    int16x8_t p1 = vmlal_high_s8(vmull_s8(vget_low_s8(w1), vget_low_s8(x1)), w1, x1);
-    return vpadalq_s16(vpaddlq_s16(p0), p1);
-#endif
-}
-
 /* Block b of row into acc[t] for tokens t0..t0+nt-1. */
 static inline __attribute__((always_inline)) void vq_neon_block(const uint8_t *row, const vq_neon_tables *k,
                                                                 unsigned pair_bits, const int8_t *q, const float *d,
@@ -111,11 +99,9 @@ static inline __attribute__((always_inline)) void vq_neon_block(const uint8_t *r
     const int8x16_t w0 = vq_neon_lookup(k->first, pair_bits, idx), w1 = vq_neon_lookup(k->second, pair_bits, idx);
     size_t t;
 #pragma GCC unroll 4
-    for (t = 0; t < nt; t++) {
-        const int8_t *x = q + (t0 + t) * stride + b * PMPD_VQ_BLOCK;
-        int32x4_t sums = vq_neon_dot(w0, w1, vld1q_s8(x), vld1q_s8(x + 16));
-        acc[t] = vfmaq_n_f32(acc[t], vcvtq_f32_s32(sums), d[(t0 + t) * n_blocks + b]);
-    }
+    for (t = 0; t < nt; t++)
+        acc[t] = pmpd_rotated_neon_dot(w0, w1, q + (t0 + t) * stride + b * PMPD_VQ_BLOCK, d[(t0 + t) * n_blocks + b],
+                                       acc[t]);
 }
 
 /* Row r times tokens t0..t0+nt-1 (nt <= 4), even and odd blocks into two
