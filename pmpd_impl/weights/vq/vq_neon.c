@@ -34,10 +34,12 @@ static void vq_neon_load_tables(unsigned pair_bits, vq_neon_tables *k)
         first[i] = book[2 * i];
         second[i] = book[2 * i + 1];
     }
-    for (c = 0; c < VQ_NEON_CHUNKS; c++) {
-        k->first[c] = vld1q_s8_x4(first + 64 * c);
-        k->second[c] = vld1q_s8_x4(second + 64 * c);
-    }
+    /* Register by register: vld1q_s8_x4 is missing from older compilers. */
+    for (c = 0; c < VQ_NEON_CHUNKS; c++)
+        for (i = 0; i < 4; i++) {
+            k->first[c].val[i] = vld1q_s8(first + 64 * c + 16 * i);
+            k->second[c].val[i] = vld1q_s8(second + 64 * c + 16 * i);
+        }
 }
 
 /* The 16 indices of one block, in pair order. */
