@@ -318,7 +318,7 @@ bench-compare: $(BUILD)/pmpd-mkgguf $(BUILD)/pmpd-convert $(BUILD)/pmpd-run $(BU
 	BUILD=$(BUILD) sh bench/compare.sh
 
 # Static cost of the NEON GEMV loop bodies (tests/mca/neon_gemv_regions.c:
-# nested 2/3/4 bits beside q8, q4, q2cb) from llvm-mca on an in-order
+# nested 2/3/4 bits beside q8, q4, q2cb, and VQ at its five widths) from llvm-mca on an in-order
 # (Cortex-A55) and an out-of-order (Cortex-A57) core, compiled by GCC and
 # clang, with and without dotprod; then the x86 GEMV and attention loop
 # bodies (tests/mca/x86_regions.c) on Zen3, Skylake-X and Ice Lake (whose
@@ -402,7 +402,7 @@ help:
 	@echo "make demo         convert stories260K and generate a story"
 	@echo "make bench        benchmarks (memory bandwidth, kernels, end to end)"
 	@echo "make bench-compare  pmpd beside llama.cpp on a 1.1B synthetic model (bench/compare.sh)"
-	@echo "make mca          llvm-mca cycles of the NEON GEMV loops (nested 2/3/4 bits, q8, q4, q2cb)"
+	@echo "make mca          llvm-mca cycles of the NEON GEMV loops (nested 2/3/4 bits, q8, q4, q2cb, vq)"
 	@echo "make firmware-example  single header + none platform + model in a const array"
 	@echo "make amalgamation build/pmpd.h, the single-header library"
 	@echo "make fuzz FUZZ_SECONDS=N   run every libFuzzer harness for N seconds"

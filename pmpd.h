@@ -177,6 +177,8 @@ typedef enum pmpd_tensor_type {
     PMPD_TENSOR_ANYPREC = 5, /* nested any-precision bit-planes */
     PMPD_TENSOR_W8A8 = 6,    /* int8 rows + one static activation scale per tensor */
     PMPD_TENSOR_NUQ = 7,     /* 2-4-bit Lloyd-Max indices of Hadamard-rotated rows + row scales */
+    PMPD_TENSOR_VQ2 = 8,     /* 2-D codebook indices of column pairs of NUQ's rotated rows + row
+                                scales, 2-4 bits per weight in half-bit steps ("vq") */
     PMPD_TENSOR_TCQ = 9      /* 1.5-4-bit trellis-coded (bitshift, tail-biting) Hadamard-rotated rows + row scales */
 } pmpd_tensor_type;
 
@@ -448,7 +450,8 @@ typedef struct pmpd_palette_group_report {
     const char *group;          /* "qkv", "attn_output", "gate_up" or "down" */
     pmpd_tensor_type type;      /* the format chosen */
     unsigned bits;              /* its width: bits for PMPD_TENSOR_NUQ (2-4), quarter bits for
-                                   PMPD_TENSOR_TCQ (6-16: 1.5-4 bits), else 0 */
+                                   PMPD_TENSOR_VQ2 (8-16 by 2) and PMPD_TENSOR_TCQ (6-16:
+                                   1.5-4 bits), else 0 */
     double sensitivity;         /* a_g: nats of KL per unit of relative error energy */
     double fit_r2;              /* R^2 of KL ~ a_g * e (through the origin) */
     double fit_ratio;           /* (KL/e at the largest e) / (at the smallest): 1 if linear */
@@ -464,8 +467,8 @@ typedef struct pmpd_palette_report {
     const pmpd_palette_group_report *groups; /* layer by layer, in the order above */
     uint32_t n_palette;
     const pmpd_tensor_type *palette;         /* the candidate formats */
-    const unsigned *palette_bits;            /* [n_palette]: nuq's width in bits, tcq's in
-                                                quarter bits, 0 for the others */
+    const unsigned *palette_bits;            /* [n_palette]: nuq's width in bits, vq's and
+                                                tcq's in quarter bits, 0 for the others */
     const double *errors;       /* [n_groups][n_palette] err of every candidate */
     const uint64_t *costs;      /* [n_groups][n_palette] bytes of every candidate */
     uint64_t weights;           /* elements of every layer matrix: the budget's base (the token
@@ -519,6 +522,12 @@ typedef struct pmpd_convert_options {
      * embedding and classifier become q8): bits per weight, 2, 3 or 4
      * (0: 4). */
     unsigned nuq_bits;
+    /* PMPD_TENSOR_VQ2 only (2-D codebook indices of pairs of Hadamard-
+     * rotated columns; the token embedding and classifier become q8): the
+     * width in quarter bits per weight, 8, 10, 12, 14 or 16 (2 to 4 bits in
+     * half-bit steps; the unit VQ shares with trellis widths); 0: 8.
+     * Another value fails the conversion with PMPD_ERR_INVALID_ARGUMENT. */
+    unsigned vq_quarter_bits;
     /* PMPD_TENSOR_TCQ only (trellis-coded Hadamard-rotated weights; the
      * token embedding and classifier become q8): the width in quarter bits
      * per weight, 6..16 (1.5 to 4 bits in steps of 0.25: odd values are
@@ -541,12 +550,15 @@ typedef struct pmpd_convert_options {
      * measured on this machine while converting, with the kernels this
      * library was built with (weights read from memory, as in decode). */
     double budget_latency_us;
-    const pmpd_tensor_type *palette; /* candidates among f32, f16, q8, q4, q2cb, nuq, tcq; NULL: q8, q4, q2cb */
+    const pmpd_tensor_type *palette; /* candidates among f32, f16, q8, q4, q2cb, nuq, vq, tcq; NULL: q8, q4, q2cb */
     uint32_t n_palette;
-    /* [n_palette] or NULL: the width of each PMPD_TENSOR_NUQ entry in bits
-     * (2-4), of each PMPD_TENSOR_TCQ entry in quarter bits (6-16), so one
-     * palette can hold nuq2, nuq3, tcq2.25 and tcq3.5 (NULL: nuq_bits or 4,
-     * tcq_quarter_bits or 8). */
+    /* [n_palette] or NULL: the width of each entry: PMPD_TENSOR_NUQ entries
+     * in bits (2-4), PMPD_TENSOR_VQ2 entries in quarter bits (8, 10, 12,
+     * 14, 16) and PMPD_TENSOR_TCQ entries in quarter bits (6-16), so one
+     * palette can hold nuq2, nuq3, vq2.5, vq3.5, tcq2.25 and tcq3.5; 0 for
+     * the other formats (NULL, or 0 for a nuq, vq or tcq entry: nuq_bits or
+     * 4, vq_quarter_bits or 8, tcq_quarter_bits or 8).  Another width fails
+     * with PMPD_ERR_INVALID_ARGUMENT, err naming the entry. */
     const unsigned *palette_bits;
     /* The sensitivity's data-free text: sequences and tokens each, BOS
      * included (0: 4 and 32; more gives steadier fits on large models at

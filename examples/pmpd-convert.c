@@ -1,4 +1,4 @@
-/* pmpd-convert SOURCE OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb|w8a8|nuq2|nuq3|nuq4|tcq1.5..tcq4|keep-closest] [--bits SEED:PARENT]
+/* pmpd-convert SOURCE OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb|w8a8|nuq2..4|vq2..4|tcq1.5..tcq4|keep-closest] [--bits SEED:PARENT]
  *                         [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]
  *                         [--kv-codebooks SUB:BITS] [--ctx N] [--threads N]
  *                         [--budget-bits B [--palette q8,q4,q2cb] [--palette-flat]]
@@ -62,7 +62,7 @@ typedef struct convert_view {
 typedef struct convert_args {
     const char *in, *out;
     pmpd_tensor_type palette[CONVERT_MAX_PALETTE];
-    unsigned palette_bits[CONVERT_MAX_PALETTE]; /* nuq entries' widths, tcq's in quarter bits */
+    unsigned palette_bits[CONVERT_MAX_PALETTE]; /* nuq entries' widths in bits, vq's and tcq's in quarter bits */
     pmpd_convert_options convert;
     int calibrate, kv;
     unsigned kv_sub, kv_bits;
@@ -156,7 +156,8 @@ static int usage(void)
             "                           decoded token take at most US microseconds on one thread, each format\n"
             "                           timed on this machine while converting\n"
             "  --palette LIST           with --budget-bits: the candidate formats, comma-separated, among\n"
-            "                           f32 f16 q8 q4 q2cb nuq2 nuq3 nuq4 tcq1.5 tcq1.75 ... tcq4 (default q8,q4,q2cb)\n"
+            "                           f32 f16 q8 q4 q2cb nuq2 nuq3 nuq4 vq2 vq2.5 vq3 vq3.5 vq4\n"
+            "                           tcq1.5 tcq1.75 ... tcq4 (default q8,q4,q2cb)\n"
             "  --palette-flat           with --budget-bits: no sensitivity run, each group weighs by its share of\n"
             "                           the weights (least mean error), to measure what sensitivities buy\n"
             "  --type keep-closest      each GGUF matrix in the type nearest its own (F32 f32, F16 f16, BF16 f32,\n"
@@ -166,21 +167,31 @@ static int usage(void)
     for (type = 0; type < 64; type++)
         if (pmpd_tensor_type_name((pmpd_tensor_type)type))
             fprintf(stderr, " %s", pmpd_tensor_type_name((pmpd_tensor_type)type));
-    fprintf(stderr, " (nuq as nuq2, nuq3 or nuq4 and tcq as tcq1.5, tcq1.75, ..., tcq4: bits per weight)\n");
+    fprintf(stderr, " (nuq as nuq2, nuq3 or nuq4, vq as vq2, vq2.5, vq3, vq3.5 or vq4 and tcq as tcq1.5, tcq1.75, ..., "
+                    "tcq4: bits per weight)\n");
     return 2;
 }
 
-/* A format whose width is in its name: nuq2..nuq4 (bits), tcq1.5..tcq4 in
- * steps of 0.25 (quarter bits: tcq2.75 is 11).  0 for any other name. */
+/* A format whose name carries its width: nuq2..nuq4 (bits), vq2, vq2.5,
+ * ..., vq4 and tcq1.5..tcq4 in steps of 0.25 (quarter bits: vq2.5 is 10,
+ * tcq2.75 is 11).  0 for any other name. */
 static int convert_parse_width(const char *name, pmpd_tensor_type *type, unsigned *width)
 {
+    static const char *const vq_names[5] = {"vq2", "vq2.5", "vq3", "vq3.5", "vq4"};
     char *end;
     double bits;
+    unsigned i;
     if (!strncmp(name, "nuq", 3) && name[3] >= '2' && name[3] <= '4' && !name[4]) {
         *type = PMPD_TENSOR_NUQ;
         *width = (unsigned)(name[3] - '0');
         return 1;
     }
+    for (i = 0; i < 5; i++)
+        if (!strcmp(name, vq_names[i])) {
+            *type = PMPD_TENSOR_VQ2;
+            *width = 8 + 2 * i;
+            return 1;
+        }
     if (strncmp(name, "tcq", 3) != 0 || !(name[3] >= '0' && name[3] <= '9'))
         return 0;
     bits = strtod(name + 3, &end);
@@ -198,16 +209,16 @@ static int convert_parse_palette(const char *list, convert_args *a)
     a->convert.n_palette = 0;
     while (*list) {
         size_t n = strcspn(list, ",");
+        pmpd_tensor_type *type = &a->palette[a->convert.n_palette];
         if (n == 0 || n >= sizeof name || a->convert.n_palette == CONVERT_MAX_PALETTE)
             return 0;
         memcpy(name, list, n);
         name[n] = '\0';
         a->palette_bits[a->convert.n_palette] = 0;
-        if (!convert_parse_width(name, &a->palette[a->convert.n_palette], &a->palette_bits[a->convert.n_palette]) &&
-            (pmpd_tensor_type_from_name(name, &a->palette[a->convert.n_palette]) != PMPD_OK ||
-             a->palette[a->convert.n_palette] == PMPD_TENSOR_NUQ ||
-             a->palette[a->convert.n_palette] == PMPD_TENSOR_TCQ))
-            return 0; /* plain "nuq" or "tcq": say the width */
+        if (!convert_parse_width(name, type, &a->palette_bits[a->convert.n_palette]) &&
+            (pmpd_tensor_type_from_name(name, type) != PMPD_OK || *type == PMPD_TENSOR_NUQ ||
+             *type == PMPD_TENSOR_VQ2 || *type == PMPD_TENSOR_TCQ))
+            return 0; /* plain "nuq", "vq" or "tcq": say the width */
         a->convert.n_palette++;
         list += n + (list[n] == ',');
     }
@@ -255,11 +266,11 @@ static int convert_parse(int argc, char **argv, convert_args *a)
         if (!strcmp(o, "--tokenizer")) a->convert.tokenizer_path = v;
         else if (!strcmp(o, "--type") && !strcmp(v, "keep-closest")) a->convert.keep_closest = 1;
         else if (!strcmp(o, "--type") && convert_parse_width(v, &a->convert.type, &width)) {
-            /* One type, its width in the tensor header: nuq2, tcq2.75 (plain nuq: 4 bits, tcq: 2). */
-            if (a->convert.type == PMPD_TENSOR_NUQ)
-                a->convert.nuq_bits = width;
-            else
-                a->convert.tcq_quarter_bits = width;
+            /* One type per family, its width in the tensor header: nuq2..4,
+             * vq2..4, tcq1.5..4 (plain nuq: 4 bits, plain vq and tcq: 2). */
+            a->convert.nuq_bits = a->convert.type == PMPD_TENSOR_NUQ ? width : 0;
+            a->convert.vq_quarter_bits = a->convert.type == PMPD_TENSOR_VQ2 ? width : 0;
+            a->convert.tcq_quarter_bits = a->convert.type == PMPD_TENSOR_TCQ ? width : 0;
         } else if (!strcmp(o, "--type")) ok = pmpd_tensor_type_from_name(v, &a->convert.type) == PMPD_OK;
         else if (!strcmp(o, "--bits"))
             ok = sscanf(v, "%u:%u", &a->convert.anyprec_seed_bits, &a->convert.anyprec_parent_bits) == 2;
@@ -287,8 +298,8 @@ static int convert_parse(int argc, char **argv, convert_args *a)
         if (!ok) {
             fprintf(stderr, "pmpd-convert: %s %s: %s\n", o, v,
                     !strcmp(o, "--kv-codebooks") ? "SUB must be 2 or 4 and BITS 1 to 8"
-                    : !strcmp(o, "--type")       ? "not one of f32, f16, anyprec, q8, q4, q2cb, w8a8, nuq2, nuq3, nuq4, tcq1.5 .. tcq4 in steps of 0.25, keep-closest"
-                    : !strcmp(o, "--palette")    ? "not a comma-separated list of formats (f32, f16, q8, q4, q2cb, nuq2, nuq3, nuq4, tcq1.5 .. tcq4)"
+                    : !strcmp(o, "--type")       ? "not one of f32, f16, anyprec, q8, q4, q2cb, w8a8, nuq2, nuq3, nuq4, vq2, vq2.5, vq3, vq3.5, vq4, tcq1.5 .. tcq4 in steps of 0.25, keep-closest"
+                    : !strcmp(o, "--palette")    ? "not a comma-separated list of formats (f32, f16, q8, q4, q2cb, nuq2-4, vq2-4 in half bits, tcq1.5 .. tcq4)"
                     : !strcmp(o, "--budget-bits") ? "not a number of bits per weight above 0"
                                                  : "not a valid value");
             return 0;
@@ -297,13 +308,16 @@ static int convert_parse(int argc, char **argv, convert_args *a)
     return a->in && a->out;
 }
 
-/* "q4", "nuq3" for nuq at 3 bits, "tcq2.75" for tcq at 11 quarter bits (a
+/* "q4", "nuq3" for nuq at 3 bits, "vq2.5" for vq at 10 quarter bits,
+ * "tcq2.75" for tcq at 11 quarter bits (a
  * static buffer: one use per call). */
 static const char *convert_format_name(pmpd_tensor_type type, unsigned bits)
 {
     static char name[16];
     if (type == PMPD_TENSOR_NUQ)
         snprintf(name, sizeof name, "nuq%u", bits % 10);
+    else if (type == PMPD_TENSOR_VQ2)
+        snprintf(name, sizeof name, "vq%g", bits % 100 / 4.0);
     else if (type == PMPD_TENSOR_TCQ)
         snprintf(name, sizeof name, "tcq%g", (bits % 64) / 4.0);
     else

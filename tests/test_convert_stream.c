@@ -207,7 +207,7 @@ static void convert_in_memory(const char *path, uint32_t type, test_container *c
 static void test_stream_equals_in_memory(void **state)
 {
     static const uint32_t types[] = {PMPD_TENSOR_F32, PMPD_TENSOR_F16, PMPD_TENSOR_Q8, PMPD_TENSOR_Q4,
-                                     PMPD_TENSOR_Q2CB, PMPD_TENSOR_ANYPREC, PMPD_TENSOR_NUQ};
+                                     PMPD_TENSOR_Q2CB, PMPD_TENSOR_ANYPREC, PMPD_TENSOR_NUQ, PMPD_TENSOR_VQ2};
     char stories[512];
     const char *inputs[3];
     pmpd_build_model b;

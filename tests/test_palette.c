@@ -6,8 +6,9 @@
  *  - pmpd_convert_file with budget_bits writes a model whose layer
  *    matrices store at most the budget, one format per fusable group, the
  *    embedding q8, and that loads and generates;
- *  - a palette holding nuq2 and nuq3 beside q4 writes each group at its
- *    width;
+ *  - a palette holding nuq2 and nuq3 (or vq2.5 and vq3.5) beside q4
+ *    writes each group at its width, and vq entries are timed under a
+ *    latency budget;
  *  - --palette-flat (no sensitivities) also stays within the budget;
  *  - a budget below the cheapest assignment fails with PMPD_ERR_BUDGET
  *    and a message giving the least, leaving no file;
@@ -363,13 +364,14 @@ static void test_budget_conversion(void **state)
     remove(OUT_PATH);
 }
 
-/* A palette with nuq at two widths beside q4: each group's width travels
- * with its own encoder options; the layer matrices store exactly what the
- * report says, within budget, and the model runs. */
-static void test_budget_nuq(void **state)
+/* A palette with a format at two widths beside q4 (types, widths): each
+ * group's width travels with its own encoder options; the layer matrices
+ * store exactly what the report says, within budget, and the model runs;
+ * then the widths bad (the second a width the format does not have) are
+ * refused, err naming bad_name. */
+static void check_budget_widths(const pmpd_tensor_type *types, const unsigned *widths, const unsigned *bad,
+                                const char *bad_name)
 {
-    static const pmpd_tensor_type types[] = {PMPD_TENSOR_Q4, PMPD_TENSOR_NUQ, PMPD_TENSOR_NUQ};
-    static const unsigned widths[] = {0, 2, 3};
     char in[512], tok[512];
     pmpd_convert_options o;
     pmpd_error err;
@@ -381,7 +383,6 @@ static void test_budget_nuq(void **state)
     int32_t token;
     uint64_t stored = 0;
     uint32_t i;
-    (void)state;
     memset(&c, 0, sizeof c);
     pal_options(&o, tok, sizeof tok, 3.5);
     o.palette = types;
@@ -410,13 +411,50 @@ static void test_budget_nuq(void **state)
     test_session_close(s, block);
     test_file_close(&f);
     remove(OUT_PATH);
-    /* nuq at a width it does not have is refused. */
-    {
-        static const unsigned bad[] = {0, 5, 3};
-        o.palette_bits = bad;
-        assert_int_equal(pmpd_convert_file(in, OUT_PATH, &o, NULL, &err), PMPD_ERR_INVALID_ARGUMENT);
-        assert_non_null(strstr(err.message, "nuq5"));
+    o.palette_bits = bad;
+    assert_int_equal(pmpd_convert_file(in, OUT_PATH, &o, NULL, &err), PMPD_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, bad_name));
+}
+
+static void test_budget_nuq(void **state)
+{
+    static const pmpd_tensor_type types[] = {PMPD_TENSOR_Q4, PMPD_TENSOR_NUQ, PMPD_TENSOR_NUQ};
+    static const unsigned widths[] = {0, 2, 3}, bad[] = {0, 5, 3};
+    (void)state;
+    check_budget_widths(types, widths, bad, "nuq5");
+}
+
+/* VQ entries in quarter bits (vq2.5, vq3.5) as nuq's; under a latency
+ * budget with room for anything every group is timed in both widths and
+ * takes the one of least error, vq3.5. */
+static void test_budget_vq(void **state)
+{
+    static const pmpd_tensor_type types[] = {PMPD_TENSOR_Q4, PMPD_TENSOR_VQ2, PMPD_TENSOR_VQ2};
+    static const unsigned widths[] = {0, 10, 14}, bad[] = {0, 9, 14};
+    char in[512], tok[512];
+    pmpd_convert_options o;
+    pmpd_error err;
+    pal_capture c;
+    uint32_t g;
+    (void)state;
+    check_budget_widths(types, widths, bad, "vq2.25");
+    memset(&c, 0, sizeof c);
+    pal_options(&o, tok, sizeof tok, 0.0);
+    o.palette_flat = 1;
+    o.palette = types + 1;
+    o.palette_bits = widths + 1;
+    o.n_palette = 2;
+    o.budget_latency_us = 1e9;
+    o.allocated = pal_allocated;
+    o.progress_context = &c;
+    assert_int_equal(pmpd_convert_file(test_shared_path(in, sizeof in, "models/stories260K.bin"), OUT_PATH, &o, NULL, &err),
+                     PMPD_OK);
+    assert_true(c.fastest_ns > 0 && c.fastest_ns <= c.slowest_ns);
+    for (g = 0; g < c.n_groups; g++) {
+        assert_int_equal(c.types[g], PMPD_TENSOR_VQ2);
+        assert_true(c.latency_ns[g] > 0);
     }
+    remove(OUT_PATH);
 }
 
 /* --palette-flat: no model run, each group weighed by its share of the
@@ -539,6 +577,7 @@ int main(void)
         cmocka_unit_test(test_sensitivity),
         cmocka_unit_test(test_budget_conversion),
         cmocka_unit_test(test_budget_nuq),
+        cmocka_unit_test(test_budget_vq),
         cmocka_unit_test(test_budget_flat),
         cmocka_unit_test(test_budget_refused),
         cmocka_unit_test(test_budget_latency),

@@ -27,6 +27,7 @@
 #include "pmpd_impl/offline/weights/encoders.h"
 #include "pmpd_impl/weights/format.h"
 #include "pmpd_impl/weights/nuq/nuq.h"
+#include "pmpd_impl/weights/vq/vq.h"
 #include "pmpd_impl/weights/w8a8/w8a8.h"
 #include "tests/support/test_models.h"
 #include "tests/support/test_support.h"
@@ -34,7 +35,7 @@
 /* Every value of pmpd_tensor_type the file format defines. */
 static const pmpd_tensor_type all_types[] = {PMPD_TENSOR_F32,  PMPD_TENSOR_F16,     PMPD_TENSOR_Q8,   PMPD_TENSOR_Q4,
                                              PMPD_TENSOR_Q2CB, PMPD_TENSOR_ANYPREC, PMPD_TENSOR_W8A8, PMPD_TENSOR_NUQ,
-                                             PMPD_TENSOR_TCQ};
+                                             PMPD_TENSOR_VQ2,  PMPD_TENSOR_TCQ};
 #define N_TYPES (sizeof all_types / sizeof all_types[0])
 
 static int is_defined_type(size_t id)
@@ -112,6 +113,18 @@ static unsigned char pool_memory[1 << 14];
 /* Scratch is 64-byte aligned by contract (model/linear.h). */
 static unsigned char scratch_memory[(1 << 16) + 64];
 
+
+/* |rotated weight k of row r| of a NUQ (nm bound) or VQ (vm bound) tensor. */
+static double rotated_magnitude(const pmpd_tensor *t, const pmpd_nuq_matrix *nm, const pmpd_vq_matrix *vm, size_t r,
+                                size_t k)
+{
+    if (t->type == PMPD_TENSOR_NUQ)
+        return nm->scale[r] * fabs(pmpd_nuq_levels(nm->bits)[pmpd_nuq_get(nm->index + r * nm->row_bytes, k, nm->bits)]);
+    return vm->scale[r] * pmpd_vq_unit(vm->pair_bits) *
+           fabs((double)pmpd_vq_book(vm->pair_bits)[2 * pmpd_vq_get(vm->index + r * vm->row_bytes, k / 2,
+                                                                    vm->pair_bits) + k % 2]);
+}
+
 /* The largest error int8 activations in groups of 32 (scale absmax/127,
  * round to nearest) can add to sum_c w[c] x[c]: half a step per element.
  * Nested weights also round each group's scale to an integer multiple of a
@@ -167,12 +180,15 @@ static void check_matrix(const pmpd_tensor *t, pmpd_pool *pool, test_rng *rng)
             for (c = 0; c < cols; c++)
                 weight += fabs(w[r * cols + c]);
             bound += 0.5 * w8a8.activation_scale * weight; /* half a step per element */
-        } else if (t->type == PMPD_TENSOR_NUQ) {
+        } else if (t->type == PMPD_TENSOR_NUQ || t->type == PMPD_TENSOR_VQ2) {
             /* Float rounding relative to the norms (the rotation keeps
              * them), plus the int8 activations' half step per rotated
-             * column times the row's rotated weights. */
+             * column times the row's rotated weights (VQ's input steps
+             * are NUQ's, reordered within blocks). */
             double wn = 0, xn = 0;
             pmpd_nuq_matrix nm;
+            pmpd_vq_matrix vm;
+            pmpd_rotated rotated;
             float *act;
             const float *d;
             size_t k;
@@ -180,14 +196,20 @@ static void check_matrix(const pmpd_tensor *t, pmpd_pool *pool, test_rng *rng)
                 wn += (double)w[r * cols + c] * w[r * cols + c];
                 xn += (double)x[c] * x[c];
             }
-            pmpd_nuq_bind(t->data, t->dims[0], t->dims[1], &nm);
-            act = (float *)malloc(pmpd_nuq_act_bytes(&nm, 1) + nm.padded * sizeof(float));
+            if (t->type == PMPD_TENSOR_NUQ) {
+                pmpd_nuq_bind(t->data, t->dims[0], t->dims[1], &nm);
+                rotated = pmpd_nuq_rotated(&nm);
+            } else {
+                pmpd_vq_bind(t->data, t->dims[0], t->dims[1], &vm);
+                rotated = pmpd_vq_rotated(&vm);
+            }
+            act = (float *)malloc(pmpd_rotated_act_bytes(&rotated, 1) + rotated.padded * sizeof(float));
             assert_non_null(act);
-            pmpd_nuq_prepare_tokens(&nm, x, 0, 1, 1, act, act + pmpd_nuq_act_bytes(&nm, 1) / sizeof(float));
-            d = pmpd_nuq_act_d(&nm, act, 1);
-            for (k = 0; k < nm.rotation; k++)
-                bound += 0.5 * d[k / PMPD_NUQ_BLOCK] * nm.scale[r] *
-                         fabs(pmpd_nuq_levels(nm.bits)[pmpd_nuq_get(nm.index + r * nm.row_bytes, k, nm.bits)]);
+            pmpd_rotated_prepare_tokens(&rotated, x, 0, 1, 1, act,
+                                        act + pmpd_rotated_act_bytes(&rotated, 1) / sizeof(float));
+            d = pmpd_rotated_act_d(&rotated, act, 1);
+            for (k = 0; k < rotated.rotation; k++)
+                bound += 0.5 * d[k / PMPD_ROTATED_BLOCK] * rotated_magnitude(t, &nm, &vm, r, k);
             bound += 1e-5 * sqrt(wn * xn);
             free(act);
         } else if (!float_weights)

@@ -91,10 +91,10 @@ int bench_attention(bench_context *ctx);
  * ctx->gemv_only, only the streamed GEMV rows. */
 int bench_kernels(bench_context *ctx);
 
-/* NUQ GEMV at 2, 3 and 4 bits and TCQ at 4, 3, 2.5 and 2 bits through
- * the table of weight formats (the input's rotation included) beside q4 of
- * the same shape, streamed from RAM, against the bandwidth (bench_nuq.c;
- * part of --gemv). */
+/* NUQ GEMV at 2, 3 and 4 bits, VQ GEMV at 2 to 4 bits in half-bit steps
+ * and TCQ at 4, 3, 2.5 and 2 bits through the table of weight formats
+ * (the input's rotation included) beside q4 of the same shape, streamed
+ * from RAM, against the bandwidth (bench_nuq.c; part of --gemv). */
 int bench_nuq(bench_context *ctx);
 
 /* Prefill GEMM of q4, q8, w8a8, nested and nuq4 through the table of weight formats

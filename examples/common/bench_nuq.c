@@ -1,10 +1,11 @@
-/* NUQ and TCQ GEMV at real shapes through the table of weight formats
- * (pmpd_linear: the input's rotation included), NUQ at 2, 3 and 4 bits and
- * TCQ at 4, 3, 2.5 and 2 bits beside q4 of the same shape in the same run:
- * GB/s of weight bytes streamed from RAM (enough copies of the matrix to
- * exceed the cache, visited in turn) against the measured bandwidth, at 1
- * thread and all threads.  NUQ weights are encoded from random normals
- * (the encoder runs once per width); TCQ's are random bitstreams (every
+/* NUQ, VQ and TCQ GEMV at real shapes through the table of weight formats
+ * (pmpd_linear: the input's rotation included), NUQ at 2, 3 and 4 bits, VQ
+ * at 2 to 4 bits in half-bit steps and TCQ at 4, 3, 2.5 and 2 bits beside
+ * q4 of the same shape in the same run: GB/s of weight bytes streamed from
+ * RAM (enough copies of the matrix to exceed the cache, visited in turn)
+ * against the measured bandwidth, at 1 thread and all threads.  NUQ and VQ
+ * weights are encoded from random normals by the converter's encoders (the
+ * encoder runs once per width); TCQ's are random bitstreams (every
  * bitstream is a valid code and the kernel's time does not depend on it,
  * where the Viterbi encoder would take minutes per shape). */
 #include <stdio.h>
@@ -13,9 +14,8 @@
 
 #include "examples/common/bench.h"
 #include "pmpd_impl/model/linear.h"
-#include "pmpd_impl/offline/nuq/nuq_build.h"
-#include "pmpd_impl/offline/quant/quant.h"
 #include "pmpd_impl/offline/tcq/tcq_build.h"
+#include "pmpd_impl/offline/weights/encoders.h"
 #include "pmpd_impl/weights/format.h"
 
 #define BENCH_NUQ_MAX_TOTAL ((size_t)2 << 30)
@@ -37,28 +37,45 @@ static void bench_nuq_step(void *raw, size_t copy)
     pmpd_linear(&job->tensor, job->x, 1, job->y, job->scratch, job->pool, 0);
 }
 
-/* The encoded matrix (malloc'ed) of type at bits (nuq; tcq: quarter bits)
- * for w. */
+/* The encoded matrix (malloc'ed) of type at bits (nuq's bits, vq's and
+ * tcq's quarter bits) for w, by the converter's encoders (tcq: random
+ * bitstreams). */
 static unsigned char *bench_nuq_encode(uint32_t type, unsigned bits, const float *w, size_t rows, size_t cols,
                                        size_t *bytes)
 {
+    pmpd_convert_options options;
     uint64_t size = 0, dims[2];
     unsigned char *out;
+    memset(&options, 0, sizeof options);
+    options.nuq_bits = type == PMPD_TENSOR_NUQ ? bits : 0;
+    options.vq_quarter_bits = type == PMPD_TENSOR_VQ2 ? bits : 0;
+    options.tcq_quarter_bits = type == PMPD_TENSOR_TCQ ? bits : 0;
     dims[0] = rows;
     dims[1] = cols;
-    if ((type == PMPD_TENSOR_NUQ   ? pmpd_nuq_size(rows, cols, bits, &size)
-         : type == PMPD_TENSOR_TCQ ? pmpd_tcq_size(rows, cols, bits, &size)
-                                   : pmpd_weight_tensor_bytes(type, 2, dims, &size)) != PMPD_OK ||
+    if (pmpd_weight_stream_bytes(&options, type, 2, dims, &size) != PMPD_OK ||
         !(out = (unsigned char *)malloc((size_t)size)))
         return NULL;
-    if ((type == PMPD_TENSOR_NUQ   ? pmpd_nuq_encode(w, rows, cols, bits, PMPD_NUQ_SEED, out, (size_t)size)
-         : type == PMPD_TENSOR_TCQ ? pmpd_tcq_random(rows, cols, bits, PMPD_TCQ_SEED, out, (size_t)size)
-                                   : pmpd_quant_matrix(type, w, rows, cols, out, (size_t)size)) != PMPD_OK) {
+    if ((type == PMPD_TENSOR_TCQ ? pmpd_tcq_random(rows, cols, bits, PMPD_TCQ_SEED, out, (size_t)size)
+                                 : pmpd_weight_encode_matrix(&options, type, w, rows, cols, out, (size_t)size)) !=
+        PMPD_OK) {
         free(out);
         return NULL;
     }
     *bytes = (size_t)size;
     return out;
+}
+
+/* "q4", "nuq3", "vq2.5", "tcq2.75". */
+static void bench_nuq_name(uint32_t type, unsigned bits, char *name, size_t size)
+{
+    if (type == PMPD_TENSOR_NUQ)
+        snprintf(name, size, "nuq%u", bits);
+    else if (type == PMPD_TENSOR_VQ2)
+        snprintf(name, size, "vq%g", bits / 4.0);
+    else if (type == PMPD_TENSOR_TCQ)
+        snprintf(name, size, "tcq%g", bits / 4.0);
+    else
+        snprintf(name, size, "%s", pmpd_tensor_type_name((pmpd_tensor_type)type));
 }
 
 /* One type at one shape; *q4_us is set by the q4 row and compared with by
@@ -71,7 +88,7 @@ static int bench_nuq_shape(bench_context *ctx, const bench_pools *pools, uint32_
     unsigned char *one = bench_nuq_encode(type, bits, w, rows, cols, &bytes), *weights = NULL;
     float *x = (float *)malloc(cols * sizeof(float)), *y = (float *)malloc(rows * sizeof(float));
     void *scratch_block = NULL;
-    char name[96], note[160];
+    char name[96], note[160], format[16];
     int k;
     memset(&job, 0, sizeof job);
     job.tensor.type = type;
@@ -88,7 +105,8 @@ static int bench_nuq_shape(bench_context *ctx, const bench_pools *pools, uint32_
     if (scratch_block)
         weights = (unsigned char *)malloc(copies * job.stride);
     if (!weights) {
-        fprintf(stderr, "pmpd-bench: cannot set up the nuq GEMV %zux%zu\n", rows, cols);
+        fprintf(stderr, "pmpd-bench: cannot set up the %s GEMV %zux%zu\n", pmpd_tensor_type_name((pmpd_tensor_type)type),
+                rows, cols);
         free(one);
         free(x);
         free(y);
@@ -110,19 +128,13 @@ static int bench_nuq_shape(bench_context *ctx, const bench_pools *pools, uint32_
         gbs = (double)bytes / seconds * 1e-9;
         if (type == PMPD_TENSOR_Q4)
             q4_us[k] = seconds * 1e6;
-        if (type == PMPD_TENSOR_NUQ)
-            snprintf(name, sizeof name, "nuq%u GEMV %zux%zu, %d thread%s", bits, rows, cols,
-                     k ? ctx->threads : 1, k && ctx->threads > 1 ? "s" : "");
-        else if (type == PMPD_TENSOR_TCQ)
-            snprintf(name, sizeof name, "tcq%g GEMV %zux%zu, %d thread%s", bits / 4.0, rows, cols,
-                     k ? ctx->threads : 1, k && ctx->threads > 1 ? "s" : "");
-        else
-            snprintf(name, sizeof name, "q4 GEMV %zux%zu, %d thread%s", rows, cols, k ? ctx->threads : 1,
-                     k && ctx->threads > 1 ? "s" : "");
+        bench_nuq_name(type, bits, format, sizeof format);
+        snprintf(name, sizeof name, "%s GEMV %zux%zu, %d thread%s", format, rows, cols, k ? ctx->threads : 1,
+                 k && ctx->threads > 1 ? "s" : "");
         snprintf(note, sizeof note, "%.0f%% of %s bw; %.1f us = %.2fx q4's time; %.3f bits/weight", 100.0 * gbs / bw,
                  k ? "all-thread" : "1-thread", seconds * 1e6, q4_us[k] > 0 ? seconds * 1e6 / q4_us[k] : 0.0,
                  8.0 * (double)bytes / ((double)rows * (double)cols));
-        bench_row(ctx, type == PMPD_TENSOR_TCQ ? "tcq" : "nuq", name, gbs, "GB/s", note);
+        bench_row(ctx, type == PMPD_TENSOR_VQ2 ? "vq" : type == PMPD_TENSOR_TCQ ? "tcq" : "nuq", name, gbs, "GB/s", note);
     }
     free(one);
     free(weights);
@@ -140,8 +152,8 @@ int bench_nuq(bench_context *ctx)
     int status = 0;
     if (bench_pools_start(ctx, &pools) != 0)
         return -1;
-    bench_section(ctx, "NUQ and TCQ GEMV (Hadamard-rotated Lloyd-Max / trellis, rotation included) vs q4, weights "
-                       "streamed from RAM");
+    bench_section(ctx, "NUQ, VQ and TCQ GEMV (Hadamard-rotated Lloyd-Max levels, 2-D codebooks and trellis, "
+                       "rotation included) vs q4, weights streamed from RAM");
     for (s = 0; s < 3 && status == 0; s++) {
         size_t rows = shapes[s][0], cols = shapes[s][1];
         float *w = (float *)malloc(rows * cols * sizeof(float));
@@ -165,6 +177,8 @@ int bench_nuq(bench_context *ctx)
         status = bench_nuq_shape(ctx, &pools, PMPD_TENSOR_Q4, 0, w, rows, cols, q4_us);
         for (bits = 4; bits >= 2 && status == 0; bits--)
             status = bench_nuq_shape(ctx, &pools, PMPD_TENSOR_NUQ, bits, w, rows, cols, q4_us);
+        for (bits = 16; bits >= 8 && status == 0; bits -= 2)
+            status = bench_nuq_shape(ctx, &pools, PMPD_TENSOR_VQ2, bits, w, rows, cols, q4_us);
         for (i = 0; i < 4 && status == 0; i++) {
             static const unsigned tcq_quarter_bits[4] = {16, 12, 10, 8};
             status = bench_nuq_shape(ctx, &pools, PMPD_TENSOR_TCQ, tcq_quarter_bits[i], w, rows, cols, q4_us);

@@ -8,7 +8,8 @@
  *
  * The quantized container seeds come from the converter on the tiny seeds:
  *   build/pmpd-convert fuzz/corpus/llama2c/tiny_legacy_shared.bin fuzz/corpus/container/tiny_q4.pmpd \
- *       --tokenizer fuzz/corpus/tokenizer_bin/tiny_tokenizer.bin --type q4      (also q8, q2cb, nuq3, tcq2.5)
+ *       --tokenizer fuzz/corpus/tokenizer_bin/tiny_tokenizer.bin --type q4      (also q8, q2cb, nuq3, tcq2.5;
+ *       tiny_vq2_5.pmpd with --type vq2.5)
  *   build/pmpd-convert fuzz/corpus/llama2c/tiny_legacy_shared.bin fuzz/corpus/container/tiny_anyprec.pmpd \
  *       --type anyprec --bits 2:4
  *

@@ -5,7 +5,7 @@
 /* The table: one line per weight format. */
 static const pmpd_weight_format *(*const pmpd_weight_formats[])(void) = {
     pmpd_weights_f32, pmpd_weights_f16, pmpd_weights_q8, pmpd_weights_q4, pmpd_weights_q2cb, pmpd_weights_anyprec,
-    pmpd_weights_w8a8, pmpd_weights_nuq, pmpd_weights_tcq,
+    pmpd_weights_w8a8, pmpd_weights_nuq, pmpd_weights_vq2, pmpd_weights_tcq,
 };
 
 #define PMPD_WEIGHT_FORMAT_COUNT (sizeof pmpd_weight_formats / sizeof pmpd_weight_formats[0])

@@ -11,9 +11,11 @@
  * Folders: float/ (f32, f16), grouped/ (q8, q4, q2cb: 32-weight groups in
  * 4-row blocks, one kernel family), anyprec/ (nested any-precision),
  * w8a8/ (int8 rows with a static per-tensor activation scale), nuq/
- * (Lloyd-Max indices of Hadamard-rotated rows, 2-4 bits), tcq/ (trellis-
- * coded Hadamard-rotated rows, 1.5-4 bits; rotated/ holds the input
- * rotation both share).
+ * (Lloyd-Max indices of Hadamard-rotated rows, 2-4 bits), vq/ (2-D codebook
+ * indices of pairs of rotated columns, 2-4 bits in half-bit steps), tcq/
+ * (trellis-coded Hadamard-rotated rows, 1.5-4 bits); rotated/ holds what
+ * the three rotated formats share (the input rotation, its int8 blocks,
+ * the row inverse, scale checks, the SIMD dot step).
  */
 #ifndef PMPD_WEIGHTS_FORMAT_H
 #define PMPD_WEIGHTS_FORMAT_H
@@ -105,6 +107,7 @@ PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_q2cb(void);
 PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_anyprec(void);
 PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_w8a8(void);
 PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_nuq(void);
+PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_vq2(void);
 PMPD_INTERNAL const pmpd_weight_format *pmpd_weights_tcq(void);
 
 #endif

@@ -5,9 +5,12 @@
  * weights and bytes per cycle follow from llvm-mca's cycles per iteration.
  * Nested: one 256-column superblock of a 4-row block at 2, 3, 4 bits (128
  * bytes per bit).  q8 / q4 / q2cb: two 4-row groups of 32 (the GEMV's
- * even/odd pair), 136 / 72 / 42 bytes a group. */
+ * even/odd pair), 136 / 72 / 42 bytes a group.  vq: two blocks of 16
+ * pairs (the GEMV's even/odd pair) for one token, 4 p bytes at p index
+ * bits per pair. */
 #include "pmpd_impl/weights/grouped/arm_neon/qmatmul.c"
 #include "pmpd_impl/weights/anyprec/anyprec_gemv_neon.c"
+#include "pmpd_impl/weights/vq/vq_neon.c"
 
 #define MCA_BEGIN(name) __asm__ volatile("# LLVM-MCA-BEGIN " name ::: "memory")
 #define MCA_END(name) __asm__ volatile("# LLVM-MCA-END " name ::: "memory")
@@ -20,6 +23,7 @@ void mca_nested_4bit(const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_
                      float32x4_t *acc);
 void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, const uint64_t *pairs, size_t g,
                    float32x4_t *acc);
+void mca_vq(const pmpd_vq_matrix *m, const int8_t *q, const float *d, float32x4_t *acc);
 
 /* The tables stay in registers across superblocks, as in the real loop. */
 #define MCA_NESTED(bits, name)                                                                                       \
@@ -72,4 +76,26 @@ void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, c
         MCA_GROUPS(PMPD_TENSOR_Q4, "q4/256/144");
     else
         MCA_GROUPS(PMPD_TENSOR_Q2CB, "q2cb/256/84");
+}
+
+/* Blocks 0 and 1 of row 0 at one width, as vq_neon_tile runs them. */
+#define MCA_VQ(pair_bits, name)                                                                                      \
+    do {                                                                                                             \
+        vq_neon_tables k;                                                                                            \
+        vq_neon_load_tables(pair_bits, &k);                                                                          \
+        MCA_BEGIN(name);                                                                                             \
+        vq_neon_block(m->index, &k, pair_bits, q, d, m->padded, 2, 0, 0, 1, &acc[0]);                                \
+        vq_neon_block(m->index, &k, pair_bits, q, d, m->padded, 2, 1, 0, 1, &acc[1]);                                \
+        MCA_END(name);                                                                                               \
+    } while (0)
+
+void mca_vq(const pmpd_vq_matrix *m, const int8_t *q, const float *d, float32x4_t *acc)
+{
+    switch (m->pair_bits) {
+    case 4: MCA_VQ(4, "vq2/64/16"); break;
+    case 5: MCA_VQ(5, "vq2.5/64/20"); break;
+    case 6: MCA_VQ(6, "vq3/64/24"); break;
+    case 7: MCA_VQ(7, "vq3.5/64/28"); break;
+    default: MCA_VQ(8, "vq4/64/32"); break;
+    }
 }

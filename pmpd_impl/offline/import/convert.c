@@ -205,7 +205,7 @@ static uint32_t convert_stream_type(void *context, const pmpd_build_tensor *t)
     return c->plan ? pmpd_palette_plan_type(c->plan, c->b, t) : pmpd_weight_stream_type(c->options, t);
 }
 
-/* With a plan: each tensor's encoder options (its palette entry's nuq or tcq width). */
+/* With a plan: each tensor's encoder options (its palette entry's nuq, vq or tcq width). */
 static const pmpd_convert_options *convert_stream_options(void *context, const pmpd_build_tensor *t)
 {
     const convert_stream_context *c = (const convert_stream_context *)context;

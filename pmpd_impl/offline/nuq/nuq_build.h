@@ -41,14 +41,6 @@ PMPD_INTERNAL pmpd_status pmpd_nuq_encode(const float *values, size_t rows, size
 PMPD_INTERNAL double pmpd_nuq_encoded_error(const float *values, size_t rows, size_t cols,
                                             const unsigned char *data);
 
-/* Converts every f32 matrix of b except the token embedding and the
- * classifier to NUQ at bits (those become q8, as with the other
- * quantized types), reporting matrices done.  Errors:
- * PMPD_ERR_OUT_OF_MEMORY, PMPD_ERR_OVERFLOW, PMPD_ERR_INVALID_ARGUMENT. */
-PMPD_INTERNAL pmpd_status pmpd_nuq_build_convert(pmpd_build_model *b, unsigned bits,
-                                                 void (*progress)(void *context, uint64_t done, uint64_t total),
-                                                 void *context);
-
 #endif /* PMPD_OFFLINE */
 
 #endif

@@ -7,7 +7,6 @@
 
 #include "pmpd_impl/core/hadamard.h"
 #include "pmpd_impl/format/le.h"
-#include "pmpd_impl/offline/quant/build.h"
 #include "pmpd_impl/weights/nuq/nuq.h"
 
 /* Scale refinements per row: the error stops moving after 2 or 3. */
@@ -93,18 +92,19 @@ PMPD_INTERNAL pmpd_status pmpd_nuq_encode(const float *values, size_t rows, size
                                           uint64_t seed, unsigned char *out, size_t size)
 {
     pmpd_nuq_layout layout;
-    uint64_t *signs;
+    pmpd_rotated rotated;
     float *v;
     unsigned *idx;
-    size_t r, c, words;
+    size_t r;
     if (pmpd_nuq_compute_layout(rows, cols, bits, &layout) != PMPD_OK || size != layout.total)
         return PMPD_ERR_INVALID_ARGUMENT;
-    words = (cols + 63) / 64;
-    signs = (uint64_t *)malloc(words * sizeof *signs);
-    v = (float *)malloc(layout.rotation * sizeof *v);
+    rotated.cols = cols;
+    rotated.rotation = layout.rotation;
+    rotated.padded = layout.padded;
+    rotated.seed = seed;
+    v = (float *)malloc(layout.padded * sizeof *v);
     idx = (unsigned *)malloc(layout.rotation * sizeof *idx);
-    if (!signs || !v || !idx) {
-        free(signs);
+    if (!v || !idx) {
         free(v);
         free(idx);
         return PMPD_ERR_OUT_OF_MEMORY;
@@ -117,20 +117,12 @@ PMPD_INTERNAL pmpd_status pmpd_nuq_encode(const float *values, size_t rows, size
     pmpd_le_put_u32(out + 16, bits);
     pmpd_le_put_u32(out + 20, (uint32_t)layout.rotation);
     pmpd_le_put_u64(out + 24, seed);
-    pmpd_nuq_signs(seed, signs, words);
     for (r = 0; r < rows; r++) {
-        const float *w = values + r * cols;
         float scale;
-        /* Row r of W_r = (W diag(s)) H^T is H (s o w). */
-        for (c = 0; c < cols; c++)
-            v[c] = (signs[c / 64] >> (c % 64) & 1) ? -w[c] : w[c];
-        for (c = cols; c < layout.rotation; c++)
-            v[c] = 0.0f;
-        pmpd_hadamard(v, layout.rotation, 0);
+        pmpd_rotated_rotate(&rotated, values + r * cols, v);
         scale = nuq_quantize_row(v, layout.rotation, bits, out + layout.index_offset + r * layout.row_bytes, idx);
         pmpd_le_put_f32(out + PMPD_NUQ_HEADER_BYTES + 4 * r, scale);
     }
-    free(signs);
     free(v);
     free(idx);
     return PMPD_OK;
@@ -156,44 +148,6 @@ PMPD_INTERNAL double pmpd_nuq_encoded_error(const float *values, size_t rows, si
     }
     free(w);
     return energy > 0 ? error / energy : 0.0;
-}
-
-PMPD_INTERNAL pmpd_status pmpd_nuq_build_convert(pmpd_build_model *b, unsigned bits,
-                                                 void (*progress)(void *context, uint64_t done, uint64_t total),
-                                                 void *context)
-{
-    uint64_t total = 0, done = 0, bytes;
-    uint32_t i;
-    for (i = 0; i < b->n_tensors; i++)
-        total += b->tensors[i].n_dims == 2 && b->tensors[i].type == PMPD_TENSOR_F32 &&
-                 !pmpd_quant_build_is_vocabulary(&b->tensors[i]);
-    for (i = 0; i < b->n_tensors; i++) {
-        pmpd_build_tensor *t = &b->tensors[i];
-        unsigned char *out;
-        pmpd_status status;
-        if (t->n_dims != 2 || t->type != PMPD_TENSOR_F32 || pmpd_quant_build_is_vocabulary(t))
-            continue;
-        status = pmpd_nuq_size(t->dims[0], t->dims[1], bits, &bytes);
-        if (status != PMPD_OK)
-            return status;
-        if (bytes > SIZE_MAX)
-            return PMPD_ERR_OVERFLOW;
-        out = (unsigned char *)malloc((size_t)bytes);
-        if (!out)
-            return PMPD_ERR_OUT_OF_MEMORY;
-        /* Builder data are little-endian floats, the host order pmpd supports. */
-        status = pmpd_nuq_encode((const float *)(const void *)t->data, (size_t)t->dims[0], (size_t)t->dims[1], bits,
-                                 PMPD_NUQ_SEED, out, (size_t)bytes);
-        if (status != PMPD_OK) {
-            free(out);
-            return status;
-        }
-        pmpd_build_replace_data(t, PMPD_TENSOR_NUQ, out, bytes);
-        if (progress)
-            progress(context, ++done, total);
-    }
-    /* The embedding and classifier, all that is left in f32. */
-    return pmpd_quant_build_convert(b, PMPD_TENSOR_Q8, NULL, NULL);
 }
 
 #undef NUQ_SCALE_ROUNDS

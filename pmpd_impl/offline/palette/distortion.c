@@ -6,12 +6,12 @@
 #include "pmpd_impl/offline/weights/encoders.h"
 #include "pmpd_impl/weights/format.h"
 
-/* The formats whose size the converter knows from the shape (and nuq's or
- * tcq's width): not nested weights, whose size depends on two widths, nor
- * W8A8, which needs activation ranges. */
+/* The formats whose size the converter knows from the shape (and nuq's,
+ * vq's or tcq's width): not nested weights, whose size depends on two
+ * widths, nor W8A8, which needs activation ranges. */
 static int palette_sized(uint32_t type)
 {
-    return type == PMPD_TENSOR_NUQ || type == PMPD_TENSOR_TCQ ||
+    return type == PMPD_TENSOR_NUQ || type == PMPD_TENSOR_VQ2 || type == PMPD_TENSOR_TCQ ||
            (pmpd_weight_format_of(type) && pmpd_weight_format_of(type)->tensor_bytes && type != PMPD_TENSOR_W8A8);
 }
 

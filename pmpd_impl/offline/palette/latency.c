@@ -85,7 +85,10 @@ PMPD_INTERNAL pmpd_status pmpd_palette_group_latency(const pmpd_build_model *b, 
                                                      uint32_t type, const pmpd_convert_options *options,
                                                      pmpd_palette_timings *timings, uint64_t *ns)
 {
-    unsigned bits = type == PMPD_TENSOR_NUQ ? options->nuq_bits : type == PMPD_TENSOR_TCQ ? options->tcq_quarter_bits : 0;
+    unsigned bits = type == PMPD_TENSOR_NUQ   ? options->nuq_bits
+                    : type == PMPD_TENSOR_VQ2 ? options->vq_quarter_bits
+                    : type == PMPD_TENSOR_TCQ ? options->tcq_quarter_bits
+                                              : 0;
     uint32_t m, i;
     *ns = 0;
     for (m = 0; m < g->n_tensors; m++) {

@@ -26,7 +26,7 @@
 typedef struct pmpd_palette_timing {
     uint64_t rows, cols, ns;
     uint32_t type;
-    unsigned bits; /* nuq's width in bits, tcq's in quarter bits, 0 for the others */
+    unsigned bits; /* nuq's width in bits, vq's and tcq's in quarter bits, 0 for the others */
 } pmpd_palette_timing;
 
 typedef struct pmpd_palette_timings {
@@ -40,7 +40,7 @@ typedef struct pmpd_palette_timings {
 PMPD_INTERNAL void pmpd_palette_timings_init(pmpd_palette_timings *timings, const pmpd_build_model *b);
 
 /* *ns = nanoseconds of one token's products with group g's matrices as
- * type (options as for the encoders: nuq_bits, tcq_quarter_bits).  Errors: those of the
+ * type (options as for the encoders: nuq_bits, vq_quarter_bits, tcq_quarter_bits).  Errors: those of the
  * encoder, PMPD_ERR_INVALID_ARGUMENT (a type the palette cannot hold),
  * PMPD_ERR_OUT_OF_MEMORY, PMPD_ERR_THREAD. */
 PMPD_INTERNAL pmpd_status pmpd_palette_group_latency(const pmpd_build_model *b, const pmpd_palette_group *g,

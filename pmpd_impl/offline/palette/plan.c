@@ -10,25 +10,29 @@
 #include "pmpd_impl/offline/palette/groups.h"
 #include "pmpd_impl/offline/palette/knapsack.h"
 #include "pmpd_impl/offline/palette/latency.h"
+#include "pmpd_impl/offline/vq/vq_build.h"
 #include "pmpd_impl/weights/format.h"
 #include "platform/platform.h"
 
 /* The formats a group can take: those whose size follows from the shape
- * (and nuq's or tcq's width) and whose encoder takes one matrix (nested
+ * (and nuq's, vq's or tcq's width) and whose encoder takes one matrix (nested
  * weights and W8A8 need more than the matrix). */
 static int palette_allowed(pmpd_tensor_type type, unsigned bits)
 {
     return type == PMPD_TENSOR_F32 || type == PMPD_TENSOR_F16 || type == PMPD_TENSOR_Q8 || type == PMPD_TENSOR_Q4 ||
            type == PMPD_TENSOR_Q2CB || (type == PMPD_TENSOR_NUQ && bits >= 2 && bits <= 4) ||
-           (type == PMPD_TENSOR_TCQ && bits >= 6 && bits <= 16);
+           (type == PMPD_TENSOR_VQ2 && pmpd_vq_pair_bits(bits)) || (type == PMPD_TENSOR_TCQ && bits >= 6 && bits <= 16);
 }
 
-/* "q4", "nuq3" for nuq at 3 bits, "tcq2.75" for tcq at 11 quarter bits. */
+/* "q4", "nuq3" for nuq at 3 bits, "vq2.5" for vq at 10 quarter bits,
+ * "tcq2.75" for tcq at 11 quarter bits. */
 static const char *palette_name(pmpd_tensor_type type, unsigned bits, char *buffer, size_t size)
 {
     const char *name = pmpd_tensor_type_name(type);
     if (type == PMPD_TENSOR_NUQ)
         snprintf(buffer, size, "nuq%u", bits);
+    else if (type == PMPD_TENSOR_VQ2)
+        snprintf(buffer, size, "vq%g", bits / 4.0);
     else if (type == PMPD_TENSOR_TCQ)
         snprintf(buffer, size, "tcq%g", bits / 4.0);
     else
@@ -36,17 +40,19 @@ static const char *palette_name(pmpd_tensor_type type, unsigned bits, char *buff
     return buffer;
 }
 
-/* An entry's width: nuq's in bits, tcq's in quarter bits (the palette's,
- * else the options' default), 0 for the others. */
-static unsigned palette_width(const pmpd_convert_options *options, uint32_t i, pmpd_tensor_type type)
+/* The width of palette entry i: its palette_bits, else the conversion's
+ * nuq_bits, vq_quarter_bits or tcq_quarter_bits, else the format's
+ * default; 0 for formats without one. */
+static unsigned palette_entry_bits(const pmpd_convert_options *options, const pmpd_tensor_type *list, uint32_t i)
 {
-    if (type != PMPD_TENSOR_NUQ && type != PMPD_TENSOR_TCQ)
-        return 0;
-    if (options->palette && options->palette_bits)
-        return options->palette_bits[i];
-    if (type == PMPD_TENSOR_NUQ)
-        return options->nuq_bits ? options->nuq_bits : 4;
-    return options->tcq_quarter_bits ? options->tcq_quarter_bits : 8;
+    const unsigned given = options->palette && options->palette_bits ? options->palette_bits[i] : 0;
+    if (list[i] == PMPD_TENSOR_NUQ)
+        return given ? given : options->nuq_bits ? options->nuq_bits : 4;
+    if (list[i] == PMPD_TENSOR_VQ2)
+        return given ? given : options->vq_quarter_bits ? options->vq_quarter_bits : PMPD_VQ_DEFAULT_QUARTER_BITS;
+    if (list[i] == PMPD_TENSOR_TCQ)
+        return given ? given : options->tcq_quarter_bits ? options->tcq_quarter_bits : 8;
+    return 0;
 }
 
 static pmpd_status palette_formats(const pmpd_convert_options *options, pmpd_palette_plan *plan, pmpd_error *err)
@@ -59,10 +65,11 @@ static pmpd_status palette_formats(const pmpd_convert_options *options, pmpd_pal
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "a palette holds 1 to %u formats",
                               PMPD_PALETTE_MAX_FORMATS);
     for (i = 0; i < n; i++) {
-        unsigned bits = palette_width(options, i, list[i]);
+        unsigned bits = palette_entry_bits(options, list, i);
         if (!palette_allowed(list[i], bits))
             return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
-                                  "format %s cannot be in a palette (f32, f16, q8, q4, q2cb, nuq2-4, tcq1.5-4 can: their size "
+                                  "format %s cannot be in a palette (f32, f16, q8, q4, q2cb, nuq2-4, vq2-4, tcq1.5-4 can: "
+                                  "their size "
                                   "follows from the shape and they encode one matrix at a time)",
                                   palette_name(list[i], bits, name, sizeof name));
         for (j = 0; j < i; j++)
@@ -74,6 +81,8 @@ static pmpd_status palette_formats(const pmpd_convert_options *options, pmpd_pal
         plan->format_options[i] = *options;
         if (list[i] == PMPD_TENSOR_NUQ)
             plan->format_options[i].nuq_bits = bits;
+        if (list[i] == PMPD_TENSOR_VQ2)
+            plan->format_options[i].vq_quarter_bits = bits;
         if (list[i] == PMPD_TENSOR_TCQ)
             plan->format_options[i].tcq_quarter_bits = bits;
     }

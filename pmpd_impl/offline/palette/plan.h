@@ -25,7 +25,7 @@ typedef struct pmpd_palette_plan {
     pmpd_palette_group_report *groups;
     pmpd_tensor_type palette[PMPD_PALETTE_MAX_FORMATS];
     unsigned palette_bits[PMPD_PALETTE_MAX_FORMATS];
-    /* The caller's options with each palette entry's nuq or tcq width: what the
+    /* The caller's options with each palette entry's nuq, vq or tcq width: what the
      * encoders of that entry are called with. */
     pmpd_convert_options format_options[PMPD_PALETTE_MAX_FORMATS];
     const pmpd_convert_options *options; /* the caller's */
@@ -53,7 +53,7 @@ PMPD_INTERNAL pmpd_status pmpd_palette_plan_make(const pmpd_build_model *b, cons
 PMPD_INTERNAL uint32_t pmpd_palette_plan_type(const pmpd_palette_plan *plan, const pmpd_build_model *b,
                                               const pmpd_build_tensor *t);
 
-/* The options tensor t is encoded with: its palette entry's (nuq or tcq width),
+/* The options tensor t is encoded with: its palette entry's (nuq, vq or tcq width),
  * else the caller's. */
 PMPD_INTERNAL const pmpd_convert_options *pmpd_palette_plan_options(const pmpd_palette_plan *plan,
                                                                     const pmpd_build_model *b,

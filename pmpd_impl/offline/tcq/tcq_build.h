@@ -72,14 +72,6 @@ PMPD_INTERNAL pmpd_status pmpd_tcq_random(size_t rows, size_t cols, unsigned qua
 PMPD_INTERNAL double pmpd_tcq_encoded_error(const float *values, size_t rows, size_t cols,
                                             const unsigned char *data);
 
-/* Converts every f32 matrix of b except the token embedding and the
- * classifier to TCQ at quarter_bits (those become q8, as with the other
- * quantized types) on threads threads, reporting rows done.  Errors:
- * PMPD_ERR_OUT_OF_MEMORY, PMPD_ERR_OVERFLOW, PMPD_ERR_INVALID_ARGUMENT. */
-PMPD_INTERNAL pmpd_status pmpd_tcq_build_convert(pmpd_build_model *b, unsigned quarter_bits, unsigned threads,
-                                                 void (*progress)(void *context, uint64_t done, uint64_t total),
-                                                 void *context);
-
 #endif /* PMPD_OFFLINE */
 
 #endif

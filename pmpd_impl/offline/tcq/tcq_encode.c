@@ -112,11 +112,12 @@ static void tcq_encode_row(tcq_worker *w, size_t r)
     double energy = 0, vq = 0, qq = 0, scale = 0;
     float inverse;
     size_t c, j;
-    /* Row r of W_r = (W diag(s)) H^T is H (s o w). */
-    memcpy(v, job->values + r * job->cols, job->cols * sizeof *v);
-    pmpd_rotated_flip(job->seed, v, job->cols);
-    memset(v + job->cols, 0, (padded - job->cols) * sizeof *v);
-    pmpd_hadamard(v, rotation, 0);
+    pmpd_rotated rotated;
+    rotated.cols = job->cols;
+    rotated.rotation = rotation;
+    rotated.padded = padded;
+    rotated.seed = job->seed;
+    pmpd_rotated_rotate(&rotated, job->values + r * job->cols, v);
     for (c = 0; c < rotation; c++)
         energy += (double)v[c] * v[c];
     if (energy > 0) {

@@ -1,5 +1,6 @@
 #include "pmpd_impl/offline/weights/encoders.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "pmpd_impl/offline/format/from_model.h"
@@ -12,6 +13,7 @@
 #include "pmpd_impl/offline/w8a8/w8a8_build.h"
 #include "pmpd_impl/offline/nuq/nuq_build.h"
 #include "pmpd_impl/offline/tcq/tcq_build.h"
+#include "pmpd_impl/offline/vq/vq_build.h"
 
 static pmpd_status pmpd_encode_float(pmpd_build_model *b, const pmpd_convert_options *options)
 {
@@ -72,9 +74,10 @@ static unsigned pmpd_nuq_bits_of(const pmpd_convert_options *options)
     return options && options->nuq_bits ? options->nuq_bits : PMPD_NUQ_DEFAULT_BITS;
 }
 
-static pmpd_status pmpd_encode_nuq(pmpd_build_model *b, const pmpd_convert_options *options)
+/* VQ at options->vq_quarter_bits, as NUQ: --type vq2 ... vq4. */
+static unsigned pmpd_vq_quarter_bits_of(const pmpd_convert_options *options)
 {
-    return pmpd_nuq_build_convert(b, pmpd_nuq_bits_of(options), options->progress, options->progress_context);
+    return options && options->vq_quarter_bits ? options->vq_quarter_bits : PMPD_VQ_DEFAULT_QUARTER_BITS;
 }
 
 /* TCQ at options->tcq_quarter_bits, one type for every width as NUQ
@@ -84,10 +87,53 @@ static unsigned pmpd_tcq_quarter_bits_of(const pmpd_convert_options *options)
     return options && options->tcq_quarter_bits ? options->tcq_quarter_bits : PMPD_TCQ_DEFAULT_QUARTER_BITS;
 }
 
-static pmpd_status pmpd_encode_tcq(pmpd_build_model *b, const pmpd_convert_options *options)
+/* The formats on rotated rows (NUQ, VQ, TCQ), each matrix encoded alone:
+ * every f32 matrix but the token embedding and classifier, which become
+ * q8 as with the other quantized types.  Progress counts matrices, but
+ * for TCQ, whose Viterbi search reports rows as it goes (on
+ * options->threads). */
+static pmpd_status pmpd_encode_rotated(pmpd_build_model *b, const pmpd_convert_options *options)
 {
-    return pmpd_tcq_build_convert(b, pmpd_tcq_quarter_bits_of(options), options->threads, options->progress,
-                                  options->progress_context);
+    const uint32_t type = (uint32_t)options->type;
+    const int by_rows = type == PMPD_TENSOR_TCQ;
+    uint64_t total = 0, done = 0, bytes;
+    uint32_t i;
+    for (i = 0; i < b->n_tensors; i++)
+        if (b->tensors[i].n_dims == 2 && b->tensors[i].type == PMPD_TENSOR_F32 &&
+            !pmpd_quant_build_is_vocabulary(&b->tensors[i]))
+            total += by_rows ? b->tensors[i].dims[0] : 1;
+    for (i = 0; i < b->n_tensors; i++) {
+        pmpd_build_tensor *t = &b->tensors[i];
+        unsigned char *out;
+        pmpd_status status;
+        if (t->n_dims != 2 || t->type != PMPD_TENSOR_F32 || pmpd_quant_build_is_vocabulary(t))
+            continue;
+        status = pmpd_weight_stream_bytes(options, type, 2, t->dims, &bytes);
+        if (status != PMPD_OK)
+            return status;
+        if (bytes > SIZE_MAX)
+            return PMPD_ERR_OVERFLOW;
+        out = (unsigned char *)malloc((size_t)bytes);
+        if (!out)
+            return PMPD_ERR_OUT_OF_MEMORY;
+        /* Builder data are little-endian floats, the host order pmpd supports. */
+        if (by_rows)
+            status = pmpd_tcq_encode((const float *)(const void *)t->data, (size_t)t->dims[0], (size_t)t->dims[1],
+                                     pmpd_tcq_quarter_bits_of(options), PMPD_TCQ_SEED, options->threads, out,
+                                     (size_t)bytes, done, total, options->progress, options->progress_context);
+        else
+            status = pmpd_weight_encode_matrix(options, type, (const float *)(const void *)t->data, t->dims[0],
+                                               t->dims[1], out, (size_t)bytes);
+        if (status != PMPD_OK) {
+            free(out);
+            return status;
+        }
+        pmpd_build_replace_data(t, type, out, bytes);
+        done += by_rows ? t->dims[0] : 1;
+        if (!by_rows && options->progress)
+            options->progress(options->progress_context, done, total);
+    }
+    return pmpd_quant_build_convert(b, PMPD_TENSOR_Q8, NULL, NULL);
 }
 
 /* The table: one line per weight format the converter writes. */
@@ -95,8 +141,8 @@ static const pmpd_weight_encoder pmpd_weight_encoders[] = {
     {PMPD_TENSOR_F32, pmpd_encode_float, 1},      {PMPD_TENSOR_F16, pmpd_encode_float, 1},
     {PMPD_TENSOR_Q8, pmpd_encode_grouped, 1},     {PMPD_TENSOR_Q4, pmpd_encode_grouped, 1},
     {PMPD_TENSOR_Q2CB, pmpd_encode_grouped, 1},   {PMPD_TENSOR_ANYPREC, pmpd_encode_anyprec, 1},
-    {PMPD_TENSOR_W8A8, pmpd_encode_w8a8, 0},      {PMPD_TENSOR_NUQ, pmpd_encode_nuq, 1},
-    {PMPD_TENSOR_TCQ, pmpd_encode_tcq, 1},
+    {PMPD_TENSOR_W8A8, pmpd_encode_w8a8, 0},      {PMPD_TENSOR_NUQ, pmpd_encode_rotated, 1},
+    {PMPD_TENSOR_VQ2, pmpd_encode_rotated, 1},    {PMPD_TENSOR_TCQ, pmpd_encode_rotated, 1},
 };
 
 PMPD_INTERNAL const pmpd_weight_encoder *pmpd_weight_encoder_of(uint32_t type)
@@ -115,7 +161,7 @@ PMPD_INTERNAL uint32_t pmpd_weight_stream_type(const pmpd_convert_options *optio
     if (options->keep_closest)
         return t->source_type ? t->source_type->closest : PMPD_TENSOR_F32;
     if ((pmpd_qformat_is_quantized((uint32_t)options->type) || options->type == PMPD_TENSOR_ANYPREC ||
-         options->type == PMPD_TENSOR_NUQ || options->type == PMPD_TENSOR_TCQ) &&
+         options->type == PMPD_TENSOR_NUQ || options->type == PMPD_TENSOR_VQ2 || options->type == PMPD_TENSOR_TCQ) &&
         pmpd_quant_build_is_vocabulary(t))
         return PMPD_TENSOR_Q8;
     return (uint32_t)options->type;
@@ -134,6 +180,9 @@ PMPD_INTERNAL pmpd_status pmpd_weight_stream_bytes(const pmpd_convert_options *o
     unsigned seed, parent;
     if (type == PMPD_TENSOR_NUQ)
         return n_dims == 2 ? pmpd_nuq_size(dims[0], dims[1], pmpd_nuq_bits_of(options), bytes)
+                           : PMPD_ERR_INVALID_ARGUMENT;
+    if (type == PMPD_TENSOR_VQ2)
+        return n_dims == 2 ? pmpd_vq_size(dims[0], dims[1], pmpd_vq_quarter_bits_of(options), bytes)
                            : PMPD_ERR_INVALID_ARGUMENT;
     if (type == PMPD_TENSOR_TCQ)
         return n_dims == 2 ? pmpd_tcq_size(dims[0], dims[1], pmpd_tcq_quarter_bits_of(options), bytes)
@@ -163,6 +212,9 @@ PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(const pmpd_convert_options *
     if (type == PMPD_TENSOR_NUQ)
         return pmpd_nuq_encode(values, (size_t)rows, (size_t)cols, pmpd_nuq_bits_of(options), PMPD_NUQ_SEED, out,
                                size);
+    if (type == PMPD_TENSOR_VQ2)
+        return pmpd_vq_encode(values, (size_t)rows, (size_t)cols, pmpd_vq_quarter_bits_of(options), PMPD_NUQ_SEED, out,
+                              size);
     if (type == PMPD_TENSOR_TCQ)
         return pmpd_tcq_encode(values, (size_t)rows, (size_t)cols, pmpd_tcq_quarter_bits_of(options), PMPD_TCQ_SEED,
                                options ? options->threads : 0, out, size, 0, 0, NULL, NULL);

@@ -34,8 +34,9 @@ PMPD_INTERNAL const pmpd_weight_encoder *pmpd_weight_encoder_of(uint32_t type);
 PMPD_INTERNAL uint32_t pmpd_weight_stream_type(const pmpd_convert_options *options, const pmpd_build_tensor *t);
 
 /* Encodes the rows x cols matrix values (host floats) as type f16, q8, q4,
- * q2cb, nested, nuq or tcq (options' widths and threads; options may be NULL for 2:4
- * nested on every core and 4-bit nuq) into out (size bytes, pmpd_weight_stream_bytes of it).
+ * q2cb, nested, nuq, vq or tcq (options' widths and threads; options may be
+ * NULL for 2:4 nested on every core, 4-bit nuq and 2-bit vq; vq shares
+ * NUQ's sign seed) into out (size bytes, pmpd_weight_stream_bytes of it).
  * Errors: PMPD_ERR_INVALID_ARGUMENT (another type, a size that does not
  * match), PMPD_ERR_OUT_OF_MEMORY, PMPD_ERR_THREAD. */
 PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(const pmpd_convert_options *options, uint32_t type,

@@ -10,6 +10,7 @@
  * per token.  A tile is one row x up to 4 tokens: the levels are looked up
  * once per tile and used for every token (prefill). */
 #include "pmpd_impl/weights/nuq/nuq.h"
+#include "pmpd_impl/weights/rotated/rotated_simd.h"
 
 #if PMPD_USE_AVX2
 #include <immintrin.h>
@@ -28,14 +29,6 @@ typedef struct nuq_avx2_consts {
     __m256i sign;      /* 0x04 in every byte: the 3-bit code's sign */
     __m256i ones;      /* int16 ones for VPMADDWD */
 } nuq_avx2_consts;
-
-static inline float nuq_avx2_sum(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 /* The 32 int8 levels of one block, in column order. */
 static inline __attribute__((always_inline)) __m256i nuq_avx2_levels(const uint8_t *block, unsigned bits,
@@ -72,13 +65,9 @@ static inline __attribute__((always_inline)) void nuq_avx2_block(const uint8_t *
     const __m256i magnitude = _mm256_sign_epi8(w, w);
     size_t t;
 #pragma GCC unroll 4
-    for (t = 0; t < nt; t++) {
-        const __m256i x =
-            _mm256_loadu_si256((const __m256i *)(const void *)(q + (t0 + t) * stride + b * PMPD_NUQ_BLOCK));
-        const __m256i pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(x, w));
-        const __m256i sums = _mm256_madd_epi16(pairs, k->ones);
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_set1_ps(d[(t0 + t) * n_blocks + b]), acc[t]);
-    }
+    for (t = 0; t < nt; t++)
+        acc[t] = pmpd_rotated_avx2_dot(w, magnitude, q + (t0 + t) * stride + b * PMPD_NUQ_BLOCK,
+                                       d[(t0 + t) * n_blocks + b], k->ones, acc[t]);
 }
 
 /* Row r times tokens t0..t0+nt-1 (nt <= 4).  Even and odd blocks go to
@@ -103,7 +92,7 @@ static inline __attribute__((always_inline)) void nuq_avx2_tile(const pmpd_nuq_m
     if (b < n_blocks)
         nuq_avx2_block(row, k, bits, q, d, m->padded, n_blocks, b, t0, nt, even);
     for (t = 0; t < nt; t++)
-        y[(t0 + t) * ldy + r] = out * nuq_avx2_sum(_mm256_add_ps(even[t], odd[t]));
+        y[(t0 + t) * ldy + r] = out * pmpd_rotated_avx2_sum(_mm256_add_ps(even[t], odd[t]));
 }
 
 /* One width's loop, with bits a constant after inlining. */

@@ -8,6 +8,7 @@
  * float vector per token.  A tile is one row x up to 4 tokens, the
  * lookups shared by the tokens. */
 #include "pmpd_impl/weights/nuq/nuq.h"
+#include "pmpd_impl/weights/rotated/rotated_simd.h"
 
 #if PMPD_USE_NEON && defined(__aarch64__) && !PMPD_USE_AVX2
 #include <arm_neon.h>
@@ -49,19 +50,6 @@ static inline __attribute__((always_inline)) void nuq_neon_indices(const uint8_t
     }
 }
 
-/* The exact int32 sums of 16 + 16 products, in 4 lanes. */
-static inline __attribute__((always_inline)) int32x4_t nuq_neon_dot(int8x16_t w0, int8x16_t w1, int8x16_t x0,
-                                                                    int8x16_t x1)
-{
-#if PMPD_USE_DOTPROD
-    return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, x0), w1, x1);
-#else
-    int16x8_t p0 = vmlal_high_s8(vmull_s8(vget_low_s8(w0), vget_low_s8(x0)), w0, x0);
-    int16x8_t p1 = vmlal_high_s8(vmull_s8(vget_low_s8(w1), vget_low_s8(x1)), w1, x1);
-    return vpadalq_s16(vpaddlq_s16(p0), p1);
-#endif
-}
-
 /* Block b of row into acc[t] for tokens t0..t0+nt-1. */
 static inline __attribute__((always_inline)) void nuq_neon_block(const uint8_t *row, int8x16_t table, unsigned bits,
                                                                  const int8_t *q, const float *d, size_t stride,
@@ -75,11 +63,9 @@ static inline __attribute__((always_inline)) void nuq_neon_block(const uint8_t *
     w0 = vqtbl1q_s8(table, idx[0]);
     w1 = vqtbl1q_s8(table, idx[1]);
 #pragma GCC unroll 4
-    for (t = 0; t < nt; t++) {
-        const int8_t *x = q + (t0 + t) * stride + b * PMPD_NUQ_BLOCK;
-        int32x4_t sums = nuq_neon_dot(w0, w1, vld1q_s8(x), vld1q_s8(x + 16));
-        acc[t] = vfmaq_n_f32(acc[t], vcvtq_f32_s32(sums), d[(t0 + t) * n_blocks + b]);
-    }
+    for (t = 0; t < nt; t++)
+        acc[t] = pmpd_rotated_neon_dot(w0, w1, q + (t0 + t) * stride + b * PMPD_NUQ_BLOCK, d[(t0 + t) * n_blocks + b],
+                                       acc[t]);
 }
 
 /* Row r times tokens t0..t0+nt-1 (nt <= 4), even and odd blocks into two

@@ -1,5 +1,5 @@
 /* The rotated input (rotated.h): signs, the per-token rotation and int8
- * quantization, and the slow inverse for padded rows. */
+ * quantization, and the row lookup's inverse. */
 #include "pmpd_impl/weights/rotated/rotated.h"
 
 #include <math.h>
@@ -25,6 +25,14 @@ PMPD_INTERNAL void pmpd_rotated_flip(uint64_t seed, float *x, size_t cols)
         if (word >> (c % 64) & 1)
             x[c] = -x[c];
     }
+}
+
+PMPD_INTERNAL void pmpd_rotated_rotate(const pmpd_rotated *r, const float *w, float *v)
+{
+    memcpy(v, w, r->cols * sizeof(float));
+    pmpd_rotated_flip(r->seed, v, r->cols);
+    memset(v + r->cols, 0, (r->padded - r->cols) * sizeof(float));
+    pmpd_hadamard(v, r->rotation, 0);
 }
 
 /* Block of x' as int8 steps of d = max |x'| / 127 (round to nearest; an
@@ -54,10 +62,7 @@ PMPD_INTERNAL void pmpd_rotated_prepare_tokens(const pmpd_rotated *r, const floa
     float *d = (float *)(uintptr_t)pmpd_rotated_act_d(r, act, n_tokens);
     size_t t, b;
     for (t = begin; t < end; t++) {
-        memcpy(work, x + t * r->cols, r->cols * sizeof(float));
-        pmpd_rotated_flip(r->seed, work, r->cols);
-        memset(work + r->cols, 0, (r->padded - r->cols) * sizeof(float));
-        pmpd_hadamard(work, r->rotation, 0);
+        pmpd_rotated_rotate(r, x + t * r->cols, work);
         for (b = 0; b < blocks; b++)
             rotated_quantize_block(work + b * PMPD_ROTATED_BLOCK, q + t * r->padded + b * PMPD_ROTATED_BLOCK,
                                    d + t * blocks + b);
@@ -94,4 +99,24 @@ PMPD_INTERNAL void pmpd_rotated_unrotate_add(const pmpd_rotated *r, const float 
         }
         out[c] += (float)(sum * norm);
     }
+}
+
+PMPD_INTERNAL void pmpd_rotated_row(const pmpd_rotated *r, pmpd_rotated_decode decode, const void *context,
+                                    float *out)
+{
+    if (r->cols == r->rotation) {
+        decode(context, 0, r->rotation, out);
+        pmpd_hadamard(out, r->rotation, 1);
+    } else {
+        float chunk[PMPD_ROTATED_ROW_CHUNK];
+        size_t k0;
+        memset(out, 0, r->cols * sizeof *out);
+        for (k0 = 0; k0 < r->rotation; k0 += PMPD_ROTATED_ROW_CHUNK) {
+            const size_t count =
+                r->rotation - k0 < PMPD_ROTATED_ROW_CHUNK ? r->rotation - k0 : PMPD_ROTATED_ROW_CHUNK;
+            decode(context, k0, count, chunk);
+            pmpd_rotated_unrotate_add(r, chunk, k0, count, out, r->cols);
+        }
+    }
+    pmpd_rotated_flip(r->seed, out, r->cols);
 }

@@ -1,6 +1,6 @@
 /*
  * The rotated input shared by the formats that store Hadamard-rotated
- * rows (nuq/, tcq/): W_r = (W diag(s)) H^T, so y = W x = W_r x' with
+ * rows (nuq/, vq/, tcq/): W_r = (W diag(s)) H^T, so y = W x = W_r x' with
  * x' = H (x o s), computed once per input and shared by every matrix with
  * the same input width and sign seed (q, k, v; gate, up).
  *
@@ -54,6 +54,12 @@ PMPD_INTERNAL void pmpd_rotated_signs(uint64_t seed, uint64_t *signs, size_t wor
 /* x[c] = s[c] x[c] for c < cols: applies the signs (their own inverse). */
 PMPD_INTERNAL void pmpd_rotated_flip(uint64_t seed, float *x, size_t cols);
 
+/* v (padded floats) = H (s o w) for w of cols floats, zero beyond cols
+ * before the transform and beyond rotation after: a token's x' before its
+ * int8 blocks, and (offline) a weight row before it is quantized, row r of
+ * W_r = (W diag(s)) H^T being H (s o w[r]). */
+PMPD_INTERNAL void pmpd_rotated_rotate(const pmpd_rotated *r, const float *w, float *v);
+
 /* Rotates and quantizes tokens [begin, end) of x (n_tokens rows of cols
  * floats) into act (pmpd_rotated_act_bytes for n_tokens), rotating in work
  * (padded floats; it keeps the last token's x').  The butterflies inside
@@ -68,6 +74,22 @@ PMPD_INTERNAL void pmpd_rotated_prepare_tokens(const pmpd_rotated *r, const floa
 PMPD_INTERNAL void pmpd_rotated_unrotate_add(const pmpd_rotated *r, const float *v, size_t k0, size_t count,
                                              float *out, size_t cols);
 
+/* Rotated columns a padded row's inverse decodes per pass. */
+#define PMPD_ROTATED_ROW_CHUNK 256
+
+/* Writes count rotated entries of one stored row, from rotated column k0
+ * (a multiple of PMPD_ROTATED_ROW_CHUNK), into v. */
+typedef void (*pmpd_rotated_decode)(const void *context, size_t k0, size_t count, float *v);
+
+/* A stored row rotated back: out (cols floats) = s o (H^T v), v the
+ * rotated row (rotation entries) that decode gives.  With cols ==
+ * rotation v is decoded into out and transformed in place; else it is
+ * decoded PMPD_ROTATED_ROW_CHUNK entries at a time and summed through
+ * pmpd_rotated_unrotate_add (the embedding lookup and tests only).
+ * Every format's row lookup (nuq, vq, tcq). */
+PMPD_INTERNAL void pmpd_rotated_row(const pmpd_rotated *r, pmpd_rotated_decode decode, const void *context,
+                                    float *out);
+
 /* The format table's two-step product (rotated_format.c): working memory
  * for up to n_tokens tokens and n_threads threads over padded rotated
  * columns (the prepared input, then per thread one rotated token in
@@ -81,7 +103,7 @@ PMPD_INTERNAL void pmpd_rotated_prepare_scratch(const pmpd_rotated *r, const flo
 /* Checks rows f32 scales at p + at (finite: PMPD_ERR_FORMAT_NONFINITE;
  * >= 0: PMPD_ERR_FORMAT_VALUE) and zero bytes from their end up to end
  * (PMPD_ERR_FORMAT_VALUE), error offsets from base_offset, messages
- * naming format ("nuq"). */
+ * naming format ("nuq", "vq", "tcq"). */
 PMPD_INTERNAL pmpd_status pmpd_rotated_check_scales(const unsigned char *p, size_t rows, size_t at, size_t end,
                                                     uint64_t base_offset, const char *format, pmpd_error *err);
 

@@ -12,6 +12,7 @@
  * and used for every token in tiles of 4 (prefill decodes each pair once);
  * each (token, sequence) adds its sum to y. */
 #include "pmpd_impl/weights/tcq/tcq.h"
+#include "pmpd_impl/weights/rotated/rotated_simd.h"
 
 #if PMPD_USE_AVX2
 #include <immintrin.h>
@@ -62,14 +63,6 @@ static inline __m256i tcq_avx2_group(const uint8_t *bytes, const int16_t *table,
     return _mm256_sign_epi16(pairs, _mm256_or_si256(_mm256_and_si256(h, k->bit15), k->sign_ones));
 }
 
-static inline float tcq_avx2_sum(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
 /* Sums of the decoded sequence w (32 groups) with nt tokens, token t's
  * int8 columns at q + t * stride and its block steps at d + t * n_blocks,
  * into sums[t]. */
@@ -94,7 +87,7 @@ static inline __attribute__((always_inline)) void tcq_avx2_tile(const __m256i *w
         }
     }
     for (t = 0; t < nt; t++)
-        sums[t] = tcq_avx2_sum(acc[t]);
+        sums[t] = pmpd_rotated_avx2_sum(acc[t]);
 }
 
 /* Sequence j of row r decoded into w.  Groups whose 16-byte load stays

@@ -2,7 +2,6 @@
  * then rotated back through the shared rotated input's inverse. */
 #include <string.h>
 
-#include "pmpd_impl/core/hadamard.h"
 #include "pmpd_impl/weights/tcq/tcq.h"
 
 /* The 256 values of one sequence, times scale. */
@@ -29,26 +28,38 @@ PMPD_INTERNAL void pmpd_tcq_rotated_row(const pmpd_tcq_matrix *m, size_t r, floa
     }
 }
 
+/* Entries [k0, k0 + count) of one TCQ row in the rotated basis, k0 a
+ * multiple of PMPD_ROTATED_ROW_CHUNK and so of PMPD_TCQ_SEQUENCE: whole
+ * sequences, the last one cut through a copy. */
+typedef struct tcq_row_values {
+    const pmpd_tcq_matrix *m;
+    size_t r;
+    float scale;
+} tcq_row_values;
+
+typedef char tcq_row_chunk_is_whole_sequences[PMPD_ROTATED_ROW_CHUNK % PMPD_TCQ_SEQUENCE == 0 ? 1 : -1];
+
+static void tcq_row_decode(const void *context, size_t k0, size_t count, float *v)
+{
+    const tcq_row_values *values = (const tcq_row_values *)context;
+    float last[PMPD_TCQ_SEQUENCE];
+    size_t k;
+    for (k = 0; k < count; k += PMPD_TCQ_SEQUENCE) {
+        const size_t n = count - k < PMPD_TCQ_SEQUENCE ? count - k : PMPD_TCQ_SEQUENCE;
+        unsigned shift;
+        const uint8_t *sequence = pmpd_tcq_sequence(values->m, values->r, (k0 + k) / PMPD_TCQ_SEQUENCE, &shift);
+        tcq_decode_sequence(sequence, shift, values->scale, n == PMPD_TCQ_SEQUENCE ? v + k : last);
+        if (n < PMPD_TCQ_SEQUENCE)
+            memcpy(v + k, last, n * sizeof *v);
+    }
+}
+
 PMPD_INTERNAL void pmpd_tcq_row(const pmpd_tcq_matrix *m, size_t r, float *out)
 {
     const pmpd_rotated rotated = pmpd_tcq_rotated(m);
-    if (m->cols == m->padded) {
-        pmpd_tcq_rotated_row(m, r, out);
-        pmpd_hadamard(out, m->rotation, 1);
-    } else {
-        /* No room for the padded row in out: one sequence at a time. */
-        const float scale = m->scale[r] * pmpd_tcq_unit();
-        float values[PMPD_TCQ_SEQUENCE];
-        size_t j;
-        memset(out, 0, m->cols * sizeof *out);
-        for (j = 0; j < m->sequences; j++) {
-            const size_t first = j * PMPD_TCQ_SEQUENCE;
-            const size_t count = m->rotation - first < PMPD_TCQ_SEQUENCE ? m->rotation - first : PMPD_TCQ_SEQUENCE;
-            unsigned shift;
-            const uint8_t *sequence = pmpd_tcq_sequence(m, r, j, &shift);
-            tcq_decode_sequence(sequence, shift, scale, values);
-            pmpd_rotated_unrotate_add(&rotated, values, first, count, out, m->cols);
-        }
-    }
-    pmpd_rotated_flip(m->seed, out, m->cols);
+    tcq_row_values values;
+    values.m = m;
+    values.r = r;
+    values.scale = m->scale[r] * pmpd_tcq_unit();
+    pmpd_rotated_row(&rotated, tcq_row_decode, &values, out);
 }

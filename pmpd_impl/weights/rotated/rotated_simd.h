@@ -1,0 +1,59 @@
+/* SIMD steps shared by the kernels of the formats on NUQ's rotated,
+ * int8-prepared input (nuq_avx2.c, nuq_neon.c, vq/vq_avx2.c,
+ * vq/vq_neon.c): what follows a block's weight lookup, the exact int8
+ * products with the activations and the float accumulation. */
+#ifndef PMPD_WEIGHTS_ROTATED_SIMD_H
+#define PMPD_WEIGHTS_ROTATED_SIMD_H
+
+#include <stdint.h>
+
+#include "pmpd_impl/core/config.h"
+
+#if PMPD_USE_AVX2
+#include <immintrin.h>
+
+static inline float pmpd_rotated_avx2_sum(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* acc + d * (the 32 int8 weights w times the 32 int8 activations at x,
+ * exactly in int32: |w|, |x| <= 127, so VPMADDUBSW's pairs fit int16);
+ * ones: int16 ones for VPMADDWD. */
+static inline __attribute__((always_inline)) __m256 pmpd_rotated_avx2_dot(__m256i w, __m256i magnitude,
+                                                                          const int8_t *x, float d, __m256i ones,
+                                                                          __m256 acc)
+{
+    const __m256i xs = _mm256_loadu_si256((const __m256i *)(const void *)x);
+    const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(xs, w)), ones);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_set1_ps(d), acc);
+}
+#endif
+
+#if PMPD_USE_NEON && defined(__aarch64__) && !PMPD_USE_AVX2
+#include <arm_neon.h>
+
+/* acc + d * (the int8 weights w0, w1 times the 32 int8 activations at x,
+ * exactly in int32: SDOT where the target has the dot-product extension,
+ * else SMULL + SMLAL2, two products of at most 127 * 127 fitting an int16
+ * lane, and SADALP). */
+static inline __attribute__((always_inline)) float32x4_t pmpd_rotated_neon_dot(int8x16_t w0, int8x16_t w1,
+                                                                               const int8_t *x, float d,
+                                                                               float32x4_t acc)
+{
+    const int8x16_t x0 = vld1q_s8(x), x1 = vld1q_s8(x + 16);
+#if PMPD_USE_DOTPROD
+    int32x4_t sums = vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, x0), w1, x1);
+#else
+    int16x8_t p0 = vmlal_high_s8(vmull_s8(vget_low_s8(w0), vget_low_s8(x0)), w0, x0);
+    int16x8_t p1 = vmlal_high_s8(vmull_s8(vget_low_s8(w1), vget_low_s8(x1)), w1, x1);
+    int32x4_t sums = vpadalq_s16(vpaddlq_s16(p0), p1);
+#endif
+    return vfmaq_n_f32(acc, vcvtq_f32_s32(sums), d);
+}
+#endif
+
+#endif

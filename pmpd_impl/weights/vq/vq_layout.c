@@ -1,0 +1,131 @@
+/* Byte layout of VQ tensors (vq.h): sizes, offsets, and the checks of
+ * untrusted tensor bytes. */
+#include <string.h>
+
+#include "pmpd_impl/core/checked.h"
+#include "pmpd_impl/core/hadamard.h"
+#include "pmpd_impl/format/le.h"
+#include "pmpd_impl/weights/vq/vq.h"
+
+#define VQ_MAX_ROWS (UINT64_C(1) << 31)
+
+PMPD_INTERNAL pmpd_status pmpd_vq_compute_layout(uint64_t rows, uint64_t cols, uint64_t pair_bits,
+                                                 pmpd_vq_layout *out)
+{
+    size_t scale_bytes, index_bytes;
+    if (rows == 0 || cols == 0 || rows > VQ_MAX_ROWS || cols > PMPD_HADAMARD_MAX ||
+        pair_bits < PMPD_VQ_MIN_PAIR_BITS || pair_bits > PMPD_VQ_MAX_PAIR_BITS)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    out->rotation = pmpd_hadamard_size((size_t)cols);
+    out->padded = (out->rotation + PMPD_VQ_BLOCK - 1) / PMPD_VQ_BLOCK * PMPD_VQ_BLOCK;
+    out->row_bytes = out->padded / PMPD_VQ_BLOCK * 2 * (size_t)pair_bits;
+    if (!pmpd_checked_mul((size_t)rows, sizeof(float), &scale_bytes) ||
+        !pmpd_checked_align_up(scale_bytes, 64, &scale_bytes) ||
+        !pmpd_checked_add(PMPD_VQ_HEADER_BYTES, scale_bytes, &out->index_offset) ||
+        !pmpd_checked_mul((size_t)rows, out->row_bytes, &index_bytes) ||
+        !pmpd_checked_add(out->index_offset, index_bytes, &out->total))
+        return PMPD_ERR_OVERFLOW;
+    return PMPD_OK;
+}
+
+PMPD_INTERNAL void pmpd_vq_bind(const void *data, uint64_t rows, uint64_t cols, pmpd_vq_matrix *m)
+{
+    const unsigned char *p = (const unsigned char *)data;
+    pmpd_vq_layout layout;
+    uint32_t pair_bits = pmpd_le_u32(p + 16);
+    /* Accepted by pmpd_vq_view before: the layout cannot fail. */
+    memset(&layout, 0, sizeof layout);
+    pmpd_vq_compute_layout(rows, cols, pair_bits, &layout);
+    m->rows = (uint32_t)rows;
+    m->cols = (uint32_t)cols;
+    m->pair_bits = pair_bits;
+    m->rotation = (uint32_t)layout.rotation;
+    m->padded = (uint32_t)layout.padded;
+    m->row_bytes = (uint32_t)layout.row_bytes;
+    m->seed = pmpd_le_u64(p + 24);
+    m->scale = (const float *)(const void *)(p + PMPD_VQ_HEADER_BYTES);
+    m->index = (const uint8_t *)(p + layout.index_offset);
+}
+
+/* The byte offset in a row of the first pair beyond the rotation whose
+ * index is not 0, or -1. */
+static long vq_stray_index(const uint8_t *row, const pmpd_vq_layout *layout, unsigned pair_bits)
+{
+    size_t j;
+    for (j = (layout->rotation + 1) / 2; j < layout->padded / 2; j++)
+        if (pmpd_vq_get(row, j, pair_bits))
+            return (long)(j / 16 * 2 * pair_bits);
+    return -1;
+}
+
+/* The header's fields against the tensor entry's shape. */
+static pmpd_status vq_check_header(const unsigned char *p, uint64_t size, uint64_t rows, uint64_t cols,
+                                   uint64_t base_offset, pmpd_vq_layout *layout, pmpd_error *err)
+{
+    uint32_t pair_bits;
+    size_t i;
+    if (size < PMPD_VQ_HEADER_BYTES)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset, "vq tensor of %llu bytes has no header",
+                              (unsigned long long)size);
+    if (memcmp(p, "VQ2W", 4) != 0)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_MAGIC, base_offset, "vq tensor lacks its VQ2W magic");
+    if (pmpd_le_u32(p + 4) != PMPD_VQ_VERSION)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_VERSION, base_offset + 4,
+                              "vq tensor version %u is not %u (convert the model again)",
+                              (unsigned)pmpd_le_u32(p + 4), (unsigned)PMPD_VQ_VERSION);
+    if (pmpd_le_u32(p + 8) != rows || pmpd_le_u32(p + 12) != cols)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 8,
+                              "vq header says %ux%u, the tensor entry %llux%llu", (unsigned)pmpd_le_u32(p + 8),
+                              (unsigned)pmpd_le_u32(p + 12), (unsigned long long)rows, (unsigned long long)cols);
+    pair_bits = pmpd_le_u32(p + 16);
+    if (pair_bits < PMPD_VQ_MIN_PAIR_BITS || pair_bits > PMPD_VQ_MAX_PAIR_BITS)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + 16,
+                              "vq index width %u is not 4 to 8 bits per pair", (unsigned)pair_bits);
+    if (pmpd_vq_compute_layout(rows, cols, pair_bits, layout) != PMPD_OK)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 8,
+                              "vq shape %llux%llu is too large (at most 2^31 rows and 2^17 columns)",
+                              (unsigned long long)rows, (unsigned long long)cols);
+    if (pmpd_le_u32(p + 20) != layout->rotation)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 20,
+                              "vq rotation size %u is not %zu, the Hadamard size for %llu columns",
+                              (unsigned)pmpd_le_u32(p + 20), layout->rotation, (unsigned long long)cols);
+    for (i = 32; i < PMPD_VQ_HEADER_BYTES; i++)
+        if (p[i] != 0)
+            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + i, "vq header byte %zu is not zero", i);
+    if (size != layout->total)
+        return pmpd_error_set(err, size < layout->total ? PMPD_ERR_FORMAT_TRUNCATED : PMPD_ERR_FORMAT_SHAPE,
+                              base_offset, "vq tensor is %llu bytes, its shape and width need %zu",
+                              (unsigned long long)size, layout->total);
+    return PMPD_OK;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_vq_view(const void *data, uint64_t size, uint64_t rows, uint64_t cols,
+                                       uint64_t base_offset, pmpd_vq_matrix *m, pmpd_error *err)
+{
+    const unsigned char *p = (const unsigned char *)data;
+    pmpd_vq_layout layout;
+    pmpd_status status = vq_check_header(p, size, rows, cols, base_offset, &layout, err);
+    unsigned pair_bits;
+    size_t i;
+    if (status != PMPD_OK)
+        return status;
+    status = pmpd_rotated_check_scales(p, (size_t)rows, PMPD_VQ_HEADER_BYTES, layout.index_offset, base_offset, "vq",
+                                       err);
+    if (status != PMPD_OK)
+        return status;
+    pair_bits = pmpd_le_u32(p + 16);
+    if (layout.padded / 2 > (layout.rotation + 1) / 2)
+        for (i = 0; i < rows; i++) {
+            const uint8_t *row = p + layout.index_offset + i * layout.row_bytes;
+            long at = vq_stray_index(row, &layout, pair_bits);
+            if (at >= 0)
+                return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE,
+                                      base_offset + (uint64_t)(row - p) + (uint64_t)at,
+                                      "vq row %zu has an index beyond its %zu rotated columns", i,
+                                      layout.rotation);
+        }
+    pmpd_vq_bind(data, rows, cols, m);
+    return PMPD_OK;
+}
+
+#undef VQ_MAX_ROWS
