@@ -7,6 +7,7 @@
 
 #include "pmpd_impl/core/hadamard.h"
 #include "pmpd_impl/format/le.h"
+#include "pmpd_impl/offline/rotated/rotated_build.h"
 #include "pmpd_impl/weights/nuq/nuq.h"
 
 /* Scale refinements per row: the error stops moving after 2 or 3. */
@@ -98,10 +99,7 @@ PMPD_INTERNAL pmpd_status pmpd_nuq_encode(const float *values, size_t rows, size
     size_t r;
     if (pmpd_nuq_compute_layout(rows, cols, bits, &layout) != PMPD_OK || size != layout.total)
         return PMPD_ERR_INVALID_ARGUMENT;
-    rotated.cols = cols;
-    rotated.rotation = layout.rotation;
-    rotated.padded = layout.padded;
-    rotated.seed = seed;
+    rotated = pmpd_rotated_make(cols, layout.rotation, layout.padded, seed);
     v = (float *)malloc(layout.padded * sizeof *v);
     idx = (unsigned *)malloc(layout.rotation * sizeof *idx);
     if (!v || !idx) {
@@ -109,14 +107,7 @@ PMPD_INTERNAL pmpd_status pmpd_nuq_encode(const float *values, size_t rows, size
         free(idx);
         return PMPD_ERR_OUT_OF_MEMORY;
     }
-    memset(out, 0, size);
-    memcpy(out, "NUQW", 4);
-    pmpd_le_put_u32(out + 4, PMPD_NUQ_VERSION);
-    pmpd_le_put_u32(out + 8, (uint32_t)rows);
-    pmpd_le_put_u32(out + 12, (uint32_t)cols);
-    pmpd_le_put_u32(out + 16, bits);
-    pmpd_le_put_u32(out + 20, (uint32_t)layout.rotation);
-    pmpd_le_put_u64(out + 24, seed);
+    pmpd_rotated_put_header(out, size, "NUQW", PMPD_NUQ_VERSION, rows, cols, bits, layout.rotation, seed);
     for (r = 0; r < rows; r++) {
         float scale;
         pmpd_rotated_rotate(&rotated, values + r * cols, v);

@@ -112,11 +112,7 @@ static void tcq_encode_row(tcq_worker *w, size_t r)
     double energy = 0, vq = 0, qq = 0, scale = 0;
     float inverse;
     size_t c, j;
-    pmpd_rotated rotated;
-    rotated.cols = job->cols;
-    rotated.rotation = rotation;
-    rotated.padded = padded;
-    rotated.seed = job->seed;
+    const pmpd_rotated rotated = pmpd_rotated_make(job->cols, rotation, padded, job->seed);
     pmpd_rotated_rotate(&rotated, job->values + r * job->cols, v);
     for (c = 0; c < rotation; c++)
         energy += (double)v[c] * v[c];

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pmpd_impl/format/le.h"
+#include "pmpd_impl/offline/rotated/rotated_build.h"
 #include "pmpd_impl/offline/nuq/nuq_build.h"
 #include "pmpd_impl/weights/vq/vq.h"
 
@@ -143,10 +144,7 @@ PMPD_INTERNAL pmpd_status pmpd_vq_encode(const float *values, size_t rows, size_
     if (pmpd_vq_compute_layout(rows, cols, pair_bits, &layout) != PMPD_OK || size != layout.total)
         return PMPD_ERR_INVALID_ARGUMENT;
     pairs = (layout.rotation + 1) / 2;
-    rotated.cols = cols;
-    rotated.rotation = layout.rotation;
-    rotated.padded = layout.padded;
-    rotated.seed = seed;
+    rotated = pmpd_rotated_make(cols, layout.rotation, layout.padded, seed);
     /* padded >= 2 pairs: an odd rotation's last pair gets a zero second
      * coordinate. */
     v = (float *)malloc(layout.padded * sizeof *v);
@@ -155,14 +153,7 @@ PMPD_INTERNAL pmpd_status pmpd_vq_encode(const float *values, size_t rows, size_
     for (k = 0; k < 2u << pair_bits; k++)
         book[k] = (float)pmpd_vq_book(pair_bits)[k] * pmpd_vq_unit(pair_bits);
     vq_sort_book(book, 1u << pair_bits, &sorted);
-    memset(out, 0, size);
-    memcpy(out, "VQ2W", 4);
-    pmpd_le_put_u32(out + 4, PMPD_VQ_VERSION);
-    pmpd_le_put_u32(out + 8, (uint32_t)rows);
-    pmpd_le_put_u32(out + 12, (uint32_t)cols);
-    pmpd_le_put_u32(out + 16, pair_bits);
-    pmpd_le_put_u32(out + 20, (uint32_t)layout.rotation);
-    pmpd_le_put_u64(out + 24, seed);
+    pmpd_rotated_put_header(out, size, "VQ2W", PMPD_VQ_VERSION, rows, cols, pair_bits, layout.rotation, seed);
     for (r = 0; r < rows; r++) {
         float scale;
         pmpd_rotated_rotate(&rotated, values + r * cols, v);

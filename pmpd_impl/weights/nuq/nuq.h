@@ -46,7 +46,7 @@
 #include "pmpd_impl/core/error.h"
 #include "pmpd_impl/weights/rotated/rotated.h"
 
-#define PMPD_NUQ_HEADER_BYTES 64
+#define PMPD_NUQ_HEADER_BYTES PMPD_ROTATED_HEADER_BYTES
 #define PMPD_NUQ_VERSION 1
 #define PMPD_NUQ_BLOCK 32 /* rotated columns per block of indices */
 #define PMPD_NUQ_MIN_BITS 2
@@ -69,9 +69,7 @@ typedef struct pmpd_nuq_matrix {
     const uint8_t *index; /* [rows][row_bytes] */
 } pmpd_nuq_matrix;
 
-typedef struct pmpd_nuq_layout {
-    size_t rotation, padded, row_bytes, index_offset, total;
-} pmpd_nuq_layout;
+typedef pmpd_rotated_layout pmpd_nuq_layout;
 
 /* Where the parts of a rows x cols tensor at bits lie.  Errors:
  * PMPD_ERR_INVALID_ARGUMENT (a zero dimension, bits outside 2..4, more
@@ -120,12 +118,7 @@ PMPD_INTERNAL void pmpd_nuq_signs(uint64_t seed, uint64_t *signs, size_t words);
  * per element) separates it from the float product with W. */
 static inline pmpd_rotated pmpd_nuq_rotated(const pmpd_nuq_matrix *m)
 {
-    pmpd_rotated r;
-    r.cols = m->cols;
-    r.rotation = m->rotation;
-    r.padded = m->padded;
-    r.seed = m->seed;
-    return r;
+    return pmpd_rotated_make(m->cols, m->rotation, m->padded, m->seed);
 }
 static inline size_t pmpd_nuq_act_bytes(const pmpd_nuq_matrix *m, size_t n_tokens)
 {

@@ -7,25 +7,13 @@
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/weights/nuq/nuq.h"
 
-#define NUQ_MAX_ROWS (UINT64_C(1) << 31)
-
 PMPD_INTERNAL pmpd_status pmpd_nuq_compute_layout(uint64_t rows, uint64_t cols, uint64_t bits,
                                                   pmpd_nuq_layout *out)
 {
-    size_t scale_bytes, index_bytes;
-    if (rows == 0 || cols == 0 || rows > NUQ_MAX_ROWS || cols > PMPD_HADAMARD_MAX || bits < PMPD_NUQ_MIN_BITS ||
+    if (rows == 0 || cols == 0 || rows > PMPD_ROTATED_MAX_ROWS || cols > PMPD_HADAMARD_MAX || bits < PMPD_NUQ_MIN_BITS ||
         bits > PMPD_NUQ_MAX_BITS)
         return PMPD_ERR_INVALID_ARGUMENT;
-    out->rotation = pmpd_hadamard_size((size_t)cols);
-    out->padded = (out->rotation + PMPD_NUQ_BLOCK - 1) / PMPD_NUQ_BLOCK * PMPD_NUQ_BLOCK;
-    out->row_bytes = out->padded / PMPD_NUQ_BLOCK * 4 * (size_t)bits;
-    if (!pmpd_checked_mul((size_t)rows, sizeof(float), &scale_bytes) ||
-        !pmpd_checked_align_up(scale_bytes, 64, &scale_bytes) ||
-        !pmpd_checked_add(PMPD_NUQ_HEADER_BYTES, scale_bytes, &out->index_offset) ||
-        !pmpd_checked_mul((size_t)rows, out->row_bytes, &index_bytes) ||
-        !pmpd_checked_add(out->index_offset, index_bytes, &out->total))
-        return PMPD_ERR_OVERFLOW;
-    return PMPD_OK;
+    return pmpd_rotated_compute_layout(rows, cols, 4 * (size_t)bits, out);
 }
 
 PMPD_INTERNAL void pmpd_nuq_bind(const void *data, uint64_t rows, uint64_t cols, pmpd_nuq_matrix *m)
@@ -116,4 +104,3 @@ PMPD_INTERNAL pmpd_status pmpd_nuq_view(const void *data, uint64_t size, uint64_
     return PMPD_OK;
 }
 
-#undef NUQ_MAX_ROWS

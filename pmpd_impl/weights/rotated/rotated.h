@@ -35,6 +35,32 @@ typedef struct pmpd_rotated {
     uint64_t seed;
 } pmpd_rotated;
 
+static inline pmpd_rotated pmpd_rotated_make(size_t cols, size_t rotation, size_t padded, uint64_t seed)
+{
+    pmpd_rotated r;
+    r.cols = cols;
+    r.rotation = rotation;
+    r.padded = padded;
+    r.seed = seed;
+    return r;
+}
+
+/* Where the parts of a tensor of NUQ's and VQ's layout lie: a 64-byte
+ * header, f32 scale[rows] padded with zeros to 64 bytes, then rows of
+ * ceil(rotation / 32) index blocks of block_bytes each. */
+typedef struct pmpd_rotated_layout {
+    size_t rotation, padded, row_bytes, index_offset, total;
+} pmpd_rotated_layout;
+
+#define PMPD_ROTATED_HEADER_BYTES 64
+#define PMPD_ROTATED_MAX_ROWS (UINT64_C(1) << 31)
+
+/* The layout of rows x cols with block_bytes per 32 rotated columns
+ * (shape already checked: 0 < rows <= PMPD_ROTATED_MAX_ROWS, 0 < cols <=
+ * PMPD_HADAMARD_MAX).  Errors: PMPD_ERR_OVERFLOW. */
+PMPD_INTERNAL pmpd_status pmpd_rotated_compute_layout(uint64_t rows, uint64_t cols, size_t block_bytes,
+                                                      pmpd_rotated_layout *out);
+
 static inline size_t pmpd_rotated_act_bytes(const pmpd_rotated *r, size_t n_tokens)
 {
     return n_tokens * r->padded + n_tokens * (r->padded / PMPD_ROTATED_BLOCK) * sizeof(float);

@@ -1,11 +1,29 @@
 /* What the rotated formats' rows in the table of weight formats share
- * (rotated.h): the working memory of the two-step product, its prepare
- * step, and the checks of the row scales every such tensor stores. */
+ * (rotated.h): NUQ's and VQ's byte layout, the working memory of the
+ * two-step product, its prepare step, and the checks of the row scales
+ * every such tensor stores. */
 #include <math.h>
 #include <string.h>
 
 #include "pmpd_impl/core/checked.h"
+#include "pmpd_impl/core/hadamard.h"
 #include "pmpd_impl/weights/rotated/rotated.h"
+
+PMPD_INTERNAL pmpd_status pmpd_rotated_compute_layout(uint64_t rows, uint64_t cols, size_t block_bytes,
+                                                      pmpd_rotated_layout *out)
+{
+    size_t scale_bytes, index_bytes;
+    out->rotation = pmpd_hadamard_size((size_t)cols);
+    out->padded = (out->rotation + PMPD_ROTATED_BLOCK - 1) / PMPD_ROTATED_BLOCK * PMPD_ROTATED_BLOCK;
+    out->row_bytes = out->padded / PMPD_ROTATED_BLOCK * block_bytes;
+    if (!pmpd_checked_mul((size_t)rows, sizeof(float), &scale_bytes) ||
+        !pmpd_checked_align_up(scale_bytes, 64, &scale_bytes) ||
+        !pmpd_checked_add(PMPD_ROTATED_HEADER_BYTES, scale_bytes, &out->index_offset) ||
+        !pmpd_checked_mul((size_t)rows, out->row_bytes, &index_bytes) ||
+        !pmpd_checked_add(out->index_offset, index_bytes, &out->total))
+        return PMPD_ERR_OVERFLOW;
+    return PMPD_OK;
+}
 
 PMPD_INTERNAL pmpd_status pmpd_rotated_scratch_bytes(size_t padded, size_t n_tokens, unsigned n_threads,
                                                      size_t *bytes)

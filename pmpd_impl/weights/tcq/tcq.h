@@ -146,12 +146,7 @@ static inline const uint8_t *pmpd_tcq_sequence(const pmpd_tcq_matrix *m, size_t 
 /* The rotated input (rotated.h) of m's products. */
 static inline pmpd_rotated pmpd_tcq_rotated(const pmpd_tcq_matrix *m)
 {
-    pmpd_rotated r;
-    r.cols = m->cols;
-    r.rotation = m->rotation;
-    r.padded = m->padded;
-    r.seed = m->seed;
-    return r;
+    return pmpd_rotated_make(m->cols, m->rotation, m->padded, m->seed);
 }
 
 /* y[t * ldy + r] = scale[r] * unit * sum over blocks b of 32 rotated

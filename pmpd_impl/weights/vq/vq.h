@@ -45,7 +45,7 @@
 #include "pmpd_impl/core/error.h"
 #include "pmpd_impl/weights/rotated/rotated.h"
 
-#define PMPD_VQ_HEADER_BYTES 64
+#define PMPD_VQ_HEADER_BYTES PMPD_ROTATED_HEADER_BYTES
 #define PMPD_VQ_VERSION 1
 #define PMPD_VQ_BLOCK 32 /* rotated columns per block of indices: 16 pairs */
 #define PMPD_VQ_MIN_PAIR_BITS 4
@@ -68,9 +68,7 @@ typedef struct pmpd_vq_matrix {
     const uint8_t *index; /* [rows][row_bytes] */
 } pmpd_vq_matrix;
 
-typedef struct pmpd_vq_layout {
-    size_t rotation, padded, row_bytes, index_offset, total;
-} pmpd_vq_layout;
+typedef pmpd_rotated_layout pmpd_vq_layout;
 
 /* Where the parts of a rows x cols tensor with p index bits per pair lie.
  * Errors: PMPD_ERR_INVALID_ARGUMENT (a zero dimension, p outside 4..8,
@@ -113,12 +111,7 @@ static inline unsigned pmpd_vq_get(const uint8_t *row, size_t j, unsigned pair_b
  * shuffle.  The rotated input of m's products: */
 static inline pmpd_rotated pmpd_vq_rotated(const pmpd_vq_matrix *m)
 {
-    pmpd_rotated r;
-    r.cols = m->cols;
-    r.rotation = m->rotation;
-    r.padded = m->padded;
-    r.seed = m->seed;
-    return r;
+    return pmpd_rotated_make(m->cols, m->rotation, m->padded, m->seed);
 }
 
 /* Reorders the int8 steps of tokens [begin, end) of the prepared input act

@@ -7,25 +7,13 @@
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/weights/vq/vq.h"
 
-#define VQ_MAX_ROWS (UINT64_C(1) << 31)
-
 PMPD_INTERNAL pmpd_status pmpd_vq_compute_layout(uint64_t rows, uint64_t cols, uint64_t pair_bits,
                                                  pmpd_vq_layout *out)
 {
-    size_t scale_bytes, index_bytes;
-    if (rows == 0 || cols == 0 || rows > VQ_MAX_ROWS || cols > PMPD_HADAMARD_MAX ||
+    if (rows == 0 || cols == 0 || rows > PMPD_ROTATED_MAX_ROWS || cols > PMPD_HADAMARD_MAX ||
         pair_bits < PMPD_VQ_MIN_PAIR_BITS || pair_bits > PMPD_VQ_MAX_PAIR_BITS)
         return PMPD_ERR_INVALID_ARGUMENT;
-    out->rotation = pmpd_hadamard_size((size_t)cols);
-    out->padded = (out->rotation + PMPD_VQ_BLOCK - 1) / PMPD_VQ_BLOCK * PMPD_VQ_BLOCK;
-    out->row_bytes = out->padded / PMPD_VQ_BLOCK * 2 * (size_t)pair_bits;
-    if (!pmpd_checked_mul((size_t)rows, sizeof(float), &scale_bytes) ||
-        !pmpd_checked_align_up(scale_bytes, 64, &scale_bytes) ||
-        !pmpd_checked_add(PMPD_VQ_HEADER_BYTES, scale_bytes, &out->index_offset) ||
-        !pmpd_checked_mul((size_t)rows, out->row_bytes, &index_bytes) ||
-        !pmpd_checked_add(out->index_offset, index_bytes, &out->total))
-        return PMPD_ERR_OVERFLOW;
-    return PMPD_OK;
+    return pmpd_rotated_compute_layout(rows, cols, 2 * (size_t)pair_bits, out);
 }
 
 PMPD_INTERNAL void pmpd_vq_bind(const void *data, uint64_t rows, uint64_t cols, pmpd_vq_matrix *m)
@@ -128,4 +116,3 @@ PMPD_INTERNAL pmpd_status pmpd_vq_view(const void *data, uint64_t size, uint64_t
     return PMPD_OK;
 }
 
-#undef VQ_MAX_ROWS
