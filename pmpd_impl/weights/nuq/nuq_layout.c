@@ -54,40 +54,15 @@ PMPD_INTERNAL pmpd_status pmpd_nuq_view(const void *data, uint64_t size, uint64_
     pmpd_status status;
     uint32_t bits;
     size_t i;
-    if (size < PMPD_NUQ_HEADER_BYTES)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset, "nuq tensor of %llu bytes has no header",
-                              (unsigned long long)size);
-    if (memcmp(p, "NUQW", 4) != 0)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_MAGIC, base_offset, "nuq tensor lacks its NUQW magic");
-    if (pmpd_le_u32(p + 4) != PMPD_NUQ_VERSION)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_VERSION, base_offset + 4,
-                              "nuq tensor version %u is not %u (convert the model again)",
-                              (unsigned)pmpd_le_u32(p + 4), (unsigned)PMPD_NUQ_VERSION);
-    if (pmpd_le_u32(p + 8) != rows || pmpd_le_u32(p + 12) != cols)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 8,
-                              "nuq header says %ux%u, the tensor entry %llux%llu", (unsigned)pmpd_le_u32(p + 8),
-                              (unsigned)pmpd_le_u32(p + 12), (unsigned long long)rows, (unsigned long long)cols);
+    status = pmpd_rotated_check_header(p, size, rows, cols, "NUQW", PMPD_NUQ_VERSION, base_offset, "nuq", err);
+    if (status != PMPD_OK)
+        return status;
     bits = pmpd_le_u32(p + 16);
     if (bits < PMPD_NUQ_MIN_BITS || bits > PMPD_NUQ_MAX_BITS)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + 16, "nuq width %u is not 2, 3 or 4 bits",
                               (unsigned)bits);
-    if (pmpd_nuq_compute_layout(rows, cols, bits, &layout) != PMPD_OK)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 8,
-                              "nuq shape %llux%llu is too large (at most 2^31 rows and 2^17 columns)",
-                              (unsigned long long)rows, (unsigned long long)cols);
-    if (pmpd_le_u32(p + 20) != layout.rotation)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 20,
-                              "nuq rotation size %u is not %zu, the Hadamard size for %llu columns",
-                              (unsigned)pmpd_le_u32(p + 20), layout.rotation, (unsigned long long)cols);
-    for (i = 32; i < PMPD_NUQ_HEADER_BYTES; i++)
-        if (p[i] != 0)
-            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + i, "nuq header byte %zu is not zero", i);
-    if (size != layout.total)
-        return pmpd_error_set(err, size < layout.total ? PMPD_ERR_FORMAT_TRUNCATED : PMPD_ERR_FORMAT_SHAPE,
-                              base_offset, "nuq tensor is %llu bytes, its shape and width need %zu",
-                              (unsigned long long)size, layout.total);
-    status = pmpd_rotated_check_scales(p, (size_t)rows, PMPD_NUQ_HEADER_BYTES, layout.index_offset, base_offset, "nuq",
-                                       err);
+    status = pmpd_rotated_check_layout(p, size, rows, cols, pmpd_nuq_compute_layout(rows, cols, bits, &layout),
+                                       &layout, base_offset, "nuq", err);
     if (status != PMPD_OK)
         return status;
     if (layout.padded > layout.rotation)

@@ -126,6 +126,21 @@ PMPD_INTERNAL pmpd_status pmpd_rotated_scratch_bytes(size_t padded, size_t n_tok
 PMPD_INTERNAL void pmpd_rotated_prepare_scratch(const pmpd_rotated *r, const float *x, size_t n_tokens,
                                                 void *scratch, size_t begin, size_t end, unsigned worker);
 
+/* The checks of a stored tensor of NUQ's and VQ's layout whose bytes lie
+ * at file offset base_offset, around the format's own check of its width
+ * field (offset 16), messages naming format ("nuq"): first the header's
+ * size, magic, version and shape against the tensor entry's; then, given
+ * the status of the format's layout for that width and the layout, the
+ * shape's limits, the rotation field, the header's zero bytes, the
+ * tensor's size, the scales and their padding. */
+PMPD_INTERNAL pmpd_status pmpd_rotated_check_header(const unsigned char *p, uint64_t size, uint64_t rows,
+                                                    uint64_t cols, const char *magic, uint32_t version,
+                                                    uint64_t base_offset, const char *format, pmpd_error *err);
+PMPD_INTERNAL pmpd_status pmpd_rotated_check_layout(const unsigned char *p, uint64_t size, uint64_t rows,
+                                                    uint64_t cols, pmpd_status layout_status,
+                                                    const pmpd_rotated_layout *layout, uint64_t base_offset,
+                                                    const char *format, pmpd_error *err);
+
 /* Checks rows f32 scales at p + at (finite: PMPD_ERR_FORMAT_NONFINITE;
  * >= 0: PMPD_ERR_FORMAT_VALUE) and zero bytes from their end up to end
  * (PMPD_ERR_FORMAT_VALUE), error offsets from base_offset, messages

@@ -7,6 +7,7 @@
 
 #include "pmpd_impl/core/checked.h"
 #include "pmpd_impl/core/hadamard.h"
+#include "pmpd_impl/format/le.h"
 #include "pmpd_impl/weights/rotated/rotated.h"
 
 PMPD_INTERNAL pmpd_status pmpd_rotated_compute_layout(uint64_t rows, uint64_t cols, size_t block_bytes,
@@ -66,4 +67,51 @@ PMPD_INTERNAL pmpd_status pmpd_rotated_check_scales(const unsigned char *p, size
             return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + i,
                                   "%s padding byte %zu after the scales is not zero", format, i);
     return PMPD_OK;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_rotated_check_header(const unsigned char *p, uint64_t size, uint64_t rows,
+                                                    uint64_t cols, const char *magic, uint32_t version,
+                                                    uint64_t base_offset, const char *format, pmpd_error *err)
+{
+    if (size < PMPD_ROTATED_HEADER_BYTES)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset, "%s tensor of %llu bytes has no header",
+                              format, (unsigned long long)size);
+    if (memcmp(p, magic, 4) != 0)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_MAGIC, base_offset, "%s tensor lacks its %.4s magic", format,
+                              magic);
+    if (pmpd_le_u32(p + 4) != version)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_VERSION, base_offset + 4,
+                              "%s tensor version %u is not %u (convert the model again)", format,
+                              (unsigned)pmpd_le_u32(p + 4), (unsigned)version);
+    if (pmpd_le_u32(p + 8) != rows || pmpd_le_u32(p + 12) != cols)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 8,
+                              "%s header says %ux%u, the tensor entry %llux%llu", format, (unsigned)pmpd_le_u32(p + 8),
+                              (unsigned)pmpd_le_u32(p + 12), (unsigned long long)rows, (unsigned long long)cols);
+    return PMPD_OK;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_rotated_check_layout(const unsigned char *p, uint64_t size, uint64_t rows,
+                                                    uint64_t cols, pmpd_status layout_status,
+                                                    const pmpd_rotated_layout *layout, uint64_t base_offset,
+                                                    const char *format, pmpd_error *err)
+{
+    size_t i;
+    if (layout_status != PMPD_OK)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 8,
+                              "%s shape %llux%llu is too large (at most 2^31 rows and 2^17 columns)", format,
+                              (unsigned long long)rows, (unsigned long long)cols);
+    if (pmpd_le_u32(p + 20) != layout->rotation)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 20,
+                              "%s rotation size %u is not %zu, the Hadamard size for %llu columns", format,
+                              (unsigned)pmpd_le_u32(p + 20), layout->rotation, (unsigned long long)cols);
+    for (i = 32; i < PMPD_ROTATED_HEADER_BYTES; i++)
+        if (p[i] != 0)
+            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + i, "%s header byte %zu is not zero",
+                                  format, i);
+    if (size != layout->total)
+        return pmpd_error_set(err, size < layout->total ? PMPD_ERR_FORMAT_TRUNCATED : PMPD_ERR_FORMAT_SHAPE,
+                              base_offset, "%s tensor is %llu bytes, its shape and width need %zu", format,
+                              (unsigned long long)size, layout->total);
+    return pmpd_rotated_check_scales(p, (size_t)rows, PMPD_ROTATED_HEADER_BYTES, layout->index_offset, base_offset,
+                                     format, err);
 }

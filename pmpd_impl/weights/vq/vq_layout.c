@@ -46,45 +46,20 @@ static long vq_stray_index(const uint8_t *row, const pmpd_vq_layout *layout, uns
     return -1;
 }
 
-/* The header's fields against the tensor entry's shape. */
+/* The header's fields against the tensor entry's shape, the scales. */
 static pmpd_status vq_check_header(const unsigned char *p, uint64_t size, uint64_t rows, uint64_t cols,
                                    uint64_t base_offset, pmpd_vq_layout *layout, pmpd_error *err)
 {
     uint32_t pair_bits;
-    size_t i;
-    if (size < PMPD_VQ_HEADER_BYTES)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset, "vq tensor of %llu bytes has no header",
-                              (unsigned long long)size);
-    if (memcmp(p, "VQ2W", 4) != 0)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_MAGIC, base_offset, "vq tensor lacks its VQ2W magic");
-    if (pmpd_le_u32(p + 4) != PMPD_VQ_VERSION)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_VERSION, base_offset + 4,
-                              "vq tensor version %u is not %u (convert the model again)",
-                              (unsigned)pmpd_le_u32(p + 4), (unsigned)PMPD_VQ_VERSION);
-    if (pmpd_le_u32(p + 8) != rows || pmpd_le_u32(p + 12) != cols)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 8,
-                              "vq header says %ux%u, the tensor entry %llux%llu", (unsigned)pmpd_le_u32(p + 8),
-                              (unsigned)pmpd_le_u32(p + 12), (unsigned long long)rows, (unsigned long long)cols);
+    pmpd_status status = pmpd_rotated_check_header(p, size, rows, cols, "VQ2W", PMPD_VQ_VERSION, base_offset, "vq", err);
+    if (status != PMPD_OK)
+        return status;
     pair_bits = pmpd_le_u32(p + 16);
     if (pair_bits < PMPD_VQ_MIN_PAIR_BITS || pair_bits > PMPD_VQ_MAX_PAIR_BITS)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + 16,
                               "vq index width %u is not 4 to 8 bits per pair", (unsigned)pair_bits);
-    if (pmpd_vq_compute_layout(rows, cols, pair_bits, layout) != PMPD_OK)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 8,
-                              "vq shape %llux%llu is too large (at most 2^31 rows and 2^17 columns)",
-                              (unsigned long long)rows, (unsigned long long)cols);
-    if (pmpd_le_u32(p + 20) != layout->rotation)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 20,
-                              "vq rotation size %u is not %zu, the Hadamard size for %llu columns",
-                              (unsigned)pmpd_le_u32(p + 20), layout->rotation, (unsigned long long)cols);
-    for (i = 32; i < PMPD_VQ_HEADER_BYTES; i++)
-        if (p[i] != 0)
-            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + i, "vq header byte %zu is not zero", i);
-    if (size != layout->total)
-        return pmpd_error_set(err, size < layout->total ? PMPD_ERR_FORMAT_TRUNCATED : PMPD_ERR_FORMAT_SHAPE,
-                              base_offset, "vq tensor is %llu bytes, its shape and width need %zu",
-                              (unsigned long long)size, layout->total);
-    return PMPD_OK;
+    return pmpd_rotated_check_layout(p, size, rows, cols, pmpd_vq_compute_layout(rows, cols, pair_bits, layout),
+                                     layout, base_offset, "vq", err);
 }
 
 PMPD_INTERNAL pmpd_status pmpd_vq_view(const void *data, uint64_t size, uint64_t rows, uint64_t cols,
@@ -95,10 +70,6 @@ PMPD_INTERNAL pmpd_status pmpd_vq_view(const void *data, uint64_t size, uint64_t
     pmpd_status status = vq_check_header(p, size, rows, cols, base_offset, &layout, err);
     unsigned pair_bits;
     size_t i;
-    if (status != PMPD_OK)
-        return status;
-    status = pmpd_rotated_check_scales(p, (size_t)rows, PMPD_VQ_HEADER_BYTES, layout.index_offset, base_offset, "vq",
-                                       err);
     if (status != PMPD_OK)
         return status;
     pair_bits = pmpd_le_u32(p + 16);
