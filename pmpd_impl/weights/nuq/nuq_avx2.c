@@ -16,7 +16,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#define NUQ_AVX2_TILE 4
+#define NUQ_AVX2_TILE PMPD_ROTATED_TILE
 
 typedef struct nuq_avx2_consts {
     __m256i table;     /* the 16 int8 levels, in both lanes */
@@ -104,7 +104,7 @@ static inline __attribute__((always_inline)) void nuq_avx2_rows(const pmpd_nuq_m
     const float *d = pmpd_nuq_act_d(m, act, n_tokens);
     const size_t n_blocks = m->padded / PMPD_NUQ_BLOCK;
     nuq_avx2_consts k;
-    size_t r, t0;
+    size_t r;
     k.table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)pmpd_nuq_levels_int8(bits)));
     k.low2 = _mm256_set1_epi8(3);
     k.low4 = _mm256_set1_epi8(15);
@@ -116,16 +116,10 @@ static inline __attribute__((always_inline)) void nuq_avx2_rows(const pmpd_nuq_m
                              8, -128, 8, -128, 8, -128, 8, -128);
     k.sign = _mm256_set1_epi8(4);
     k.ones = _mm256_set1_epi16(1);
-    for (r = row_begin; r < row_end; r++) {
-        for (t0 = 0; t0 + NUQ_AVX2_TILE <= n_tokens; t0 += NUQ_AVX2_TILE)
-            nuq_avx2_tile(m, &k, bits, q, d, n_blocks, r, t0, NUQ_AVX2_TILE, y, ldy);
-        switch (n_tokens - t0) {
-        case 3: nuq_avx2_tile(m, &k, bits, q, d, n_blocks, r, t0, 3, y, ldy); break;
-        case 2: nuq_avx2_tile(m, &k, bits, q, d, n_blocks, r, t0, 2, y, ldy); break;
-        case 1: nuq_avx2_tile(m, &k, bits, q, d, n_blocks, r, t0, 1, y, ldy); break;
-        default: break;
-        }
-    }
+#define NUQ_AVX2_CALL(t0, nt) nuq_avx2_tile(m, &k, bits, q, d, n_blocks, r, t0, nt, y, ldy)
+    for (r = row_begin; r < row_end; r++)
+        PMPD_ROTATED_TILES(n_tokens, NUQ_AVX2_CALL);
+#undef NUQ_AVX2_CALL
 }
 
 PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,

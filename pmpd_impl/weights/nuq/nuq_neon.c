@@ -14,7 +14,7 @@
 #include <arm_neon.h>
 #include <string.h>
 
-#define NUQ_NEON_TILE 4
+#define NUQ_NEON_TILE PMPD_ROTATED_TILE
 
 /* The 32 codes of a block, in column order. */
 static inline __attribute__((always_inline)) void nuq_neon_indices(const uint8_t *block, unsigned bits,
@@ -100,17 +100,11 @@ static inline __attribute__((always_inline)) void nuq_neon_rows(const pmpd_nuq_m
     const float *d = pmpd_nuq_act_d(m, act, n_tokens);
     const size_t n_blocks = m->padded / PMPD_NUQ_BLOCK;
     const int8x16_t table = vld1q_s8(pmpd_nuq_levels_int8(bits));
-    size_t r, t0;
-    for (r = row_begin; r < row_end; r++) {
-        for (t0 = 0; t0 + NUQ_NEON_TILE <= n_tokens; t0 += NUQ_NEON_TILE)
-            nuq_neon_tile(m, table, bits, q, d, n_blocks, r, t0, NUQ_NEON_TILE, y, ldy);
-        switch (n_tokens - t0) {
-        case 3: nuq_neon_tile(m, table, bits, q, d, n_blocks, r, t0, 3, y, ldy); break;
-        case 2: nuq_neon_tile(m, table, bits, q, d, n_blocks, r, t0, 2, y, ldy); break;
-        case 1: nuq_neon_tile(m, table, bits, q, d, n_blocks, r, t0, 1, y, ldy); break;
-        default: break;
-        }
-    }
+    size_t r;
+#define NUQ_NEON_CALL(t0, nt) nuq_neon_tile(m, table, bits, q, d, n_blocks, r, t0, nt, y, ldy)
+    for (r = row_begin; r < row_end; r++)
+        PMPD_ROTATED_TILES(n_tokens, NUQ_NEON_CALL);
+#undef NUQ_NEON_CALL
 }
 
 PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,

@@ -1,13 +1,32 @@
-/* SIMD steps shared by the kernels of the formats on NUQ's rotated,
- * int8-prepared input (nuq_avx2.c, nuq_neon.c, vq/vq_avx2.c,
- * vq/vq_neon.c): what follows a block's weight lookup, the exact int8
- * products with the activations and the float accumulation. */
+/* SIMD steps shared by the kernels of the rotated formats on the
+ * int8-prepared input (rotated.h; nuq/nuq_avx2.c, nuq/nuq_neon.c,
+ * vq/vq_avx2.c, vq/vq_neon.c, tcq/tcq_avx2.c): the token tiles, and what
+ * follows a block's weight lookup, the exact int8 products with the
+ * activations and the float accumulation. */
 #ifndef PMPD_WEIGHTS_ROTATED_SIMD_H
 #define PMPD_WEIGHTS_ROTATED_SIMD_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pmpd_impl/core/config.h"
+
+/* The token loop of a kernel's row: TILE(t0, nt) for the tokens
+ * [0, n_tokens) in tiles of PMPD_ROTATED_TILE, the last tile's nt (3, 2
+ * or 1) a constant at its call so that the tile's loops unroll. */
+#define PMPD_ROTATED_TILE 4
+#define PMPD_ROTATED_TILES(n_tokens, TILE)                                                                         \
+    do {                                                                                                           \
+        size_t pmpd_t0_;                                                                                           \
+        for (pmpd_t0_ = 0; pmpd_t0_ + PMPD_ROTATED_TILE <= (n_tokens); pmpd_t0_ += PMPD_ROTATED_TILE)              \
+            TILE(pmpd_t0_, PMPD_ROTATED_TILE);                                                                     \
+        switch ((n_tokens) - pmpd_t0_) {                                                                           \
+        case 3: TILE(pmpd_t0_, 3); break;                                                                          \
+        case 2: TILE(pmpd_t0_, 2); break;                                                                          \
+        case 1: TILE(pmpd_t0_, 1); break;                                                                          \
+        default: break;                                                                                            \
+        }                                                                                                          \
+    } while (0)
 
 #if PMPD_USE_AVX2
 #include <immintrin.h>

@@ -51,6 +51,19 @@
 #define PMPD_VQ_MIN_PAIR_BITS 4
 #define PMPD_VQ_MAX_PAIR_BITS 8
 
+/* A kernel's dispatch on m's width: ROWS(p) with p a constant, so that
+ * each width's loop is compiled on its own. */
+#define PMPD_VQ_DISPATCH(pair_bits, ROWS)                                                                          \
+    do {                                                                                                           \
+        switch (pair_bits) {                                                                                       \
+        case 4: ROWS(4); break;                                                                                    \
+        case 5: ROWS(5); break;                                                                                    \
+        case 6: ROWS(6); break;                                                                                    \
+        case 7: ROWS(7); break;                                                                                    \
+        default: ROWS(8); break;                                                                                   \
+        }                                                                                                          \
+    } while (0)
+
 #if PMPD_USE_AVX2
 #define PMPD_VQ_KERNEL "avx2"
 #elif PMPD_USE_NEON && defined(__aarch64__)

@@ -19,7 +19,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#define VQ_AVX2_TILE 4
+#define VQ_AVX2_TILE PMPD_ROTATED_TILE
 #define VQ_AVX2_CHUNKS 16 /* of 16 points, at 256 points */
 
 typedef struct vq_avx2_consts {
@@ -165,32 +165,22 @@ static inline __attribute__((always_inline)) void vq_avx2_rows(const pmpd_vq_mat
     const float *d;
     const size_t n_blocks = m->padded / PMPD_VQ_BLOCK;
     vq_avx2_consts k;
-    size_t r, t0;
+    size_t r;
     q = pmpd_rotated_act_q(act);
     d = pmpd_rotated_act_d(&rotated, act, n_tokens);
     vq_avx2_tables(pair_bits, &k);
-    for (r = row_begin; r < row_end; r++) {
-        for (t0 = 0; t0 + VQ_AVX2_TILE <= n_tokens; t0 += VQ_AVX2_TILE)
-            vq_avx2_tile(m, &k, pair_bits, q, d, n_blocks, r, t0, VQ_AVX2_TILE, y, ldy);
-        switch (n_tokens - t0) {
-        case 3: vq_avx2_tile(m, &k, pair_bits, q, d, n_blocks, r, t0, 3, y, ldy); break;
-        case 2: vq_avx2_tile(m, &k, pair_bits, q, d, n_blocks, r, t0, 2, y, ldy); break;
-        case 1: vq_avx2_tile(m, &k, pair_bits, q, d, n_blocks, r, t0, 1, y, ldy); break;
-        default: break;
-        }
-    }
+#define VQ_AVX2_CALL(t0, nt) vq_avx2_tile(m, &k, pair_bits, q, d, n_blocks, r, t0, nt, y, ldy)
+    for (r = row_begin; r < row_end; r++)
+        PMPD_ROTATED_TILES(n_tokens, VQ_AVX2_CALL);
+#undef VQ_AVX2_CALL
 }
 
 PMPD_INTERNAL void pmpd_vq_matmul(const pmpd_vq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,
                                   size_t row_end, float *y, size_t ldy)
 {
-    switch (m->pair_bits) {
-    case 4: vq_avx2_rows(m, 4, act, n_tokens, row_begin, row_end, y, ldy); break;
-    case 5: vq_avx2_rows(m, 5, act, n_tokens, row_begin, row_end, y, ldy); break;
-    case 6: vq_avx2_rows(m, 6, act, n_tokens, row_begin, row_end, y, ldy); break;
-    case 7: vq_avx2_rows(m, 7, act, n_tokens, row_begin, row_end, y, ldy); break;
-    default: vq_avx2_rows(m, 8, act, n_tokens, row_begin, row_end, y, ldy); break;
-    }
+#define VQ_AVX2_ROWS(p) vq_avx2_rows(m, p, act, n_tokens, row_begin, row_end, y, ldy)
+    PMPD_VQ_DISPATCH(m->pair_bits, VQ_AVX2_ROWS);
+#undef VQ_AVX2_ROWS
 }
 
 #undef VQ_AVX2_TILE

@@ -16,7 +16,7 @@
 #include <arm_neon.h>
 #include <string.h>
 
-#define VQ_NEON_TILE 4
+#define VQ_NEON_TILE PMPD_ROTATED_TILE
 #define VQ_NEON_CHUNKS 4 /* of 64 points, at 256 points */
 
 typedef struct vq_neon_tables {
@@ -139,32 +139,22 @@ static inline __attribute__((always_inline)) void vq_neon_rows(const pmpd_vq_mat
     const float *d;
     const size_t n_blocks = m->padded / PMPD_VQ_BLOCK;
     vq_neon_tables k;
-    size_t r, t0;
+    size_t r;
     q = pmpd_rotated_act_q(act);
     d = pmpd_rotated_act_d(&rotated, act, n_tokens);
     vq_neon_load_tables(pair_bits, &k);
-    for (r = row_begin; r < row_end; r++) {
-        for (t0 = 0; t0 + VQ_NEON_TILE <= n_tokens; t0 += VQ_NEON_TILE)
-            vq_neon_tile(m, &k, pair_bits, q, d, n_blocks, r, t0, VQ_NEON_TILE, y, ldy);
-        switch (n_tokens - t0) {
-        case 3: vq_neon_tile(m, &k, pair_bits, q, d, n_blocks, r, t0, 3, y, ldy); break;
-        case 2: vq_neon_tile(m, &k, pair_bits, q, d, n_blocks, r, t0, 2, y, ldy); break;
-        case 1: vq_neon_tile(m, &k, pair_bits, q, d, n_blocks, r, t0, 1, y, ldy); break;
-        default: break;
-        }
-    }
+#define VQ_NEON_CALL(t0, nt) vq_neon_tile(m, &k, pair_bits, q, d, n_blocks, r, t0, nt, y, ldy)
+    for (r = row_begin; r < row_end; r++)
+        PMPD_ROTATED_TILES(n_tokens, VQ_NEON_CALL);
+#undef VQ_NEON_CALL
 }
 
 PMPD_INTERNAL void pmpd_vq_matmul(const pmpd_vq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,
                                   size_t row_end, float *y, size_t ldy)
 {
-    switch (m->pair_bits) {
-    case 4: vq_neon_rows(m, 4, act, n_tokens, row_begin, row_end, y, ldy); break;
-    case 5: vq_neon_rows(m, 5, act, n_tokens, row_begin, row_end, y, ldy); break;
-    case 6: vq_neon_rows(m, 6, act, n_tokens, row_begin, row_end, y, ldy); break;
-    case 7: vq_neon_rows(m, 7, act, n_tokens, row_begin, row_end, y, ldy); break;
-    default: vq_neon_rows(m, 8, act, n_tokens, row_begin, row_end, y, ldy); break;
-    }
+#define VQ_NEON_ROWS(p) vq_neon_rows(m, p, act, n_tokens, row_begin, row_end, y, ldy)
+    PMPD_VQ_DISPATCH(m->pair_bits, VQ_NEON_ROWS);
+#undef VQ_NEON_ROWS
 }
 
 #undef VQ_NEON_TILE
