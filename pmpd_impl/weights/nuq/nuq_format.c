@@ -10,13 +10,18 @@
 #include "pmpd_impl/weights/format.h"
 #include "pmpd_impl/weights/nuq/nuq.h"
 
+/* The rotated input of w's products. */
+static pmpd_rotated pmpd_nuq_rotated_of(const pmpd_tensor *w)
+{
+    pmpd_nuq_matrix m;
+    pmpd_nuq_bind(w->data, w->dims[0], w->dims[1], &m);
+    return pmpd_nuq_rotated(&m);
+}
+
 static void pmpd_nuq_prepare(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch, size_t begin,
                              size_t end, unsigned worker)
 {
-    pmpd_nuq_matrix m;
-    pmpd_rotated rotated;
-    pmpd_nuq_bind(w->data, w->dims[0], w->dims[1], &m);
-    rotated = pmpd_nuq_rotated(&m);
+    const pmpd_rotated rotated = pmpd_nuq_rotated_of(w);
     pmpd_rotated_prepare_scratch(&rotated, x, n_tokens, scratch, begin, end, worker);
 }
 
@@ -33,10 +38,7 @@ static void pmpd_nuq_rows(const pmpd_tensor *w, const void *scratch, const float
 /* The rotated input depends only on the input width and the signs. */
 static int pmpd_nuq_shares(const pmpd_tensor *a, const pmpd_tensor *b)
 {
-    pmpd_nuq_matrix ma, mb;
-    pmpd_nuq_bind(a->data, a->dims[0], a->dims[1], &ma);
-    pmpd_nuq_bind(b->data, b->dims[0], b->dims[1], &mb);
-    return ma.cols == mb.cols && ma.seed == mb.seed;
+    return pmpd_rotated_shares(a, b, pmpd_nuq_rotated_of);
 }
 
 static pmpd_status pmpd_nuq_scratch(const pmpd_tensor *w, size_t n_tokens, unsigned n_threads, size_t *bytes)
@@ -59,9 +61,9 @@ static pmpd_status pmpd_nuq_check(const unsigned char *data, uint64_t size, uint
                                   uint64_t offset, const char *name, uint32_t name_length, pmpd_error *err)
 {
     pmpd_nuq_matrix m;
-    if (n_dims != 2)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, offset, "nuq tensor %.*s is not a matrix",
-                              (int)name_length, name);
+    pmpd_status status = pmpd_rotated_check_matrix(n_dims, offset, "nuq", name, name_length, err);
+    if (status != PMPD_OK)
+        return status;
     return pmpd_nuq_view(data, size, dims[0], dims[1], offset, &m, err);
 }
 

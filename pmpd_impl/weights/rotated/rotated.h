@@ -27,6 +27,7 @@
 #include "pmpd.h"
 #include "pmpd_impl/core/config.h"
 #include "pmpd_impl/core/error.h"
+#include "pmpd_impl/model/model.h"
 
 #define PMPD_ROTATED_BLOCK 32 /* rotated columns per int8 activation block */
 
@@ -125,6 +126,20 @@ PMPD_INTERNAL pmpd_status pmpd_rotated_scratch_bytes(size_t padded, size_t n_tok
                                                      size_t *bytes);
 PMPD_INTERNAL void pmpd_rotated_prepare_scratch(const pmpd_rotated *r, const float *x, size_t n_tokens,
                                                 void *scratch, size_t begin, size_t end, unsigned worker);
+
+/* The rotated input of a tensor's products, bound from its header (each
+ * format's pmpd_X_rotated of its bound matrix). */
+typedef pmpd_rotated (*pmpd_rotated_of)(const pmpd_tensor *w);
+
+/* The table rows' share step (rotated_format.c): two tensors share a
+ * prepared input when their input widths and sign seeds agree. */
+PMPD_INTERNAL int pmpd_rotated_shares(const pmpd_tensor *a, const pmpd_tensor *b, pmpd_rotated_of rotated_of);
+
+/* The table rows' check of a tensor entry's shape before its bytes:
+ * n_dims must be 2 (PMPD_ERR_FORMAT_SHAPE, naming format and the
+ * tensor). */
+PMPD_INTERNAL pmpd_status pmpd_rotated_check_matrix(uint32_t n_dims, uint64_t offset, const char *format,
+                                                    const char *name, uint32_t name_length, pmpd_error *err);
 
 /* The checks of a stored tensor of NUQ's and VQ's layout whose bytes lie
  * at file offset base_offset, around the format's own check of its width

@@ -115,3 +115,18 @@ PMPD_INTERNAL pmpd_status pmpd_rotated_check_layout(const unsigned char *p, uint
     return pmpd_rotated_check_scales(p, (size_t)rows, PMPD_ROTATED_HEADER_BYTES, layout->index_offset, base_offset,
                                      format, err);
 }
+
+PMPD_INTERNAL int pmpd_rotated_shares(const pmpd_tensor *a, const pmpd_tensor *b, pmpd_rotated_of rotated_of)
+{
+    const pmpd_rotated ra = rotated_of(a), rb = rotated_of(b);
+    return ra.cols == rb.cols && ra.seed == rb.seed;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_rotated_check_matrix(uint32_t n_dims, uint64_t offset, const char *format,
+                                                    const char *name, uint32_t name_length, pmpd_error *err)
+{
+    if (n_dims != 2)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, offset, "%s tensor %.*s is not a matrix", format,
+                              (int)name_length, name);
+    return PMPD_OK;
+}

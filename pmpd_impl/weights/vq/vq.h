@@ -128,8 +128,8 @@ static inline pmpd_rotated pmpd_vq_rotated(const pmpd_vq_matrix *m)
 }
 
 /* Reorders the int8 steps of tokens [begin, end) of the prepared input act
- * into pairs' order, as above. */
-PMPD_INTERNAL void pmpd_vq_pair_order(const pmpd_vq_matrix *m, void *act, size_t begin, size_t end);
+ * of r into pairs' order, as above. */
+PMPD_INTERNAL void pmpd_vq_pair_order(const pmpd_rotated *r, void *act, size_t begin, size_t end);
 
 /* Rotates, quantizes and reorders tokens [begin, end) of x into act
  * (pmpd_rotated_act_bytes of pmpd_vq_rotated), rotating in work (padded

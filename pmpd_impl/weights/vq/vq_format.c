@@ -1,19 +1,25 @@
 /* The table row of VQ weights: the rotated formats' two steps
  * (weights/rotated/rotated.h), the input rotated and quantized once per
- * shared input (reordered for pairs, vq.h), then the rows split over the pool.  Prefill loops the GEMV's
- * weights over tiles of tokens; there is no separate GEMM kernel. */
+ * shared input (reordered for pairs, vq.h), then the rows split over the
+ * pool.  Prefill loops the GEMV's weights over tiles of tokens; there is
+ * no separate GEMM kernel. */
 #include "pmpd_impl/weights/format.h"
 #include "pmpd_impl/weights/vq/vq.h"
+
+/* The rotated input of w's products. */
+static pmpd_rotated pmpd_vq_rotated_of(const pmpd_tensor *w)
+{
+    pmpd_vq_matrix m;
+    pmpd_vq_bind(w->data, w->dims[0], w->dims[1], &m);
+    return pmpd_vq_rotated(&m);
+}
 
 static void pmpd_vq_prepare(const pmpd_tensor *w, const float *x, size_t n_tokens, void *scratch, size_t begin,
                             size_t end, unsigned worker)
 {
-    pmpd_vq_matrix m;
-    pmpd_rotated rotated;
-    pmpd_vq_bind(w->data, w->dims[0], w->dims[1], &m);
-    rotated = pmpd_vq_rotated(&m);
+    const pmpd_rotated rotated = pmpd_vq_rotated_of(w);
     pmpd_rotated_prepare_scratch(&rotated, x, n_tokens, scratch, begin, end, worker);
-    pmpd_vq_pair_order(&m, scratch, begin, end);
+    pmpd_vq_pair_order(&rotated, scratch, begin, end);
 }
 
 static void pmpd_vq_rows(const pmpd_tensor *w, const void *scratch, const float *x, size_t n_tokens, float *y,
@@ -29,10 +35,7 @@ static void pmpd_vq_rows(const pmpd_tensor *w, const void *scratch, const float 
 /* The prepared input depends only on the input width and the signs. */
 static int pmpd_vq_shares(const pmpd_tensor *a, const pmpd_tensor *b)
 {
-    pmpd_vq_matrix ma, mb;
-    pmpd_vq_bind(a->data, a->dims[0], a->dims[1], &ma);
-    pmpd_vq_bind(b->data, b->dims[0], b->dims[1], &mb);
-    return ma.cols == mb.cols && ma.seed == mb.seed;
+    return pmpd_rotated_shares(a, b, pmpd_vq_rotated_of);
 }
 
 static pmpd_status pmpd_vq_scratch(const pmpd_tensor *w, size_t n_tokens, unsigned n_threads, size_t *bytes)
@@ -54,9 +57,9 @@ static pmpd_status pmpd_vq_check(const unsigned char *data, uint64_t size, uint3
                                  uint64_t offset, const char *name, uint32_t name_length, pmpd_error *err)
 {
     pmpd_vq_matrix m;
-    if (n_dims != 2)
-        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, offset, "vq tensor %.*s is not a matrix",
-                              (int)name_length, name);
+    pmpd_status status = pmpd_rotated_check_matrix(n_dims, offset, "vq", name, name_length, err);
+    if (status != PMPD_OK)
+        return status;
     return pmpd_vq_view(data, size, dims[0], dims[1], offset, &m, err);
 }
 

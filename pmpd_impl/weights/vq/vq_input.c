@@ -5,13 +5,13 @@
 
 #include "pmpd_impl/weights/vq/vq.h"
 
-PMPD_INTERNAL void pmpd_vq_pair_order(const pmpd_vq_matrix *m, void *act, size_t begin, size_t end)
+PMPD_INTERNAL void pmpd_vq_pair_order(const pmpd_rotated *r, void *act, size_t begin, size_t end)
 {
     int8_t *q = (int8_t *)act, *block, pairs[PMPD_VQ_BLOCK];
     size_t t, b, j;
     for (t = begin; t < end; t++)
-        for (b = 0; b < m->padded; b += PMPD_VQ_BLOCK) {
-            block = q + t * m->padded + b;
+        for (b = 0; b < r->padded; b += PMPD_VQ_BLOCK) {
+            block = q + t * r->padded + b;
             memcpy(pairs, block, sizeof pairs);
             for (j = 0; j < PMPD_VQ_BLOCK / 2; j++) {
                 block[j] = pairs[2 * j];
@@ -25,7 +25,7 @@ PMPD_INTERNAL void pmpd_vq_prepare_tokens(const pmpd_vq_matrix *m, const float *
 {
     const pmpd_rotated rotated = pmpd_vq_rotated(m);
     pmpd_rotated_prepare_tokens(&rotated, x, begin, end, n_tokens, act, work);
-    pmpd_vq_pair_order(m, act, begin, end);
+    pmpd_vq_pair_order(&rotated, act, begin, end);
 }
 
 /* Entries [k0, k0 + count) of one VQ row in the rotated basis: scale
