@@ -81,16 +81,13 @@ static inline __attribute__((always_inline)) void nuq_avx2_tile(const pmpd_nuq_m
     const uint8_t *row = m->index + r * m->row_bytes;
     const float out = m->scale[r] * pmpd_nuq_unit(bits);
     __m256 even[NUQ_AVX2_TILE], odd[NUQ_AVX2_TILE];
-    size_t b, t;
+    size_t t;
 #pragma GCC unroll 4
     for (t = 0; t < nt; t++)
         even[t] = odd[t] = _mm256_setzero_ps();
-    for (b = 0; b + 2 <= n_blocks; b += 2) {
-        nuq_avx2_block(row, k, bits, q, d, m->padded, n_blocks, b, t0, nt, even);
-        nuq_avx2_block(row, k, bits, q, d, m->padded, n_blocks, b + 1, t0, nt, odd);
-    }
-    if (b < n_blocks)
-        nuq_avx2_block(row, k, bits, q, d, m->padded, n_blocks, b, t0, nt, even);
+#define NUQ_AVX2_BLOCK(b, acc) nuq_avx2_block(row, k, bits, q, d, m->padded, n_blocks, b, t0, nt, acc)
+    PMPD_ROTATED_BLOCKS(n_blocks, NUQ_AVX2_BLOCK, even, odd);
+#undef NUQ_AVX2_BLOCK
     for (t = 0; t < nt; t++)
         y[(t0 + t) * ldy + r] = out * pmpd_rotated_avx2_sum(_mm256_add_ps(even[t], odd[t]));
 }

@@ -78,16 +78,13 @@ static inline __attribute__((always_inline)) void nuq_neon_tile(const pmpd_nuq_m
     const uint8_t *row = m->index + r * m->row_bytes;
     const float out = m->scale[r] * pmpd_nuq_unit(bits);
     float32x4_t even[NUQ_NEON_TILE], odd[NUQ_NEON_TILE];
-    size_t b, t;
+    size_t t;
 #pragma GCC unroll 4
     for (t = 0; t < nt; t++)
         even[t] = odd[t] = vdupq_n_f32(0.0f);
-    for (b = 0; b + 2 <= n_blocks; b += 2) {
-        nuq_neon_block(row, table, bits, q, d, m->padded, n_blocks, b, t0, nt, even);
-        nuq_neon_block(row, table, bits, q, d, m->padded, n_blocks, b + 1, t0, nt, odd);
-    }
-    if (b < n_blocks)
-        nuq_neon_block(row, table, bits, q, d, m->padded, n_blocks, b, t0, nt, even);
+#define NUQ_NEON_BLOCK(b, acc) nuq_neon_block(row, table, bits, q, d, m->padded, n_blocks, b, t0, nt, acc)
+    PMPD_ROTATED_BLOCKS(n_blocks, NUQ_NEON_BLOCK, even, odd);
+#undef NUQ_NEON_BLOCK
     for (t = 0; t < nt; t++)
         y[(t0 + t) * ldy + r] = out * vaddvq_f32(vaddq_f32(even[t], odd[t]));
 }

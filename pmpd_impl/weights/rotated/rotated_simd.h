@@ -28,6 +28,20 @@
         }                                                                                                          \
     } while (0)
 
+/* The block loop of a kernel's tile: BLOCK(b, acc) for the blocks
+ * [0, n_blocks), even blocks into the accumulators even and odd ones into
+ * odd (two chains of dependent FMAs). */
+#define PMPD_ROTATED_BLOCKS(n_blocks, BLOCK, even, odd)                                                            \
+    do {                                                                                                           \
+        size_t pmpd_b_;                                                                                            \
+        for (pmpd_b_ = 0; pmpd_b_ + 2 <= (n_blocks); pmpd_b_ += 2) {                                               \
+            BLOCK(pmpd_b_, even);                                                                                  \
+            BLOCK(pmpd_b_ + 1, odd);                                                                               \
+        }                                                                                                          \
+        if (pmpd_b_ < (n_blocks))                                                                                  \
+            BLOCK(pmpd_b_, even);                                                                                  \
+    } while (0)
+
 #if PMPD_USE_AVX2
 #include <immintrin.h>
 

@@ -141,16 +141,13 @@ static inline __attribute__((always_inline)) void vq_avx2_tile(const pmpd_vq_mat
     const uint8_t *row = m->index + r * m->row_bytes;
     const float out = m->scale[r] * k->unit;
     __m256 even[VQ_AVX2_TILE], odd[VQ_AVX2_TILE];
-    size_t b, t;
+    size_t t;
 #pragma GCC unroll 4
     for (t = 0; t < nt; t++)
         even[t] = odd[t] = _mm256_setzero_ps();
-    for (b = 0; b + 2 <= n_blocks; b += 2) {
-        vq_avx2_block(row, k, pair_bits, q, d, m->padded, n_blocks, b, t0, nt, even);
-        vq_avx2_block(row, k, pair_bits, q, d, m->padded, n_blocks, b + 1, t0, nt, odd);
-    }
-    if (b < n_blocks)
-        vq_avx2_block(row, k, pair_bits, q, d, m->padded, n_blocks, b, t0, nt, even);
+#define VQ_AVX2_BLOCK(b, acc) vq_avx2_block(row, k, pair_bits, q, d, m->padded, n_blocks, b, t0, nt, acc)
+    PMPD_ROTATED_BLOCKS(n_blocks, VQ_AVX2_BLOCK, even, odd);
+#undef VQ_AVX2_BLOCK
     for (t = 0; t < nt; t++)
         y[(t0 + t) * ldy + r] = out * pmpd_rotated_avx2_sum(_mm256_add_ps(even[t], odd[t]));
 }

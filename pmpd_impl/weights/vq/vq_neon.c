@@ -116,16 +116,13 @@ static inline __attribute__((always_inline)) void vq_neon_tile(const pmpd_vq_mat
     const uint8_t *row = m->index + r * m->row_bytes;
     const float out = m->scale[r] * pmpd_vq_unit(pair_bits);
     float32x4_t even[VQ_NEON_TILE], odd[VQ_NEON_TILE];
-    size_t b, t;
+    size_t t;
 #pragma GCC unroll 4
     for (t = 0; t < nt; t++)
         even[t] = odd[t] = vdupq_n_f32(0.0f);
-    for (b = 0; b + 2 <= n_blocks; b += 2) {
-        vq_neon_block(row, k, pair_bits, q, d, m->padded, n_blocks, b, t0, nt, even);
-        vq_neon_block(row, k, pair_bits, q, d, m->padded, n_blocks, b + 1, t0, nt, odd);
-    }
-    if (b < n_blocks)
-        vq_neon_block(row, k, pair_bits, q, d, m->padded, n_blocks, b, t0, nt, even);
+#define VQ_NEON_BLOCK(b, acc) vq_neon_block(row, k, pair_bits, q, d, m->padded, n_blocks, b, t0, nt, acc)
+    PMPD_ROTATED_BLOCKS(n_blocks, VQ_NEON_BLOCK, even, odd);
+#undef VQ_NEON_BLOCK
     for (t = 0; t < nt; t++)
         y[(t0 + t) * ldy + r] = out * vaddvq_f32(vaddq_f32(even[t], odd[t]));
 }
