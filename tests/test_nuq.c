@@ -28,6 +28,7 @@
 #include "pmpd_impl/offline/weights/encoders.h"
 #include "pmpd_impl/weights/nuq/nuq.h"
 #include "tests/support/test_models.h"
+#include "tests/support/test_rotated.h"
 #include "tests/support/test_support.h"
 
 /* Encodes a rows x cols Gaussian matrix (scaled per row, with one outlier
@@ -220,15 +221,17 @@ static void test_kernels_and_oracles(void **state)
 }
 
 /* (d) A tensor with one thing wrong gives that thing's status. */
+static pmpd_status nuq_view(const void *data, uint64_t size, uint64_t rows, uint64_t cols, uint64_t base_offset,
+                          pmpd_error *err)
+{
+    pmpd_nuq_matrix m;
+    return pmpd_nuq_view(data, size, rows, cols, base_offset, &m, err);
+}
+
 static void expect(const unsigned char *data, size_t size, size_t rows, size_t cols, pmpd_status status,
                    uint64_t offset, const char *what)
 {
-    pmpd_nuq_matrix m;
-    pmpd_error err;
-    pmpd_status got = pmpd_nuq_view(data, size, rows, cols, 1000, &m, &err);
-    if (got != status || (offset != PMPD_NO_OFFSET && err.offset != 1000 + offset))
-        fail_msg("%s: status %d at offset %llu, expected %d at %llu (%s)", what, (int)got,
-                 (unsigned long long)err.offset, (int)status, (unsigned long long)(1000 + offset), err.message);
+    test_rotated_expect(nuq_view, "nuq", data, size, rows, cols, status, offset, what);
 }
 
 static void test_malformed_tensors(void **state)
@@ -244,22 +247,7 @@ static void test_malformed_tensors(void **state)
     bad = (unsigned char *)malloc(size + 1);
     assert_non_null(bad);
 #define RESET() memcpy(bad, good, size)
-    RESET();
-    expect(bad, size, rows, cols, PMPD_OK, PMPD_NO_OFFSET, "good");
-    expect(bad, 63, rows, cols, PMPD_ERR_FORMAT_SHAPE, 0, "no header");
-    bad[0] = 'X';
-    expect(bad, size, rows, cols, PMPD_ERR_FORMAT_MAGIC, 0, "magic");
-    RESET();
-    pmpd_le_put_u32(bad + 4, 2);
-    expect(bad, size, rows, cols, PMPD_ERR_FORMAT_VERSION, 4, "version");
-    RESET();
-    pmpd_le_put_u32(bad + 8, 6);
-    expect(bad, size, rows, cols, PMPD_ERR_FORMAT_SHAPE, 8, "rows");
-    RESET();
-    pmpd_le_put_u32(bad + 12, 4);
-    expect(bad, size, rows, cols, PMPD_ERR_FORMAT_SHAPE, 8, "cols");
-    RESET();
-    expect(bad, size, rows, 4, PMPD_ERR_FORMAT_SHAPE, 8, "entry disagrees");
+    test_rotated_header(nuq_view, "nuq", good, bad, size, rows, cols);
     for (i = 0; i < 3; i++) {
         static const uint32_t widths[3] = {0, 1, 5};
         RESET();
@@ -369,21 +357,15 @@ static void test_stories260k_quality(void **state)
  * matrix a 3-bit NUQ tensor, the vocabulary q8. */
 static void test_streamed_conversion(void **state)
 {
-    char path[128];
     pmpd_convert_options options;
-    pmpd_error err;
-    test_opened_file f;
+    test_opened_file f, refused;
     const pmpd_model *m;
     pmpd_nuq_matrix nm;
     (void)state;
-    snprintf(path, sizeof path, "/tmp/pmpd-test-nuq-%ld.pmpd", (long)getpid());
     memset(&options, 0, sizeof options);
     options.type = PMPD_TENSOR_NUQ;
     options.nuq_bits = 3;
-    options.tokenizer_path = "../shared/models/tok512.bin";
-    assert_int_equal(pmpd_convert_file("../shared/models/stories260K.bin", path, &options, NULL, &err), PMPD_OK);
-    assert_int_equal(test_open_file(path, &f), PMPD_OK);
-    unlink(path);
+    assert_int_equal(test_rotated_convert_stories(&options, "nuq", &f), PMPD_OK);
     m = f.model;
     assert_int_equal(m->layers[0].wq->type, PMPD_TENSOR_NUQ);
     assert_int_equal(m->layers[0].w_down->type, PMPD_TENSOR_NUQ);
@@ -393,8 +375,7 @@ static void test_streamed_conversion(void **state)
     assert_int_equal(nm.rotation, 192); /* 172 columns padded to 12 * 16 */
     /* A bad width is refused. */
     options.nuq_bits = 5;
-    assert_int_equal(pmpd_convert_file("../shared/models/stories260K.bin", path, &options, NULL, &err),
-                     PMPD_ERR_INVALID_ARGUMENT);
+    assert_int_equal(test_rotated_convert_stories(&options, "nuq", &refused), PMPD_ERR_INVALID_ARGUMENT);
     test_file_close(&f);
 }
 

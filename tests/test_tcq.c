@@ -27,6 +27,7 @@
 #include "pmpd_impl/offline/tcq/tcq_viterbi.h"
 #include "pmpd_impl/weights/tcq/tcq.h"
 #include "tests/support/test_models.h"
+#include "tests/support/test_rotated.h"
 #include "tests/support/test_support.h"
 
 /* (a) The table: entries within the int16 headroom the kernels assume, and
@@ -311,15 +312,17 @@ static void test_kernels_and_oracles(void **state)
 }
 
 /* (f) A tensor with one thing wrong gives that thing's status. */
+static pmpd_status tcq_view(const void *data, uint64_t size, uint64_t rows, uint64_t cols, uint64_t base_offset,
+                          pmpd_error *err)
+{
+    pmpd_tcq_matrix m;
+    return pmpd_tcq_view(data, size, rows, cols, base_offset, &m, err);
+}
+
 static void expect(const unsigned char *data, size_t size, size_t rows, size_t cols, pmpd_status status,
                    uint64_t offset, const char *what)
 {
-    pmpd_tcq_matrix m;
-    pmpd_error err;
-    pmpd_status got = pmpd_tcq_view(data, size, rows, cols, 1000, &m, &err);
-    if (got != status || (offset != PMPD_NO_OFFSET && err.offset != 1000 + offset))
-        fail_msg("%s: status %d at offset %llu, expected %d at %llu (%s)", what, (int)got,
-                 (unsigned long long)err.offset, (int)status, (unsigned long long)(1000 + offset), err.message);
+    test_rotated_expect(tcq_view, "tcq", data, size, rows, cols, status, offset, what);
 }
 
 static void test_malformed_tensors(void **state)
@@ -335,22 +338,7 @@ static void test_malformed_tensors(void **state)
     bad = (unsigned char *)malloc(size + 1);
     assert_non_null(bad);
 #define RESET() memcpy(bad, good, size)
-    RESET();
-    expect(bad, size, rows, cols, PMPD_OK, PMPD_NO_OFFSET, "good");
-    expect(bad, 63, rows, cols, PMPD_ERR_FORMAT_SHAPE, 0, "no header");
-    bad[0] = 'X';
-    expect(bad, size, rows, cols, PMPD_ERR_FORMAT_MAGIC, 0, "magic");
-    RESET();
-    pmpd_le_put_u32(bad + 4, 2);
-    expect(bad, size, rows, cols, PMPD_ERR_FORMAT_VERSION, 4, "version");
-    RESET();
-    pmpd_le_put_u32(bad + 8, 6);
-    expect(bad, size, rows, cols, PMPD_ERR_FORMAT_SHAPE, 8, "rows");
-    RESET();
-    pmpd_le_put_u32(bad + 12, 299);
-    expect(bad, size, rows, cols, PMPD_ERR_FORMAT_SHAPE, 8, "cols");
-    RESET();
-    expect(bad, size, rows, 299, PMPD_ERR_FORMAT_SHAPE, 8, "entry disagrees");
+    test_rotated_header(tcq_view, "tcq", good, bad, size, rows, cols);
     for (i = 0; i < 3; i++) {
         static const uint32_t shifts[3] = {0, 2, 9};
         RESET();
@@ -407,21 +395,15 @@ static void test_malformed_tensors(void **state)
 static void convert_and_score(unsigned quarter_bits, const int32_t *ids, size_t n, const float *ref, double *kl,
                               double *top1)
 {
-    char path[128];
     pmpd_convert_options options;
-    pmpd_error err;
     test_opened_file f;
     pmpd_tcq_matrix tm;
     size_t vocab, i, agree = 0;
     float *got;
-    snprintf(path, sizeof path, "/tmp/pmpd-test-tcq-%ld.pmpd", (long)getpid());
     memset(&options, 0, sizeof options);
     options.type = PMPD_TENSOR_TCQ;
     options.tcq_quarter_bits = quarter_bits;
-    options.tokenizer_path = "../shared/models/tok512.bin";
-    assert_int_equal(pmpd_convert_file("../shared/models/stories260K.bin", path, &options, NULL, &err), PMPD_OK);
-    assert_int_equal(test_open_file(path, &f), PMPD_OK);
-    unlink(path);
+    assert_int_equal(test_rotated_convert_stories(&options, "tcq", &f), PMPD_OK);
     assert_int_equal(f.model->layers[0].wq->type, PMPD_TENSOR_TCQ);
     assert_int_equal(f.model->layers[0].w_down->type, PMPD_TENSOR_TCQ);
     assert_int_equal(f.model->classifier->type, PMPD_TENSOR_Q8);

@@ -1,0 +1,65 @@
+/* The rotated formats' shared test steps (test_rotated.h). */
+#include "tests/support/test_rotated.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "pmpd_impl/format/le.h"
+
+void test_rotated_expect(test_rotated_view view, const char *format, const unsigned char *data, size_t size,
+                         size_t rows, size_t cols, pmpd_status status, uint64_t offset, const char *what)
+{
+    pmpd_error err;
+    pmpd_status got;
+    memset(&err, 0, sizeof err);
+    got = view(data, size, rows, cols, 1000, &err);
+    if (got != status || (offset != PMPD_NO_OFFSET && err.offset != 1000 + offset))
+        fail_msg("%s %s: status %d at offset %llu, expected %d at %llu (%s)", format, what, (int)got,
+                 (unsigned long long)err.offset, (int)status, (unsigned long long)(1000 + offset), err.message);
+    if (status != PMPD_OK && !strstr(err.message, format))
+        fail_msg("%s %s: the message does not name the format: %s", format, what, err.message);
+}
+
+void test_rotated_header(test_rotated_view view, const char *format, const unsigned char *good,
+                         unsigned char *bad, size_t size, size_t rows, size_t cols)
+{
+    memcpy(bad, good, size);
+    test_rotated_expect(view, format, bad, size, rows, cols, PMPD_OK, PMPD_NO_OFFSET, "good");
+    test_rotated_expect(view, format, bad, 63, rows, cols, PMPD_ERR_FORMAT_SHAPE, 0, "no header");
+    bad[0] = 'X';
+    test_rotated_expect(view, format, bad, size, rows, cols, PMPD_ERR_FORMAT_MAGIC, 0, "magic");
+    memcpy(bad, good, size);
+    pmpd_le_put_u32(bad + 4, 2);
+    test_rotated_expect(view, format, bad, size, rows, cols, PMPD_ERR_FORMAT_VERSION, 4, "version");
+    memcpy(bad, good, size);
+    pmpd_le_put_u32(bad + 8, (uint32_t)rows + 1);
+    test_rotated_expect(view, format, bad, size, rows, cols, PMPD_ERR_FORMAT_SHAPE, 8, "rows");
+    memcpy(bad, good, size);
+    pmpd_le_put_u32(bad + 12, (uint32_t)cols - 1);
+    test_rotated_expect(view, format, bad, size, rows, cols, PMPD_ERR_FORMAT_SHAPE, 8, "cols");
+    memcpy(bad, good, size);
+    test_rotated_expect(view, format, bad, size, rows, cols - 1, PMPD_ERR_FORMAT_SHAPE, 8, "entry disagrees");
+    memcpy(bad, good, size);
+}
+
+pmpd_status test_rotated_convert_stories(const pmpd_convert_options *options, const char *format,
+                                         test_opened_file *f)
+{
+    char path[128];
+    pmpd_convert_options o = *options;
+    pmpd_error err;
+    pmpd_status status;
+    snprintf(path, sizeof path, "/tmp/pmpd-test-%s-%ld.pmpd", format, (long)getpid());
+    o.tokenizer_path = "../shared/models/tok512.bin";
+    status = pmpd_convert_file("../shared/models/stories260K.bin", path, &o, NULL, &err);
+    if (status != PMPD_OK)
+        return status;
+    status = test_open_file(path, f);
+    unlink(path);
+    return status;
+}

@@ -1,0 +1,37 @@
+/* Test helpers shared by the rotated formats' tests (test_nuq.c,
+ * test_vq.c, test_tcq.c): the malformed-header checks every such tensor
+ * gets, and the streamed conversion of stories260K. */
+#ifndef PMPD_TEST_ROTATED_H
+#define PMPD_TEST_ROTATED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pmpd.h"
+#include "tests/support/test_models.h"
+
+/* A format's view of untrusted tensor bytes (pmpd_nuq_view and the like,
+ * its matrix dropped). */
+typedef pmpd_status (*test_rotated_view)(const void *data, uint64_t size, uint64_t rows, uint64_t cols,
+                                         uint64_t base_offset, pmpd_error *err);
+
+/* Fails unless view(data) at base offset 1000 gives status with its error
+ * at 1000 + offset (PMPD_NO_OFFSET: any) and a message naming format. */
+void test_rotated_expect(test_rotated_view view, const char *format, const unsigned char *data, size_t size,
+                         size_t rows, size_t cols, pmpd_status status, uint64_t offset, const char *what);
+
+/* The header checks all rotated formats share, on bad (size + 1 bytes) as
+ * copies of good (size bytes, rows x cols, with cols - 1 still a valid
+ * shape): good, no header, magic, version, rows, cols, and an entry whose
+ * shape disagrees.  bad is left a copy of good. */
+void test_rotated_header(test_rotated_view view, const char *format, const unsigned char *good,
+                         unsigned char *bad, size_t size, size_t rows, size_t cols);
+
+/* Converts stories260K (../shared/models/) with options (its tokenizer
+ * set here) into a temporary file named for format, opens it into f and
+ * removes the file.  Returns the conversion's status (f opened only on
+ * PMPD_OK). */
+pmpd_status test_rotated_convert_stories(const pmpd_convert_options *options, const char *format,
+                                         test_opened_file *f);
+
+#endif
