@@ -296,13 +296,11 @@ static void test_malformed_tensors(void **state)
  * pmpd-convert runs it. */
 static void open_variant(uint32_t type, unsigned bits, test_opened_model *o)
 {
-    pmpd_build_model b;
     pmpd_convert_options options;
-    assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);
     memset(&options, 0, sizeof options);
     options.type = (pmpd_tensor_type)type;
     options.nuq_bits = bits;
-    assert_int_equal(test_open_built(&b, &options, o), PMPD_OK);
+    test_rotated_open_stories(&options, o);
 }
 
 /* (e) stories260K: KL and top-1 against f32 at 4, 3 and 2 bits (and q4,
@@ -310,7 +308,7 @@ static void open_variant(uint32_t type, unsigned bits, test_opened_model *o)
 static void test_stories260k_quality(void **state)
 {
     int32_t ids[256];
-    size_t n = test_read_vector_ids("stories260K_bos_greedy.ids", ids, 256), vocab, i, v;
+    size_t n = test_read_vector_ids("stories260K_bos_greedy.ids", ids, 256), v;
     static const unsigned widths[4] = {4, 3, 2, 0};
     double kl[4], top1[4];
     test_opened_model o;
@@ -320,23 +318,12 @@ static void test_stories260k_quality(void **state)
     if (n > (test_reduced() ? 32 : 128))
         n = test_reduced() ? 32 : 128;
     open_variant(PMPD_TENSOR_F32, 0, &o);
-    vocab = pmpd_model_get_info(o.model)->vocab_size;
     ref = test_forced_logits(o.model, ids, n);
     test_opened_close(&o);
     for (v = 0; v < 4; v++) {
-        float *got;
-        size_t agree = 0;
-        double sum = 0;
         open_variant(widths[v] ? PMPD_TENSOR_NUQ : PMPD_TENSOR_Q4, widths[v], &o);
         assert_int_equal(o.model->layers[0].w_down->type, widths[v] ? PMPD_TENSOR_NUQ : PMPD_TENSOR_Q4);
-        got = test_forced_logits(o.model, ids, n);
-        for (i = 0; i < n; i++) {
-            sum += test_softmax_kl(ref + i * vocab, got + i * vocab, vocab);
-            agree += test_argmax(ref + i * vocab, vocab) == test_argmax(got + i * vocab, vocab);
-        }
-        kl[v] = sum / (double)n;
-        top1[v] = (double)agree / (double)n;
-        free(got);
+        test_rotated_score(o.model, ids, n, ref, &kl[v], &top1[v]);
         test_opened_close(&o);
     }
     print_message("stories260K, %zu teacher-forced positions, KL / top-1 vs f32:\n"

@@ -398,8 +398,6 @@ static void convert_and_score(unsigned quarter_bits, const int32_t *ids, size_t 
     pmpd_convert_options options;
     test_opened_file f;
     pmpd_tcq_matrix tm;
-    size_t vocab, i, agree = 0;
-    float *got;
     memset(&options, 0, sizeof options);
     options.type = PMPD_TENSOR_TCQ;
     options.tcq_quarter_bits = quarter_bits;
@@ -412,16 +410,7 @@ static void convert_and_score(unsigned quarter_bits, const int32_t *ids, size_t 
     assert_int_equal(tm.shift[1], (quarter_bits + 1) / 2);
     assert_int_equal(tm.rotation, 192); /* 172 columns padded to 12 * 16, then to a 256-column sequence */
     assert_int_equal(tm.padded, 256);
-    got = test_forced_logits(f.model, ids, n);
-    vocab = pmpd_model_get_info(f.model)->vocab_size;
-    *kl = 0;
-    for (i = 0; i < n; i++) {
-        *kl += test_softmax_kl(ref + i * vocab, got + i * vocab, vocab);
-        agree += test_argmax(ref + i * vocab, vocab) == test_argmax(got + i * vocab, vocab);
-    }
-    *kl /= (double)n;
-    *top1 = (double)agree / (double)n;
-    free(got);
+    test_rotated_score(f.model, ids, n, ref, kl, top1);
     test_file_close(&f);
 }
 

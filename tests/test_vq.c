@@ -416,13 +416,11 @@ static void test_malformed_tensors(void **state)
  * row, as pmpd-convert runs it. */
 static void open_variant(uint32_t type, unsigned quarter, test_opened_model *o)
 {
-    pmpd_build_model b;
     pmpd_convert_options options;
-    assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);
     memset(&options, 0, sizeof options);
     options.type = (pmpd_tensor_type)type;
     options.vq_quarter_bits = quarter;
-    assert_int_equal(test_open_built(&b, &options, o), PMPD_OK);
+    test_rotated_open_stories(&options, o);
 }
 
 /* (f) stories260K: KL and top-1 against f32 at every width (and q4, for
@@ -430,7 +428,7 @@ static void open_variant(uint32_t type, unsigned quarter, test_opened_model *o)
 static void test_stories260k_quality(void **state)
 {
     int32_t ids[256];
-    size_t n = test_read_vector_ids("stories260K_bos_greedy.ids", ids, 256), vocab, i, v;
+    size_t n = test_read_vector_ids("stories260K_bos_greedy.ids", ids, 256), v;
     static const unsigned widths[6] = {16, 14, 12, 10, 8, 0};
     static const char *const names[6] = {"vq4", "vq3.5", "vq3", "vq2.5", "vq2", "q4"};
     double kl[6], top1[6];
@@ -441,27 +439,16 @@ static void test_stories260k_quality(void **state)
     if (n > (test_reduced() ? 16 : 128))
         n = test_reduced() ? 16 : 128;
     open_variant(PMPD_TENSOR_F32, 0, &o);
-    vocab = pmpd_model_get_info(o.model)->vocab_size;
     ref = test_forced_logits(o.model, ids, n);
     test_opened_close(&o);
     print_message("stories260K, %zu teacher-forced positions, KL / top-1 vs f32:\n", n);
     for (v = 0; v < 6; v++) {
-        float *got;
-        size_t agree = 0;
-        double sum = 0;
         if (test_reduced() && widths[v] % 4)
             continue;
         open_variant(widths[v] ? PMPD_TENSOR_VQ2 : PMPD_TENSOR_Q4, widths[v], &o);
         assert_int_equal(o.model->layers[0].w_down->type, widths[v] ? PMPD_TENSOR_VQ2 : PMPD_TENSOR_Q4);
-        got = test_forced_logits(o.model, ids, n);
-        for (i = 0; i < n; i++) {
-            sum += test_softmax_kl(ref + i * vocab, got + i * vocab, vocab);
-            agree += test_argmax(ref + i * vocab, vocab) == test_argmax(got + i * vocab, vocab);
-        }
-        kl[v] = sum / (double)n;
-        top1[v] = (double)agree / (double)n;
+        test_rotated_score(o.model, ids, n, ref, &kl[v], &top1[v]);
         print_message("  %-6s %.5f / %.3f\n", names[v], kl[v], top1[v]);
-        free(got);
         test_opened_close(&o);
     }
     /* Each step down in width costs KL; vq4 stays near q4 (measured 0.048

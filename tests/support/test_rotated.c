@@ -4,12 +4,14 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "pmpd_impl/format/le.h"
+#include "tests/support/test_support.h"
 
 void test_rotated_expect(test_rotated_view view, const char *format, const unsigned char *data, size_t size,
                          size_t rows, size_t cols, pmpd_status status, uint64_t offset, const char *what)
@@ -62,4 +64,28 @@ pmpd_status test_rotated_convert_stories(const pmpd_convert_options *options, co
     status = test_open_file(path, f);
     unlink(path);
     return status;
+}
+
+void test_rotated_open_stories(const pmpd_convert_options *options, test_opened_model *o)
+{
+    pmpd_build_model b;
+    assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);
+    assert_int_equal(test_open_built(&b, options, o), PMPD_OK);
+}
+
+void test_rotated_score(const pmpd_model *model, const int32_t *ids, size_t n, const float *ref, double *kl,
+                        double *top1)
+{
+    const size_t vocab = pmpd_model_get_info(model)->vocab_size;
+    float *got = test_forced_logits(model, ids, n);
+    double sum = 0;
+    size_t i, agree = 0;
+    assert_non_null(got);
+    for (i = 0; i < n; i++) {
+        sum += test_softmax_kl(ref + i * vocab, got + i * vocab, vocab);
+        agree += test_argmax(ref + i * vocab, vocab) == test_argmax(got + i * vocab, vocab);
+    }
+    *kl = sum / (double)n;
+    *top1 = (double)agree / (double)n;
+    free(got);
 }

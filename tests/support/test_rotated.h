@@ -34,4 +34,13 @@ void test_rotated_header(test_rotated_view view, const char *format, const unsig
 pmpd_status test_rotated_convert_stories(const pmpd_convert_options *options, const char *format,
                                          test_opened_file *f);
 
+/* stories260K (../shared/models/) imported and converted with options by
+ * the converter's rows, as pmpd-convert runs it, opened into o. */
+void test_rotated_open_stories(const pmpd_convert_options *options, test_opened_model *o);
+
+/* KL (mean over positions) and top-1 agreement of model's teacher-forced
+ * logits on ids[0..n) against ref (n x the vocabulary). */
+void test_rotated_score(const pmpd_model *model, const int32_t *ids, size_t n, const float *ref, double *kl,
+                        double *top1);
+
 #endif
