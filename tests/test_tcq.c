@@ -401,10 +401,7 @@ static void convert_and_score(unsigned quarter_bits, const int32_t *ids, size_t 
     memset(&options, 0, sizeof options);
     options.type = PMPD_TENSOR_TCQ;
     options.tcq_quarter_bits = quarter_bits;
-    assert_int_equal(test_rotated_convert_stories(&options, "tcq", &f), PMPD_OK);
-    assert_int_equal(f.model->layers[0].wq->type, PMPD_TENSOR_TCQ);
-    assert_int_equal(f.model->layers[0].w_down->type, PMPD_TENSOR_TCQ);
-    assert_int_equal(f.model->classifier->type, PMPD_TENSOR_Q8);
+    test_rotated_streamed(&options, "tcq", &f);
     pmpd_tcq_bind(f.model->layers[0].w_down->data, f.model->layers[0].w_down->dims[0],
                   f.model->layers[0].w_down->dims[1], &tm);
     assert_int_equal(tm.shift[1], (quarter_bits + 1) / 2);

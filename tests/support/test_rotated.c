@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "pmpd_impl/format/le.h"
+#include "pmpd_impl/model/model.h"
 #include "tests/support/test_support.h"
 
 void test_rotated_expect(test_rotated_view view, const char *format, const unsigned char *data, size_t size,
@@ -88,4 +89,14 @@ void test_rotated_score(const pmpd_model *model, const int32_t *ids, size_t n, c
     *kl = sum / (double)n;
     *top1 = (double)agree / (double)n;
     free(got);
+}
+
+void test_rotated_streamed(const pmpd_convert_options *options, const char *format, test_opened_file *f)
+{
+    const pmpd_model *m;
+    assert_int_equal(test_rotated_convert_stories(options, format, f), PMPD_OK);
+    m = f->model;
+    assert_int_equal(m->layers[0].wq->type, options->type);
+    assert_int_equal(m->layers[0].w_down->type, options->type);
+    assert_int_equal(m->classifier->type, PMPD_TENSOR_Q8);
 }

@@ -34,6 +34,10 @@ void test_rotated_header(test_rotated_view view, const char *format, const unsig
 pmpd_status test_rotated_convert_stories(const pmpd_convert_options *options, const char *format,
                                          test_opened_file *f);
 
+/* test_rotated_convert_stories, then checks that every layer matrix
+ * (wq, w_down) took options->type and the classifier q8. */
+void test_rotated_streamed(const pmpd_convert_options *options, const char *format, test_opened_file *f);
+
 /* stories260K (../shared/models/) imported and converted with options by
  * the converter's rows, as pmpd-convert runs it, opened into o. */
 void test_rotated_open_stories(const pmpd_convert_options *options, test_opened_model *o);
