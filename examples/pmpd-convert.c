@@ -45,6 +45,8 @@
 #include "pmpd.h"
 #include "pmpd_impl/model/model.h"
 
+/* Tensor types the summary counts (f32 ... tcq, type 9). */
+#define CONVERT_SUMMARY_TYPES 16
 #define CONVERT_SUMMARY_ARENA_BYTES ((size_t)16 << 20)
 
 /* What the convert step's callbacks share: the progress label, whether
@@ -374,8 +376,8 @@ static int convert_summary(const convert_args *a, const char *kv_on, const char 
     static const char *const kv_names[] = {"f32", "f16", "pq", "int8", "int4"};
     static const char *const section_names[] = {"?", "tokenizer", "precision schedule", "learned scheduler",
                                                 "KV codebooks", "outlier calibration", "quantizer"};
-    unsigned count[8] = {0}, kv;
-    uint64_t bytes[8] = {0};
+    unsigned count[CONVERT_SUMMARY_TYPES] = {0}, kv;
+    uint64_t bytes[CONVERT_SUMMARY_TYPES] = {0};
     void *block = malloc(CONVERT_SUMMARY_ARENA_BYTES);
     pmpd_arena arena;
     pmpd_model *m = NULL;
@@ -395,11 +397,11 @@ static int convert_summary(const convert_args *a, const char *kv_on, const char 
     printf("%s: %llu bytes, %u tensors, context %u\n", a->out, (unsigned long long)m->byte_count,
            (unsigned)m->n_tensors, (unsigned)m->info.seq_len);
     for (i = 0; i < m->n_tensors; i++)
-        if (m->tensors[i].type < 8) {
+        if (m->tensors[i].type < CONVERT_SUMMARY_TYPES) {
             count[m->tensors[i].type]++;
             bytes[m->tensors[i].type] += m->tensors[i].size;
         }
-    for (i = 0; i < 8; i++)
+    for (i = 0; i < CONVERT_SUMMARY_TYPES; i++)
         if (count[i])
             printf("  tensors %-8s %3u  %10llu bytes\n", pmpd_tensor_type_name((pmpd_tensor_type)i), count[i], (unsigned long long)bytes[i]);
     /* keep-closest: what each tensor was and what it became */
