@@ -78,7 +78,7 @@ static void test_gaussian_mse(void **state)
         out = (unsigned char *)malloc((size_t)bytes);
         assert_non_null(out);
         assert_int_equal(pmpd_nuq_encode(w, rows, cols, bits, PMPD_NUQ_SEED, out, (size_t)bytes), PMPD_OK);
-        mse = pmpd_nuq_encoded_error(w, rows, cols, out);
+        mse = test_rotated_error(PMPD_TENSOR_NUQ, w, rows, cols, out, (size_t)bytes);
         print_message("nuq%u on %zu x %zu N(0,1): normalized MSE %.5f (seed 002: %.4f), %.3f bits per weight\n", bits,
                       rows, cols, mse, expected[bits - 2], 8.0 * (double)bytes / (double)(rows * cols));
         assert_true(fabs(mse - expected[bits - 2]) <= 0.05 * expected[bits - 2]);

@@ -205,7 +205,7 @@ static void test_gaussian_mse(void **state)
         assert_non_null(out);
         assert_int_equal(pmpd_tcq_encode(w, rows, cols, q, PMPD_TCQ_SEED, 0, out, (size_t)bytes, 0, 0, NULL, NULL),
                          PMPD_OK);
-        mse = pmpd_tcq_encoded_error(w, rows, cols, out);
+        mse = test_rotated_error(PMPD_TENSOR_TCQ, w, rows, cols, out, (size_t)bytes);
         print_message("tcq%g on %zu x %zu N(0,1): normalized MSE %.5f (seed 002: %.4f), %.3f bits per weight\n",
                       q / 4.0, rows, cols, mse, want, 8.0 * (double)bytes / (double)(rows * cols));
         assert_true(mse <= (test_reduced() ? 1.25 : 1.05) * want);

@@ -12,6 +12,7 @@
 
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/model/model.h"
+#include "pmpd_impl/weights/format.h"
 #include "tests/support/test_support.h"
 
 void test_rotated_expect(test_rotated_view view, const char *format, const unsigned char *data, size_t size,
@@ -99,4 +100,33 @@ void test_rotated_streamed(const pmpd_convert_options *options, const char *form
     assert_int_equal(m->layers[0].wq->type, options->type);
     assert_int_equal(m->layers[0].w_down->type, options->type);
     assert_int_equal(m->classifier->type, PMPD_TENSOR_Q8);
+}
+
+double test_rotated_error(uint32_t type, const float *values, size_t rows, size_t cols, const unsigned char *data,
+                          size_t size)
+{
+    const pmpd_weight_format *format = pmpd_weight_format_of(type);
+    pmpd_tensor t;
+    float *w = (float *)malloc(cols * sizeof *w);
+    double error = 0, energy = 0;
+    size_t r, c;
+    assert_non_null(format);
+    assert_non_null(w);
+    memset(&t, 0, sizeof t);
+    t.type = type;
+    t.n_dims = 2;
+    t.dims[0] = rows;
+    t.dims[1] = cols;
+    t.data = data;
+    t.size = size;
+    for (r = 0; r < rows; r++) {
+        format->row(&t, r, w);
+        for (c = 0; c < cols; c++) {
+            double d = (double)values[r * cols + c] - w[c];
+            error += d * d;
+            energy += (double)values[r * cols + c] * values[r * cols + c];
+        }
+    }
+    free(w);
+    return energy > 0 ? error / energy : 0.0;
 }

@@ -42,6 +42,12 @@ void test_rotated_streamed(const pmpd_convert_options *options, const char *form
  * the converter's rows, as pmpd-convert runs it, opened into o. */
 void test_rotated_open_stories(const pmpd_convert_options *options, test_opened_model *o);
 
+/* ||values - W||^2 / ||values||^2 for W the rows x cols tensor of type
+ * in data (size bytes), read back row by row through the format table
+ * (its row dequantization, not the product kernels). */
+double test_rotated_error(uint32_t type, const float *values, size_t rows, size_t cols, const unsigned char *data,
+                          size_t size);
+
 /* KL (mean over positions) and top-1 agreement of model's teacher-forced
  * logits on ids[0..n) against ref (n x the vocabulary). */
 void test_rotated_score(const pmpd_model *model, const int32_t *ids, size_t n, const float *ref, double *kl,

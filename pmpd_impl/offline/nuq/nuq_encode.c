@@ -119,26 +119,4 @@ PMPD_INTERNAL pmpd_status pmpd_nuq_encode(const float *values, size_t rows, size
     return PMPD_OK;
 }
 
-PMPD_INTERNAL double pmpd_nuq_encoded_error(const float *values, size_t rows, size_t cols,
-                                            const unsigned char *data)
-{
-    pmpd_nuq_matrix m;
-    float *w = (float *)malloc(cols * sizeof *w);
-    double error = 0, energy = 0;
-    size_t r, c;
-    if (!w)
-        return -1.0;
-    pmpd_nuq_bind(data, rows, cols, &m);
-    for (r = 0; r < rows; r++) {
-        pmpd_nuq_row(&m, r, w);
-        for (c = 0; c < cols; c++) {
-            double d = (double)values[r * cols + c] - w[c];
-            error += d * d;
-            energy += (double)values[r * cols + c] * values[r * cols + c];
-        }
-    }
-    free(w);
-    return energy > 0 ? error / energy : 0.0;
-}
-
 #undef NUQ_SCALE_ROUNDS

@@ -67,11 +67,6 @@ PMPD_INTERNAL pmpd_status pmpd_tcq_encode(const float *values, size_t rows, size
 PMPD_INTERNAL pmpd_status pmpd_tcq_random(size_t rows, size_t cols, unsigned quarter_bits, uint64_t seed,
                                           unsigned char *out, size_t size);
 
-/* Normalized squared error ||W - W^||^2 / ||W||^2 of the encoded tensor
- * data (rows x cols) against values, through the format's row lookup. */
-PMPD_INTERNAL double pmpd_tcq_encoded_error(const float *values, size_t rows, size_t cols,
-                                            const unsigned char *data);
-
 #endif /* PMPD_OFFLINE */
 
 #endif
