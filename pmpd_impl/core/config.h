@@ -13,6 +13,9 @@
  *   PMPD_USE_AVX2     x86 AVX2+FMA kernels.           default: __AVX2__ && __FMA__
  *   PMPD_USE_AVX512   x86 AVX-512 GEMV (decode).      default: AVX-512 F, BW, VNNI, VBMI
  *                     and GFNI targeted, with PMPD_USE_AVX2
+ *   PMPD_USE_AVXVNNI  x86 AVX-VNNI W8A8 products on    default: __AVXVNNI__, with
+ *                     AVX2 cores without AVX-512       PMPD_USE_AVX2
+ *                     (Alder Lake, N100-class boards)
  *   PMPD_USE_AMX      x86 AMX-INT8 W8A8 products.     default: AMX-TILE and AMX-INT8
  *                     targeted, with PMPD_USE_AVX512 (Linux 5.16 or later
  *                     grants the tile state; the loader says if it does not)
@@ -58,6 +61,11 @@
 #define PMPD_HAVE_AVX512_TARGET 0
 #endif
 
+#if defined(__AVXVNNI__)
+#define PMPD_HAVE_AVXVNNI_TARGET 1
+#else
+#define PMPD_HAVE_AVXVNNI_TARGET 0
+#endif
 #if defined(__AMX_TILE__) && defined(__AMX_INT8__)
 #define PMPD_HAVE_AMX_TARGET 1
 #else
@@ -78,6 +86,9 @@
 #endif
 #ifndef PMPD_USE_AVX512
 #define PMPD_USE_AVX512 (PMPD_HAVE_AVX512_TARGET && PMPD_USE_AVX2)
+#endif
+#ifndef PMPD_USE_AVXVNNI
+#define PMPD_USE_AVXVNNI (PMPD_HAVE_AVXVNNI_TARGET && PMPD_USE_AVX2)
 #endif
 #ifndef PMPD_USE_AMX
 #define PMPD_USE_AMX (PMPD_HAVE_AMX_TARGET && PMPD_USE_AVX512)
@@ -100,6 +111,12 @@
 #endif
 #if PMPD_USE_AVX512 && !PMPD_HAVE_AVX512_TARGET
 #error "PMPD_USE_AVX512=1 but the target lacks AVX-512 F/BW/VNNI/VBMI or GFNI (e.g. -march=icelake-server or native)"
+#endif
+#if PMPD_USE_AVXVNNI && !PMPD_HAVE_AVXVNNI_TARGET
+#error "PMPD_USE_AVXVNNI=1 but the target lacks AVX-VNNI (e.g. -march=alderlake or native)"
+#endif
+#if PMPD_USE_AVXVNNI && !PMPD_USE_AVX2
+#error "PMPD_USE_AVXVNNI needs PMPD_USE_AVX2"
 #endif
 #if PMPD_USE_AMX && !PMPD_HAVE_AMX_TARGET
 #error "PMPD_USE_AMX=1 but the target lacks AMX-TILE and AMX-INT8 (e.g. -march=sapphirerapids or native)"

@@ -39,7 +39,8 @@
  * token), reduced once per row and token after the last column.  Each ISA
  * stores the quantized activations the way its multiply wants them
  * (pmpd_w8a8_act_*): int16 for AVX2 (vpmaddwd), u8 = q + 128 for AVX-512
- * VNNI (vpdpbusd, with the row's weight sum taking the 128 back out), int8
+ * VNNI and AVX-VNNI (vpdpbusd, with the row's weight sum taking the 128
+ * back out), int8
  * for NEON (SMMLA, SDOT) and the scalar oracle, and for AMX int8 in the
  * order a tile multiply reads its second operand: tokens in groups of 16
  * (the last group padded), each group's bytes as [padded_cols / 4][16
@@ -71,6 +72,11 @@
 #elif PMPD_USE_AVX512
 #define PMPD_W8A8_KERNEL "avx512-vnni"
 #define PMPD_W8A8_ACT_BYTES 1 /* u8 = q + 128 */
+#define PMPD_W8A8_ACT_BIASED 1
+#elif PMPD_USE_AVXVNNI
+#define PMPD_W8A8_KERNEL "avx-vnni"
+#define PMPD_W8A8_ACT_BYTES 1 /* u8 = q + 128 */
+#define PMPD_W8A8_ACT_BIASED 1
 #elif PMPD_USE_AVX2
 #define PMPD_W8A8_KERNEL "avx2"
 #define PMPD_W8A8_ACT_BYTES 2 /* int16 */
@@ -86,6 +92,9 @@
 #else
 #define PMPD_W8A8_KERNEL "scalar"
 #define PMPD_W8A8_ACT_BYTES 1 /* int8 */
+#endif
+#ifndef PMPD_W8A8_ACT_BIASED
+#define PMPD_W8A8_ACT_BIASED 0 /* 1: stored as u8 = q + 128 (the VNNI multiply is u8 x s8) */
 #endif
 #ifndef PMPD_W8A8_TOKEN_GROUP
 #define PMPD_W8A8_TOKEN_GROUP 1 /* tokens the representation pads to */
@@ -146,7 +155,7 @@ static inline int pmpd_w8a8_act_value(const pmpd_w8a8_matrix *m, const void *act
     size_t at = pmpd_w8a8_act_index(m, t, c);
     if (PMPD_W8A8_ACT_BYTES == 2)
         return ((const int16_t *)act)[at];
-    if (PMPD_USE_AVX512 && !PMPD_USE_AMX)
+    if (PMPD_W8A8_ACT_BIASED)
         return (int)((const uint8_t *)act)[at] - 128;
     return ((const int8_t *)act)[at];
 }

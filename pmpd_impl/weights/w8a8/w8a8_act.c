@@ -65,10 +65,10 @@ PMPD_INTERNAL void pmpd_w8a8_act_quantize(const pmpd_w8a8_matrix *m, const float
             /* Tile order: each 4 columns' bytes a group of tokens apart. */
             for (i = 0; i < W8A8_ACT_STEP; i += 4)
                 memcpy((int8_t *)act + at + i * PMPD_W8A8_TOKEN_GROUP, q + i, 4);
-#elif PMPD_USE_AVX512
+#elif PMPD_W8A8_ACT_BIASED
             for (i = 0; i < W8A8_ACT_STEP; i++)
                 ((uint8_t *)act)[at + i] = (uint8_t)(q[i] + 128);
-#elif PMPD_USE_AVX2
+#elif PMPD_W8A8_ACT_BYTES == 2
             for (i = 0; i < W8A8_ACT_STEP; i++)
                 ((int16_t *)act)[at + i] = q[i];
 #else

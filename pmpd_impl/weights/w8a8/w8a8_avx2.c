@@ -7,7 +7,7 @@
  * whose activations stay in L2 while every row block passes over them. */
 #include "pmpd_impl/weights/w8a8/w8a8.h"
 
-#if PMPD_USE_AVX2 && !PMPD_USE_AVX512
+#if PMPD_USE_AVX2 && !PMPD_USE_AVX512 && !PMPD_USE_AVXVNNI
 #include <immintrin.h>
 
 /* The activations of 24 tokens as int16: 192 KiB at K = 4096, in L2. */
