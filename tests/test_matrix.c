@@ -174,7 +174,7 @@ static void mx_build_type(const char *model, int type, void *const codebooks[2],
 
 /* PQ codebooks (2- and 4-dim subspaces) trained on the float model's own
  * texts, as pmpd-kvcalibrate does, but on fewer and shorter texts. */
-static void mx_codebooks(const pmpd_model *float_model, void *codebooks[2], size_t sizes[2])
+static void mx_codebooks(const pmpd_model *float_model, int reduced, void *codebooks[2], size_t sizes[2])
 {
     pmpd_pq_calibration_options o;
     int p;
@@ -183,7 +183,7 @@ static void mx_codebooks(const pmpd_model *float_model, void *codebooks[2], size
         o.key_sub_dim = o.value_sub_dim = p ? 4 : 2;
         o.n_sequences = 3;
         o.sequence_length = 96;
-        o.iterations = 6;
+        o.iterations = reduced ? 3 : 6; /* half the k-means passes under emulation */
         assert_int_equal(pmpd_pq_calibrate(float_model, &o, &codebooks[p], &sizes[p]), PMPD_OK);
     }
 }
@@ -278,12 +278,14 @@ static void mx_learned(mx_world *w, const pmpd_model *float_model)
     pmpd_calibration_set train;
     pmpd_learned_train_config tc;
     pmpd_calibration_config_init(&config);
-    config.n_prompts = 12;
+    /* Half the data and epochs under emulation: a third of this file's
+     * time there went to this training. */
+    config.n_prompts = w->reduced ? 6 : 12;
     config.prompt_length = 4;
     config.output_length = MX_STEPS; /* the candidate switch steps are thirds of this */
     assert_int_equal(pmpd_calibration_set_sample(float_model, &config, PMPD_CALIBRATION_TRAIN, &train), PMPD_OK);
     pmpd_learned_train_config_init(&tc);
-    tc.epochs = 30;
+    tc.epochs = w->reduced ? 15 : 30;
     tc.hidden = 8;
     assert_int_equal(pmpd_learned_scheduler_train(w->models[MX_NESTED][0].model, &train, 4, &tc, &w->learned,
                                                   &w->learned_size, NULL),
@@ -305,7 +307,7 @@ static mx_world *mx_build(const char *model_file, int with_all_types)
     assert_int_equal(test_import_shared(model_file, "models/tok512.bin", &b), PMPD_OK);
     mx_open(&b, &plain);
     pmpd_build_free(&b);
-    mx_codebooks(plain.model, codebooks, sizes);
+    mx_codebooks(plain.model, w->reduced, codebooks, sizes);
     for (t = 0; t < MX_N_TYPES; t++)
         if (with_all_types || t == MX_F32 || t == MX_Q8 || t == MX_NESTED)
             mx_build_type(model_file, t, codebooks, sizes, w->models[t]);
