@@ -10,17 +10,11 @@
 #if PMPD_USE_AVX2 && !PMPD_USE_AVX512 && !PMPD_USE_AVXVNNI
 #include <immintrin.h>
 
+#include "pmpd_impl/weights/w8a8/w8a8_x86.h"
+
 /* The activations of 24 tokens as int16: 192 KiB at K = 4096, in L2. */
 #define W8A8_AVX2_TOKEN_BLOCK 24
 #define W8A8_AVX2_TILE 2
-
-static inline int32_t w8a8_avx2_sum(__m256i v)
-{
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    return _mm_cvtsi128_si32(s);
-}
 
 /* Rows r0..r0+3 (valid below row_end) times tokens t0..t0+nt-1, nt <= 2.
  * Forced inline with a constant nt, the loops unroll and the accumulators
@@ -52,7 +46,7 @@ static inline __attribute__((always_inline)) void w8a8_avx2_tile(const pmpd_w8a8
     }
     for (i = 0; i < 4 && r0 + i < row_end; i++)
         for (j = 0; j < nt; j++)
-            y[(t0 + j) * ldy + r0 + i] = pmpd_w8a8_output(m, r0 + i, w8a8_avx2_sum(acc[i][j]));
+            y[(t0 + j) * ldy + r0 + i] = pmpd_w8a8_output(m, r0 + i, pmpd_w8a8_sum256(acc[i][j]));
 }
 
 PMPD_INTERNAL void pmpd_w8a8_matmul(const pmpd_w8a8_matrix *m, const void *act, size_t n_tokens, size_t row_begin,

@@ -12,17 +12,11 @@
 #if PMPD_USE_AVXVNNI && !PMPD_USE_AVX512
 #include <immintrin.h>
 
+#include "pmpd_impl/weights/w8a8/w8a8_x86.h"
+
 /* The activations of 64 tokens as bytes: 128 KiB at K = 2048, in L2. */
 #define W8A8_VNNI_TOKEN_BLOCK 64
 #define W8A8_VNNI_TILE 2
-
-static inline int32_t w8a8_vnni_sum(__m256i v)
-{
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    return _mm_cvtsi128_si32(s);
-}
 
 /* Rows r0..r0+3 (valid below row_end) times tokens t0..t0+nt-1, nt <= 2;
  * forced inline with a constant nt so the accumulators stay in registers. */
@@ -54,7 +48,7 @@ static inline __attribute__((always_inline)) void w8a8_vnni_tile(const pmpd_w8a8
     }
     for (i = 0; i < 4 && r0 + i < row_end; i++)
         for (j = 0; j < nt; j++)
-            y[(t0 + j) * ldy + r0 + i] = pmpd_w8a8_output(m, r0 + i, w8a8_vnni_sum(acc[i][j]) - bias[i]);
+            y[(t0 + j) * ldy + r0 + i] = pmpd_w8a8_output(m, r0 + i, pmpd_w8a8_sum256(acc[i][j]) - bias[i]);
 }
 
 /* 128 times the weight sum of each of the 4 rows from r0. */
@@ -67,7 +61,7 @@ static void w8a8_vnni_bias(const pmpd_w8a8_matrix *m, size_t r0, int32_t bias[4]
         for (c = 0; c < m->padded_cols; c += 32)
             sum = _mm256_dpbusd_avx_epi32(
                 sum, ones, _mm256_loadu_si256((const __m256i *)(const void *)(m->weights + (r0 + i) * m->padded_cols + c)));
-        bias[i] = 128 * w8a8_vnni_sum(sum);
+        bias[i] = 128 * pmpd_w8a8_sum256(sum);
     }
 }
 
