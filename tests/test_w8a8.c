@@ -63,50 +63,97 @@ static double brute_force(const w8a8_case *k, const int8_t *q, size_t t, size_t 
     return (double)sum * act_scale * row_scale;
 }
 
-static void check_shape(size_t rows, size_t cols, size_t n_tokens, test_rng *rng)
+/* The compiled kernel against the scalar oracle and the brute force on x
+ * (n_tokens rows of the case's cols), as the pool splits the rows and as
+ * one thread takes them all. */
+static void compare_kernel(const w8a8_case *k, const float *x, size_t n_tokens)
 {
-    w8a8_case k;
-    float *x = (float *)malloc(n_tokens * cols * sizeof(float));
+    size_t rows = k->m.rows, cols = k->m.cols;
     float *y = (float *)malloc(n_tokens * rows * sizeof(float));
     float *yref = (float *)malloc(n_tokens * rows * sizeof(float));
-    int8_t *q = (int8_t *)malloc(n_tokens * ((cols + 63) / 64 * 64));
     float *yall = (float *)malloc(n_tokens * rows * sizeof(float));
+    int8_t *q = (int8_t *)malloc(n_tokens * k->m.padded_cols);
     void *act;
-    size_t i, r, t, begin, act_size;
-    make_case(&k, rows, cols, 0.02f, rng);
-    /* Mostly in range, some far outside (saturating), some exact zeros. */
-    for (i = 0; i < n_tokens * cols; i++)
-        x[i] = i % 41 == 0 ? 40.0f * test_rng_normal(rng) : i % 13 == 0 ? 0.0f : test_rng_normal(rng);
-    assert_int_equal(pmpd_w8a8_act_size(n_tokens, k.m.padded_cols, &act_size), PMPD_OK);
+    size_t r, t, begin, act_size;
+    assert_true(y && yref && yall && q);
+    assert_int_equal(pmpd_w8a8_act_size(n_tokens, k->m.padded_cols, &act_size), PMPD_OK);
     act = malloc(act_size + 1);
     assert_non_null(act);
-    pmpd_w8a8_act_quantize(&k.m, x, 0, n_tokens, act);
-    pmpd_w8a8_act_quantize_scalar(&k.m, x, 0, n_tokens, q);
+    pmpd_w8a8_act_quantize(&k->m, x, 0, n_tokens, act);
+    pmpd_w8a8_act_quantize_scalar(&k->m, x, 0, n_tokens, q);
     /* Row ranges as the pool splits them: blocks of 4 from any start. */
     for (begin = 0; begin < rows; begin += 4) {
         size_t end = begin + 8 < rows ? begin + 8 : rows;
-        pmpd_w8a8_matmul(&k.m, act, n_tokens, begin, end, y, rows);
-        pmpd_w8a8_matmul_scalar(&k.m, q, n_tokens, begin, end, yref, rows);
+        pmpd_w8a8_matmul(&k->m, act, n_tokens, begin, end, y, rows);
+        pmpd_w8a8_matmul_scalar(&k->m, q, n_tokens, begin, end, yref, rows);
     }
     /* And all rows in one call, as one thread takes them (kernels block
      * rows beyond 8: AMX by 32). */
-    pmpd_w8a8_matmul(&k.m, act, n_tokens, 0, rows, yall, rows);
+    pmpd_w8a8_matmul(&k->m, act, n_tokens, 0, rows, yall, rows);
     for (t = 0; t < n_tokens; t++)
         for (r = 0; r < rows; r++) {
-            double exact = brute_force(&k, q, t, r);
+            double exact = brute_force(k, q, t, r);
             /* Integer sums are exact in every path: the outputs agree to the
              * last bit, and with the brute force up to the float product. */
             if (y[t * rows + r] != yref[t * rows + r] || yall[t * rows + r] != yref[t * rows + r] || fabs(yref[t * rows + r] - exact) > 1e-5 * fabs(exact) + 1e-30)
                 fail_msg("%zux%zu x%zu, token %zu row %zu: kernel %.9g, oracle %.9g, brute force %.9g", rows, cols,
                          n_tokens, t, r, (double)y[t * rows + r], (double)yref[t * rows + r], exact);
         }
-    free(k.bytes);
-    free(x);
     free(y);
     free(yref);
     free(yall);
     free(q);
     free(act);
+}
+
+static void check_shape(size_t rows, size_t cols, size_t n_tokens, test_rng *rng)
+{
+    w8a8_case k;
+    float *x = (float *)malloc(n_tokens * cols * sizeof(float));
+    size_t i;
+    assert_non_null(x);
+    make_case(&k, rows, cols, 0.02f, rng);
+    /* Mostly in range, some far outside (saturating), some exact zeros. */
+    for (i = 0; i < n_tokens * cols; i++)
+        x[i] = i % 41 == 0 ? 40.0f * test_rng_normal(rng) : i % 13 == 0 ? 0.0f : test_rng_normal(rng);
+    compare_kernel(&k, x, n_tokens);
+    free(k.bytes);
+    free(x);
+}
+
+/* The largest products every kernel must sum without saturating: weights
+ * of -128 and 127 against activations clamped to +-127, with the signs
+ * set so that adjacent columns (the pairs a 16-bit multiply-add forms)
+ * add up, in every combination: 2 x 128 x 127 = 32512 per pair. */
+static void test_extreme_products(void **state)
+{
+    const size_t rows = 8, cols = 130, n_tokens = 4;
+    w8a8_case k;
+    test_rng rng;
+    float x[4 * 130];
+    size_t r, c, t;
+    (void)state;
+    test_rng_seed(&rng, 3);
+    make_case(&k, rows, cols, 0.5f, &rng);
+    for (r = 0; r < rows; r++)
+        for (c = 0; c < cols; c++) {
+            /* Rows 0-3: all -128, all 127, alternating, in pairs; rows 4-7
+             * the same negated where 127 allows. */
+            int pattern[4] = {-128, 127, c % 2 ? 127 : -128, c / 2 % 2 ? 127 : -128};
+            int value = pattern[r % 4];
+            if (r >= 4)
+                value = value == -128 ? 127 : -128;
+            k.bytes[(size_t)((const unsigned char *)k.m.weights - k.bytes) + r * k.m.padded_cols + c] =
+                (unsigned char)(int8_t)value;
+        }
+    for (t = 0; t < n_tokens; t++)
+        for (c = 0; c < cols; c++) {
+            /* All +127, all -127, alternating, in pairs. */
+            int negative[4] = {0, 1, (int)(c % 2), (int)(c / 2 % 2)};
+            x[t * cols + c] = negative[t] ? -1e3f : 1e3f;
+        }
+    compare_kernel(&k, x, n_tokens);
+    free(k.bytes);
 }
 
 static void test_kernel_matches_oracle(void **state)
@@ -250,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_activation_representation),
         cmocka_unit_test(test_view_refuses_malformed),
         cmocka_unit_test(test_kernel_matches_oracle),
+        cmocka_unit_test(test_extreme_products),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

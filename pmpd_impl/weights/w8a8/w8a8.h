@@ -38,10 +38,10 @@
  * time (4 sequential streams) and keeps one vector accumulator per (row,
  * token), reduced once per row and token after the last column.  Each ISA
  * stores the quantized activations the way its multiply wants them
- * (pmpd_w8a8_act_*): int16 for AVX2 (vpmaddwd), u8 = q + 128 for AVX-512
- * VNNI and AVX-VNNI (vpdpbusd, with the row's weight sum taking the 128
- * back out), int8
- * for NEON (SMMLA, SDOT) and the scalar oracle, and for AMX int8 in the
+ * (pmpd_w8a8_act_*): u8 = q + 128 for AVX-512 VNNI and AVX-VNNI
+ * (vpdpbusd, with the row's weight sum taking the 128 back out), int8 for
+ * AVX2 (vpmaddubsw of |w| with q carrying w's sign), NEON (SMMLA, SDOT)
+ * and the scalar oracle, and for AMX int8 in the
  * order a tile multiply reads its second operand: tokens in groups of 16
  * (the last group padded), each group's bytes as [padded_cols / 4][16
  * tokens][4 consecutive columns], so a 64-column step of 16 tokens is one
@@ -64,22 +64,19 @@
 #define PMPD_W8A8_ROW_BLOCK 4
 #define PMPD_W8A8_QMAX 127
 
-/* Which activation representation the compiled kernel reads. */
+/* Which activation representation the compiled kernel reads: one byte per
+ * value, int8 q unless biased or in tile order. */
 #if PMPD_USE_AMX
 #define PMPD_W8A8_KERNEL "amx-int8"
-#define PMPD_W8A8_ACT_BYTES 1 /* int8, tile order */
 #define PMPD_W8A8_TOKEN_GROUP 16
 #elif PMPD_USE_AVX512
 #define PMPD_W8A8_KERNEL "avx512-vnni"
-#define PMPD_W8A8_ACT_BYTES 1 /* u8 = q + 128 */
 #define PMPD_W8A8_ACT_BIASED 1
 #elif PMPD_USE_AVXVNNI
 #define PMPD_W8A8_KERNEL "avx-vnni"
-#define PMPD_W8A8_ACT_BYTES 1 /* u8 = q + 128 */
 #define PMPD_W8A8_ACT_BIASED 1
 #elif PMPD_USE_AVX2
 #define PMPD_W8A8_KERNEL "avx2"
-#define PMPD_W8A8_ACT_BYTES 2 /* int16 */
 #elif PMPD_USE_NEON && defined(__aarch64__)
 #if PMPD_USE_I8MM
 #define PMPD_W8A8_KERNEL "neon-smmla"
@@ -88,10 +85,8 @@
 #else
 #define PMPD_W8A8_KERNEL "neon"
 #endif
-#define PMPD_W8A8_ACT_BYTES 1 /* int8 */
 #else
 #define PMPD_W8A8_KERNEL "scalar"
-#define PMPD_W8A8_ACT_BYTES 1 /* int8 */
 #endif
 #ifndef PMPD_W8A8_ACT_BIASED
 #define PMPD_W8A8_ACT_BIASED 0 /* 1: stored as u8 = q + 128 (the VNNI multiply is u8 x s8) */
@@ -153,8 +148,6 @@ static inline size_t pmpd_w8a8_act_index(const pmpd_w8a8_matrix *m, size_t t, si
 static inline int pmpd_w8a8_act_value(const pmpd_w8a8_matrix *m, const void *act, size_t t, size_t c)
 {
     size_t at = pmpd_w8a8_act_index(m, t, c);
-    if (PMPD_W8A8_ACT_BYTES == 2)
-        return ((const int16_t *)act)[at];
     if (PMPD_W8A8_ACT_BIASED)
         return (int)((const uint8_t *)act)[at] - 128;
     return ((const int8_t *)act)[at];

@@ -17,7 +17,7 @@
 PMPD_INTERNAL pmpd_status pmpd_w8a8_act_size(size_t n_tokens, size_t padded_cols, size_t *bytes)
 {
     size_t groups = n_tokens / PMPD_W8A8_TOKEN_GROUP + (n_tokens % PMPD_W8A8_TOKEN_GROUP != 0);
-    return pmpd_checked_mul3(groups * PMPD_W8A8_TOKEN_GROUP, padded_cols, PMPD_W8A8_ACT_BYTES, bytes)
+    return pmpd_checked_mul(groups * PMPD_W8A8_TOKEN_GROUP, padded_cols, bytes)
                ? PMPD_OK
                : PMPD_ERR_OVERFLOW;
 }
@@ -68,9 +68,6 @@ PMPD_INTERNAL void pmpd_w8a8_act_quantize(const pmpd_w8a8_matrix *m, const float
 #elif PMPD_W8A8_ACT_BIASED
             for (i = 0; i < W8A8_ACT_STEP; i++)
                 ((uint8_t *)act)[at + i] = (uint8_t)(q[i] + 128);
-#elif PMPD_W8A8_ACT_BYTES == 2
-            for (i = 0; i < W8A8_ACT_STEP; i++)
-                ((int16_t *)act)[at + i] = q[i];
 #else
             for (i = 0; i < W8A8_ACT_STEP; i++)
                 ((int8_t *)act)[at + i] = q[i];
