@@ -20,6 +20,7 @@
 /* The activations of 64 tokens as bytes: 352 KiB at K = 5632, in L2. */
 #define W8A8_AVX2_TOKEN_BLOCK 64
 #define W8A8_AVX2_TILE 2
+#define W8A8_AVX2_PREFETCH 1024 /* bytes ahead in the row stream (512: 0.95x, 2048: 0.9x) */
 
 /* One row's 32 columns against tokens a0 and (when nt is 2) a1. */
 static inline __attribute__((always_inline)) void w8a8_avx2_row(const int8_t *w, __m256i a0, __m256i a1, size_t nt,
@@ -60,11 +61,38 @@ static inline __attribute__((always_inline)) void w8a8_avx2_tile(const pmpd_w8a8
             y[(t0 + j) * ldy + r0 + i] = pmpd_w8a8_output(m, r0 + i, pmpd_w8a8_sum256(acc[2 * i + j]));
 }
 
+/* One token (decode): every weight comes from RAM once.  Rows go one
+ * after another, so the matrix streams as one sequential read, prefetched
+ * ahead, with two accumulators for independent chains: 1.5x the decode
+ * rate of the 4-row tile, which reads four short streams at once (Zen 3,
+ * 1.1B model). */
+static void w8a8_avx2_gemv(const pmpd_w8a8_matrix *m, const int8_t *act, size_t row_begin, size_t row_end, float *y)
+{
+    const size_t k = m->padded_cols;
+    size_t r, c;
+    for (r = row_begin; r < row_end; r++) {
+        const int8_t *w = m->weights + r * k;
+        __m256i s0 = _mm256_setzero_si256(), s1 = s0;
+        for (c = 0; c < k; c += 64) {
+            __m256i a0 = _mm256_loadu_si256((const __m256i *)(const void *)(act + c));
+            __m256i a1 = _mm256_loadu_si256((const __m256i *)(const void *)(act + c + 32));
+            _mm_prefetch((const char *)(w + c + W8A8_AVX2_PREFETCH), _MM_HINT_T0);
+            w8a8_avx2_row(w + c, a0, a0, 1, &s0, &s0);
+            w8a8_avx2_row(w + c + 32, a1, a1, 1, &s1, &s1);
+        }
+        y[r] = pmpd_w8a8_output(m, r, pmpd_w8a8_sum256(_mm256_add_epi32(s0, s1)));
+    }
+}
+
 PMPD_INTERNAL void pmpd_w8a8_matmul(const pmpd_w8a8_matrix *m, const void *act, size_t n_tokens, size_t row_begin,
                                     size_t row_end, float *y, size_t ldy)
 {
     const int8_t *a = (const int8_t *)act;
     size_t b0, r0, t0;
+    if (n_tokens == 1) {
+        w8a8_avx2_gemv(m, a, row_begin, row_end, y);
+        return;
+    }
     for (b0 = 0; b0 < n_tokens; b0 += W8A8_AVX2_TOKEN_BLOCK) {
         size_t b1 = n_tokens - b0 < W8A8_AVX2_TOKEN_BLOCK ? n_tokens : b0 + W8A8_AVX2_TOKEN_BLOCK;
         for (r0 = row_begin; r0 < row_end; r0 += 4) {
@@ -78,4 +106,5 @@ PMPD_INTERNAL void pmpd_w8a8_matmul(const pmpd_w8a8_matrix *m, const void *act, 
 
 #undef W8A8_AVX2_TOKEN_BLOCK
 #undef W8A8_AVX2_TILE
+#undef W8A8_AVX2_PREFETCH
 #endif
