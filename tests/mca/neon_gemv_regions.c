@@ -7,10 +7,14 @@
  * bytes per bit).  q8 / q4 / q2cb: two 4-row groups of 32 (the GEMV's
  * even/odd pair), 136 / 72 / 42 bytes a group.  vq: two blocks of 16
  * pairs (the GEMV's even/odd pair) for one token, 4 p bytes at p index
- * bits per pair. */
+ * bits per pair.  tcq: 32 columns of one sequence, two groups of 8 trellis
+ * steps decoded and multiplied with one token (a step of shift s bits
+ * holds 2 weights: 2 s bytes per 32 weights); the stack copy of the
+ * sequence, once per 256 weights, is left out. */
 #include "pmpd_impl/weights/grouped/arm_neon/qmatmul.c"
 #include "pmpd_impl/weights/anyprec/anyprec_gemv_neon.c"
 #include "pmpd_impl/weights/vq/vq_neon.c"
+#include "pmpd_impl/weights/tcq/tcq_neon.c"
 
 #define MCA_BEGIN(name) __asm__ volatile("# LLVM-MCA-BEGIN " name ::: "memory")
 #define MCA_END(name) __asm__ volatile("# LLVM-MCA-END " name ::: "memory")
@@ -24,6 +28,7 @@ void mca_nested_4bit(const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_
 void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, const uint64_t *pairs, size_t g,
                    float32x4_t *acc);
 void mca_vq(const pmpd_vq_matrix *m, const int8_t *q, const float *d, float32x4_t *acc);
+void mca_tcq(unsigned shift, const uint8_t *bytes, const int8_t *x, int32x4_t *sum);
 
 /* The tables stay in registers across superblocks, as in the real loop. */
 #define MCA_NESTED(bits, name)                                                                                       \
@@ -97,5 +102,30 @@ void mca_vq(const pmpd_vq_matrix *m, const int8_t *q, const float *d, float32x4_
     case 6: MCA_VQ(6, "vq3/64/24"); break;
     case 7: MCA_VQ(7, "vq3.5/64/28"); break;
     default: MCA_VQ(8, "vq4/64/32"); break;
+    }
+}
+
+/* Columns 0..31 of a sequence whose bytes (with its first 16 after them)
+ * are at bytes, as tcq_neon_decode and tcq_neon_token run them. */
+#define MCA_TCQ(shift, name)                                                                                         \
+    do {                                                                                                             \
+        tcq_neon_consts k;                                                                                           \
+        int16x8_t w[4];                                                                                              \
+        tcq_neon_consts_for(shift, &k);                                                                              \
+        MCA_BEGIN(name);                                                                                             \
+        tcq_neon_group(bytes, table, &k, w);                                                                         \
+        tcq_neon_group(bytes + (shift), table, &k, w + 2);                                                           \
+        *sum = vaddq_s32(*sum, tcq_neon_block_sum(w, x));                                                            \
+        MCA_END(name);                                                                                               \
+    } while (0)
+
+void mca_tcq(unsigned shift, const uint8_t *bytes, const int8_t *x, int32x4_t *sum)
+{
+    const int16_t *table = pmpd_tcq_table();
+    switch (shift) {
+    case 3: MCA_TCQ(3, "tcq1.5/32/6"); break;
+    case 4: MCA_TCQ(4, "tcq2/32/8"); break;
+    case 6: MCA_TCQ(6, "tcq3/32/12"); break;
+    default: MCA_TCQ(8, "tcq4/32/16"); break;
     }
 }

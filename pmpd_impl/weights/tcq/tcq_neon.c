@@ -67,6 +67,7 @@ static inline void tcq_neon_group(const uint8_t *bytes, const int16_t *table, co
 {
     const uint8x16_t loaded = vld1q_u8(bytes);
     unsigned half;
+#pragma GCC unroll 2
     for (half = 0; half < 2; half++) {
         const uint32x4_t windows =
             vshlq_u32(vreinterpretq_u32_u8(vqtbl1q_u8(loaded, k->shuffle[half])), k->shift[half]);
@@ -90,25 +91,32 @@ static void tcq_neon_decode(const pmpd_tcq_matrix *m, size_t r, size_t j, const 
         tcq_neon_group(bytes + (size_t)g * shift, table, k, w + 2 * g);
 }
 
+/* One 32-column block's exact int32 sums: w its 4 decoded int16x8, x its
+ * 32 int8 activations. */
+static inline int32x4_t tcq_neon_block_sum(const int16x8_t *w, const int8_t *x)
+{
+    int32x4_t sum = vdupq_n_s32(0);
+    unsigned v;
+#pragma GCC unroll 2
+    for (v = 0; v < 2; v++) {
+        const int8x16_t xs = vld1q_s8(x + 16 * v);
+        const int16x8_t low = vmovl_s8(vget_low_s8(xs)), high = vmovl_high_s8(xs);
+        sum = vmlal_s16(sum, vget_low_s16(w[2 * v]), vget_low_s16(low));
+        sum = vmlal_high_s16(sum, w[2 * v], low);
+        sum = vmlal_s16(sum, vget_low_s16(w[2 * v + 1]), vget_low_s16(high));
+        sum = vmlal_high_s16(sum, w[2 * v + 1], high);
+    }
+    return sum;
+}
+
 /* One token's sum over a decoded sequence: x its 256 int8 columns, d its
  * 8 block steps. */
 static inline float tcq_neon_token(const int16x8_t *w, const int8_t *x, const float *d)
 {
     float32x4_t acc = vdupq_n_f32(0.0f);
-    unsigned b, v;
-    for (b = 0; b < PMPD_TCQ_SEQUENCE / PMPD_ROTATED_BLOCK; b++) {
-        int32x4_t sum = vdupq_n_s32(0);
-        for (v = 0; v < 2; v++) {
-            const int8x16_t xs = vld1q_s8(x + b * PMPD_ROTATED_BLOCK + 16 * v);
-            const int16x8_t low = vmovl_s8(vget_low_s8(xs)), high = vmovl_high_s8(xs);
-            const int16x8_t w0 = w[4 * b + 2 * v], w1 = w[4 * b + 2 * v + 1];
-            sum = vmlal_s16(sum, vget_low_s16(w0), vget_low_s16(low));
-            sum = vmlal_high_s16(sum, w0, low);
-            sum = vmlal_s16(sum, vget_low_s16(w1), vget_low_s16(high));
-            sum = vmlal_high_s16(sum, w1, high);
-        }
-        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(sum), d[b]);
-    }
+    unsigned b;
+    for (b = 0; b < PMPD_TCQ_SEQUENCE / PMPD_ROTATED_BLOCK; b++)
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(tcq_neon_block_sum(w + 4 * b, x + b * PMPD_ROTATED_BLOCK)), d[b]);
     return vaddvq_f32(acc);
 }
 
