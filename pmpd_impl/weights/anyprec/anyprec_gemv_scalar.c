@@ -23,19 +23,37 @@ PMPD_INTERNAL void pmpd_anyprec_gemv_scalar(const pmpd_anyprec_matrix *m, unsign
                                             const float *xscale, float *y, uint32_t row_begin,
                                             uint32_t row_end)
 {
-    uint32_t r, g, j, groups = pmpd_anyprec_padded_cols(m->cols) / PMPD_ANYPREC_GROUP;
+    uint32_t r, s;
     for (r = row_begin; r < row_end; r++) {
         /* weight = scale * entry + offset, so the row is scale * (entries . x) + offset * sum(x). */
+        const unsigned char *table = m->tables[bits] + ((size_t)r << bits);
         float dot_entries = 0.0f, dot_ones = 0.0f;
-        for (g = 0; g < groups; g++) {
-            int32_t dot = 0, sum = 0;
-            for (j = 0; j < PMPD_ANYPREC_GROUP && g * PMPD_ANYPREC_GROUP + j < m->cols; j++) {
-                dot += (int32_t)anyprec_scalar_entry(m, bits, r, g * PMPD_ANYPREC_GROUP + j) *
-                       xq[g * PMPD_ANYPREC_GROUP + j];
-                sum += xq[g * PMPD_ANYPREC_GROUP + j];
+        for (s = 0; s * PMPD_ANYPREC_SUPER < m->cols; s++) {
+            /* The superblock's planes are looked up once, and each group's
+             * byte and bit per plane once (within a group a column's bit
+             * is the same byte's next one over: bit_place adds j), not per
+             * weight: that cost made this kernel slow on 32-bit cores. */
+            const unsigned char *block[PMPD_ANYPREC_MAX_BITS];
+            unsigned p, g, j, first[PMPD_ANYPREC_MAX_BITS], bit[PMPD_ANYPREC_MAX_BITS];
+            for (p = 0; p < bits; p++)
+                block[p] = pmpd_anyprec_block(m, p, r, s);
+            for (g = 0; g < PMPD_ANYPREC_SUPER / PMPD_ANYPREC_GROUP; g++) {
+                uint32_t c0 = s * PMPD_ANYPREC_SUPER + g * PMPD_ANYPREC_GROUP;
+                int32_t dot = 0, sum = 0;
+                if (c0 >= m->cols)
+                    break;
+                for (p = 0; p < bits; p++)
+                    first[p] = pmpd_anyprec_bit_place(m->paired, p, g * PMPD_ANYPREC_GROUP, &bit[p]);
+                for (j = 0; j < PMPD_ANYPREC_GROUP && c0 + j < m->cols; j++) {
+                    unsigned index = 0;
+                    for (p = 0; p < bits; p++)
+                        index |= ((block[p][first[p] + j] >> bit[p]) & 1u) << p;
+                    dot += (int32_t)table[index] * xq[c0 + j];
+                    sum += xq[c0 + j];
+                }
+                dot_entries += (float)dot * xscale[c0 / PMPD_ANYPREC_GROUP];
+                dot_ones += (float)sum * xscale[c0 / PMPD_ANYPREC_GROUP];
             }
-            dot_entries += (float)dot * xscale[g];
-            dot_ones += (float)sum * xscale[g];
         }
         y[r] = dot_entries * m->scales[bits][r] + dot_ones * m->offsets[bits][r];
     }
