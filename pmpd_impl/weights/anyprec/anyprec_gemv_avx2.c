@@ -69,39 +69,65 @@ ANYPREC_AVX2_INLINE __m256i anyprec_avx2_dot2(__m256i dot, __m256i ea, __m256i x
 #endif
 }
 
-/* Bits moved left by shift (right when negative) within 16-bit lanes; the
- * caller's mask drops what crossed a byte. */
-ANYPREC_AVX2_INLINE __m256i anyprec_avx2_shift(__m256i v, int shift)
+/* Plane 2's bits of column groups 2q and 2q+1 (bits q and q+4 of each
+ * byte) moved to bits 2 and 6, where the 3-bit codes want them. */
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_plane2_bits(const unsigned char *plane, unsigned q)
 {
-    if (shift > 0)
-        return _mm256_slli_epi16(v, shift);
-    if (shift < 0)
-        return _mm256_srli_epi16(v, -shift);
-    return v;
+    __m256i v = anyprec_avx2_load(plane);
+    if (q < 2)
+        v = _mm256_slli_epi16(v, (int)(2 - q));
+    else if (q > 2)
+        v = _mm256_srli_epi16(v, (int)(q - 2));
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x44));
 }
 
-/* Plane p's bits of column groups 2q and 2q+1 at bits p and p+4, where
- * the codes want them (the plane holds the pair at bits q and q+4). */
-ANYPREC_AVX2_INLINE __m256i anyprec_avx2_plane_bits(const unsigned char *plane, unsigned p, unsigned q)
+/* The codes of one row's superblock as four vectors, pair q holding column
+ * group 2q in the low nibble of each byte and 2q+1 in the high one, from
+ * the row's 64 bytes of the 2-bit slice (halves f0: groups 0, 2, 1, 3 at
+ * bit pairs 0, 2, 4, 6; f1: groups 4, 6, 5, 7) and 32 bytes of each upper
+ * plane at plane[p] + at (bit b: group 2 (b % 4) + b / 4).
+ *
+ * 3 bits: each pair is the slice's fields of its groups ORed with plane
+ * 2's bits shifted into place.
+ *
+ * 4 bits: planes 2 and 3 are merged first, e holding the upper two code
+ * bits of groups 0, 4, 1, 5 at bit pairs 0, 2, 4, 6 and o those of groups
+ * 2, 6, 3, 7; each pair then takes an AND-OR of a slice half and e or o
+ * (34 vector operations per row and superblock with the nibble split,
+ * against 40 placing each plane's bits pair by pair).  Pairs 1 and 3 come
+ * out with their lower two bits above the upper two: their lookups use
+ * the row's table with the index's halves swapped
+ * (anyprec_avx2_block_tables).  Written out, not looped, so the compiler
+ * keeps everything in registers. */
+ANYPREC_AVX2_INLINE void anyprec_avx2_codes(const unsigned char *field, const unsigned char *const *plane, size_t at,
+                                            __m256i *codes, const unsigned bits)
 {
-    return _mm256_and_si256(anyprec_avx2_shift(anyprec_avx2_load(plane), (int)p - (int)q),
-                            _mm256_set1_epi8((char)(0x11 << p)));
+    const __m256i m33 = _mm256_set1_epi8(0x33), mcc = _mm256_set1_epi8((char)0xCC);
+    const __m256i f0 = anyprec_avx2_load(field), f1 = anyprec_avx2_load(field + 32);
+    if (bits == 4) {
+        const __m256i m55 = _mm256_set1_epi8(0x55), maa = _mm256_set1_epi8((char)0xAA);
+        const __m256i b2 = anyprec_avx2_load(plane[2] + at), b3 = anyprec_avx2_load(plane[3] + at);
+        const __m256i e = _mm256_or_si256(_mm256_and_si256(b2, m55), _mm256_slli_epi16(_mm256_and_si256(b3, m55), 1));
+        const __m256i o = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 1), m55), _mm256_and_si256(b3, maa));
+        codes[0] = _mm256_or_si256(_mm256_and_si256(f0, m33), _mm256_and_si256(_mm256_slli_epi16(e, 2), mcc));
+        codes[1] = _mm256_or_si256(_mm256_and_si256(f0, mcc), _mm256_and_si256(o, m33));
+        codes[2] = _mm256_or_si256(_mm256_and_si256(f1, m33), _mm256_and_si256(e, mcc));
+        codes[3] = _mm256_or_si256(_mm256_and_si256(f1, mcc), _mm256_and_si256(_mm256_srli_epi16(o, 2), m33));
+    } else {
+        codes[0] = _mm256_or_si256(_mm256_and_si256(f0, m33), anyprec_avx2_plane2_bits(plane[2] + at, 0));
+        codes[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(f0, 2), m33),
+                                   anyprec_avx2_plane2_bits(plane[2] + at, 1));
+        codes[2] = _mm256_or_si256(_mm256_and_si256(f1, m33), anyprec_avx2_plane2_bits(plane[2] + at, 2));
+        codes[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(f1, 2), m33),
+                                   anyprec_avx2_plane2_bits(plane[2] + at, 3));
+    }
 }
 
-/* Codes of column groups 2q (low nibble) and 2q+1 (high nibble) of one
- * row's superblock, from its 64 bytes of the 2-bit slice and plane p's 32
- * bytes at plane[p] + at (p = 2..bits-1).  Written out, not looped, so the
- * compiler keeps everything in registers. */
-ANYPREC_AVX2_INLINE __m256i anyprec_avx2_pair(const unsigned char *field, const unsigned char *const *plane,
-                                              size_t at, unsigned q, const unsigned bits)
+/* The table pair q's codes index (the swapped one for pairs 1 and 3 at 4
+ * bits, table[PMPD_ANYPREC_ROW_BLOCK + i]). */
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_pair_table(const __m256i *table, unsigned i, unsigned q, const unsigned bits)
 {
-    __m256i f = anyprec_avx2_load(field + 32 * (q / 2));
-    __m256i codes = _mm256_and_si256(q % 2 ? _mm256_srli_epi16(f, 2) : f, _mm256_set1_epi8(0x33));
-    if (bits > 2)
-        codes = _mm256_or_si256(codes, anyprec_avx2_plane_bits(plane[2] + at, 2, q));
-    if (bits > 3)
-        codes = _mm256_or_si256(codes, anyprec_avx2_plane_bits(plane[3] + at, 3, q));
-    return codes;
+    return bits == 4 && q % 2 ? table[PMPD_ANYPREC_ROW_BLOCK + i] : table[i];
 }
 
 /* Row r's table in both 128-bit lanes, zero past the last row (the
@@ -114,17 +140,16 @@ static __m256i anyprec_avx2_row_table(const pmpd_anyprec_matrix *m, unsigned bit
     return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)entries));
 }
 
-/* Groups 2q and 2q+1 of one row added to its int32 sums.  At 3 bits the
+/* Groups 2q and 2q+1 of one row (pair q's codes, the table they index)
+ * added to its int32 sums.  At 3 bits the
  * codes leave bits 3 and 7 of each byte clear, so the low nibble needs no
  * AND (vpshufb ignores bits 4..6) and the high one none after the shift;
  * their 6-bit entries let both groups' pair sums add in int16 (anyprec.h)
  * before one madd widens them.  At 4 bits each group widens alone. */
-ANYPREC_AVX2_INLINE __m256i anyprec_avx2_row_pair(__m256i dot, __m256i table, const unsigned char *field,
-                                                  const unsigned char *const *plane, size_t at, unsigned q,
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_row_pair(__m256i dot, __m256i table, __m256i codes, unsigned q,
                                                   const int8_t *x, const unsigned bits)
 {
     const __m256i low = _mm256_set1_epi8(0x0F);
-    __m256i codes = anyprec_avx2_pair(field, plane, at, q, bits);
     __m256i lo = bits > 3 ? _mm256_and_si256(codes, low) : codes, hi = _mm256_srli_epi16(codes, 4);
     if (bits > 3)
         hi = _mm256_and_si256(hi, low);
@@ -162,9 +187,11 @@ ANYPREC_AVX2_INLINE __m256 anyprec_avx2_row_super(__m256 acc, const __m256i *tab
         dot = anyprec_avx2_row_quad(dot, table[i], table[PMPD_ANYPREC_ROW_BLOCK + i], field + 64 * i, 0, x);
         dot = anyprec_avx2_row_quad(dot, table[i], table[PMPD_ANYPREC_ROW_BLOCK + i], field + 64 * i, 1, x);
     } else {
+        __m256i codes[4];
+        anyprec_avx2_codes(field + 64 * i, plane, 32 * i, codes, bits);
 #pragma GCC unroll 4
         for (q = 0; q < 4; q++)
-            dot = anyprec_avx2_row_pair(dot, table[i], field + 64 * i, plane, 32 * i, q, x, bits);
+            dot = anyprec_avx2_row_pair(dot, anyprec_avx2_pair_table(table, i, q, bits), codes[q], q, x, bits);
     }
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc);
 }
@@ -198,9 +225,12 @@ ANYPREC_AVX2_INLINE void anyprec_avx2_block_super(const pmpd_anyprec_matrix *m, 
 ANYPREC_AVX2_INLINE void anyprec_avx2_block_tables(const pmpd_anyprec_matrix *m, uint32_t r0, __m256i *table,
                                                    const unsigned bits)
 {
-    /* Entry n of the 2-bit tables by low / by high bits: entry n%4 / n/4. */
+    /* Entry n of the 2-bit tables by low / by high bits: entry n%4 / n/4;
+     * of the 4-bit table with the index's halves swapped: entry n/4 + 4 (n%4). */
     const __m256i by_low = _mm256_set1_epi32(0x03020100), by_high = _mm256_setr_epi8(
         0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m256i swapped = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 0, 4, 8, 12, 1, 5,
+                                             9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const unsigned char *entries = m->tables[bits] + ((size_t)r0 << bits);
     unsigned i;
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
@@ -217,7 +247,7 @@ ANYPREC_AVX2_INLINE void anyprec_avx2_block_tables(const pmpd_anyprec_matrix *m,
             t = _mm256_set1_epi32(four);
         }
         table[i] = bits == 2 ? _mm256_shuffle_epi8(t, by_low) : t;
-        table[PMPD_ANYPREC_ROW_BLOCK + i] = _mm256_shuffle_epi8(t, by_high);
+        table[PMPD_ANYPREC_ROW_BLOCK + i] = _mm256_shuffle_epi8(t, bits == 4 ? swapped : by_high);
     }
 }
 
@@ -292,14 +322,16 @@ ANYPREC_AVX2_INLINE void anyprec_avx2_block_entries(const pmpd_anyprec_matrix *m
                 row[4 * h + 3] = _mm256_shuffle_epi8(by_high, hi);
             }
         } else {
+            __m256i codes[4];
+            anyprec_avx2_codes(field + 64 * i, plane, 32 * i, codes, bits);
 #pragma GCC unroll 4
             for (q = 0; q < 4; q++) {
-                __m256i codes = anyprec_avx2_pair(field + 64 * i, plane, 32 * i, q, bits);
-                __m256i lo = bits > 3 ? _mm256_and_si256(codes, low) : codes, hi = _mm256_srli_epi16(codes, 4);
+                const __m256i t = anyprec_avx2_pair_table(table, i, q, bits);
+                __m256i lo = bits > 3 ? _mm256_and_si256(codes[q], low) : codes[q], hi = _mm256_srli_epi16(codes[q], 4);
                 if (bits > 3)
                     hi = _mm256_and_si256(hi, low);
-                row[2 * q] = _mm256_shuffle_epi8(table[i], lo);
-                row[2 * q + 1] = _mm256_shuffle_epi8(table[i], hi);
+                row[2 * q] = _mm256_shuffle_epi8(t, lo);
+                row[2 * q + 1] = _mm256_shuffle_epi8(t, hi);
             }
         }
     }
