@@ -219,6 +219,10 @@ PMPD_INTERNAL void pmpd_anyprec_gemm_avx2(const pmpd_anyprec_matrix *m, unsigned
                                           const float *xscale, const float *xsum, size_t n, float *y,
                                           size_t y_stride, uint32_t row_begin, uint32_t row_end);
 #endif
+#if PMPD_USE_AVX512
+PMPD_INTERNAL void pmpd_anyprec_gemv_avx512(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
+                                            const float *xscale, float *y, uint32_t row_begin, uint32_t row_end);
+#endif
 #if PMPD_ANYPREC_USE_NEON
 PMPD_INTERNAL void pmpd_anyprec_gemv_neon(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
                                           const float *xscale, float *y, uint32_t row_begin, uint32_t row_end);

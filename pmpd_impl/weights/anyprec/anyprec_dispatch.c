@@ -16,7 +16,12 @@ static int anyprec_dispatch_simd(const pmpd_anyprec_matrix *m, unsigned bits)
 PMPD_INTERNAL void pmpd_anyprec_gemv(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
                                      const float *xscale, float *y, uint32_t row_begin, uint32_t row_end)
 {
-#if PMPD_USE_AVX2
+#if PMPD_USE_AVX512
+    if (anyprec_dispatch_simd(m, bits)) {
+        pmpd_anyprec_gemv_avx512(m, bits, xq, xscale, y, row_begin, row_end);
+        return;
+    }
+#elif PMPD_USE_AVX2
     if (anyprec_dispatch_simd(m, bits)) {
         pmpd_anyprec_gemv_avx2(m, bits, xq, xscale, y, row_begin, row_end);
         return;

@@ -1,0 +1,210 @@
+/* AVX-512 any-precision GEMV (decode) for widths 2..4 of tensors whose
+ * planes 0 and 1 share a 2-bit slice; the GEMM (prefill) stays with the
+ * AVX2 kernel.  Built where PMPD_USE_AVX512 holds (F, BW, VNNI, VBMI).
+ *
+ * One 64-byte load of the 2-bit slice is a row's whole superblock: its low
+ * half holds column groups 0, 2, 1, 3 and its high half groups 4, 6, 5, 7
+ * (bit pairs 0, 2, 4, 6), so every step below works on two groups four
+ * apart at once, one per 256-bit half, and meets activation vectors built
+ * the same way (x of group k | x of group k + 4, once per superblock for
+ * the block's four rows).  An upper plane's 32 bytes are loaded into both
+ * halves; a per-half shift (VPSLLVW / VPSRLVW) and one VPTERNLOGD bit
+ * select place its bits where the codes want them.
+ *
+ * The lookups are VPERMB on a 64-byte table that repeats the row's 2^k
+ * entries: VPERMB reads an index's low six bits and never zeroes, so the
+ * bits above a code may hold anything (the neighbouring code, bits shifted
+ * in from the next byte) and no AND isolates a nibble.  Per row and
+ * superblock that is 9 / 15 / 18 vector operations at 2 / 3 / 4 bits (4
+ * lookups and 4 VPDPBUSD among them) against about twice that for the
+ * 256-bit kernel, whose code placement and nibble masks dominate. */
+#include "pmpd_impl/weights/anyprec/anyprec.h"
+
+#if PMPD_USE_AVX512
+#include <immintrin.h>
+#include <string.h>
+
+/* Bytes ahead in the 2-bit slice that the GEMV prefetches (half as far in
+ * the 1-bit slices, which advance half as fast), as the 256-bit kernel. */
+#define ANYPREC_AVX512_PREFETCH 2048
+
+/* VPTERNLOGD's truth table for "a ? b : c" (a bitwise select). */
+#define ANYPREC_AVX512_SELECT 0xCA
+
+#if defined(__GNUC__)
+#define ANYPREC_AVX512_INLINE static inline __attribute__((always_inline))
+#else
+#define ANYPREC_AVX512_INLINE static inline
+#endif
+
+/* Row r's 2^bits table entries, zero past the last row (a block's padding
+ * rows), as the low bytes of a 16-byte vector. */
+static __m128i anyprec_avx512_row_entries(const pmpd_anyprec_matrix *m, unsigned bits, uint32_t r)
+{
+    unsigned char entries[16] = {0};
+    if (r < m->rows)
+        memcpy(entries, m->tables[bits] + ((size_t)r << bits), (size_t)1 << bits);
+    return _mm_loadu_si128((const __m128i *)(const void *)entries);
+}
+
+/* The lookup tables of the block at r0, two per row (row i: table[i] and
+ * table[4 + i]), each 64 bytes indexed by a byte's low six bits:
+ *   2 bits: entry n % 4 (the code in bits 0..1) and entry (n / 4) % 4 (in
+ *           bits 2..3);
+ *   3 bits: entry n % 8;
+ *   4 bits: entry n % 16, and the same with the code's two halves swapped
+ *           (entry (n % 16) / 4 + 4 (n % 4)) for the pairs whose lower two
+ *           code bits lie above the upper two. */
+ANYPREC_AVX512_INLINE void anyprec_avx512_block_tables(const pmpd_anyprec_matrix *m, uint32_t r0, __m512i *table,
+                                                       const unsigned bits)
+{
+    const __m512i two_pairs = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3));
+    const __m512i swap_halves =
+        _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+    unsigned i;
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
+        __m512i t = _mm512_broadcast_i32x4(anyprec_avx512_row_entries(m, bits, r0 + i));
+        if (bits == 2) {
+            t = _mm512_broadcastd_epi32(_mm512_castsi512_si128(t));
+            table[i] = t;
+            table[PMPD_ANYPREC_ROW_BLOCK + i] = _mm512_permutexvar_epi8(two_pairs, t);
+        } else if (bits == 3) {
+            table[i] = _mm512_broadcastq_epi64(_mm512_castsi512_si128(t));
+        } else {
+            table[i] = t;
+            table[PMPD_ANYPREC_ROW_BLOCK + i] = _mm512_permutexvar_epi8(swap_halves, t);
+        }
+    }
+}
+
+/* Plane p's 32 bytes of a row's superblock in both halves. */
+ANYPREC_AVX512_INLINE __m512i anyprec_avx512_plane(const unsigned char *plane)
+{
+    return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)plane));
+}
+
+/* dot + entries (unsigned) times activations x, in int32 sums of four. */
+ANYPREC_AVX512_INLINE __m512i anyprec_avx512_dot(__m512i dot, __m512i table, __m512i codes, __m512i x)
+{
+    return _mm512_dpbusd_epi32(dot, _mm512_permutexvar_epi8(codes, table), x);
+}
+
+/* Superblock s of row i of the block (f: the row's 64 bytes of the 2-bit
+ * slice, plane[p] + at its 32 bytes of plane p), against the superblock's
+ * activations x[k] (group k | group k + 4).  The bit selects:
+ *   3 bits: codes of groups (0 | 4) and (1 | 5) in the low and high nibble
+ *           of c02 = F's bits 0, 1, 4, 5 beside plane 2 shifted by (2 | 0),
+ *           of groups (2 | 6), (3 | 7) in c13 = F >> 2 beside that >> 1.
+ *   4 bits: planes 2 and 3 merged first (e: their bits of groups 0, 4, 1,
+ *           5 at bit pairs 0, 2, 4, 6; o: of 2, 6, 3, 7), then c02 = F's
+ *           bits 0, 1, 4, 5 beside e shifted by (2 | 0), c13 = o shifted
+ *           by (0 | 2) beside F's bits 2, 3, 6, 7, whose lower two code
+ *           bits lie above the upper two (the swapped table). */
+ANYPREC_AVX512_INLINE __m512i anyprec_avx512_row_super(const __m512i *table, unsigned i, const unsigned char *field,
+                                                       const unsigned char *const *plane, size_t at,
+                                                       const __m512i *x, const unsigned bits)
+{
+    const __m512i f = _mm512_loadu_si512((const void *)(field + 64 * i));
+    const __m512i m33 = _mm512_set1_epi8(0x33), m55 = _mm512_set1_epi8(0x55);
+    const __m512i left_low = _mm512_inserti64x4(_mm512_set1_epi16(2), _mm256_setzero_si256(), 1);
+    const __m512i left_high = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    const __m512i t = table[i];
+    __m512i dot = _mm512_setzero_si512(), c02, c13, t13 = t;
+    if (bits == 2) {
+        const __m512i hi = _mm512_srli_epi16(f, 4), by_high = table[PMPD_ANYPREC_ROW_BLOCK + i];
+        dot = anyprec_avx512_dot(dot, t, f, x[0]);
+        dot = anyprec_avx512_dot(dot, by_high, f, x[2]);
+        dot = anyprec_avx512_dot(dot, t, hi, x[1]);
+        return anyprec_avx512_dot(dot, by_high, hi, x[3]);
+    }
+    if (bits == 3) {
+        const __m512i p2 = _mm512_sllv_epi16(anyprec_avx512_plane(plane[2] + at), left_low);
+        c02 = _mm512_ternarylogic_epi32(m33, f, p2, ANYPREC_AVX512_SELECT);
+        c13 = _mm512_ternarylogic_epi32(m33, _mm512_srli_epi16(f, 2), _mm512_srli_epi16(p2, 1), ANYPREC_AVX512_SELECT);
+    } else {
+        const __m512i b2 = anyprec_avx512_plane(plane[2] + at), b3 = anyprec_avx512_plane(plane[3] + at);
+        const __m512i e = _mm512_ternarylogic_epi32(m55, b2, _mm512_slli_epi16(b3, 1), ANYPREC_AVX512_SELECT);
+        const __m512i o = _mm512_ternarylogic_epi32(m55, _mm512_srli_epi16(b2, 1), b3, ANYPREC_AVX512_SELECT);
+        c02 = _mm512_ternarylogic_epi32(m33, f, _mm512_sllv_epi16(e, left_low), ANYPREC_AVX512_SELECT);
+        c13 = _mm512_ternarylogic_epi32(m33, _mm512_srlv_epi16(o, left_high), f, ANYPREC_AVX512_SELECT);
+        t13 = table[PMPD_ANYPREC_ROW_BLOCK + i];
+    }
+    dot = anyprec_avx512_dot(dot, t, c02, x[0]);
+    dot = anyprec_avx512_dot(dot, t, _mm512_srli_epi16(c02, 4), x[1]);
+    dot = anyprec_avx512_dot(dot, t13, c13, x[2]);
+    return anyprec_avx512_dot(dot, t13, _mm512_srli_epi16(c13, 4), x[3]);
+}
+
+/* The superblock's activations as x[k] = group k | group k + 4. */
+ANYPREC_AVX512_INLINE void anyprec_avx512_input(const int8_t *in, __m512i *x)
+{
+    unsigned k;
+    for (k = 0; k < 4; k++)
+        x[k] = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)(in + 32 * k))),
+            _mm256_loadu_si256((const __m256i *)(const void *)(in + 128 + 32 * k)), 1);
+}
+
+/* The four rows of block r0 (r0 a multiple of 4); stores those inside
+ * [row_begin, row_end). */
+ANYPREC_AVX512_INLINE void anyprec_avx512_gemv_block(const pmpd_anyprec_matrix *m, const int8_t *xq,
+                                                     const pmpd_anyprec_units *u, float *y, uint32_t r0,
+                                                     uint32_t row_begin, uint32_t row_end, const unsigned bits)
+{
+    __m512i table[2 * PMPD_ANYPREC_ROW_BLOCK];
+    __m512 acc[PMPD_ANYPREC_ROW_BLOCK];
+    uint32_t s, i;
+    unsigned p;
+    anyprec_avx512_block_tables(m, r0, table, bits);
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+        acc[i] = _mm512_setzero_ps();
+    for (s = 0; s < m->superblocks; s++) {
+        const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
+        const unsigned char *field = pmpd_anyprec_super_slices(m, r0, s, bits, plane);
+        const __m512 scale = _mm512_set1_ps(u->scale[s]);
+        __m512i x[4];
+        _mm_prefetch((const char *)field + ANYPREC_AVX512_PREFETCH, _MM_HINT_T0);
+        _mm_prefetch((const char *)field + ANYPREC_AVX512_PREFETCH + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)field + ANYPREC_AVX512_PREFETCH + 128, _MM_HINT_T0);
+        _mm_prefetch((const char *)field + ANYPREC_AVX512_PREFETCH + 192, _MM_HINT_T0);
+        for (p = 2; p < bits; p++) {
+            _mm_prefetch((const char *)plane[p] + ANYPREC_AVX512_PREFETCH / 2, _MM_HINT_T0);
+            _mm_prefetch((const char *)plane[p] + ANYPREC_AVX512_PREFETCH / 2 + 64, _MM_HINT_T0);
+        }
+        anyprec_avx512_input(pmpd_anyprec_super_input(xq, u, m->cols, s), x);
+#pragma GCC unroll 4
+        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+            acc[i] = _mm512_fmadd_ps(
+                _mm512_cvtepi32_ps(anyprec_avx512_row_super(table, i, field, plane, 32 * i, x, bits)), scale,
+                acc[i]);
+    }
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+        if (r0 + i >= row_begin && r0 + i < row_end)
+            y[r0 + i] = _mm512_reduce_add_ps(acc[i]) * m->scales[bits][r0 + i] + u->sum * m->offsets[bits][r0 + i];
+}
+
+ANYPREC_AVX512_INLINE void anyprec_avx512_gemv_rows(const pmpd_anyprec_matrix *m, const int8_t *xq,
+                                                    const pmpd_anyprec_units *u, float *y, uint32_t row_begin,
+                                                    uint32_t row_end, const unsigned bits)
+{
+    uint32_t r0;
+    for (r0 = row_begin / PMPD_ANYPREC_ROW_BLOCK * PMPD_ANYPREC_ROW_BLOCK; r0 < row_end; r0 += PMPD_ANYPREC_ROW_BLOCK)
+        anyprec_avx512_gemv_block(m, xq, u, y, r0, row_begin, row_end, bits);
+}
+
+PMPD_INTERNAL void pmpd_anyprec_gemv_avx512(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
+                                            const float *xscale, float *y, uint32_t row_begin, uint32_t row_end)
+{
+    pmpd_anyprec_units u;
+    pmpd_anyprec_prepare_units(xq, xscale, m->cols, &u);
+    switch (bits) {
+    case 2: anyprec_avx512_gemv_rows(m, xq, &u, y, row_begin, row_end, 2); break;
+    case 3: anyprec_avx512_gemv_rows(m, xq, &u, y, row_begin, row_end, 3); break;
+    default: anyprec_avx512_gemv_rows(m, xq, &u, y, row_begin, row_end, 4); break;
+    }
+}
+
+#undef ANYPREC_AVX512_PREFETCH
+#undef ANYPREC_AVX512_SELECT
+#undef ANYPREC_AVX512_INLINE
+#endif
