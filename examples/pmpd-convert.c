@@ -133,13 +133,16 @@ static int usage(void)
 {
     unsigned type;
     fprintf(stderr,
-            "usage: pmpd-convert SOURCE OUT [--tokenizer FILE] [--type TYPE] [--bits SEED:PARENT]\n"
+            "usage: pmpd-convert SOURCE OUT [--tokenizer FILE] [--type TYPE] [--bits SEED:PARENT] [--nested-vocabulary]\n"
             "                    [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]\n"
             "                    [--kv-codebooks SUB:BITS] [--ctx N] [--no-shadow | --shadow-tensors N]\n"
             "                    [--threads N]\n"
             "                    [--budget-bits B | --budget-latency US [--palette LIST] [--palette-flat]]\n"
             "  --kv-codebooks SUB:BITS  add PQ KV-cache codebooks (SUB 2 or 4, BITS 1-8), trained on the\n"
             "                           converted model (the float one with --pmpd-calibrate)\n"
+            "  --nested-vocabulary      with --type anyprec: nest the token embedding and classifier too (where\n"
+            "                           that reads fewer bytes than q8), so the classifier's bytes per token\n"
+            "                           fall with the width; costs quality (docs/pmpd.md). Default: q8\n"
             "  --pmpd-calibrate         with --type anyprec: quantize from the float model and add the static\n"
             "                           schedule and learned scheduler calibrated against it\n"
             "  --ctx N                  context of the sessions whose arena the summary gives\n"
@@ -254,6 +257,10 @@ static int convert_parse(int argc, char **argv, convert_args *a)
         }
         if (!strcmp(o, "--palette-flat")) {
             a->convert.palette_flat = 1;
+            continue;
+        }
+        if (!strcmp(o, "--nested-vocabulary")) {
+            a->convert.anyprec_nested_vocabulary = 1;
             continue;
         }
         if (!strcmp(o, "--pmpd-calibrate")) {

@@ -7,6 +7,8 @@
 
 #include "pmpd_impl/offline/precision/anyprec_build.h"
 #include "pmpd_impl/offline/precision/anyprec_quantize.h"
+#include "pmpd_impl/offline/quant/build.h"
+#include "pmpd_impl/weights/grouped/qformat.h"
 #include "pmpd_impl/weights/anyprec/anyprec.h"
 
 #include "platform/platform.h"
@@ -18,10 +20,20 @@
 #define ANYPREC_BUILD_ROWS_PER_STEP 64
 #define ANYPREC_BUILD_MAX_THREADS 64
 
-static int anyprec_build_wanted(const pmpd_build_tensor *t)
+PMPD_INTERNAL int pmpd_anyprec_build_nests_vocabulary(uint64_t rows, uint64_t cols, unsigned parent_bits)
 {
-    return t->n_dims == 2 && t->type == PMPD_TENSOR_F32 && strcmp(t->name, "token_embd.weight") != 0 &&
-           strcmp(t->name, "output.weight") != 0;
+    uint64_t q8, padded = (cols + PMPD_ANYPREC_SUPER - 1) / PMPD_ANYPREC_SUPER * PMPD_ANYPREC_SUPER;
+    return pmpd_qformat_tensor_bytes(PMPD_TENSOR_Q8, rows, cols, &q8) == PMPD_OK &&
+           rows * (padded / 8 * parent_bits) < q8;
+}
+
+/* The tensors one conversion pass takes: the layer matrices, or the
+ * vocabulary matrices that pmpd_anyprec_build_nests_vocabulary picks. */
+static int anyprec_build_wanted(const pmpd_build_tensor *t, int vocabulary, unsigned parent_bits)
+{
+    if (t->n_dims != 2 || t->type != PMPD_TENSOR_F32 || pmpd_quant_build_is_vocabulary(t) != vocabulary)
+        return 0;
+    return !vocabulary || pmpd_anyprec_build_nests_vocabulary(t->dims[0], t->dims[1], parent_bits);
 }
 
 /* One tensor's rows, shared out a step at a time under the lock: a thread
@@ -151,22 +163,23 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_matrix(const float *w, uint64_t row
                                   anyprec_build_threads(threads), 0, rows, NULL, NULL);
 }
 
-PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsigned seed_bits, unsigned parent_bits,
-                                                     const pmpd_anyprec_importance *importance, unsigned threads,
-                                                     void (*progress)(void *context, uint64_t done, uint64_t total),
-                                                     void *context)
+static pmpd_status anyprec_build_convert_pass(pmpd_build_model *b, int vocabulary, unsigned seed_bits,
+                                              unsigned parent_bits, const pmpd_anyprec_importance *importance,
+                                              unsigned threads,
+                                              void (*progress)(void *context, uint64_t done, uint64_t total),
+                                              void *context)
 {
     uint64_t total = 0, done = 0, bytes;
     uint32_t i;
     unsigned n_threads = anyprec_build_threads(threads);
     for (i = 0; i < b->n_tensors; i++)
-        if (anyprec_build_wanted(&b->tensors[i]))
+        if (anyprec_build_wanted(&b->tensors[i], vocabulary, parent_bits))
             total += b->tensors[i].dims[0];
     for (i = 0; i < b->n_tensors; i++) {
         pmpd_build_tensor *t = &b->tensors[i];
         unsigned char *out;
         pmpd_status status;
-        if (!anyprec_build_wanted(t))
+        if (!anyprec_build_wanted(t, vocabulary, parent_bits))
             continue;
         status = pmpd_anyprec_size(t->dims[0], t->dims[1], seed_bits, parent_bits, &bytes);
         if (status != PMPD_OK)
@@ -192,6 +205,20 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsign
         pmpd_build_replace_data(t, PMPD_TENSOR_ANYPREC, out, bytes);
     }
     return PMPD_OK;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsigned seed_bits, unsigned parent_bits,
+                                                     const pmpd_anyprec_importance *importance, unsigned threads,
+                                                     void (*progress)(void *context, uint64_t done, uint64_t total),
+                                                     void *context)
+{
+    return anyprec_build_convert_pass(b, 0, seed_bits, parent_bits, importance, threads, progress, context);
+}
+
+PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert_vocabulary(pmpd_build_model *b, unsigned seed_bits,
+                                                                unsigned parent_bits, unsigned threads)
+{
+    return anyprec_build_convert_pass(b, 1, seed_bits, parent_bits, NULL, threads, NULL, NULL);
 }
 
 PMPD_INTERNAL pmpd_status pmpd_anyprec_build_add(pmpd_build_model *b, const char *name, uint64_t rows, uint64_t cols,

@@ -9,9 +9,15 @@
 
 #if PMPD_OFFLINE
 
+/* Whether a vocabulary matrix (token embedding, classifier) of rows x cols
+ * can be nested with profit: where a product at parent_bits reads fewer
+ * bytes than q8 (columns are padded to 256, so not for stories260K's 64). */
+PMPD_INTERNAL int pmpd_anyprec_build_nests_vocabulary(uint64_t rows, uint64_t cols, unsigned parent_bits);
+
 /* Replaces every 2-D f32 tensor of b except the token embedding and the
- * classifier (kept exact, as Any-Precision LLM keeps them) by a
- * PMPD_TENSOR_ANYPREC tensor quantized from seed_bits up to parent_bits,
+ * classifier (left to the caller: q8 by default, or
+ * pmpd_anyprec_build_convert_vocabulary) by a PMPD_TENSOR_ANYPREC tensor
+ * quantized from seed_bits up to parent_bits,
  * its columns weighed by importance where it has the tensor (NULL, or a
  * tensor it lacks: equally), on threads threads (0: one per core; the
  * bytes are the same for any count).  progress (may be NULL) is called
@@ -22,6 +28,14 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsign
                                                      const pmpd_anyprec_importance *importance, unsigned threads,
                                                      void (*progress)(void *context, uint64_t done, uint64_t total),
                                                      void *context);
+
+/* Nests the f32 token embedding and classifier of b that
+ * pmpd_anyprec_build_nests_vocabulary allows, columns weighed equally, so
+ * that the classifier's bytes per decoded token fall with the width as the
+ * layers' do (pmpd_convert_options.anyprec_nested_vocabulary).  Errors: as
+ * pmpd_anyprec_build_convert. */
+PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert_vocabulary(pmpd_build_model *b, unsigned seed_bits,
+                                                                unsigned parent_bits, unsigned threads);
 
 /* One rows x cols matrix w quantized into out (out_size bytes,
  * pmpd_anyprec_size, zero-filled) on threads threads (0: one per core),

@@ -15,6 +15,13 @@
 #include "pmpd_impl/offline/tcq/tcq_build.h"
 #include "pmpd_impl/offline/vq/vq_build.h"
 
+/* Nested widths of a conversion: options' or 2:4. */
+static void pmpd_weight_anyprec_widths(const pmpd_convert_options *options, unsigned *seed, unsigned *parent)
+{
+    *seed = options && options->anyprec_seed_bits ? options->anyprec_seed_bits : 2;
+    *parent = options && options->anyprec_parent_bits ? options->anyprec_parent_bits : 4;
+}
+
 static pmpd_status pmpd_encode_float(pmpd_build_model *b, const pmpd_convert_options *options)
 {
     return pmpd_build_convert_matrices(b, (uint32_t)options->type);
@@ -29,13 +36,17 @@ static pmpd_status pmpd_encode_grouped(pmpd_build_model *b, const pmpd_convert_o
 
 static pmpd_status pmpd_encode_anyprec(pmpd_build_model *b, const pmpd_convert_options *options)
 {
-    pmpd_status status = pmpd_anyprec_build_convert(b, options->anyprec_seed_bits ? options->anyprec_seed_bits : 2,
-                                                    options->anyprec_parent_bits ? options->anyprec_parent_bits : 4,
-                                                    NULL, options->threads, options->progress,
-                                                    options->progress_context);
-    /* The embedding and classifier (all that is left in f32) go to q8, as
-     * with the group-quantized types: in f32 a 32,000-token vocabulary
-     * would be most of what a decode step reads. */
+    unsigned seed, parent;
+    pmpd_status status;
+    pmpd_weight_anyprec_widths(options, &seed, &parent);
+    status = pmpd_anyprec_build_convert(b, seed, parent, NULL, options->threads, options->progress,
+                                        options->progress_context);
+    if (status == PMPD_OK && options->anyprec_nested_vocabulary)
+        status = pmpd_anyprec_build_convert_vocabulary(b, seed, parent, options->threads);
+    /* What is left in f32 (the embedding and classifier where nesting them
+     * would not read fewer bytes) goes to q8, as with the group-quantized
+     * types: in f32 a 32,000-token vocabulary would be most of what a
+     * decode step reads. */
     if (status == PMPD_OK)
         status = pmpd_quant_build_convert(b, PMPD_TENSOR_Q8, NULL, NULL);
     return status;
@@ -160,18 +171,18 @@ PMPD_INTERNAL uint32_t pmpd_weight_stream_type(const pmpd_convert_options *optio
         return PMPD_TENSOR_F32;
     if (options->keep_closest)
         return t->source_type ? t->source_type->closest : PMPD_TENSOR_F32;
+    if (options->type == PMPD_TENSOR_ANYPREC && options->anyprec_nested_vocabulary &&
+        pmpd_quant_build_is_vocabulary(t)) {
+        unsigned seed, parent;
+        pmpd_weight_anyprec_widths(options, &seed, &parent);
+        if (pmpd_anyprec_build_nests_vocabulary(t->dims[0], t->dims[1], parent))
+            return PMPD_TENSOR_ANYPREC;
+    }
     if ((pmpd_qformat_is_quantized((uint32_t)options->type) || options->type == PMPD_TENSOR_ANYPREC ||
          options->type == PMPD_TENSOR_NUQ || options->type == PMPD_TENSOR_VQ2 || options->type == PMPD_TENSOR_TCQ) &&
         pmpd_quant_build_is_vocabulary(t))
         return PMPD_TENSOR_Q8;
     return (uint32_t)options->type;
-}
-
-/* Nested widths of a conversion: options' or 2:4. */
-static void pmpd_weight_anyprec_widths(const pmpd_convert_options *options, unsigned *seed, unsigned *parent)
-{
-    *seed = options && options->anyprec_seed_bits ? options->anyprec_seed_bits : 2;
-    *parent = options && options->anyprec_parent_bits ? options->anyprec_parent_bits : 4;
 }
 
 PMPD_INTERNAL pmpd_status pmpd_weight_stream_bytes(const pmpd_convert_options *options, uint32_t type,

@@ -1,0 +1,99 @@
+/* Nested token embedding and classifier (pmpd-convert --type anyprec
+ * --nested-vocabulary): on pycode21M (384 columns, 32,000 rows, tied) the
+ * vocabulary matrix is nested, its classifier's bytes per decoded token
+ * fall with the width by exactly the plane bytes and table entries a
+ * narrower product skips, and its embedding rows are the parent width's
+ * weights; without the option, or where nesting would read more than q8
+ * (stories260K's 64 columns), it stays q8. */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pmpd.h"
+#include "pmpd_impl/offline/precision/anyprec_build.h"
+#include "pmpd_impl/offline/weights/encoders.h"
+#include "tests/support/test_models.h"
+
+/* The type the classifier of an opened model has. */
+static uint32_t tvoc_tensor_type(const pmpd_model *model, const char *name)
+{
+    uint32_t i;
+    for (i = 0; i < pmpd_model_tensor_count(model); i++) {
+        pmpd_tensor_desc desc;
+        assert_int_equal(pmpd_model_tensor_at(model, i, &desc), PMPD_OK);
+        if (strcmp(desc.name, name) == 0)
+            return (uint32_t)desc.type;
+    }
+    fail_msg("no tensor %s", name);
+    return 0;
+}
+
+static void test_pycode_vocabulary_nested(void **state)
+{
+    const uint32_t rows = 32000, cols = 384;
+    pmpd_build_model b;
+    pmpd_convert_options options;
+    test_opened_model m;
+    pmpd_build_tensor *t;
+    uint64_t bytes[5];
+    unsigned k;
+    (void)state;
+    assert_int_equal(test_import_shared("models/pycode21M.bin", "models/llama2_tokenizer.bin", &b), PMPD_OK);
+    t = pmpd_build_find(&b, "token_embd.weight");
+    assert_non_null(t);
+    assert_true(t->dims[0] == rows && t->dims[1] == cols);
+    assert_null(pmpd_build_find(&b, "output.weight"));
+    /* The streamed converter's choice for it: q8 unless asked. */
+    memset(&options, 0, sizeof options);
+    options.type = PMPD_TENSOR_ANYPREC;
+    assert_int_equal(pmpd_weight_stream_type(&options, t), PMPD_TENSOR_Q8);
+    options.anyprec_nested_vocabulary = 1;
+    assert_int_equal(pmpd_weight_stream_type(&options, t), PMPD_TENSOR_ANYPREC);
+    /* The layers stay f32 here (nothing below depends on them). */
+    assert_int_equal(pmpd_anyprec_build_convert_vocabulary(&b, 2, 4, 0), PMPD_OK);
+    assert_int_equal(t->type, PMPD_TENSOR_ANYPREC);
+    assert_int_equal(test_open_built(&b, NULL, &m), PMPD_OK);
+    assert_int_equal(tvoc_tensor_type(m.model, "token_embd.weight"), PMPD_TENSOR_ANYPREC);
+    for (k = 2; k <= 4; k++)
+        assert_int_equal(pmpd_model_weight_bytes_per_token(m.model, k, &bytes[k]), PMPD_OK);
+    /* Each width down skips one plane of 32 bytes per row and superblock
+     * (384 columns: 2 superblocks) and half the table entries. */
+    for (k = 3; k <= 4; k++)
+        assert_true(bytes[k] - bytes[k - 1] == (uint64_t)rows * (2 * 32 + (1u << k) - (1u << (k - 1))));
+    test_opened_close(&m);
+}
+
+/* stories260K's 64 columns pad to 256: nested at 4 bits it would read 128
+ * bytes a row against q8's 68, so it stays q8 with the option too. */
+static void test_narrow_vocabulary_stays_q8(void **state)
+{
+    pmpd_build_model b;
+    pmpd_convert_options options;
+    test_opened_model m;
+    (void)state;
+    assert_false(pmpd_anyprec_build_nests_vocabulary(512, 64, 4));
+    assert_true(pmpd_anyprec_build_nests_vocabulary(32000, 384, 4));
+    assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);
+    memset(&options, 0, sizeof options);
+    options.type = PMPD_TENSOR_ANYPREC;
+    options.anyprec_nested_vocabulary = 1;
+    assert_int_equal(test_open_built(&b, &options, &m), PMPD_OK);
+    assert_int_equal(tvoc_tensor_type(m.model, "token_embd.weight"), PMPD_TENSOR_Q8);
+    assert_int_equal(tvoc_tensor_type(m.model, "blk.0.attn_q.weight"), PMPD_TENSOR_ANYPREC);
+    test_opened_close(&m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pycode_vocabulary_nested),
+        cmocka_unit_test(test_narrow_vocabulary_stays_q8),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
