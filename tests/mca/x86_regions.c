@@ -6,7 +6,8 @@
  * the bytes of them it reads per iteration.
  *   q8 / q4 / q2cb  two 4-row groups of 32 (the GEMV's even/odd pair);
  *   *-avx512        one group of a tile of 4 row blocks (16 rows);
- *   nested-kbit     one 256-column superblock of a 4-row block;
+ *   nested-kbit     one 256-column superblock of a 4-row block (the
+ *                   AVX2 kernel; nested-kbit-avx512 the AVX-512 one);
  *   attn-*-scores   two K rows of a 16-dim head against 4 query heads,
  *                   reduction included (a 64-dim head runs the 16-dim
  *                   loop body 4 times, then one reduction);
@@ -16,6 +17,7 @@
  */
 #include "pmpd_impl/kvcache/attention_kernels_avx2.c"
 #include "pmpd_impl/weights/anyprec/anyprec_gemv_avx2.c"
+#include "pmpd_impl/weights/anyprec/anyprec_gemv_avx512.c"
 #include "pmpd_impl/weights/grouped/x86_avx2/qmatmul.c"
 #include "pmpd_impl/weights/grouped/x86_avx512/qmatmul.c"
 
@@ -74,6 +76,31 @@ void mca_nested(unsigned bits, const pmpd_anyprec_matrix *m, const int8_t *xq, c
     else
         MCA_NESTED(4, "nested-4bit/1024/512");
 }
+
+#if PMPD_USE_AVX512
+void mca_nested_avx512(unsigned bits, const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_anyprec_units *u,
+                       uint32_t s, __m512 *acc);
+
+#define MCA_NESTED_AVX512(k, name)                                                                                   \
+    do {                                                                                                             \
+        __m512i table[2 * PMPD_ANYPREC_ROW_BLOCK];                                                                   \
+        anyprec_avx512_block_tables(m, 0, table, k);                                                                 \
+        MCA_BEGIN(name);                                                                                             \
+        anyprec_avx512_block_super(m, xq, u, 0, s, table, acc, k);                                                   \
+        MCA_END(name);                                                                                               \
+    } while (0)
+
+void mca_nested_avx512(unsigned bits, const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_anyprec_units *u,
+                       uint32_t s, __m512 *acc)
+{
+    if (bits == 2)
+        MCA_NESTED_AVX512(2, "nested-2bit-avx512/1024/256");
+    else if (bits == 3)
+        MCA_NESTED_AVX512(3, "nested-3bit-avx512/1024/384");
+    else
+        MCA_NESTED_AVX512(4, "nested-4bit-avx512/1024/512");
+}
+#endif
 
 /* A 64-dim head and a group of four query heads, the bench's shape. */
 void mca_attention(const float (*q)[256], const void *rows, const float *weights, float *scores,

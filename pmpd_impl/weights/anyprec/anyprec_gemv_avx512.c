@@ -145,6 +145,29 @@ ANYPREC_AVX512_INLINE void anyprec_avx512_input(const int8_t *in, __m512i *x)
             _mm256_loadu_si256((const __m256i *)(const void *)(in + 128 + 32 * k)), 1);
 }
 
+/* Superblock s of the four rows of the block at r0, added to acc. */
+ANYPREC_AVX512_INLINE void anyprec_avx512_block_super(const pmpd_anyprec_matrix *m, const int8_t *xq,
+                                                      const pmpd_anyprec_units *u, uint32_t r0, uint32_t s,
+                                                      const __m512i *table, __m512 *acc, const unsigned bits)
+{
+    const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
+    const unsigned char *field = pmpd_anyprec_super_slices(m, r0, s, bits, plane);
+    const __m512 scale = _mm512_set1_ps(u->scale[s]);
+    __m512i x[4];
+    unsigned i, p;
+    for (i = 0; i < 4; i++)
+        _mm_prefetch((const char *)field + ANYPREC_AVX512_PREFETCH + 64 * i, _MM_HINT_T0);
+    for (p = 2; p < bits; p++) {
+        _mm_prefetch((const char *)plane[p] + ANYPREC_AVX512_PREFETCH / 2, _MM_HINT_T0);
+        _mm_prefetch((const char *)plane[p] + ANYPREC_AVX512_PREFETCH / 2 + 64, _MM_HINT_T0);
+    }
+    anyprec_avx512_input(pmpd_anyprec_super_input(xq, u, m->cols, s), x);
+#pragma GCC unroll 4
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(anyprec_avx512_row_super(table, i, field, plane, 32 * i, x, bits)),
+                                 scale, acc[i]);
+}
+
 /* The four rows of block r0 (r0 a multiple of 4); stores those inside
  * [row_begin, row_end). */
 ANYPREC_AVX512_INLINE void anyprec_avx512_gemv_block(const pmpd_anyprec_matrix *m, const int8_t *xq,
@@ -154,30 +177,11 @@ ANYPREC_AVX512_INLINE void anyprec_avx512_gemv_block(const pmpd_anyprec_matrix *
     __m512i table[2 * PMPD_ANYPREC_ROW_BLOCK];
     __m512 acc[PMPD_ANYPREC_ROW_BLOCK];
     uint32_t s, i;
-    unsigned p;
     anyprec_avx512_block_tables(m, r0, table, bits);
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
         acc[i] = _mm512_setzero_ps();
-    for (s = 0; s < m->superblocks; s++) {
-        const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
-        const unsigned char *field = pmpd_anyprec_super_slices(m, r0, s, bits, plane);
-        const __m512 scale = _mm512_set1_ps(u->scale[s]);
-        __m512i x[4];
-        _mm_prefetch((const char *)field + ANYPREC_AVX512_PREFETCH, _MM_HINT_T0);
-        _mm_prefetch((const char *)field + ANYPREC_AVX512_PREFETCH + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)field + ANYPREC_AVX512_PREFETCH + 128, _MM_HINT_T0);
-        _mm_prefetch((const char *)field + ANYPREC_AVX512_PREFETCH + 192, _MM_HINT_T0);
-        for (p = 2; p < bits; p++) {
-            _mm_prefetch((const char *)plane[p] + ANYPREC_AVX512_PREFETCH / 2, _MM_HINT_T0);
-            _mm_prefetch((const char *)plane[p] + ANYPREC_AVX512_PREFETCH / 2 + 64, _MM_HINT_T0);
-        }
-        anyprec_avx512_input(pmpd_anyprec_super_input(xq, u, m->cols, s), x);
-#pragma GCC unroll 4
-        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-            acc[i] = _mm512_fmadd_ps(
-                _mm512_cvtepi32_ps(anyprec_avx512_row_super(table, i, field, plane, 32 * i, x, bits)), scale,
-                acc[i]);
-    }
+    for (s = 0; s < m->superblocks; s++)
+        anyprec_avx512_block_super(m, xq, u, r0, s, table, acc, bits);
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
         if (r0 + i >= row_begin && r0 + i < row_end)
             y[r0 + i] = _mm512_reduce_add_ps(acc[i]) * m->scales[bits][r0 + i] + u->sum * m->offsets[bits][r0 + i];
