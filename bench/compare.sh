@@ -21,7 +21,9 @@
 #   LLAMA_BENCH_LABEL  what that binary is (snapshot, build flags), for the table
 #   CASES          weights to time (default "q4 q8 w8a8 anyprec4 anyprec3 anyprec2 anyprec-static";
 #                  add q2cb to time it too: its converter is single-threaded and
-#                  needs tens of minutes for the 1.1B model on 2 cores)
+#                  needs tens of minutes for the 1.1B model on 2 cores; anyprec-nv4,
+#                  -nv3, -nv2 and -nv-static are the nested weights converted with
+#                  --nested-vocabulary, the classifier nested too)
 #
 # Writes BUILD/bench-compare.csv (metric,weights,threads,pmpd,llamacpp,ratio)
 # and BUILD/bench-compare-bandwidth.csv (the weight bytes each decoded token
@@ -157,6 +159,11 @@ case_spec() {
     anyprec3) echo "$(container anyprec --type anyprec --bits 2:4)|--bits 4:3|-" ;;
     anyprec2) echo "$(container anyprec --type anyprec --bits 2:4)|--bits 4:2|-" ;;
     anyprec-static) echo "$(container anyprec --type anyprec --bits 2:4)|--schedule 4:4,3,2|-" ;;
+    anyprec-nv4) echo "$(container anyprec-nv --type anyprec --bits 2:4 --nested-vocabulary)|--bits 4:4|-" ;;
+    anyprec-nv3) echo "$(container anyprec-nv --type anyprec --bits 2:4 --nested-vocabulary)|--bits 4:3|-" ;;
+    anyprec-nv2) echo "$(container anyprec-nv --type anyprec --bits 2:4 --nested-vocabulary)|--bits 4:2|-" ;;
+    anyprec-nv-static)
+        echo "$(container anyprec-nv --type anyprec --bits 2:4 --nested-vocabulary)|--schedule 4:4,3,2|-" ;;
     *) die "unknown case $1" ;;
     esac
 }
@@ -178,7 +185,7 @@ while [ $round -le "$ROUNDS" ]; do
             r=$(llama_rate "$Q4_0" $metric "$threads")
             echo "$metric llama-q4_0 $threads $r" >> "$RAW"
             for w in $CASES; do
-                [ $metric = prefill ] && case $w in anyprec3|anyprec2|anyprec-static) continue ;; esac
+                [ $metric = prefill ] && case $w in anyprec4|anyprec-nv4|q4|q8|q2cb|w8a8) ;; *) continue ;; esac
                 spec=$(case_spec "$w")
                 model=${spec%%|*}; rest=${spec#*|}; opts=${rest%%|*}; ref=${rest#*|}
                 # shellcheck disable=SC2086  # opts holds options

@@ -31,6 +31,7 @@ typedef struct bench_anyprec_job {
     float *xscale;
     const float *x;
     float *y;
+    uint32_t cached_rows; /* rows whose parent-width bytes fit in 1 MiB */
 } bench_anyprec_job;
 
 static void bench_anyprec_rows(void *ctx, size_t begin, size_t end, unsigned worker)
@@ -48,6 +49,15 @@ static void bench_anyprec_product(void *raw, size_t copy)
     job->m = &job->views[copy];
     pmpd_anyprec_quantize_input(job->x, job->m->cols, job->xq, job->xscale);
     pmpd_pool_run(job->pool, bench_anyprec_rows, job, job->m->rows, 4);
+}
+
+/* The GEMV alone on the rows job->cached_rows of the first copy, the
+ * activations quantized once: the kernel's ceiling with its bytes in L2. */
+static void bench_anyprec_cached_product(void *raw, size_t copy)
+{
+    const bench_anyprec_job *job = (const bench_anyprec_job *)raw;
+    (void)copy;
+    pmpd_anyprec_gemv(&job->views[0], job->bits, job->xq, job->xscale, job->y, 0, job->cached_rows);
 }
 
 /* Seconds per product, cycling through the copies so each call streams. */
@@ -144,6 +154,24 @@ static int bench_anyprec_shape(const bench_context *ctx, pmpd_pool *pool, pmpd_p
         snprintf(note, sizeof note, "%.0f%% of all-thread bw; %.0f us = %.2fx q4's time",
                  100.0 * bytes / t_all * 1e-9 / ctx->bw_all_gbs, t_all * 1e6, t_all / q4_all);
         bench_row(ctx, "anyprec", name, bytes / t_all * 1e-9, "GB/s", note);
+    }
+    /* Each width's ceiling with the bytes in L2, in weights per second: the
+     * kernels' work is per weight (one lookup and one multiply-add each at
+     * every width), so below some width a core decodes slower than RAM
+     * delivers. */
+    job.cached_rows = (uint32_t)((((size_t)1 << 21) / padded) / PMPD_ANYPREC_ROW_BLOCK * PMPD_ANYPREC_ROW_BLOCK);
+    job.cached_rows = job.cached_rows < PMPD_ANYPREC_ROW_BLOCK ? PMPD_ANYPREC_ROW_BLOCK
+                      : job.cached_rows > rows                  ? rows
+                                                                : job.cached_rows;
+    pmpd_anyprec_quantize_input(x, cols, xq, xscale);
+    for (k = BENCH_ANYPREC_PARENT; k >= BENCH_ANYPREC_SEED; k--) {
+        double t;
+        job.bits = k;
+        t = bench_seconds_per_call(ctx, 0.3, 0.05, 1, bench_anyprec_cached_product, &job);
+        snprintf(name, sizeof name, "gemv %ux%u %u-bit in L2", job.cached_rows, cols, k);
+        snprintf(note, sizeof note, "kernel alone, 1 thread: %.1f GB/s of weights",
+                 (double)job.cached_rows * cols * k / 8.0 / t * 1e-9);
+        bench_row(ctx, "anyprec", name, (double)job.cached_rows * cols / t * 1e-9, "G weights/s", note);
     }
     free(raw);
     free(views);

@@ -11,8 +11,8 @@
  *   PMPD_USE_DOTPROD  Arm SDOT kernels.               default: __ARM_FEATURE_DOTPROD
  *   PMPD_USE_I8MM     Arm SMMLA (int8 matmul) GEMM.   default: __ARM_FEATURE_MATMUL_INT8
  *   PMPD_USE_AVX2     x86 AVX2+FMA kernels.           default: __AVX2__ && __FMA__
- *   PMPD_USE_AVX512   x86 AVX-512 GEMV (decode).      default: AVX-512 F, BW, VNNI, VBMI
- *                     and GFNI targeted, with PMPD_USE_AVX2
+ *   PMPD_USE_AVX512   x86 AVX-512 GEMV (decode) of    default: AVX-512 F, BW, VNNI, VBMI
+ *                     q8/q4/q2cb and nested weights.  and GFNI targeted, with PMPD_USE_AVX2
  *   PMPD_USE_AVXVNNI  x86 AVX-VNNI W8A8 products on    default: __AVXVNNI__, with
  *                     AVX2 cores without AVX-512       PMPD_USE_AVX2
  *                     (Alder Lake, N100-class boards)
