@@ -172,6 +172,26 @@ typedef struct pmpd_anyprec_units {
 PMPD_INTERNAL void pmpd_anyprec_prepare_units(const int8_t *xq, const float *xscale, uint32_t cols,
                                               pmpd_anyprec_units *u);
 
+/* The body of each SIMD GEMV: the activations' units, then rows
+ * [row_begin, row_end) a block of 4 at a time through
+ * block(m, xq, &units, y, r0, row_begin, row_end, k), k a constant 2, 3 or 4
+ * in each call so every width compiles to a loop of its own. */
+#define PMPD_ANYPREC_GEMV_BLOCKS(block, m, bits, xq, xscale, y, row_begin, row_end)                                 \
+    do {                                                                                                             \
+        pmpd_anyprec_units units_;                                                                                   \
+        uint32_t r0_;                                                                                                \
+        pmpd_anyprec_prepare_units(xq, xscale, (m)->cols, &units_);                                                  \
+        for (r0_ = (row_begin) / PMPD_ANYPREC_ROW_BLOCK * PMPD_ANYPREC_ROW_BLOCK; r0_ < (row_end);                  \
+             r0_ += PMPD_ANYPREC_ROW_BLOCK) {                                                                        \
+            if ((bits) == 2)                                                                                         \
+                block(m, xq, &units_, y, r0_, row_begin, row_end, 2);                                                \
+            else if ((bits) == 3)                                                                                    \
+                block(m, xq, &units_, y, r0_, row_begin, row_end, 3);                                                \
+            else                                                                                                     \
+                block(m, xq, &units_, y, r0_, row_begin, row_end, 4);                                                \
+        }                                                                                                            \
+    } while (0)
+
 /* Superblock s's 256 activations: in place, or the zero-padded tail. */
 static inline const int8_t *pmpd_anyprec_super_input(const int8_t *xq, const pmpd_anyprec_units *u, uint32_t cols,
                                                      uint32_t s)

@@ -187,25 +187,10 @@ ANYPREC_AVX512_INLINE void anyprec_avx512_gemv_block(const pmpd_anyprec_matrix *
             y[r0 + i] = _mm512_reduce_add_ps(acc[i]) * m->scales[bits][r0 + i] + u->sum * m->offsets[bits][r0 + i];
 }
 
-ANYPREC_AVX512_INLINE void anyprec_avx512_gemv_rows(const pmpd_anyprec_matrix *m, const int8_t *xq,
-                                                    const pmpd_anyprec_units *u, float *y, uint32_t row_begin,
-                                                    uint32_t row_end, const unsigned bits)
-{
-    uint32_t r0;
-    for (r0 = row_begin / PMPD_ANYPREC_ROW_BLOCK * PMPD_ANYPREC_ROW_BLOCK; r0 < row_end; r0 += PMPD_ANYPREC_ROW_BLOCK)
-        anyprec_avx512_gemv_block(m, xq, u, y, r0, row_begin, row_end, bits);
-}
-
 PMPD_INTERNAL void pmpd_anyprec_gemv_avx512(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
                                             const float *xscale, float *y, uint32_t row_begin, uint32_t row_end)
 {
-    pmpd_anyprec_units u;
-    pmpd_anyprec_prepare_units(xq, xscale, m->cols, &u);
-    switch (bits) {
-    case 2: anyprec_avx512_gemv_rows(m, xq, &u, y, row_begin, row_end, 2); break;
-    case 3: anyprec_avx512_gemv_rows(m, xq, &u, y, row_begin, row_end, 3); break;
-    default: anyprec_avx512_gemv_rows(m, xq, &u, y, row_begin, row_end, 4); break;
-    }
+    PMPD_ANYPREC_GEMV_BLOCKS(anyprec_avx512_gemv_block, m, bits, xq, xscale, y, row_begin, row_end);
 }
 
 #undef ANYPREC_AVX512_PREFETCH
