@@ -172,6 +172,19 @@ typedef struct pmpd_anyprec_units {
 PMPD_INTERNAL void pmpd_anyprec_prepare_units(const int8_t *xq, const float *xscale, uint32_t cols,
                                               pmpd_anyprec_units *u);
 
+/* A SIMD GEMV's results for the block at r0: y[r] = sums[r - r0] * scale
+ * + sum of the activations * offset, for the rows inside [row_begin,
+ * row_end). */
+static inline void pmpd_anyprec_store_block(const pmpd_anyprec_matrix *m, unsigned bits, const pmpd_anyprec_units *u,
+                                            const float *sums, float *y, uint32_t r0, uint32_t row_begin,
+                                            uint32_t row_end)
+{
+    uint32_t i;
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+        if (r0 + i >= row_begin && r0 + i < row_end)
+            y[r0 + i] = sums[i] * m->scales[bits][r0 + i] + u->sum * m->offsets[bits][r0 + i];
+}
+
 /* The body of each SIMD GEMV: the activations' units, then rows
  * [row_begin, row_end) a block of 4 at a time through
  * block(m, xq, &units, y, r0, row_begin, row_end, k), k a constant 2, 3 or 4

@@ -267,15 +267,13 @@ ANYPREC_AVX2_INLINE void anyprec_avx2_gemv_block(const pmpd_anyprec_matrix *m, c
     __m256i table[2 * PMPD_ANYPREC_ROW_BLOCK];
     __m256 acc[PMPD_ANYPREC_ROW_BLOCK];
     float sums[PMPD_ANYPREC_ROW_BLOCK];
-    uint32_t s, i;
+    uint32_t s;
     anyprec_avx2_block_tables(m, r0, table, bits);
     acc[0] = acc[1] = acc[2] = acc[3] = _mm256_setzero_ps();
     for (s = 0; s < m->superblocks; s++)
         anyprec_avx2_block_super(m, xq, u, r0, s, table, acc, bits);
     _mm_storeu_ps(sums, anyprec_avx2_sum4(acc));
-    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-        if (r0 + i >= row_begin && r0 + i < row_end)
-            y[r0 + i] = sums[i] * m->scales[bits][r0 + i] + u->sum * m->offsets[bits][r0 + i];
+    pmpd_anyprec_store_block(m, bits, u, sums, y, r0, row_begin, row_end);
 }
 
 PMPD_INTERNAL void pmpd_anyprec_gemv_avx2(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,

@@ -176,6 +176,7 @@ ANYPREC_AVX512_INLINE void anyprec_avx512_gemv_block(const pmpd_anyprec_matrix *
 {
     __m512i table[2 * PMPD_ANYPREC_ROW_BLOCK];
     __m512 acc[PMPD_ANYPREC_ROW_BLOCK];
+    float sums[PMPD_ANYPREC_ROW_BLOCK];
     uint32_t s, i;
     anyprec_avx512_block_tables(m, r0, table, bits);
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
@@ -183,8 +184,8 @@ ANYPREC_AVX512_INLINE void anyprec_avx512_gemv_block(const pmpd_anyprec_matrix *
     for (s = 0; s < m->superblocks; s++)
         anyprec_avx512_block_super(m, xq, u, r0, s, table, acc, bits);
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-        if (r0 + i >= row_begin && r0 + i < row_end)
-            y[r0 + i] = _mm512_reduce_add_ps(acc[i]) * m->scales[bits][r0 + i] + u->sum * m->offsets[bits][r0 + i];
+        sums[i] = _mm512_reduce_add_ps(acc[i]);
+    pmpd_anyprec_store_block(m, bits, u, sums, y, r0, row_begin, row_end);
 }
 
 PMPD_INTERNAL void pmpd_anyprec_gemv_avx512(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,

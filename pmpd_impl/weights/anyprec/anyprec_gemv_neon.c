@@ -202,6 +202,7 @@ ANYPREC_NEON_INLINE void anyprec_neon_gemv_block(const pmpd_anyprec_matrix *m, c
 {
     uint8x16_t table[2 * PMPD_ANYPREC_ROW_BLOCK];
     float32x4_t acc[PMPD_ANYPREC_ROW_BLOCK];
+    float sums[PMPD_ANYPREC_ROW_BLOCK];
     uint32_t s, i;
     anyprec_neon_block_tables(m, r0, bits, table);
 #pragma GCC unroll 4
@@ -210,8 +211,8 @@ ANYPREC_NEON_INLINE void anyprec_neon_gemv_block(const pmpd_anyprec_matrix *m, c
     for (s = 0; s < m->superblocks; s++)
         anyprec_neon_block_super(m, xq, u, r0, s, table, acc, bits);
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-        if (r0 + i >= row_begin && r0 + i < row_end)
-            y[r0 + i] = vaddvq_f32(acc[i]) * m->scales[bits][r0 + i] + u->sum * m->offsets[bits][r0 + i];
+        sums[i] = vaddvq_f32(acc[i]);
+    pmpd_anyprec_store_block(m, bits, u, sums, y, r0, row_begin, row_end);
 }
 
 PMPD_INTERNAL void pmpd_anyprec_gemv_neon(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
