@@ -35,44 +35,47 @@ ANYPREC_NEON_INLINE anyprec_neon_pair anyprec_neon_load(const unsigned char *p)
     return v;
 }
 
-/* v << shift (>> when negative) in each byte; immediates once inlined. */
-ANYPREC_NEON_INLINE uint8x16_t anyprec_neon_shift(uint8x16_t v, int shift)
+/* The codes of pairs 2h and 2h+1 of one row's superblock (pair q: group 2q
+ * in the low nibble of each byte, 2q+1 in the high one), from its 32 bytes
+ * of the 2-bit slice's half h (groups 4h, 4h+2, 4h+1, 4h+3 at bit pairs 0,
+ * 2, 4, 6) and 32 bytes of each upper plane at plane[p] + at (bit b: group
+ * 2 (b % 4) + b / 4), by bit selects (BSL), as the x86 kernels do:
+ *   3 bits: the slice's fields of the pair beside plane 2 shifted into
+ *           bits 2 and 6; bits 3 and 7 keep whatever the shift brought, and
+ *           the row's table repeats its 8 entries so they do not matter.
+ *   4 bits: planes 2 and 3 merged (e: their bits of groups 0, 4, 1, 5 at
+ *           bit pairs 0, 2, 4, 6; o: of 2, 6, 3, 7); the odd pair comes out
+ *           with its lower two code bits above the upper two and is read
+ *           through the row's table with the index halves swapped
+ *           (anyprec_neon_block_tables). */
+ANYPREC_NEON_INLINE void anyprec_neon_codes(const unsigned char *field, const unsigned char *const *plane, size_t at,
+                                            unsigned h, anyprec_neon_pair *codes, const unsigned bits)
 {
-    switch (shift) {
-    case 3: return vshlq_n_u8(v, 3);
-    case 2: return vshlq_n_u8(v, 2);
-    case 1: return vshlq_n_u8(v, 1);
-    case -1: return vshrq_n_u8(v, 1);
-    default: return v;
+    const uint8x16_t m33 = vdupq_n_u8(0x33), m55 = vdupq_n_u8(0x55);
+    const anyprec_neon_pair f = anyprec_neon_load(field + 32 * h), b2 = anyprec_neon_load(plane[2] + at);
+    if (bits == 3) {
+        codes[0].lo = vbslq_u8(m33, f.lo, h ? b2.lo : vshlq_n_u8(b2.lo, 2));
+        codes[0].hi = vbslq_u8(m33, f.hi, h ? b2.hi : vshlq_n_u8(b2.hi, 2));
+        codes[1].lo = vbslq_u8(m33, vshrq_n_u8(f.lo, 2), h ? vshrq_n_u8(b2.lo, 1) : vshlq_n_u8(b2.lo, 1));
+        codes[1].hi = vbslq_u8(m33, vshrq_n_u8(f.hi, 2), h ? vshrq_n_u8(b2.hi, 1) : vshlq_n_u8(b2.hi, 1));
+    } else {
+        const anyprec_neon_pair b3 = anyprec_neon_load(plane[3] + at);
+        const uint8x16_t e_lo = vbslq_u8(m55, b2.lo, vshlq_n_u8(b3.lo, 1)),
+                         e_hi = vbslq_u8(m55, b2.hi, vshlq_n_u8(b3.hi, 1));
+        const uint8x16_t o_lo = vbslq_u8(m55, vshrq_n_u8(b2.lo, 1), b3.lo),
+                         o_hi = vbslq_u8(m55, vshrq_n_u8(b2.hi, 1), b3.hi);
+        codes[0].lo = vbslq_u8(m33, f.lo, h ? e_lo : vshlq_n_u8(e_lo, 2));
+        codes[0].hi = vbslq_u8(m33, f.hi, h ? e_hi : vshlq_n_u8(e_hi, 2));
+        codes[1].lo = vbslq_u8(m33, h ? vshrq_n_u8(o_lo, 2) : o_lo, f.lo);
+        codes[1].hi = vbslq_u8(m33, h ? vshrq_n_u8(o_hi, 2) : o_hi, f.hi);
     }
 }
 
-/* Plane p's bits of groups 2q and 2q+1 moved to bits p and p+4 (the plane
- * holds them at q and q+4), ORed into codes. */
-ANYPREC_NEON_INLINE anyprec_neon_pair anyprec_neon_plane_bits(anyprec_neon_pair codes, const unsigned char *plane,
-                                                              unsigned p, unsigned q)
+/* The table pair q's codes index: the swapped one for odd pairs at 4 bits. */
+ANYPREC_NEON_INLINE uint8x16_t anyprec_neon_pair_table(const uint8x16_t *table, unsigned i, unsigned q,
+                                                       const unsigned bits)
 {
-    const uint8x16_t mask = vdupq_n_u8((uint8_t)(0x11 << p));
-    anyprec_neon_pair b = anyprec_neon_load(plane);
-    codes.lo = vorrq_u8(codes.lo, vandq_u8(anyprec_neon_shift(b.lo, (int)p - (int)q), mask));
-    codes.hi = vorrq_u8(codes.hi, vandq_u8(anyprec_neon_shift(b.hi, (int)p - (int)q), mask));
-    return codes;
-}
-
-/* Codes of groups 2q (low nibble) and 2q+1 (high nibble) of one row's
- * superblock: its 64 bytes of the 2-bit slice, plane p's 32 at plane[p] + at. */
-ANYPREC_NEON_INLINE anyprec_neon_pair anyprec_neon_codes(const unsigned char *field, const unsigned char *const *plane,
-                                                         size_t at, unsigned q, const unsigned bits)
-{
-    const uint8x16_t fields = vdupq_n_u8(0x33);
-    anyprec_neon_pair f = anyprec_neon_load(field + 32 * (q / 2)), codes;
-    codes.lo = vandq_u8(q % 2 ? vshrq_n_u8(f.lo, 2) : f.lo, fields);
-    codes.hi = vandq_u8(q % 2 ? vshrq_n_u8(f.hi, 2) : f.hi, fields);
-    if (bits > 2)
-        codes = anyprec_neon_plane_bits(codes, plane[2] + at, 2, q);
-    if (bits > 3)
-        codes = anyprec_neon_plane_bits(codes, plane[3] + at, 3, q);
-    return codes;
+    return bits == 4 && q % 2 ? table[PMPD_ANYPREC_ROW_BLOCK + i] : table[i];
 }
 
 /* The low (half 0) or high nibbles of codes. */
@@ -105,12 +108,10 @@ ANYPREC_NEON_INLINE int32x4_t anyprec_neon_group(int32x4_t acc, uint8x16_t table
     return anyprec_neon_dot(acc, vqtbl1q_u8(table, idx.hi), vld1q_s8(x + 32 * g + 16));
 }
 
-/* Groups 2q and 2q+1 of one row. */
-ANYPREC_NEON_INLINE int32x4_t anyprec_neon_row_pair(int32x4_t acc, uint8x16_t table, const unsigned char *field,
-                                                    const unsigned char *const *plane, size_t at, unsigned q,
-                                                    const int8_t *x, const unsigned bits)
+/* Groups 2q and 2q+1 of one row (pair q's codes, the table they index). */
+ANYPREC_NEON_INLINE int32x4_t anyprec_neon_row_pair(int32x4_t acc, uint8x16_t table, anyprec_neon_pair codes,
+                                                    unsigned q, const int8_t *x)
 {
-    anyprec_neon_pair codes = anyprec_neon_codes(field, plane, at, q, bits);
     acc = anyprec_neon_group(acc, table, anyprec_neon_nibbles(codes, 0), x, 2 * q);
     return anyprec_neon_group(acc, table, anyprec_neon_nibbles(codes, 1), x, 2 * q + 1);
 }
@@ -142,11 +143,15 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_half(int32x4_t *dot, const uint8x16_
             dot[i] = anyprec_neon_row_quad(dot[i], table[i], table[PMPD_ANYPREC_ROW_BLOCK + i], field + 64 * i, h, x);
         return;
     }
-#pragma GCC unroll 2
-    for (q = 2 * h; q < 2 * h + 2; q++)
 #pragma GCC unroll 4
-        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-            dot[i] = anyprec_neon_row_pair(dot[i], table[i], field + 64 * i, plane, 32 * i, q, x, bits);
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
+        anyprec_neon_pair codes[2];
+        anyprec_neon_codes(field + 64 * i, plane, 32 * i, h, codes, bits);
+#pragma GCC unroll 2
+        for (q = 0; q < 2; q++)
+            dot[i] = anyprec_neon_row_pair(dot[i], anyprec_neon_pair_table(table, i, 2 * h + q, bits), codes[q],
+                                           2 * h + q, x);
+    }
 }
 
 /* Row r's table, zero past the last row (the padding rows of a block). */
@@ -186,12 +191,14 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_tables(const pmpd_anyprec_matrix *m,
 {
     static const uint8_t low_bits[16] = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3};
     static const uint8_t high_bits[16] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3};
+    static const uint8_t repeat8[16] = {0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7};
+    static const uint8_t swapped[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
     uint32_t i;
 #pragma GCC unroll 4
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
         uint8x16_t t = anyprec_neon_row_table(m, bits, r0 + i);
-        table[i] = bits == 2 ? vqtbl1q_u8(t, vld1q_u8(low_bits)) : t;
-        table[PMPD_ANYPREC_ROW_BLOCK + i] = vqtbl1q_u8(t, vld1q_u8(high_bits));
+        table[i] = bits == 2 ? vqtbl1q_u8(t, vld1q_u8(low_bits)) : bits == 3 ? vqtbl1q_u8(t, vld1q_u8(repeat8)) : t;
+        table[PMPD_ANYPREC_ROW_BLOCK + i] = vqtbl1q_u8(t, vld1q_u8(bits == 2 ? high_bits : swapped));
     }
 }
 
@@ -245,13 +252,18 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_entries(const pmpd_anyprec_matrix *m
                 row[4 * h + 3].hi = vqtbl1q_u8(by_high, hi.hi);
             }
         } else {
+            anyprec_neon_pair codes[2];
             for (q = 0; q < 4; q++) {
-                anyprec_neon_pair codes = anyprec_neon_codes(field + 64 * i, plane, 32 * i, q, bits);
-                anyprec_neon_pair lo = anyprec_neon_nibbles(codes, 0), hi = anyprec_neon_nibbles(codes, 1);
-                row[2 * q].lo = vqtbl1q_u8(table[i], lo.lo);
-                row[2 * q].hi = vqtbl1q_u8(table[i], lo.hi);
-                row[2 * q + 1].lo = vqtbl1q_u8(table[i], hi.lo);
-                row[2 * q + 1].hi = vqtbl1q_u8(table[i], hi.hi);
+                anyprec_neon_pair lo, hi;
+                uint8x16_t t = anyprec_neon_pair_table(table, i, q, bits);
+                if (q % 2 == 0)
+                    anyprec_neon_codes(field + 64 * i, plane, 32 * i, q / 2, codes, bits);
+                lo = anyprec_neon_nibbles(codes[q % 2], 0);
+                hi = anyprec_neon_nibbles(codes[q % 2], 1);
+                row[2 * q].lo = vqtbl1q_u8(t, lo.lo);
+                row[2 * q].hi = vqtbl1q_u8(t, lo.hi);
+                row[2 * q + 1].lo = vqtbl1q_u8(t, hi.lo);
+                row[2 * q + 1].hi = vqtbl1q_u8(t, hi.hi);
             }
         }
     }
