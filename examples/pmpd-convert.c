@@ -493,6 +493,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "pmpd-convert: --budget-bits and --budget-latency: one budget at a time\n");
         return 2;
     }
+    if (a.convert.anyprec_nested_vocabulary && (a.convert.type != PMPD_TENSOR_ANYPREC || a.calibrate || allocating)) {
+        fprintf(stderr, "pmpd-convert: --nested-vocabulary nests the embedding and classifier of --type anyprec: "
+                        "not with other types, --pmpd-calibrate or a budget\n");
+        return 2;
+    }
     if (allocating && (a.calibrate || a.convert.keep_closest)) {
         fprintf(stderr, "pmpd-convert: --budget-bits and --budget-latency choose the formats: not with --pmpd-calibrate "
                         "or keep-closest\n");
