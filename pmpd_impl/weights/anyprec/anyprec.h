@@ -32,6 +32,8 @@
 #ifndef PMPD_PRECISION_ANYPREC_H
 #define PMPD_PRECISION_ANYPREC_H
 
+#include <string.h>
+
 #include "pmpd.h"
 #include "pmpd_impl/core/config.h"
 
@@ -171,6 +173,24 @@ typedef struct pmpd_anyprec_units {
 /* Fills u for cols <= PMPD_ANYPREC_SIMD_MAX_COLS. */
 PMPD_INTERNAL void pmpd_anyprec_prepare_units(const int8_t *xq, const float *xscale, uint32_t cols,
                                               pmpd_anyprec_units *u);
+
+/* Row r's 2^bits table entries in entries[0..16), zero past them and, for
+ * a block's padding rows past the last row, zero throughout: what the SIMD
+ * kernels load into a register table. */
+static inline void pmpd_anyprec_row_entries(const pmpd_anyprec_matrix *m, unsigned bits, uint32_t r,
+                                            unsigned char entries[16])
+{
+    memset(entries, 0, 16);
+    if (r < m->rows)
+        memcpy(entries, m->tables[bits] + ((size_t)r << bits), (size_t)1 << bits);
+}
+
+/* Bytes a bits-wide product over rows x (superblocks x 256) reads: bits bits
+ * of every column, then each row's scale, offset and width-bits table. */
+static inline uint64_t pmpd_anyprec_read_bytes(uint64_t rows, uint64_t superblocks, unsigned bits)
+{
+    return rows * (superblocks * 32u * bits + 2 * sizeof(float) + ((uint64_t)1 << bits));
+}
 
 /* A SIMD GEMV's results for the block at r0: y[r] = sums[r - r0] * scale
  * + sum of the activations * offset, for the rows inside [row_begin,

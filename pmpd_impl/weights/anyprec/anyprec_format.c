@@ -102,7 +102,7 @@ static uint64_t pmpd_anyprec_bytes_read(const pmpd_tensor *w, unsigned bits)
     unsigned k;
     pmpd_anyprec_bind(w->data, w->dims[0], w->dims[1], &m);
     k = pmpd_anyprec_width(&m, bits);
-    return (uint64_t)m.rows * ((uint64_t)m.superblocks * 32u * k + 2 * sizeof(float) + ((uint64_t)1 << k));
+    return pmpd_anyprec_read_bytes(m.rows, m.superblocks, k);
 }
 
 static const pmpd_weight_format pmpd_anyprec_format = {

@@ -134,9 +134,8 @@ ANYPREC_AVX2_INLINE __m256i anyprec_avx2_pair_table(const __m256i *table, unsign
  * padding rows of a block). */
 static __m256i anyprec_avx2_row_table(const pmpd_anyprec_matrix *m, unsigned bits, uint32_t r)
 {
-    unsigned char entries[16] = {0};
-    if (r < m->rows)
-        memcpy(entries, m->tables[bits] + ((size_t)r << bits), (size_t)1 << bits);
+    unsigned char entries[16];
+    pmpd_anyprec_row_entries(m, bits, r, entries);
     return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)entries));
 }
 

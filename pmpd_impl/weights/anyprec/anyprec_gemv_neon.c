@@ -12,7 +12,6 @@
 
 #if PMPD_ANYPREC_USE_NEON
 #include <arm_neon.h>
-#include <string.h>
 
 /* Tokens whose (row, token) sums a GEMM tile keeps (2 KB of vectors). */
 #define ANYPREC_NEON_TOKEN_TILE 32
@@ -157,9 +156,8 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_half(int32x4_t *dot, const uint8x16_
 /* Row r's table, zero past the last row (the padding rows of a block). */
 static uint8x16_t anyprec_neon_row_table(const pmpd_anyprec_matrix *m, unsigned bits, uint32_t r)
 {
-    unsigned char entries[16] = {0};
-    if (r < m->rows)
-        memcpy(entries, m->tables[bits] + ((size_t)r << bits), (size_t)1 << bits);
+    unsigned char entries[16];
+    pmpd_anyprec_row_entries(m, bits, r, entries);
     return vld1q_u8(entries);
 }
 
