@@ -1,4 +1,5 @@
-/* The SIMD attention kernels compiled into this build (AVX2 or NEON) give
+/* The SIMD attention kernels compiled into this build (AVX2 or NEON, and
+ * the AVX-512 row kernels where the compiler targets them) give
  * the scalar reference's results within float rounding, for one and two
  * vectors of lanes, odd token counts and both subspace sizes.  Skipped when
  * the build has no SIMD set. */
@@ -82,7 +83,7 @@ static void check_row_kernels(uint32_t lanes, uint32_t dim)
         sum_ref[l] = sum[l] = 0.5f;
     }
     pmpd_kv_row_scores_scalar(qt, lanes, dim, rows, stride, TOKENS, scores_ref, max_ref);
-    SIMD_KERNEL(pmpd_kv_row_scores)(qt, lanes, dim, rows, stride, TOKENS, scores, max);
+    PMPD_KV_ROW_KERNEL(pmpd_kv_row_scores)(qt, lanes, dim, rows, stride, TOKENS, scores, max);
     assert_close_sum(scores, scores_ref, TOKENS * lanes, dim);
     assert_close_sum(max, max_ref, lanes, dim);
     pmpd_kv_exp_scalar(scores_ref, lanes, TOKENS, max_ref, sum_ref);
@@ -92,7 +93,7 @@ static void check_row_kernels(uint32_t lanes, uint32_t dim)
     memcpy(acc_ref, acc_start, (size_t)dim * lanes * sizeof(float));
     memcpy(acc, acc_start, (size_t)dim * lanes * sizeof(float));
     pmpd_kv_row_accumulate_scalar(scores_ref, lanes, dim, rows, stride, TOKENS, acc_ref);
-    SIMD_KERNEL(pmpd_kv_row_accumulate)(scores_ref, lanes, dim, rows, stride, TOKENS, acc);
+    PMPD_KV_ROW_KERNEL(pmpd_kv_row_accumulate)(scores_ref, lanes, dim, rows, stride, TOKENS, acc);
     assert_close_sum(acc, acc_ref, (size_t)dim * lanes, TOKENS);
 
     /* Binary16 rows: the f32 reference over the same values widened. */
@@ -101,13 +102,13 @@ static void check_row_kernels(uint32_t lanes, uint32_t dim)
     pmpd_kv_row_scores_scalar(qt, lanes, dim, widened, stride, TOKENS, scores_ref, max_ref);
     pmpd_kv_row_scores_f16_scalar(qt, lanes, dim, halves, stride, TOKENS, scores, max);
     assert_memory_equal(scores, scores_ref, TOKENS * lanes * sizeof(float));
-    SIMD_KERNEL(pmpd_kv_row_scores_f16)(qt, lanes, dim, halves, stride, TOKENS, scores, max);
+    PMPD_KV_ROW_KERNEL(pmpd_kv_row_scores_f16)(qt, lanes, dim, halves, stride, TOKENS, scores, max);
     assert_close_sum(scores, scores_ref, TOKENS * lanes, dim);
     assert_close_sum(max, max_ref, lanes, dim);
     memcpy(acc_ref, acc_start, (size_t)dim * lanes * sizeof(float));
     memcpy(acc, acc_start, (size_t)dim * lanes * sizeof(float));
     pmpd_kv_row_accumulate_scalar(scores_ref, lanes, dim, widened, stride, TOKENS, acc_ref);
-    SIMD_KERNEL(pmpd_kv_row_accumulate_f16)(scores_ref, lanes, dim, halves, stride, TOKENS, acc);
+    PMPD_KV_ROW_KERNEL(pmpd_kv_row_accumulate_f16)(scores_ref, lanes, dim, halves, stride, TOKENS, acc);
     assert_close_sum(acc, acc_ref, (size_t)dim * lanes, TOKENS);
     memcpy(acc, acc_start, (size_t)dim * lanes * sizeof(float));
     pmpd_kv_row_accumulate_f16_scalar(scores_ref, lanes, dim, halves, stride, TOKENS, acc);
@@ -198,9 +199,10 @@ static void test_row_kernels(void **state)
 {
     (void)state;
 #if KERNELS_SIMD
-    /* Head dims with and without a tail of 8 and 16 elements, and one longer
-     * than the AVX2 kernels' 256-dimension query pass. */
-    static const uint32_t dims[] = {24, 13, 64, 300};
+    /* Head dims with and without a tail of 8 and 16 elements, the two the
+     * kernels have constant-size copies of, one whose last 64-dim value
+     * slice is partial, and one longer than the 256-dimension query pass. */
+    static const uint32_t dims[] = {24, 13, 64, 128, 80, 300};
     size_t i;
     for (i = 0; i < sizeof dims / sizeof dims[0]; i++) {
         check_row_kernels(4, dims[i]);

@@ -193,8 +193,13 @@ int bench_attention(bench_context *ctx)
     size_t n_contexts = ctx->quick ? 2 : 4, i, c;
     size_t elements = (size_t)BENCH_ATTN_MAX_CONTEXT * BENCH_ATTN_KV_HEADS * BENCH_ATTN_DIM, scratch_floats;
     uint64_t rng = 7;
-    float *k32 = (float *)malloc(elements * sizeof(float)), *v32 = (float *)malloc(elements * sizeof(float));
-    uint16_t *k16 = (uint16_t *)malloc(elements * sizeof(uint16_t)), *v16 = (uint16_t *)malloc(elements * sizeof(uint16_t));
+    /* K and V of both formats in one block, 64-byte aligned as a session's
+     * arena places its cache (malloc's 16 bytes would split every 512-bit
+     * load of a row across two cache lines). */
+    unsigned char *kv_block = (unsigned char *)malloc(elements * 2 * (sizeof(float) + sizeof(uint16_t)) + 64);
+    float *k32 = kv_block ? (float *)(void *)(kv_block + (64 - (uintptr_t)kv_block % 64)) : NULL;
+    float *v32 = k32 + (k32 ? elements : 0);
+    uint16_t *k16 = (uint16_t *)(void *)(v32 + (k32 ? elements : 0)), *v16 = k16 + (k32 ? elements : 0);
     float q[BENCH_ATTN_HEADS * BENCH_ATTN_DIM], out[BENCH_ATTN_HEADS * BENCH_ATTN_DIM];
     bench_attn_pq pq2, pq4;
     bench_attn_exact exact;
@@ -268,10 +273,7 @@ int bench_attention(bench_context *ctx)
     }
     bench_attn_flush(ctx, &pq2, "pq 2-dim window flush (64 tok x 8 heads)");
     bench_attn_flush(ctx, &pq4, "pq 4-dim window flush (64 tok x 8 heads)");
-    free(k32);
-    free(v32);
-    free(k16);
-    free(v16);
+    free(kv_block);
     free(exact.scratch);
     free(evict);
     bench_attn_pq_free(&pq2);

@@ -19,7 +19,7 @@
 #include "pmpd_impl/core/config.h"
 #include "pmpd_impl/kvcache/pq_codebook.h"
 
-#define PMPD_KV_DECLARE_KERNELS(isa)                                                                \
+#define PMPD_KV_DECLARE_ROW_KERNELS(isa)                                                            \
     /* scores[t][l] = sum_d qt[d][l] * rows[t*stride + d]; max[l] = max(max[l], scores[t][l]) */   \
     PMPD_INTERNAL void pmpd_kv_row_scores_##isa(const float *qt, uint32_t lanes, uint32_t dim,      \
                                                 const float *rows, size_t stride, size_t n,         \
@@ -34,7 +34,10 @@
                                                     float *scores, float *max);                     \
     PMPD_INTERNAL void pmpd_kv_row_accumulate_f16_##isa(const float *weights, uint32_t lanes,       \
                                                         uint32_t dim, const uint16_t *rows,         \
-                                                        size_t stride, size_t n, float *acc);       \
+                                                        size_t stride, size_t n, float *acc);
+
+#define PMPD_KV_DECLARE_KERNELS(isa)                                                                \
+    PMPD_KV_DECLARE_ROW_KERNELS(isa)                                                                \
     /* x[t][l] = exp(x[t][l] - max[l]); sum[l] += x[t][l]  (x <= max: no overflow) */              \
     PMPD_INTERNAL void pmpd_kv_exp_##isa(float *x, uint32_t lanes, size_t n, const float *max,      \
                                          float *sum);                                               \
@@ -89,6 +92,9 @@
 #endif
 
 PMPD_KV_DECLARE_KERNELS(scalar)
+#if PMPD_USE_AVX512
+PMPD_KV_DECLARE_ROW_KERNELS(avx512)
+#endif
 #if PMPD_USE_AVX2
 PMPD_KV_DECLARE_KERNELS(avx2)
 #define PMPD_KV_KERNEL(name) name##_avx2
@@ -97,6 +103,15 @@ PMPD_KV_DECLARE_KERNELS(neon)
 #define PMPD_KV_KERNEL(name) name##_neon
 #else
 #define PMPD_KV_KERNEL(name) name##_scalar
+#endif
+
+/* The exact-attention row kernels (the four above exp) have an AVX-512 set
+ * of their own where the compiler targets it; the other kernels stay AVX2
+ * there. */
+#if PMPD_USE_AVX512
+#define PMPD_KV_ROW_KERNEL(name) name##_avx512
+#else
+#define PMPD_KV_ROW_KERNEL(name) PMPD_KV_KERNEL(name)
 #endif
 
 #endif

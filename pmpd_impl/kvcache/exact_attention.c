@@ -32,13 +32,13 @@ static void exact_scores(const float *qt, uint32_t lanes, uint32_t dim, const pm
 {
     const unsigned char *src = keys->data + first * keys->row_bytes;
     if (keys->format == PMPD_KV_ROW_F32)
-        PMPD_KV_KERNEL(pmpd_kv_row_scores)(qt, lanes, dim, (const float *)(const void *)src,
+        PMPD_KV_ROW_KERNEL(pmpd_kv_row_scores)(qt, lanes, dim, (const float *)(const void *)src,
                                            keys->row_bytes / sizeof(float), count, scores, max);
     else if (keys->format == PMPD_KV_ROW_F16)
-        PMPD_KV_KERNEL(pmpd_kv_row_scores_f16)(qt, lanes, dim, (const uint16_t *)(const void *)src,
+        PMPD_KV_ROW_KERNEL(pmpd_kv_row_scores_f16)(qt, lanes, dim, (const uint16_t *)(const void *)src,
                                                keys->row_bytes / sizeof(uint16_t), count, scores, max);
     else
-        PMPD_KV_KERNEL(pmpd_kv_row_scores)(qt, lanes, dim, exact_rows_decoded(keys, dim, first, count, block), dim,
+        PMPD_KV_ROW_KERNEL(pmpd_kv_row_scores)(qt, lanes, dim, exact_rows_decoded(keys, dim, first, count, block), dim,
                                            count, scores, max);
 }
 
@@ -47,13 +47,13 @@ static void exact_accumulate(const float *weights, uint32_t lanes, uint32_t dim,
 {
     const unsigned char *src = values->data + first * values->row_bytes;
     if (values->format == PMPD_KV_ROW_F32)
-        PMPD_KV_KERNEL(pmpd_kv_row_accumulate)(weights, lanes, dim, (const float *)(const void *)src,
+        PMPD_KV_ROW_KERNEL(pmpd_kv_row_accumulate)(weights, lanes, dim, (const float *)(const void *)src,
                                                values->row_bytes / sizeof(float), count, acc);
     else if (values->format == PMPD_KV_ROW_F16)
-        PMPD_KV_KERNEL(pmpd_kv_row_accumulate_f16)(weights, lanes, dim, (const uint16_t *)(const void *)src,
+        PMPD_KV_ROW_KERNEL(pmpd_kv_row_accumulate_f16)(weights, lanes, dim, (const uint16_t *)(const void *)src,
                                                    values->row_bytes / sizeof(uint16_t), count, acc);
     else
-        PMPD_KV_KERNEL(pmpd_kv_row_accumulate)(weights, lanes, dim, exact_rows_decoded(values, dim, first, count, block),
+        PMPD_KV_ROW_KERNEL(pmpd_kv_row_accumulate)(weights, lanes, dim, exact_rows_decoded(values, dim, first, count, block),
                                                dim, count, acc);
 }
 

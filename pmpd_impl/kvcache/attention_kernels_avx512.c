@@ -1,0 +1,305 @@
+/* AVX-512 versions of the exact-attention row kernels (attention_kernels.h;
+ * the other attention kernels stay AVX2).  A 64-dim f32 row is four 512-bit
+ * vectors, so where the AVX2 kernels issue two operations per sixteen row
+ * elements and query head these issue one; binary16 rows are widened with
+ * one VCVTPH2PS per sixteen elements.  Lanes (query heads) come in groups
+ * of four, as in the AVX2 set. */
+#include "pmpd_impl/kvcache/attention_kernels.h"
+
+#if PMPD_USE_AVX512
+#include <immintrin.h>
+#include <string.h>
+
+#define KV512_Q_CHUNK 256     /* query (and value) dimensions per pass */
+#define KV512_PREFETCH_ROWS 16 /* as the AVX2 set: rows read this far ahead */
+#define KV512_ROW_BLOCK 16     /* value rows per pass over one dimension slice */
+#define KV512_SLICE 64         /* value dimensions per slice: 4 lanes x 4 vectors in registers */
+
+#if defined(__GNUC__)
+#define KV512_INLINE static inline __attribute__((always_inline))
+#else
+#define KV512_INLINE static inline
+#endif
+
+KV512_INLINE const void *kv512_row(const void *rows, size_t t, size_t stride, const int half)
+{
+    return half ? (const void *)((const uint16_t *)rows + t * stride) : (const void *)((const float *)rows + t * stride);
+}
+
+/* Elements [d, d + 16) of a row, as floats. */
+KV512_INLINE __m512 kv512_load16(const void *row, uint32_t d, const int half)
+{
+    if (half)
+        return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)row + d)));
+    return _mm512_loadu_ps((const float *)row + d);
+}
+
+/* The same for the elements of mask only, zeros elsewhere; masked-out
+ * elements are not read (no access past the row's end). */
+KV512_INLINE __m512 kv512_load16_masked(const void *row, uint32_t d, __mmask16 mask, const int half)
+{
+    if (half)
+        return _mm512_cvtph_ps(
+            _mm512_castsi512_si256(_mm512_maskz_loadu_epi16((__mmask32)mask, (const uint16_t *)row + d)));
+    return _mm512_maskz_loadu_ps(mask, (const float *)row + d);
+}
+
+/* Lanes whose elements d + i lie below end. */
+static inline __mmask16 kv512_mask_below(uint32_t d, uint32_t end)
+{
+    return d >= end ? 0 : end - d >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (end - d)) - 1u);
+}
+
+KV512_INLINE void kv512_prefetch_row(const void *rows, size_t t, size_t n, size_t stride, uint32_t dim,
+                                     const int half)
+{
+    const char *p;
+    size_t bytes, b;
+    if (t >= n)
+        return;
+    p = (const char *)kv512_row(rows, t, stride, half);
+    bytes = (size_t)dim * (half ? 2 : 4);
+    for (b = 0; b < bytes; b += 64)
+        _mm_prefetch(p + b, _MM_HINT_T0);
+}
+
+/* pair(a, b): element i of the result sums elements i and i + 2 of a's or
+ * b's 128-bit block, interleaved [a0+a2, b0+b2, a1+a3, b1+b3] per block. */
+KV512_INLINE __m512 kv512_pair(__m512 a, __m512 b)
+{
+    return _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+}
+
+/* quad(p, q) of two pairs: each 128-bit block holds one partial sum of each
+ * of the four vectors, in order. */
+KV512_INLINE __m512 kv512_quad(__m512 p, __m512 q)
+{
+    __m512d pd = _mm512_castps_pd(p), qd = _mm512_castps_pd(q);
+    return _mm512_castpd_ps(_mm512_add_pd(_mm512_unpacklo_pd(pd, qd), _mm512_unpackhi_pd(pd, qd)));
+}
+
+/* Sixteen sums: element 4r + l of the result is the sum of all sixteen
+ * elements of a_rl.  45 shuffles and adds for 16 horizontal sums. */
+KV512_INLINE __m512 kv512_sum16(__m512 a00, __m512 a01, __m512 a02, __m512 a03, __m512 a10, __m512 a11, __m512 a12,
+                                __m512 a13, __m512 a20, __m512 a21, __m512 a22, __m512 a23, __m512 a30, __m512 a31,
+                                __m512 a32, __m512 a33)
+{
+    /* u_r block j: row r's four lanes summed over quarter j of the vector */
+    __m512 u0 = kv512_quad(kv512_pair(a00, a01), kv512_pair(a02, a03));
+    __m512 u1 = kv512_quad(kv512_pair(a10, a11), kv512_pair(a12, a13));
+    __m512 u2 = kv512_quad(kv512_pair(a20, a21), kv512_pair(a22, a23));
+    __m512 u3 = kv512_quad(kv512_pair(a30, a31), kv512_pair(a32, a33));
+    /* w0 blocks: u0 (quarters 0+2), u0 (1+3), u1 (0+2), u1 (1+3) */
+    __m512 w0 = _mm512_add_ps(_mm512_shuffle_f32x4(u0, u1, 0x44), _mm512_shuffle_f32x4(u0, u1, 0xEE));
+    __m512 w1 = _mm512_add_ps(_mm512_shuffle_f32x4(u2, u3, 0x44), _mm512_shuffle_f32x4(u2, u3, 0xEE));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(w0, w1, 0x88), _mm512_shuffle_f32x4(w0, w1, 0xDD));
+}
+
+/* Row r's vector k times the four heads' query vectors. */
+#define KV512_SCORES_ROW(r, k)                                                                      \
+    do {                                                                                           \
+        __m512 k_ = (k);                                                                           \
+        a##r##0 = _mm512_fmadd_ps(q0, k_, a##r##0);                                                \
+        a##r##1 = _mm512_fmadd_ps(q1, k_, a##r##1);                                                \
+        a##r##2 = _mm512_fmadd_ps(q2, k_, a##r##2);                                                \
+        a##r##3 = _mm512_fmadd_ps(q3, k_, a##r##3);                                                \
+    } while (0)
+
+/* One 16-dim step of the scores: four rows' vectors (load(row, d)) times
+ * four heads'.  Named accumulators: an array of them stayed in memory. */
+#define KV512_SCORES_STEP(load)                                                                     \
+    do {                                                                                           \
+        __m512 q0 = _mm512_loadu_ps(q[0] + (d - d0)), q1 = _mm512_loadu_ps(q[1] + (d - d0));       \
+        __m512 q2 = _mm512_loadu_ps(q[2] + (d - d0)), q3 = _mm512_loadu_ps(q[3] + (d - d0));       \
+        KV512_SCORES_ROW(0, load(r0));                                                             \
+        KV512_SCORES_ROW(1, load(r1));                                                             \
+        KV512_SCORES_ROW(2, load(r2));                                                             \
+        KV512_SCORES_ROW(3, load(r3));                                                             \
+    } while (0)
+#define KV512_LOAD_FULL(row) kv512_load16(row, d, half)
+#define KV512_LOAD_TAIL(row) kv512_load16_masked(row, d, tail, half)
+
+/* scores[t][l0 .. l0+4) (+)= q chunk . row t over dims [d0, d1): four rows
+ * at a time (rows past n repeat the last one and are not stored), sixteen
+ * accumulators summed by one shuffle tree. */
+KV512_INLINE void kv512_scores_chunk(const float (*q)[KV512_Q_CHUNK], uint32_t lanes, uint32_t l0, uint32_t d0,
+                                     uint32_t d1, const void *rows, size_t stride, size_t n, uint32_t dim,
+                                     float *scores, const int half)
+{
+    const uint32_t d_full = d0 + (d1 - d0) / 16 * 16;
+    const __mmask16 tail = kv512_mask_below(d_full, d1);
+    size_t t, r;
+    uint32_t d;
+    for (t = 0; t < n; t += 4) {
+        const void *r0 = kv512_row(rows, t, stride, half);
+        const void *r1 = kv512_row(rows, t + 1 < n ? t + 1 : t, stride, half);
+        const void *r2 = kv512_row(rows, t + 2 < n ? t + 2 : t, stride, half);
+        const void *r3 = kv512_row(rows, t + 3 < n ? t + 3 : t, stride, half);
+        __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00;
+        __m512 a13 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+        __m512 sums;
+        for (r = 0; r < 4; r++)
+            kv512_prefetch_row(rows, t + KV512_PREFETCH_ROWS + r, n, stride, dim, half);
+        for (d = d0; d < d_full; d += 16)
+            KV512_SCORES_STEP(KV512_LOAD_FULL);
+        if (tail)
+            KV512_SCORES_STEP(KV512_LOAD_TAIL);
+        sums = kv512_sum16(a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33);
+        for (r = 0; r < 4 && t + r < n; r++) {
+            float *out = scores + (t + r) * lanes + l0;
+            __m128 s = r == 0 ? _mm512_extractf32x4_ps(sums, 0)
+                     : r == 1 ? _mm512_extractf32x4_ps(sums, 1)
+                     : r == 2 ? _mm512_extractf32x4_ps(sums, 2)
+                              : _mm512_extractf32x4_ps(sums, 3);
+            if (d0)
+                s = _mm_add_ps(s, _mm_loadu_ps(out));
+            _mm_storeu_ps(out, s);
+        }
+    }
+}
+
+KV512_INLINE void kv512_row_scores(const float *qt, uint32_t lanes, uint32_t dim, const void *rows, size_t stride,
+                                   size_t n, float *scores, float *max, const int half)
+{
+    float q[4][KV512_Q_CHUNK];
+    uint32_t l0, d0, d, l;
+    size_t t;
+    for (l0 = 0; l0 < lanes; l0 += 4) {
+        __m128 m = _mm_loadu_ps(max + l0);
+        for (d0 = 0; d0 < dim; d0 += KV512_Q_CHUNK) {
+            uint32_t d1 = dim - d0 < KV512_Q_CHUNK ? dim : d0 + KV512_Q_CHUNK;
+            uint32_t padded = (d1 - d0 + 15) / 16 * 16;
+            for (l = 0; l < 4; l++)
+                for (d = 0; d < padded; d++)
+                    q[l][d] = d0 + d < d1 ? qt[(size_t)(d0 + d) * lanes + l0 + l] : 0.0f;
+            kv512_scores_chunk((const float (*)[KV512_Q_CHUNK])q, lanes, l0, d0, d1, rows, stride, n, dim, scores,
+                               half);
+        }
+        for (t = 0; t < n; t++)
+            m = _mm_max_ps(m, _mm_loadu_ps(scores + t * lanes + l0));
+        _mm_storeu_ps(max + l0, m);
+    }
+}
+
+/* Lane l's four vectors += w_l times the row's four vectors. */
+#define KV512_VALUES_LANE(l, w)                                                                     \
+    do {                                                                                           \
+        __m512 w_ = _mm512_set1_ps(w);                                                             \
+        a##l##0 = _mm512_fmadd_ps(w_, x0, a##l##0);                                                \
+        a##l##1 = _mm512_fmadd_ps(w_, x1, a##l##1);                                                \
+        a##l##2 = _mm512_fmadd_ps(w_, x2, a##l##2);                                                \
+        a##l##3 = _mm512_fmadd_ps(w_, x3, a##l##3);                                                \
+    } while (0)
+#define KV512_SUMS(l, v) (sums[l] + (d - d0) + 16 * (v))
+
+/* sums[l][d - d0 .. + 64) += sum over rows [t0, t1) of weights[t][l0 + l] *
+ * row t[d]: sixteen accumulators in registers for the block of rows; the
+ * slice's elements at or past d1 are not read (they add zeros). */
+KV512_INLINE void kv512_accumulate_slice(const float *weights, uint32_t lanes, uint32_t l0, uint32_t d, uint32_t d1,
+                                         const void *rows, size_t stride, size_t t0, size_t t1,
+                                         float (*sums)[KV512_Q_CHUNK], uint32_t d0, const int half)
+{
+    const int whole = d + KV512_SLICE <= d1;
+    const __mmask16 m0 = kv512_mask_below(d, d1), m1 = kv512_mask_below(d + 16, d1);
+    const __mmask16 m2 = kv512_mask_below(d + 32, d1), m3 = kv512_mask_below(d + 48, d1);
+    __m512 a00 = _mm512_loadu_ps(KV512_SUMS(0, 0)), a01 = _mm512_loadu_ps(KV512_SUMS(0, 1));
+    __m512 a02 = _mm512_loadu_ps(KV512_SUMS(0, 2)), a03 = _mm512_loadu_ps(KV512_SUMS(0, 3));
+    __m512 a10 = _mm512_loadu_ps(KV512_SUMS(1, 0)), a11 = _mm512_loadu_ps(KV512_SUMS(1, 1));
+    __m512 a12 = _mm512_loadu_ps(KV512_SUMS(1, 2)), a13 = _mm512_loadu_ps(KV512_SUMS(1, 3));
+    __m512 a20 = _mm512_loadu_ps(KV512_SUMS(2, 0)), a21 = _mm512_loadu_ps(KV512_SUMS(2, 1));
+    __m512 a22 = _mm512_loadu_ps(KV512_SUMS(2, 2)), a23 = _mm512_loadu_ps(KV512_SUMS(2, 3));
+    __m512 a30 = _mm512_loadu_ps(KV512_SUMS(3, 0)), a31 = _mm512_loadu_ps(KV512_SUMS(3, 1));
+    __m512 a32 = _mm512_loadu_ps(KV512_SUMS(3, 2)), a33 = _mm512_loadu_ps(KV512_SUMS(3, 3));
+    size_t t;
+    for (t = t0; t < t1; t++) {
+        const void *row = kv512_row(rows, t, stride, half);
+        const float *w = weights + t * lanes + l0;
+        __m512 x0, x1, x2, x3;
+        if (whole) {
+            x0 = kv512_load16(row, d, half), x1 = kv512_load16(row, d + 16, half);
+            x2 = kv512_load16(row, d + 32, half), x3 = kv512_load16(row, d + 48, half);
+        } else {
+            x0 = kv512_load16_masked(row, d, m0, half), x1 = kv512_load16_masked(row, d + 16, m1, half);
+            x2 = kv512_load16_masked(row, d + 32, m2, half), x3 = kv512_load16_masked(row, d + 48, m3, half);
+        }
+        KV512_VALUES_LANE(0, w[0]);
+        KV512_VALUES_LANE(1, w[1]);
+        KV512_VALUES_LANE(2, w[2]);
+        KV512_VALUES_LANE(3, w[3]);
+    }
+    _mm512_storeu_ps(KV512_SUMS(0, 0), a00), _mm512_storeu_ps(KV512_SUMS(0, 1), a01);
+    _mm512_storeu_ps(KV512_SUMS(0, 2), a02), _mm512_storeu_ps(KV512_SUMS(0, 3), a03);
+    _mm512_storeu_ps(KV512_SUMS(1, 0), a10), _mm512_storeu_ps(KV512_SUMS(1, 1), a11);
+    _mm512_storeu_ps(KV512_SUMS(1, 2), a12), _mm512_storeu_ps(KV512_SUMS(1, 3), a13);
+    _mm512_storeu_ps(KV512_SUMS(2, 0), a20), _mm512_storeu_ps(KV512_SUMS(2, 1), a21);
+    _mm512_storeu_ps(KV512_SUMS(2, 2), a22), _mm512_storeu_ps(KV512_SUMS(2, 3), a23);
+    _mm512_storeu_ps(KV512_SUMS(3, 0), a30), _mm512_storeu_ps(KV512_SUMS(3, 1), a31);
+    _mm512_storeu_ps(KV512_SUMS(3, 2), a32), _mm512_storeu_ps(KV512_SUMS(3, 3), a33);
+}
+
+/* The value products build lane-major (sums[l][d], in L1) a block of rows
+ * at a time, and are transposed into acc[d][l] once at the end. */
+KV512_INLINE void kv512_row_accumulate(const float *weights, uint32_t lanes, uint32_t dim, const void *rows,
+                                       size_t stride, size_t n, float *acc, const int half)
+{
+    float sums[4][KV512_Q_CHUNK];
+    uint32_t l0, d0, d, l;
+    size_t t0, t;
+    for (l0 = 0; l0 < lanes; l0 += 4)
+        for (d0 = 0; d0 < dim; d0 += KV512_Q_CHUNK) {
+            uint32_t d1 = dim - d0 < KV512_Q_CHUNK ? dim : d0 + KV512_Q_CHUNK;
+            memset(sums, 0, sizeof sums);
+            for (t0 = 0; t0 < n; t0 += KV512_ROW_BLOCK) {
+                size_t t1 = n - t0 < KV512_ROW_BLOCK ? n : t0 + KV512_ROW_BLOCK;
+                for (t = t0; t < t1; t++)
+                    kv512_prefetch_row(rows, t + KV512_PREFETCH_ROWS, n, stride, dim, half);
+                for (d = d0; d < d1; d += KV512_SLICE)
+                    kv512_accumulate_slice(weights, lanes, l0, d, d1, rows, stride, t0, t1, sums, d0, half);
+            }
+            for (d = d0; d < d1; d++)
+                for (l = 0; l < 4; l++)
+                    acc[(size_t)d * lanes + l0 + l] += sums[l][d - d0];
+        }
+}
+
+/* Head sizes 64 and 128 get copies with the size a constant, as in the
+ * AVX2 set. */
+#define KV512_BY_HEAD_SIZE(call, half)                                                              \
+    do {                                                                                           \
+        if (dim == 64)                                                                             \
+            call(64, half);                                                                        \
+        else if (dim == 128)                                                                       \
+            call(128, half);                                                                       \
+        else                                                                                       \
+            call(dim, half);                                                                       \
+    } while (0)
+#define KV512_SCORES(size, half) kv512_row_scores(qt, lanes, size, rows, stride, n, scores, max, half)
+#define KV512_ACCUMULATE(size, half) kv512_row_accumulate(weights, lanes, size, rows, stride, n, acc, half)
+
+void pmpd_kv_row_scores_avx512(const float *qt, uint32_t lanes, uint32_t dim, const float *rows, size_t stride,
+                               size_t n, float *scores, float *max)
+{
+    KV512_BY_HEAD_SIZE(KV512_SCORES, 0);
+}
+
+void pmpd_kv_row_accumulate_avx512(const float *weights, uint32_t lanes, uint32_t dim, const float *rows,
+                                   size_t stride, size_t n, float *acc)
+{
+    KV512_BY_HEAD_SIZE(KV512_ACCUMULATE, 0);
+}
+
+void pmpd_kv_row_scores_f16_avx512(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *rows,
+                                   size_t stride, size_t n, float *scores, float *max)
+{
+    KV512_BY_HEAD_SIZE(KV512_SCORES, 1);
+}
+
+void pmpd_kv_row_accumulate_f16_avx512(const float *weights, uint32_t lanes, uint32_t dim, const uint16_t *rows,
+                                       size_t stride, size_t n, float *acc)
+{
+    KV512_BY_HEAD_SIZE(KV512_ACCUMULATE, 1);
+}
+
+#else
+typedef int pmpd_attention_kernels_avx512_not_compiled;
+#endif
