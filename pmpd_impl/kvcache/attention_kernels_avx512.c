@@ -75,7 +75,7 @@ KV512_INLINE __m512 kv512_pair(__m512 a, __m512 b)
 KV512_INLINE __m512 kv512_quad(__m512 p, __m512 q)
 {
     __m512d pd = _mm512_castps_pd(p), qd = _mm512_castps_pd(q);
-    return _mm512_castpd_ps(_mm512_add_pd(_mm512_unpacklo_pd(pd, qd), _mm512_unpackhi_pd(pd, qd)));
+    return _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(pd, qd)), _mm512_castpd_ps(_mm512_unpackhi_pd(pd, qd)));
 }
 
 /* Sixteen sums: element 4r + l of the result is the sum of all sixteen
