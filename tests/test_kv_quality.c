@@ -95,9 +95,9 @@ static void collect_calibration(void)
     for (seq = 0; seq < CAL_SEQUENCES; seq++) {
         sample_text(s, 1 + seq, tokens, CAL_LENGTH);
         for (layer = 0; layer < info->n_layers; layer++) {
-            size_t from = layer * s->kv.capacity * kv_dim, to = layer * per_layer + seq * per_sequence;
-            memcpy(calibration_keys + to, (const float *)s->kv.k + from, per_sequence * sizeof(float));
-            memcpy(calibration_values + to, (const float *)s->kv.v + from, per_sequence * sizeof(float));
+            size_t to = layer * per_layer + seq * per_sequence;
+            pmpd_kv_cache_read_layer(&s->kv, (uint32_t)layer, CAL_LENGTH, calibration_keys + to,
+                                     calibration_values + to);
         }
     }
     test_session_close(s, block);

@@ -34,9 +34,9 @@ static float bench_attn_random(uint64_t *state)
 }
 
 /* Exact attention of every head over rows stored as f32 or f16, head-major
- * ([kv_head][position][dim]): each KV head's rows are one sequential stream,
- * the layout most favourable to the full-precision modes.  The same call
- * sessions make for their f32/f16 caches. */
+ * ([kv_head][position][dim]) as a session's cache keeps them: each KV
+ * head's rows are one sequential stream.  The same call sessions make for
+ * their f32/f16 caches. */
 typedef struct bench_attn_exact {
     pmpd_kv_row_format format;
     const unsigned char *keys, *values;

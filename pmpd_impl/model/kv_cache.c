@@ -61,37 +61,42 @@ PMPD_INTERNAL size_t pmpd_kv_cache_bytes_in_use(const pmpd_kv_cache *cache, size
     return positions * cache->n_layers * cache->kv_dim * 2 * cache->element_size;
 }
 
-/* Element offset of (layer, pos, 0). */
-static size_t pmpd_kv_cache_index(const pmpd_kv_cache *cache, uint32_t layer, size_t pos)
+/* Element offset of (layer, kv_head, pos, 0). */
+static size_t pmpd_kv_cache_index(const pmpd_kv_cache *cache, uint32_t layer, uint32_t kv_head, size_t pos)
 {
-    return ((size_t)layer * cache->capacity + pos) * cache->kv_dim;
+    return (((size_t)layer * cache->n_kv_heads + kv_head) * cache->capacity + pos) * cache->head_dim;
 }
 
 PMPD_INTERNAL void pmpd_kv_cache_write(pmpd_kv_cache *cache, uint32_t layer, size_t pos, size_t n,
                                        const float *k, const float *v)
 {
-    size_t base = pmpd_kv_cache_index(cache, layer, pos), count = n * cache->kv_dim, i;
-    switch (cache->type) {
-    case PMPD_KV_F32:
-        memcpy((float *)cache->k + base, k, count * sizeof(float));
-        memcpy((float *)cache->v + base, v, count * sizeof(float));
-        break;
-    case PMPD_KV_F16:
-        for (i = 0; i < count; i++) {
-            ((uint16_t *)cache->k)[base + i] = pmpd_f32_to_f16(k[i]);
-            ((uint16_t *)cache->v)[base + i] = pmpd_f32_to_f16(v[i]);
-        }
-        break;
-    default:
+    size_t t, i;
+    uint32_t head;
+    if (pmpd_kv_quantized_handles(cache->type)) {
         pmpd_kv_quantized_write(&cache->quantized, layer, pos, n, k, v);
-        break;
+        return;
     }
+    for (t = 0; t < n; t++)
+        for (head = 0; head < cache->n_kv_heads; head++) {
+            size_t to = pmpd_kv_cache_index(cache, layer, head, pos + t);
+            const float *key = k + t * cache->kv_dim + (size_t)head * cache->head_dim;
+            const float *value = v + t * cache->kv_dim + (size_t)head * cache->head_dim;
+            if (cache->type == PMPD_KV_F32) {
+                memcpy((float *)cache->k + to, key, cache->head_dim * sizeof(float));
+                memcpy((float *)cache->v + to, value, cache->head_dim * sizeof(float));
+            } else {
+                for (i = 0; i < cache->head_dim; i++) {
+                    ((uint16_t *)cache->k)[to + i] = pmpd_f32_to_f16(key[i]);
+                    ((uint16_t *)cache->v)[to + i] = pmpd_f32_to_f16(value[i]);
+                }
+            }
+        }
 }
 
 PMPD_INTERNAL void pmpd_kv_cache_read(const pmpd_kv_cache *cache, uint32_t layer, size_t pos, uint32_t kv_head,
                                       float *key, float *value)
 {
-    size_t base = pmpd_kv_cache_index(cache, layer, pos) + (size_t)kv_head * cache->head_dim, i;
+    size_t base = pmpd_kv_cache_index(cache, layer, kv_head, pos), i;
     switch (cache->type) {
     case PMPD_KV_F32:
         memcpy(key, (const float *)cache->k + base, cache->head_dim * sizeof(float));
@@ -107,6 +112,18 @@ PMPD_INTERNAL void pmpd_kv_cache_read(const pmpd_kv_cache *cache, uint32_t layer
         pmpd_kv_quantized_read(&cache->quantized, layer, pos, kv_head, key, value);
         break;
     }
+}
+
+PMPD_INTERNAL void pmpd_kv_cache_read_layer(const pmpd_kv_cache *cache, uint32_t layer, size_t n, float *keys,
+                                            float *values)
+{
+    size_t pos;
+    uint32_t head;
+    for (pos = 0; pos < n; pos++)
+        for (head = 0; head < cache->n_kv_heads; head++) {
+            size_t at = pos * cache->kv_dim + (size_t)head * cache->head_dim;
+            pmpd_kv_cache_read(cache, layer, pos, head, keys + at, values + at);
+        }
 }
 
 PMPD_INTERNAL pmpd_status pmpd_kv_cache_attend_scratch_bytes(const pmpd_kv_cache *cache, size_t *bytes)
@@ -130,11 +147,10 @@ PMPD_INTERNAL void pmpd_kv_cache_attend_group(const pmpd_kv_cache *cache, uint32
         pmpd_kv_quantized_attend(&cache->quantized, layer, kv_head, q, heads, n_visible, scratch, out);
         return;
     }
-    /* A KV head's rows lie kv_dim elements apart; the exact path reads
-     * them at that stride and widens f16 a block at a time. */
-    base = (pmpd_kv_cache_index(cache, layer, 0) + (size_t)kv_head * cache->head_dim) * cache->element_size;
+    /* A KV head's rows are consecutive: one stream each for K and V. */
+    base = pmpd_kv_cache_index(cache, layer, kv_head, 0) * cache->element_size;
     keys.format = values.format = cache->type == PMPD_KV_F16 ? PMPD_KV_ROW_F16 : PMPD_KV_ROW_F32;
-    keys.row_bytes = values.row_bytes = cache->kv_dim * cache->element_size;
+    keys.row_bytes = values.row_bytes = cache->head_dim * cache->element_size;
     keys.data = (const unsigned char *)cache->k + base;
     values.data = (const unsigned char *)cache->v + base;
     pmpd_attn_exact_group(q, heads, cache->head_dim, &keys, &values, n_visible, (float *)scratch, out);

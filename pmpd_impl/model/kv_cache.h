@@ -25,7 +25,11 @@ typedef struct pmpd_kv_cache {
     size_t kv_dim;        /* n_kv_heads * head_dim */
     size_t capacity;      /* positions */
     size_t element_size;  /* bytes per stored number */
-    void *k;              /* [layer][position][kv_dim] */
+    /* [layer][kv_head][position][head_dim]: each KV head's rows are one
+     * sequential stream for attention (position-major rows, kv_dim apart,
+     * read from memory 1.2x (f16) to 1.9x (f32) slower at 16-32K; see
+     * docs/kv-cache.md) */
+    void *k;
     void *v;
     pmpd_kv_quantized quantized; /* PQ and integer modes (pmpd_impl/kvcache/) */
 } pmpd_kv_cache;
@@ -58,6 +62,12 @@ PMPD_INTERNAL void pmpd_kv_cache_write(pmpd_kv_cache *cache, uint32_t layer, siz
  * kv_head), pos already written, in whatever form the mode keeps them. */
 PMPD_INTERNAL void pmpd_kv_cache_read(const pmpd_kv_cache *cache, uint32_t layer, size_t pos, uint32_t kv_head,
                                       float *key, float *value);
+
+/* Positions [0, n) of layer as written: keys and values are n rows of
+ * kv_dim floats each (the layout pmpd_kv_cache_write takes), whatever the
+ * cache's own layout. */
+PMPD_INTERNAL void pmpd_kv_cache_read_layer(const pmpd_kv_cache *cache, uint32_t layer, size_t n, float *keys,
+                                            float *values);
 
 /* Per-thread scratch bytes pmpd_kv_cache_attend_group needs (64-byte
  * aligned). */

@@ -75,10 +75,8 @@ static pmpd_status pq_calibrate_collect(const pmpd_model *model, const pmpd_pq_c
             if ((st = pmpd_sampler_sample(&sampler, logits, &rng, &token)) == PMPD_OK)
                 st = pmpd_session_decode(session, token, &logits);
         for (layer = 0; st == PMPD_OK && layer < info->n_layers; layer++) {
-            size_t from = layer * session->kv.capacity * kv_dim;
             size_t to = (layer * o->n_sequences + seq) * per_sequence;
-            memcpy(out_keys + to, (const float *)session->kv.k + from, per_sequence * sizeof(float));
-            memcpy(out_values + to, (const float *)session->kv.v + from, per_sequence * sizeof(float));
+            pmpd_kv_cache_read_layer(&session->kv, (uint32_t)layer, length, out_keys + to, out_values + to);
         }
     }
     pmpd_session_destroy(session);
