@@ -8,13 +8,14 @@
 #include <math.h>
 #include <string.h>
 
+#include "pmpd_impl/kvcache/attention_rows_x86.h"
+
 /* Exact-attention rows, f32 or binary16 (converted in registers with F16C,
  * so a half-precision cache reads half the bytes and writes nothing back).
  * Both products run along the head dimension, eight elements per vector,
  * with the lanes (query heads) in separate accumulators: one row load feeds
  * four FMAs, where a broadcast of every row element would cost one
  * operation per element before any arithmetic. */
-#define KV_AVX2_Q_CHUNK 256 /* query dimensions held lane-major per pass */
 
 #if defined(__GNUC__)
 #define KV_AVX2_INLINE static inline __attribute__((always_inline))
@@ -121,7 +122,7 @@ static inline __m256 kv_avx2_sum4x2(__m256 a00, __m256 a01, __m256 a02, __m256 a
 /* scores[t][l0 .. l0+4) (+)= q chunk . row t over dims [d0, d1): two rows at
  * a time, eight independent accumulators, written out one by one (gcc
  * keeps a loop-indexed array of them in memory). */
-KV_AVX2_INLINE void kv_avx2_scores_chunk(const float (*q)[KV_AVX2_Q_CHUNK], uint32_t lanes, uint32_t l0,
+KV_AVX2_INLINE void kv_avx2_scores_chunk(const float (*q)[PMPD_KV_Q_CHUNK], uint32_t lanes, uint32_t l0,
                                          uint32_t dim, uint32_t d0, uint32_t d1, const void *rows, size_t stride,
                                          size_t n, float *scores, const int half)
 {
@@ -166,31 +167,14 @@ KV_AVX2_INLINE void kv_avx2_scores_chunk(const float (*q)[KV_AVX2_Q_CHUNK], uint
 KV_AVX2_INLINE void kv_avx2_row_scores(const float *qt, uint32_t lanes, uint32_t dim, const void *rows, size_t stride,
                                        size_t n, float *scores, float *max, const int half)
 {
-    float q[4][KV_AVX2_Q_CHUNK];
-    uint32_t l0, d0, d, l;
-    size_t t;
-    for (l0 = 0; l0 < lanes; l0 += 4) {
-        __m128 m = _mm_loadu_ps(max + l0);
-        for (d0 = 0; d0 < dim; d0 += KV_AVX2_Q_CHUNK) {
-            uint32_t d1 = dim - d0 < KV_AVX2_Q_CHUNK ? dim : d0 + KV_AVX2_Q_CHUNK;
-            uint32_t padded = (d1 - d0 + 7) / 8 * 8;
-            for (l = 0; l < 4; l++)
-                for (d = 0; d < padded; d++)
-                    q[l][d] = d0 + d < d1 ? qt[(size_t)(d0 + d) * lanes + l0 + l] : 0.0f;
-            kv_avx2_scores_chunk((const float (*)[KV_AVX2_Q_CHUNK])q, lanes, l0, dim, d0, d1, rows, stride, n, scores,
-                                 half);
-        }
-        for (t = 0; t < n; t++)
-            m = _mm_max_ps(m, _mm_loadu_ps(scores + t * lanes + l0));
-        _mm_storeu_ps(max + l0, m);
-    }
+    PMPD_KV_ROW_SCORES_PASSES(kv_avx2_scores_chunk, 8, qt, lanes, dim, rows, stride, n, scores, max, half);
 }
 
 /* sums[l][d - d0 .. +16) += sum over rows [t0, t1) of weights[t][l0 + l] *
  * row t[d]: eight accumulators in registers for the block of rows. */
-KV_AVX2_INLINE void kv_avx2_accumulate_block(const float *weights, uint32_t lanes, uint32_t l0, uint32_t dim,
-                                             uint32_t d, const void *rows, size_t stride, size_t t0, size_t t1,
-                                             float (*sums)[KV_AVX2_Q_CHUNK], uint32_t d0, const int half)
+KV_AVX2_INLINE void kv_avx2_accumulate_block(const float *weights, uint32_t lanes, uint32_t l0, uint32_t d,
+                                             uint32_t d1, const void *rows, size_t stride, size_t t0, size_t t1,
+                                             float (*sums)[PMPD_KV_Q_CHUNK], uint32_t d0, const int half)
 {
     float *s0 = sums[0] + (d - d0), *s1 = sums[1] + (d - d0), *s2 = sums[2] + (d - d0), *s3 = sums[3] + (d - d0);
     __m256 a00 = _mm256_loadu_ps(s0), a01 = _mm256_loadu_ps(s0 + 8), a10 = _mm256_loadu_ps(s1);
@@ -202,12 +186,12 @@ KV_AVX2_INLINE void kv_avx2_accumulate_block(const float *weights, uint32_t lane
         const float *w = weights + t * lanes + l0;
         __m256 v0, v1, w0 = _mm256_broadcast_ss(w), w1 = _mm256_broadcast_ss(w + 1);
         __m256 w2 = _mm256_broadcast_ss(w + 2), w3 = _mm256_broadcast_ss(w + 3);
-        if (d + 16 <= dim) {
+        if (d + 16 <= d1) {
             v0 = kv_avx2_load8(row, d, half);
             v1 = kv_avx2_load8(row, d + 8, half);
         } else {
-            v0 = kv_avx2_row8_tail(row, d, dim, half);
-            v1 = kv_avx2_row8_tail(row, d + 8, dim, half);
+            v0 = kv_avx2_row8_tail(row, d, d1, half);
+            v1 = kv_avx2_row8_tail(row, d + 8, d1, half);
         }
         a00 = _mm256_fmadd_ps(w0, v0, a00);
         a01 = _mm256_fmadd_ps(w0, v1, a01);
@@ -228,70 +212,16 @@ KV_AVX2_INLINE void kv_avx2_accumulate_block(const float *weights, uint32_t lane
 KV_AVX2_INLINE void kv_avx2_row_accumulate(const float *weights, uint32_t lanes, uint32_t dim, const void *rows,
                                            size_t stride, size_t n, float *acc, const int half)
 {
-    float sums[4][KV_AVX2_Q_CHUNK];
-    uint32_t l0, d0, d, l;
-    size_t t0, t;
-    for (l0 = 0; l0 < lanes; l0 += 4)
-        for (d0 = 0; d0 < dim; d0 += KV_AVX2_Q_CHUNK) {
-            uint32_t d1 = dim - d0 < KV_AVX2_Q_CHUNK ? dim : d0 + KV_AVX2_Q_CHUNK;
-            memset(sums, 0, sizeof sums);
-            for (t0 = 0; t0 < n; t0 += KV_AVX2_ROW_BLOCK) {
-                size_t t1 = n - t0 < KV_AVX2_ROW_BLOCK ? n : t0 + KV_AVX2_ROW_BLOCK;
-                for (t = t0; t < t1; t++)
-                    kv_avx2_prefetch_row(rows, t + KV_AVX2_PREFETCH_ROWS, n, stride, dim, half);
-                for (d = d0; d < d1; d += 16)
-                    kv_avx2_accumulate_block(weights, lanes, l0, dim, d, rows, stride, t0, t1, sums, d0, half);
-            }
-            for (d = d0; d < d1; d++)
-                for (l = 0; l < 4; l++)
-                    acc[(size_t)d * lanes + l0 + l] += sums[l][d - d0];
-        }
+    PMPD_KV_ROW_ACCUMULATE_PASSES(kv_avx2_accumulate_block, 16, KV_AVX2_ROW_BLOCK, kv_avx2_prefetch_row,
+                                  KV_AVX2_PREFETCH_ROWS, weights, lanes, dim, rows, stride, n, acc, half);
 }
 
-/* The common head sizes get copies with the size a constant: the loops
- * over the dimension unroll and lose their tail tests.  (A dispatching
- * inline function instead of this macro measured 5% slower f16 scores.) */
-#define KV_AVX2_BY_HEAD_SIZE(call, half)                                                            \
-    do {                                                                                           \
-        if (dim == 64)                                                                             \
-            call(64, half);                                                                        \
-        else if (dim == 128)                                                                       \
-            call(128, half);                                                                       \
-        else                                                                                       \
-            call(dim, half);                                                                       \
-    } while (0)
 #define KV_AVX2_SCORES(size, half) kv_avx2_row_scores(qt, lanes, size, rows, stride, n, scores, max, half)
 #define KV_AVX2_ACCUMULATE(size, half) kv_avx2_row_accumulate(weights, lanes, size, rows, stride, n, acc, half)
-
-void pmpd_kv_row_scores_avx2(const float *qt, uint32_t lanes, uint32_t dim, const float *rows, size_t stride,
-                             size_t n, float *scores, float *max)
-{
-    KV_AVX2_BY_HEAD_SIZE(KV_AVX2_SCORES, 0);
-}
-
-void pmpd_kv_row_accumulate_avx2(const float *weights, uint32_t lanes, uint32_t dim, const float *rows,
-                                 size_t stride, size_t n, float *acc)
-{
-    KV_AVX2_BY_HEAD_SIZE(KV_AVX2_ACCUMULATE, 0);
-}
-
-void pmpd_kv_row_scores_f16_avx2(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *rows, size_t stride,
-                                 size_t n, float *scores, float *max)
-{
-    KV_AVX2_BY_HEAD_SIZE(KV_AVX2_SCORES, 1);
-}
-
-void pmpd_kv_row_accumulate_f16_avx2(const float *weights, uint32_t lanes, uint32_t dim, const uint16_t *rows,
-                                     size_t stride, size_t n, float *acc)
-{
-    KV_AVX2_BY_HEAD_SIZE(KV_AVX2_ACCUMULATE, 1);
-}
-
-#undef KV_AVX2_BY_HEAD_SIZE
+PMPD_KV_DEFINE_ROW_KERNELS(avx2, KV_AVX2_SCORES, KV_AVX2_ACCUMULATE)
 #undef KV_AVX2_SCORES
 #undef KV_AVX2_ACCUMULATE
 #undef KV_AVX2_SCORES_STEP
-#undef KV_AVX2_Q_CHUNK
 #undef KV_AVX2_PREFETCH_ROWS
 #undef KV_AVX2_ROW_BLOCK
 

@@ -10,7 +10,8 @@
 #include <immintrin.h>
 #include <string.h>
 
-#define KV512_Q_CHUNK 256     /* query (and value) dimensions per pass */
+#include "pmpd_impl/kvcache/attention_rows_x86.h"
+
 #define KV512_PREFETCH_ROWS 16 /* as the AVX2 set: rows read this far ahead */
 #define KV512_ROW_BLOCK 16     /* value rows per pass over one dimension slice */
 #define KV512_SLICE 64         /* value dimensions per slice: 4 lanes x 4 vectors in registers */
@@ -122,8 +123,8 @@ KV512_INLINE __m512 kv512_sum16(__m512 a00, __m512 a01, __m512 a02, __m512 a03, 
 /* scores[t][l0 .. l0+4) (+)= q chunk . row t over dims [d0, d1): four rows
  * at a time (rows past n repeat the last one and are not stored), sixteen
  * accumulators summed by one shuffle tree. */
-KV512_INLINE void kv512_scores_chunk(const float (*q)[KV512_Q_CHUNK], uint32_t lanes, uint32_t l0, uint32_t d0,
-                                     uint32_t d1, const void *rows, size_t stride, size_t n, uint32_t dim,
+KV512_INLINE void kv512_scores_chunk(const float (*q)[PMPD_KV_Q_CHUNK], uint32_t lanes, uint32_t l0, uint32_t dim,
+                                     uint32_t d0, uint32_t d1, const void *rows, size_t stride, size_t n,
                                      float *scores, const int half)
 {
     const uint32_t d_full = d0 + (d1 - d0) / 16 * 16;
@@ -161,24 +162,7 @@ KV512_INLINE void kv512_scores_chunk(const float (*q)[KV512_Q_CHUNK], uint32_t l
 KV512_INLINE void kv512_row_scores(const float *qt, uint32_t lanes, uint32_t dim, const void *rows, size_t stride,
                                    size_t n, float *scores, float *max, const int half)
 {
-    float q[4][KV512_Q_CHUNK];
-    uint32_t l0, d0, d, l;
-    size_t t;
-    for (l0 = 0; l0 < lanes; l0 += 4) {
-        __m128 m = _mm_loadu_ps(max + l0);
-        for (d0 = 0; d0 < dim; d0 += KV512_Q_CHUNK) {
-            uint32_t d1 = dim - d0 < KV512_Q_CHUNK ? dim : d0 + KV512_Q_CHUNK;
-            uint32_t padded = (d1 - d0 + 15) / 16 * 16;
-            for (l = 0; l < 4; l++)
-                for (d = 0; d < padded; d++)
-                    q[l][d] = d0 + d < d1 ? qt[(size_t)(d0 + d) * lanes + l0 + l] : 0.0f;
-            kv512_scores_chunk((const float (*)[KV512_Q_CHUNK])q, lanes, l0, d0, d1, rows, stride, n, dim, scores,
-                               half);
-        }
-        for (t = 0; t < n; t++)
-            m = _mm_max_ps(m, _mm_loadu_ps(scores + t * lanes + l0));
-        _mm_storeu_ps(max + l0, m);
-    }
+    PMPD_KV_ROW_SCORES_PASSES(kv512_scores_chunk, 16, qt, lanes, dim, rows, stride, n, scores, max, half);
 }
 
 /* Lane l's four vectors += w_l times the row's four vectors. */
@@ -197,7 +181,7 @@ KV512_INLINE void kv512_row_scores(const float *qt, uint32_t lanes, uint32_t dim
  * slice's elements at or past d1 are not read (they add zeros). */
 KV512_INLINE void kv512_accumulate_slice(const float *weights, uint32_t lanes, uint32_t l0, uint32_t d, uint32_t d1,
                                          const void *rows, size_t stride, size_t t0, size_t t1,
-                                         float (*sums)[KV512_Q_CHUNK], uint32_t d0, const int half)
+                                         float (*sums)[PMPD_KV_Q_CHUNK], uint32_t d0, const int half)
 {
     const int whole = d + KV512_SLICE <= d1;
     const __mmask16 m0 = kv512_mask_below(d, d1), m1 = kv512_mask_below(d + 16, d1);
@@ -242,63 +226,13 @@ KV512_INLINE void kv512_accumulate_slice(const float *weights, uint32_t lanes, u
 KV512_INLINE void kv512_row_accumulate(const float *weights, uint32_t lanes, uint32_t dim, const void *rows,
                                        size_t stride, size_t n, float *acc, const int half)
 {
-    float sums[4][KV512_Q_CHUNK];
-    uint32_t l0, d0, d, l;
-    size_t t0, t;
-    for (l0 = 0; l0 < lanes; l0 += 4)
-        for (d0 = 0; d0 < dim; d0 += KV512_Q_CHUNK) {
-            uint32_t d1 = dim - d0 < KV512_Q_CHUNK ? dim : d0 + KV512_Q_CHUNK;
-            memset(sums, 0, sizeof sums);
-            for (t0 = 0; t0 < n; t0 += KV512_ROW_BLOCK) {
-                size_t t1 = n - t0 < KV512_ROW_BLOCK ? n : t0 + KV512_ROW_BLOCK;
-                for (t = t0; t < t1; t++)
-                    kv512_prefetch_row(rows, t + KV512_PREFETCH_ROWS, n, stride, dim, half);
-                for (d = d0; d < d1; d += KV512_SLICE)
-                    kv512_accumulate_slice(weights, lanes, l0, d, d1, rows, stride, t0, t1, sums, d0, half);
-            }
-            for (d = d0; d < d1; d++)
-                for (l = 0; l < 4; l++)
-                    acc[(size_t)d * lanes + l0 + l] += sums[l][d - d0];
-        }
+    PMPD_KV_ROW_ACCUMULATE_PASSES(kv512_accumulate_slice, KV512_SLICE, KV512_ROW_BLOCK, kv512_prefetch_row,
+                                  KV512_PREFETCH_ROWS, weights, lanes, dim, rows, stride, n, acc, half);
 }
 
-/* Head sizes 64 and 128 get copies with the size a constant, as in the
- * AVX2 set. */
-#define KV512_BY_HEAD_SIZE(call, half)                                                              \
-    do {                                                                                           \
-        if (dim == 64)                                                                             \
-            call(64, half);                                                                        \
-        else if (dim == 128)                                                                       \
-            call(128, half);                                                                       \
-        else                                                                                       \
-            call(dim, half);                                                                       \
-    } while (0)
 #define KV512_SCORES(size, half) kv512_row_scores(qt, lanes, size, rows, stride, n, scores, max, half)
 #define KV512_ACCUMULATE(size, half) kv512_row_accumulate(weights, lanes, size, rows, stride, n, acc, half)
-
-void pmpd_kv_row_scores_avx512(const float *qt, uint32_t lanes, uint32_t dim, const float *rows, size_t stride,
-                               size_t n, float *scores, float *max)
-{
-    KV512_BY_HEAD_SIZE(KV512_SCORES, 0);
-}
-
-void pmpd_kv_row_accumulate_avx512(const float *weights, uint32_t lanes, uint32_t dim, const float *rows,
-                                   size_t stride, size_t n, float *acc)
-{
-    KV512_BY_HEAD_SIZE(KV512_ACCUMULATE, 0);
-}
-
-void pmpd_kv_row_scores_f16_avx512(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *rows,
-                                   size_t stride, size_t n, float *scores, float *max)
-{
-    KV512_BY_HEAD_SIZE(KV512_SCORES, 1);
-}
-
-void pmpd_kv_row_accumulate_f16_avx512(const float *weights, uint32_t lanes, uint32_t dim, const uint16_t *rows,
-                                       size_t stride, size_t n, float *acc)
-{
-    KV512_BY_HEAD_SIZE(KV512_ACCUMULATE, 1);
-}
+PMPD_KV_DEFINE_ROW_KERNELS(avx512, KV512_SCORES, KV512_ACCUMULATE)
 
 #else
 typedef int pmpd_attention_kernels_avx512_not_compiled;
