@@ -232,16 +232,17 @@ static void test_pq_kernels(void **state)
 }
 
 /* Nearest-centroid search: the same index as the scalar search, including
- * on exact ties (duplicated centroids), for 16 and 256 centroids. */
+ * on exact ties (duplicated centroids, and equal distances on the coarse
+ * grid), for 16, 32 and 256 centroids. */
 static void test_nearest(void **state)
 {
-    static const uint32_t counts[2] = {16, 256}, sub_dims[2] = {2, 4};
+    static const uint32_t counts[3] = {16, 32, 256}, sub_dims[2] = {2, 4};
     test_rng rng;
     float columns[4 * 256], x[4];
     uint32_t k, d, trial, c, j;
     (void)state;
     test_rng_seed(&rng, 77);
-    for (k = 0; k < 2; k++)
+    for (k = 0; k < 3; k++)
         for (d = 0; d < 2; d++)
             for (trial = 0; trial < 200; trial++) {
                 uint32_t n = counts[k], sub = sub_dims[d], expect;
@@ -255,7 +256,7 @@ static void test_nearest(void **state)
                 expect = pmpd_pq_nearest_scalar(columns, n, sub, x);
                 assert_true(expect % 2 == 0); /* ties go to the lower index */
 #if KERNELS_SIMD
-                assert_int_equal(SIMD_KERNEL(pmpd_pq_nearest)(columns, n, sub, x), expect);
+                assert_int_equal(PMPD_PQ_NEAREST_KERNEL(columns, n, sub, x), expect);
 #endif
             }
 }

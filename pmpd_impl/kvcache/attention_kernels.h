@@ -94,6 +94,8 @@
 PMPD_KV_DECLARE_KERNELS(scalar)
 #if PMPD_USE_AVX512
 PMPD_KV_DECLARE_ROW_KERNELS(avx512)
+PMPD_INTERNAL uint32_t pmpd_pq_nearest_avx512(const float *columns, uint32_t n_centroids, uint32_t sub_dim,
+                                              const float *x);
 #endif
 #if PMPD_USE_AVX2
 PMPD_KV_DECLARE_KERNELS(avx2)
@@ -105,13 +107,14 @@ PMPD_KV_DECLARE_KERNELS(neon)
 #define PMPD_KV_KERNEL(name) name##_scalar
 #endif
 
-/* The exact-attention row kernels (the four above exp) have an AVX-512 set
- * of their own where the compiler targets it; the other kernels stay AVX2
- * there. */
+/* The exact-attention row kernels (the four above exp) and the
+ * nearest-centroid search have AVX-512 versions of their own where the
+ * compiler targets it; the other kernels stay AVX2 there. */
 #if PMPD_USE_AVX512
 #define PMPD_KV_ROW_KERNEL(name) name##_avx512
 #else
 #define PMPD_KV_ROW_KERNEL(name) PMPD_KV_KERNEL(name)
 #endif
+#define PMPD_PQ_NEAREST_KERNEL PMPD_KV_ROW_KERNEL(pmpd_pq_nearest)
 
 #endif

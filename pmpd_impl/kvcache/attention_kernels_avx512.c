@@ -8,6 +8,7 @@
 
 #if PMPD_USE_AVX512
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "pmpd_impl/kvcache/attention_rows_x86.h"
@@ -233,6 +234,62 @@ KV512_INLINE void kv512_row_accumulate(const float *weights, uint32_t lanes, uin
 #define KV512_SCORES(size, half) kv512_row_scores(qt, lanes, size, rows, stride, n, scores, max, half)
 #define KV512_ACCUMULATE(size, half) kv512_row_accumulate(weights, lanes, size, rows, stride, n, acc, half)
 PMPD_KV_DEFINE_ROW_KERNELS(avx512, KV512_SCORES, KV512_ACCUMULATE)
+
+/* Squared distances from x to centroids [c, c + 16), summed over j in
+ * order with separate multiply and add, exactly like the scalar loop. */
+static inline __m512 pq512_distances(const float *columns, uint32_t n_centroids, uint32_t sub_dim, const float *x,
+                                     uint32_t c)
+{
+    __m512 diff = _mm512_sub_ps(_mm512_loadu_ps(columns + c), _mm512_set1_ps(x[0]));
+    __m512 d = _mm512_mul_ps(diff, diff);
+    uint32_t j;
+    for (j = 1; j < sub_dim; j++) {
+        diff = _mm512_sub_ps(_mm512_loadu_ps(columns + j * n_centroids + c), _mm512_set1_ps(x[j]));
+        d = _mm512_add_ps(d, _mm512_mul_ps(diff, diff));
+    }
+    return d;
+}
+
+/* Thirty-two centroids per step in two chains of 16 lanes, each lane
+ * keeping its first strict minimum by a compare into a mask and two
+ * masked moves; then the lanes' least distance and, among the lanes that
+ * hold it, the least index, so ties go to the lowest index as in the
+ * scalar search. */
+uint32_t pmpd_pq_nearest_avx512(const float *columns, uint32_t n_centroids, uint32_t sub_dim, const float *x)
+{
+    const __m512i sixteen = _mm512_set1_epi32(16);
+    __m512 best0 = _mm512_set1_ps(INFINITY), best1 = best0, least;
+    __m512i index0 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m512i index1 = _mm512_add_epi32(index0, sixteen), at0 = _mm512_setzero_si512(), at1 = at0;
+    const __m512i step = _mm512_set1_epi32(32);
+    __mmask16 closer, tied;
+    uint32_t c;
+    if (n_centroids % 32 != 0)
+        return pmpd_pq_nearest_scalar(columns, n_centroids, sub_dim, x);
+    for (c = 0; c < n_centroids; c += 32) {
+        __m512 d0 = pq512_distances(columns, n_centroids, sub_dim, x, c);
+        __m512 d1 = pq512_distances(columns, n_centroids, sub_dim, x, c + 16);
+        closer = _mm512_cmp_ps_mask(d0, best0, _CMP_LT_OQ);
+        best0 = _mm512_mask_mov_ps(best0, closer, d0);
+        at0 = _mm512_mask_mov_epi32(at0, closer, index0);
+        closer = _mm512_cmp_ps_mask(d1, best1, _CMP_LT_OQ);
+        best1 = _mm512_mask_mov_ps(best1, closer, d1);
+        at1 = _mm512_mask_mov_epi32(at1, closer, index1);
+        index0 = _mm512_add_epi32(index0, step);
+        index1 = _mm512_add_epi32(index1, step);
+    }
+    /* Chain 1's lane ahead only where strictly closer, or as close with a
+     * lower index (an index 0 there means no centroid beat infinity). */
+    closer = _mm512_cmp_ps_mask(best1, best0, _CMP_LT_OQ) |
+             (_mm512_cmp_ps_mask(best1, best0, _CMP_EQ_OQ) & _mm512_cmp_epi32_mask(at1, at0, _MM_CMPINT_LT));
+    best0 = _mm512_mask_mov_ps(best0, closer, best1);
+    at0 = _mm512_mask_mov_epi32(at0, closer, at1);
+    least = _mm512_set1_ps(_mm512_reduce_min_ps(best0));
+    tied = _mm512_cmp_ps_mask(best0, least, _CMP_EQ_OQ);
+    if (!tied) /* every distance NaN or infinite: no centroid is closer than infinity */
+        return 0;
+    return (uint32_t)_mm512_mask_reduce_min_epi32(tied, at0);
+}
 
 #else
 typedef int pmpd_attention_kernels_avx512_not_compiled;

@@ -42,7 +42,7 @@ void pmpd_pq_encode(const pmpd_pq_codebook *book, const float *vectors, size_t s
             for (j = 0; j < lay->sub_dim; j++)
                 columns[j * lay->n_centroids + c] = sub_book[c * lay->sub_dim + j];
         for (i = 0; i < count; i++) {
-            uint32_t code = PMPD_KV_KERNEL(pmpd_pq_nearest)(columns, lay->n_centroids, lay->sub_dim,
+            uint32_t code = PMPD_PQ_NEAREST_KERNEL(columns, lay->n_centroids, lay->sub_dim,
                                                             vectors + i * stride + (size_t)s * lay->sub_dim);
             if (lay->packed)
                 codes[i * lay->code_bytes + s / 2] |= (uint8_t)(code << (s % 2 * 4));
