@@ -8,6 +8,8 @@
  *   *-avx512        one group of a tile of 4 row blocks (16 rows);
  *   nested-kbit     one 256-column superblock of a 4-row block (the
  *                   AVX2 kernel; nested-kbit-avx512 the AVX-512 one);
+ *   nuqK-avx512     one step of a decode tile: 64 rotated columns of 4
+ *                   rows, the token's activations permuted for it included;
  *   attn-*-scores   two K rows of a 16-dim head against 4 query heads,
  *                   reduction included (a 64-dim head runs the 16-dim
  *                   loop body 4 times, then one reduction);
@@ -20,6 +22,7 @@
 #include "pmpd_impl/weights/anyprec/anyprec_gemv_avx512.c"
 #include "pmpd_impl/weights/grouped/x86_avx2/qmatmul.c"
 #include "pmpd_impl/weights/grouped/x86_avx512/qmatmul.c"
+#include "pmpd_impl/weights/nuq/nuq_avx512.c"
 
 #define MCA_BEGIN(name) __asm__ volatile("# LLVM-MCA-BEGIN " name ::: "memory")
 #define MCA_END(name) __asm__ volatile("# LLVM-MCA-END " name ::: "memory")
@@ -99,6 +102,39 @@ void mca_nested_avx512(unsigned bits, const pmpd_anyprec_matrix *m, const int8_t
         MCA_NESTED_AVX512(3, "nested-3bit-avx512/1024/384");
     else
         MCA_NESTED_AVX512(4, "nested-4bit-avx512/1024/512");
+}
+#endif
+
+#if PMPD_USE_AVX512
+void mca_nuq_avx512(const pmpd_nuq_matrix *m, const int8_t *q, const float *d, size_t n_blocks, size_t b,
+                    size_t stride, __m512 (*acc)[2]);
+
+/* The accumulators stay in registers across steps, as in the real loop. */
+#define MCA_NUQ_AVX512(k, name)                                                                                     \
+    do {                                                                                                             \
+        nuq_avx512_consts consts;                                                                                    \
+        __m512 sums[4][2];                                                                                           \
+        unsigned i;                                                                                                  \
+        nuq_avx512_init(k, &consts);                                                                                 \
+        for (i = 0; i < 4; i++)                                                                                      \
+            sums[i][0] = acc[i][0];                                                                                  \
+        MCA_BEGIN(name);                                                                                             \
+        nuq_avx512_step(m, &consts, k, q, d, n_blocks, b, 2, 0, stride, 4, 0, 1, sums);                              \
+        MCA_END(name);                                                                                               \
+        for (i = 0; i < 4; i++)                                                                                      \
+            acc[i][0] = sums[i][0];                                                                                  \
+    } while (0)
+
+/* The decode tile's step: 4 rows (4 streams) x 64 columns, one token. */
+void mca_nuq_avx512(const pmpd_nuq_matrix *m, const int8_t *q, const float *d, size_t n_blocks, size_t b,
+                    size_t stride, __m512 (*acc)[2])
+{
+    if (m->bits == 2)
+        MCA_NUQ_AVX512(2, "nuq2-avx512/256/64");
+    else if (m->bits == 3)
+        MCA_NUQ_AVX512(3, "nuq3-avx512/256/96");
+    else
+        MCA_NUQ_AVX512(4, "nuq4-avx512/256/128");
 }
 #endif
 

@@ -1,8 +1,8 @@
 /* SIMD steps shared by the kernels of the rotated formats on the
- * int8-prepared input (rotated.h; nuq/nuq_avx2.c, nuq/nuq_neon.c,
- * vq/vq_avx2.c, vq/vq_neon.c, tcq/tcq_avx2.c): the token tiles, and what
- * follows a block's weight lookup, the exact int8 products with the
- * activations and the float accumulation. */
+ * int8-prepared input (rotated.h; nuq/nuq_avx2.c, nuq/nuq_avx512.c,
+ * nuq/nuq_neon.c, vq/vq_avx2.c, vq/vq_neon.c, tcq/tcq_avx2.c): the token
+ * tiles, and what follows a block's weight lookup, the exact int8 products
+ * with the activations and the float accumulation. */
 #ifndef PMPD_WEIGHTS_ROTATED_SIMD_H
 #define PMPD_WEIGHTS_ROTATED_SIMD_H
 
@@ -63,6 +63,49 @@ static inline __attribute__((always_inline)) __m256 pmpd_rotated_avx2_dot(__m256
     const __m256i xs = _mm256_loadu_si256((const __m256i *)(const void *)x);
     const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(xs, w)), ones);
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_set1_ps(d), acc);
+}
+#endif
+
+#if PMPD_USE_AVX512
+/* One token's side of a pair of blocks (64 rotated columns) in an AVX-512
+ * kernel, built once per tile and used by each of its rows.  VPDPBUSD
+ * multiplies unsigned by signed bytes, so the kernels look up weights
+ * biased by +128 (unsigned) and start each product from -128 times the sum
+ * of its lane's four activations: the int32 lanes are then the exact
+ * signed products, whatever the order the kernel keeps its bytes in. */
+typedef struct pmpd_rotated_avx512_input {
+    __m512i x;       /* the 64 int8 activations in the kernel's byte order */
+    __m512i negbias; /* per dword lane: -128 * the sum of its 4 activations */
+    __m512 d;        /* per dword lane: its block's activation step */
+} pmpd_rotated_avx512_input;
+
+/* Blocks b and b + 1 of one token (x and d at block b's activations and
+ * step), or with blocks == 1 block b alone, the other half zero (no read
+ * past the block).  order: VPERMB index, the activation under each byte of
+ * the kernel's weights; lanes: VPERMPS index, the block (0 or 1) of each
+ * dword lane. */
+static inline __attribute__((always_inline)) pmpd_rotated_avx512_input
+pmpd_rotated_avx512_input_pair(const int8_t *x, const float *d, unsigned blocks, __m512i order, __m512i lanes)
+{
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i raw = blocks == 2 ? _mm512_loadu_si512((const void *)x)
+                                    : _mm512_maskz_loadu_epi8((__mmask64)0xFFFFFFFFu, (const void *)x);
+    const __m128 steps = blocks == 2 ? _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(const void *)d))
+                                     : _mm_load_ss(d);
+    pmpd_rotated_avx512_input in;
+    in.x = _mm512_permutexvar_epi8(order, raw);
+    in.negbias = _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(-128), _mm512_sub_epi8(zero, in.x));
+    in.d = _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(steps));
+    return in;
+}
+
+/* acc + d * (the 64 weights w, each 128 + its int8 level, times the
+ * activations), exactly in int32 before the float step (|x| <= 127). */
+static inline __attribute__((always_inline)) __m512 pmpd_rotated_avx512_dot(__m512i w,
+                                                                            const pmpd_rotated_avx512_input *in,
+                                                                            __m512 acc)
+{
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(in->negbias, w, in->x)), in->d, acc);
 }
 #endif
 

@@ -1,0 +1,231 @@
+/* NUQ product with AVX-512 (F, BW, VNNI, VBMI: PMPD_USE_AVX512), the GEMV
+ * of decode and the token tiles of prefill; the AVX2 kernel (nuq_avx2.c)
+ * stays for AVX2-only builds.  The layout is nuq.h's, unchanged.
+ *
+ * A step takes a pair of blocks (64 rotated columns) of a row: one load
+ * covers the pair's codes and one or two operations spread them to 64
+ * bytes, each byte's low bits a code:
+ *   4 bits: the 32 bytes in both 256-bit halves, the upper half shifted by
+ *           a nibble (VPSRLVQ): bytes = block 0 columns 0-15 | block 1
+ *           columns 0-15 | block 0 columns 16-31 | block 1 columns 16-31;
+ *   2 bits: the 16 bytes in each 128-bit lane k, shifted by 2k (VPSRLVQ):
+ *           lane k = columns 8k..8k+7 of block 0 | of block 1;
+ *   3 bits: the two 2-bit planes (8 bytes each) in four qwords each, and
+ *           VPMULTISHIFTQB takes the code of column 8k + i of a block to
+ *           byte 4i + k of its half: the order of the sign plane's bits
+ *           (nuq.h), so the two sign words side by side are the mask of
+ *           negative codes as they stand.
+ * The bits above a code (its neighbours') never need clearing: VPERMB
+ * reads a byte's low six bits, and its 64-byte table repeats the levels
+ * (16 at 4 bits, the 4 magnitudes at 2 and 3 bits).  The table holds 128 +
+ * level, unsigned, for VPDPBUSD; a 3-bit negative code's byte is negated
+ * (256 - (128 + level) = 128 - level) under the sign mask.  The
+ * activations are permuted once per tile into the codes' byte order, with
+ * the -128 * sum(x) that makes the biased products exact
+ * (rotated_simd.h).
+ *
+ * Per row and pair that is 5 vector operations at 2 and 4 bits (shift,
+ * lookup, VPDPBUSD, conversion, FMA; the load broadcasts) and 7 at 3 bits,
+ * against the AVX2 kernel's 2 x 9 to 2 x 13 for the same 64 weights.  A
+ * tile is 4 rows x 2 tokens: each lookup serves both tokens, each token's
+ * permuted activations the 4 rows, and the 8 accumulators are independent
+ * chains.  The tile's rows are one from each quarter of the caller's rows
+ * (the rest one at a time), so the weights are read as 4 long sequential
+ * streams, as the q4 kernel does (x86_avx512/qmatmul.c): with 4 adjacent
+ * rows (4 streams of one row each) nuq4 streamed 15 GB/s from RAM on one
+ * Zen5 thread, 20 with software prefetch one tile ahead, 34 quartered
+ * (prefetching there gained nothing). */
+#include "pmpd_impl/weights/nuq/nuq.h"
+#include "pmpd_impl/weights/rotated/rotated_simd.h"
+
+#if PMPD_USE_AVX512
+#include <immintrin.h>
+#include <string.h>
+
+#define NUQ_AVX512_ROWS 4   /* rows per tile, one per stream */
+#define NUQ_AVX512_TOKENS 2 /* tokens per tile */
+
+#if defined(__GNUC__)
+#define NUQ_AVX512_INLINE static inline __attribute__((always_inline))
+#else
+#define NUQ_AVX512_INLINE static inline
+#endif
+
+typedef struct nuq_avx512_consts {
+    __m512i table;  /* 128 + level, the width's levels repeated over 64 bytes */
+    __m512i shifts; /* VPSRLVQ counts per qword (2 and 4 bits) */
+    __m512i select; /* VPMULTISHIFTQB control (3 bits) */
+    __m512i order;  /* VPERMB index: the pair column under each code byte */
+    __m512i lanes;  /* VPERMPS index: the block (0, 1) of each dword lane */
+} nuq_avx512_consts;
+
+/* The column (0..63) of a pair of blocks whose code lands in byte p. */
+static unsigned nuq_avx512_column(unsigned bits, unsigned p)
+{
+    const unsigned lane = p / 16, j = p % 16;
+    if (bits == 4)
+        return (lane & 1) * 32 + (lane >> 1) * 16 + j;
+    if (bits == 2)
+        return (j / 8) * 32 + 8 * lane + j % 8;
+    return (p / 32) * 32 + 8 * (p % 4) + (p % 32) / 4;
+}
+
+static void nuq_avx512_init(unsigned bits, nuq_avx512_consts *k)
+{
+    const int8_t *levels = pmpd_nuq_levels_int8(bits);
+    const unsigned period = bits == 4 ? 16 : 4; /* 3 bits: the sign comes from its mask */
+    unsigned char table[64], order[64], select[64];
+    int32_t lanes[16];
+    long long shifts[8];
+    unsigned p;
+    for (p = 0; p < 64; p++) {
+        table[p] = (unsigned char)(128 + levels[p % period]);
+        order[p] = (unsigned char)nuq_avx512_column(bits, p);
+        /* Byte 4i + k of a half: the plane byte i's bits 2k, 2k + 1. */
+        select[p] = (unsigned char)(8 * ((p % 32) / 4) + 2 * (p % 4));
+    }
+    for (p = 0; p < 16; p++)
+        lanes[p] = (int32_t)(nuq_avx512_column(bits, 4 * p) / 32);
+    for (p = 0; p < 8; p++)
+        shifts[p] = bits == 4 ? (long long)(p / 4) * 4 : (long long)(p / 2) * 2;
+    k->table = _mm512_loadu_si512((const void *)table);
+    k->order = _mm512_loadu_si512((const void *)order);
+    k->select = _mm512_loadu_si512((const void *)select);
+    k->lanes = _mm512_loadu_si512((const void *)lanes);
+    k->shifts = _mm512_loadu_si512((const void *)shifts);
+}
+
+static inline uint64_t nuq_avx512_load64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline uint32_t nuq_avx512_load32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* The 64 biased weights of the pair of blocks at block (blocks == 1: the
+ * first alone, the second half's bytes meeting zero activations), in the
+ * byte order of nuq_avx512_column. */
+NUQ_AVX512_INLINE __m512i nuq_avx512_weights(const uint8_t *block, unsigned bits, unsigned blocks,
+                                             const nuq_avx512_consts *k)
+{
+    const size_t block_bytes = 4 * (size_t)bits;
+    __m512i codes;
+    if (bits == 4) {
+        codes = blocks == 2 ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)block))
+                            : _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)block));
+        return _mm512_permutexvar_epi8(_mm512_srlv_epi64(codes, k->shifts), k->table);
+    }
+    if (bits == 2) {
+        codes = blocks == 2 ? _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)block))
+                            : _mm512_set1_epi64((long long)nuq_avx512_load64(block));
+        return _mm512_permutexvar_epi8(_mm512_srlv_epi64(codes, k->shifts), k->table);
+    }
+    {
+        const uint64_t low = nuq_avx512_load64(block), signs = nuq_avx512_load32(block + 8);
+        const uint64_t low1 = blocks == 2 ? nuq_avx512_load64(block + block_bytes) : low;
+        const uint64_t signs1 = blocks == 2 ? nuq_avx512_load32(block + block_bytes + 8) : 0;
+        const __mmask64 negative = _cvtu64_mask64(signs | signs1 << 32);
+        const __m512i planes = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi64x((long long)low)),
+                                                  _mm256_set1_epi64x((long long)low1), 1);
+        const __m512i w = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(k->select, planes), k->table);
+        return _mm512_mask_sub_epi8(w, negative, _mm512_setzero_si512(), w);
+    }
+}
+
+/* One pair of blocks from b (or the last lone block) of the rows r0 +
+ * i stride, i < nr, against tokens t0..t0+nt-1 into acc[i][token]. */
+NUQ_AVX512_INLINE void nuq_avx512_step(const pmpd_nuq_matrix *m, const nuq_avx512_consts *k, unsigned bits,
+                                       const int8_t *q, const float *d, size_t n_blocks, size_t b, unsigned blocks,
+                                       size_t r0, size_t stride, size_t nr, size_t t0, size_t nt,
+                                       __m512 acc[NUQ_AVX512_ROWS][NUQ_AVX512_TOKENS])
+{
+    pmpd_rotated_avx512_input in[NUQ_AVX512_TOKENS];
+    size_t i, t;
+#pragma GCC unroll 2
+    for (t = 0; t < nt; t++)
+        in[t] = pmpd_rotated_avx512_input_pair(q + (t0 + t) * m->padded + b * PMPD_NUQ_BLOCK,
+                                               d + (t0 + t) * n_blocks + b, blocks, k->order, k->lanes);
+#pragma GCC unroll 4
+    for (i = 0; i < nr; i++) {
+        const uint8_t *block = m->index + (r0 + i * stride) * m->row_bytes + b * 4 * (size_t)bits;
+        const __m512i w = nuq_avx512_weights(block, bits, blocks, k);
+#pragma GCC unroll 2
+        for (t = 0; t < nt; t++)
+            acc[i][t] = pmpd_rotated_avx512_dot(w, &in[t], acc[i][t]);
+    }
+}
+
+/* Rows r0 + i stride (i < nr <= 4) times tokens t0..t0+nt-1 (nt <= 2). */
+NUQ_AVX512_INLINE void nuq_avx512_tile(const pmpd_nuq_matrix *m, const nuq_avx512_consts *k, unsigned bits,
+                                       const int8_t *q, const float *d, size_t n_blocks, size_t r0, size_t stride,
+                                       size_t nr, size_t t0, size_t nt, float *y, size_t ldy)
+{
+    __m512 acc[NUQ_AVX512_ROWS][NUQ_AVX512_TOKENS];
+    const float unit = pmpd_nuq_unit(bits);
+    size_t b, i, t;
+#pragma GCC unroll 4
+    for (i = 0; i < nr; i++)
+#pragma GCC unroll 2
+        for (t = 0; t < nt; t++)
+            acc[i][t] = _mm512_setzero_ps();
+    for (b = 0; b + 2 <= n_blocks; b += 2)
+        nuq_avx512_step(m, k, bits, q, d, n_blocks, b, 2, r0, stride, nr, t0, nt, acc);
+    if (b < n_blocks)
+        nuq_avx512_step(m, k, bits, q, d, n_blocks, b, 1, r0, stride, nr, t0, nt, acc);
+    for (i = 0; i < nr; i++)
+        for (t = 0; t < nt; t++)
+            y[(t0 + t) * ldy + r0 + i * stride] = m->scale[r0 + i * stride] * unit * _mm512_reduce_add_ps(acc[i][t]);
+}
+
+/* Rows r0 + i stride (i < nr) against every token, in tiles of 2 tokens. */
+NUQ_AVX512_INLINE void nuq_avx512_row_tile(const pmpd_nuq_matrix *m, const nuq_avx512_consts *k, unsigned bits,
+                                           const int8_t *q, const float *d, size_t n_blocks, size_t n_tokens,
+                                           size_t r0, size_t stride, size_t nr, float *y, size_t ldy)
+{
+    size_t t0;
+    for (t0 = 0; t0 + NUQ_AVX512_TOKENS <= n_tokens; t0 += NUQ_AVX512_TOKENS)
+        nuq_avx512_tile(m, k, bits, q, d, n_blocks, r0, stride, nr, t0, NUQ_AVX512_TOKENS, y, ldy);
+    if (t0 < n_tokens)
+        nuq_avx512_tile(m, k, bits, q, d, n_blocks, r0, stride, nr, t0, 1, y, ldy);
+}
+
+/* One width's loop, with bits a constant after inlining: row j of each
+ * quarter of [row_begin, row_end) in one tile, then the rows left over. */
+NUQ_AVX512_INLINE void nuq_avx512_rows(const pmpd_nuq_matrix *m, unsigned bits, const void *act, size_t n_tokens,
+                                       size_t row_begin, size_t row_end, float *y, size_t ldy)
+{
+    const int8_t *q = pmpd_nuq_act_q(m, act, n_tokens);
+    const float *d = pmpd_nuq_act_d(m, act, n_tokens);
+    const size_t n_blocks = m->padded / PMPD_NUQ_BLOCK;
+    nuq_avx512_consts k;
+    const size_t quarter = (row_end - row_begin) / NUQ_AVX512_ROWS;
+    size_t r;
+    nuq_avx512_init(bits, &k);
+    for (r = row_begin; r < row_begin + quarter; r++)
+        nuq_avx512_row_tile(m, &k, bits, q, d, n_blocks, n_tokens, r, quarter, NUQ_AVX512_ROWS, y, ldy);
+    for (r = row_begin + NUQ_AVX512_ROWS * quarter; r < row_end; r++)
+        nuq_avx512_row_tile(m, &k, bits, q, d, n_blocks, n_tokens, r, 0, 1, y, ldy);
+}
+
+PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,
+                                   size_t row_end, float *y, size_t ldy)
+{
+    if (m->bits == 4)
+        nuq_avx512_rows(m, 4, act, n_tokens, row_begin, row_end, y, ldy);
+    else if (m->bits == 3)
+        nuq_avx512_rows(m, 3, act, n_tokens, row_begin, row_end, y, ldy);
+    else
+        nuq_avx512_rows(m, 2, act, n_tokens, row_begin, row_end, y, ldy);
+}
+
+#undef NUQ_AVX512_ROWS
+#undef NUQ_AVX512_TOKENS
+#undef NUQ_AVX512_INLINE
+#endif
