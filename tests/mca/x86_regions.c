@@ -107,13 +107,13 @@ void mca_nested_avx512(unsigned bits, const pmpd_anyprec_matrix *m, const int8_t
 
 #if PMPD_USE_AVX512
 void mca_nuq_avx512(const pmpd_nuq_matrix *m, const int8_t *q, const float *d, size_t n_blocks, size_t b,
-                    size_t stride, __m512 (*acc)[2]);
+                    size_t stride, pmpd_rotated_avx512_sums acc);
 
 /* The accumulators stay in registers across steps, as in the real loop. */
 #define MCA_NUQ_AVX512(k, name)                                                                                     \
     do {                                                                                                             \
         nuq_avx512_consts consts;                                                                                    \
-        __m512 sums[4][2];                                                                                           \
+        pmpd_rotated_avx512_sums sums;                                                                               \
         unsigned i;                                                                                                  \
         nuq_avx512_init(k, &consts);                                                                                 \
         for (i = 0; i < 4; i++)                                                                                      \
@@ -127,7 +127,7 @@ void mca_nuq_avx512(const pmpd_nuq_matrix *m, const int8_t *q, const float *d, s
 
 /* The decode tile's step: 4 rows (4 streams) x 64 columns, one token. */
 void mca_nuq_avx512(const pmpd_nuq_matrix *m, const int8_t *q, const float *d, size_t n_blocks, size_t b,
-                    size_t stride, __m512 (*acc)[2])
+                    size_t stride, pmpd_rotated_avx512_sums acc)
 {
     if (m->bits == 2)
         MCA_NUQ_AVX512(2, "nuq2-avx512/256/64");

@@ -26,24 +26,16 @@
  *
  * Per row and pair that is 5 vector operations at 2 and 4 bits (shift,
  * lookup, VPDPBUSD, conversion, FMA; the load broadcasts) and 7 at 3 bits,
- * against the AVX2 kernel's 2 x 9 to 2 x 13 for the same 64 weights.  A
- * tile is 4 rows x 2 tokens: each lookup serves both tokens, each token's
- * permuted activations the 4 rows, and the 8 accumulators are independent
- * chains.  The tile's rows are one from each quarter of the caller's rows
- * (the rest one at a time), so the weights are read as 4 long sequential
- * streams, as the q4 kernel does (x86_avx512/qmatmul.c): with 4 adjacent
- * rows (4 streams of one row each) nuq4 streamed 15 GB/s from RAM on one
- * Zen5 thread, 20 with software prefetch one tile ahead, 34 quartered
- * (prefetching there gained nothing). */
+ * against the AVX2 kernel's 2 x 9 to 2 x 13 for the same 64 weights.  The
+ * tiles (4 rows, one per quarter of the caller's rows, x 2 tokens) are
+ * rotated_simd.h's: each lookup serves both tokens, each token's permuted
+ * activations the 4 rows, and the 8 accumulators are independent chains. */
 #include "pmpd_impl/weights/nuq/nuq.h"
 #include "pmpd_impl/weights/rotated/rotated_simd.h"
 
 #if PMPD_USE_AVX512
 #include <immintrin.h>
 #include <string.h>
-
-#define NUQ_AVX512_ROWS 4   /* rows per tile, one per stream */
-#define NUQ_AVX512_TOKENS 2 /* tokens per tile */
 
 #if defined(__GNUC__)
 #define NUQ_AVX512_INLINE static inline __attribute__((always_inline))
@@ -144,9 +136,9 @@ NUQ_AVX512_INLINE __m512i nuq_avx512_weights(const uint8_t *block, unsigned bits
 NUQ_AVX512_INLINE void nuq_avx512_step(const pmpd_nuq_matrix *m, const nuq_avx512_consts *k, unsigned bits,
                                        const int8_t *q, const float *d, size_t n_blocks, size_t b, unsigned blocks,
                                        size_t r0, size_t stride, size_t nr, size_t t0, size_t nt,
-                                       __m512 acc[NUQ_AVX512_ROWS][NUQ_AVX512_TOKENS])
+                                       pmpd_rotated_avx512_sums acc)
 {
-    pmpd_rotated_avx512_input in[NUQ_AVX512_TOKENS];
+    pmpd_rotated_avx512_input in[PMPD_ROTATED_AVX512_TOKENS];
     size_t i, t;
 #pragma GCC unroll 2
     for (t = 0; t < nt; t++)
@@ -154,8 +146,8 @@ NUQ_AVX512_INLINE void nuq_avx512_step(const pmpd_nuq_matrix *m, const nuq_avx51
                                                d + (t0 + t) * n_blocks + b, blocks, k->order, k->lanes);
 #pragma GCC unroll 4
     for (i = 0; i < nr; i++) {
-        const uint8_t *block = m->index + (r0 + i * stride) * m->row_bytes + b * 4 * (size_t)bits;
-        const __m512i w = nuq_avx512_weights(block, bits, blocks, k);
+        const __m512i w =
+            nuq_avx512_weights(m->index + (r0 + i * stride) * m->row_bytes + b * 4 * (size_t)bits, bits, blocks, k);
 #pragma GCC unroll 2
         for (t = 0; t < nt; t++)
             acc[i][t] = pmpd_rotated_avx512_dot(w, &in[t], acc[i][t]);
@@ -167,37 +159,30 @@ NUQ_AVX512_INLINE void nuq_avx512_tile(const pmpd_nuq_matrix *m, const nuq_avx51
                                        const int8_t *q, const float *d, size_t n_blocks, size_t r0, size_t stride,
                                        size_t nr, size_t t0, size_t nt, float *y, size_t ldy)
 {
-    __m512 acc[NUQ_AVX512_ROWS][NUQ_AVX512_TOKENS];
-    const float unit = pmpd_nuq_unit(bits);
-    size_t b, i, t;
+    pmpd_rotated_avx512_sums acc;
+    size_t i, t;
 #pragma GCC unroll 4
     for (i = 0; i < nr; i++)
 #pragma GCC unroll 2
         for (t = 0; t < nt; t++)
             acc[i][t] = _mm512_setzero_ps();
-    for (b = 0; b + 2 <= n_blocks; b += 2)
-        nuq_avx512_step(m, k, bits, q, d, n_blocks, b, 2, r0, stride, nr, t0, nt, acc);
-    if (b < n_blocks)
-        nuq_avx512_step(m, k, bits, q, d, n_blocks, b, 1, r0, stride, nr, t0, nt, acc);
-    for (i = 0; i < nr; i++)
-        for (t = 0; t < nt; t++)
-            y[(t0 + t) * ldy + r0 + i * stride] = m->scale[r0 + i * stride] * unit * _mm512_reduce_add_ps(acc[i][t]);
+#define NUQ_AVX512_STEP(b, blocks) nuq_avx512_step(m, k, bits, q, d, n_blocks, b, blocks, r0, stride, nr, t0, nt, acc)
+    PMPD_ROTATED_AVX512_STEPS(n_blocks, NUQ_AVX512_STEP);
+#undef NUQ_AVX512_STEP
+    pmpd_rotated_avx512_store(acc, m->scale, pmpd_nuq_unit(bits), r0, stride, nr, t0, nt, y, ldy);
 }
 
-/* Rows r0 + i stride (i < nr) against every token, in tiles of 2 tokens. */
+/* Rows r0 + i stride (i < nr) against every token. */
 NUQ_AVX512_INLINE void nuq_avx512_row_tile(const pmpd_nuq_matrix *m, const nuq_avx512_consts *k, unsigned bits,
                                            const int8_t *q, const float *d, size_t n_blocks, size_t n_tokens,
                                            size_t r0, size_t stride, size_t nr, float *y, size_t ldy)
 {
-    size_t t0;
-    for (t0 = 0; t0 + NUQ_AVX512_TOKENS <= n_tokens; t0 += NUQ_AVX512_TOKENS)
-        nuq_avx512_tile(m, k, bits, q, d, n_blocks, r0, stride, nr, t0, NUQ_AVX512_TOKENS, y, ldy);
-    if (t0 < n_tokens)
-        nuq_avx512_tile(m, k, bits, q, d, n_blocks, r0, stride, nr, t0, 1, y, ldy);
+#define NUQ_AVX512_TILE(t0, nt) nuq_avx512_tile(m, k, bits, q, d, n_blocks, r0, stride, nr, t0, nt, y, ldy)
+    PMPD_ROTATED_AVX512_TOKEN_TILES(n_tokens, NUQ_AVX512_TILE);
+#undef NUQ_AVX512_TILE
 }
 
-/* One width's loop, with bits a constant after inlining: row j of each
- * quarter of [row_begin, row_end) in one tile, then the rows left over. */
+/* One width's loop, with bits a constant after inlining. */
 NUQ_AVX512_INLINE void nuq_avx512_rows(const pmpd_nuq_matrix *m, unsigned bits, const void *act, size_t n_tokens,
                                        size_t row_begin, size_t row_end, float *y, size_t ldy)
 {
@@ -205,13 +190,11 @@ NUQ_AVX512_INLINE void nuq_avx512_rows(const pmpd_nuq_matrix *m, unsigned bits, 
     const float *d = pmpd_nuq_act_d(m, act, n_tokens);
     const size_t n_blocks = m->padded / PMPD_NUQ_BLOCK;
     nuq_avx512_consts k;
-    const size_t quarter = (row_end - row_begin) / NUQ_AVX512_ROWS;
-    size_t r;
     nuq_avx512_init(bits, &k);
-    for (r = row_begin; r < row_begin + quarter; r++)
-        nuq_avx512_row_tile(m, &k, bits, q, d, n_blocks, n_tokens, r, quarter, NUQ_AVX512_ROWS, y, ldy);
-    for (r = row_begin + NUQ_AVX512_ROWS * quarter; r < row_end; r++)
-        nuq_avx512_row_tile(m, &k, bits, q, d, n_blocks, n_tokens, r, 0, 1, y, ldy);
+#define NUQ_AVX512_ROW_TILE(r0, stride, nr)                                                                          \
+    nuq_avx512_row_tile(m, &k, bits, q, d, n_blocks, n_tokens, r0, stride, nr, y, ldy)
+    PMPD_ROTATED_AVX512_ROW_TILES(row_begin, row_end, NUQ_AVX512_ROW_TILE);
+#undef NUQ_AVX512_ROW_TILE
 }
 
 PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,
@@ -225,7 +208,5 @@ PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const void *act, si
         nuq_avx512_rows(m, 2, act, n_tokens, row_begin, row_end, y, ldy);
 }
 
-#undef NUQ_AVX512_ROWS
-#undef NUQ_AVX512_TOKENS
 #undef NUQ_AVX512_INLINE
 #endif

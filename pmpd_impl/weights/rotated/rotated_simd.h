@@ -67,6 +67,69 @@ static inline __attribute__((always_inline)) __m256 pmpd_rotated_avx2_dot(__m256
 #endif
 
 #if PMPD_USE_AVX512
+/* The AVX-512 kernels' tiles (nuq/nuq_avx512.c, vq/vq_avx512.c): 4 rows x
+ * 2 tokens, a step a pair of blocks.  The tile's rows are one from each
+ * quarter of the caller's rows, so that the weights are read as 4 long
+ * sequential streams, as the q4 kernel does (x86_avx512/qmatmul.c): nuq4
+ * streamed 15 GB/s from RAM on one Zen5 thread with 4 adjacent rows (4
+ * streams of one row each), 20 with software prefetch one tile ahead, 34
+ * quartered (where prefetching gained nothing). */
+#define PMPD_ROTATED_AVX512_ROWS 4
+#define PMPD_ROTATED_AVX512_TOKENS 2
+
+/* ROWS(r0, stride, nr) for the rows r0 + i stride, i < nr: row j of each
+ * quarter of [row_begin, row_end) (nr 4), then the rows left over one at a
+ * time (nr 1). */
+#define PMPD_ROTATED_AVX512_ROW_TILES(row_begin, row_end, ROWS)                                                    \
+    do {                                                                                                           \
+        const size_t pmpd_quarter_ = ((row_end) - (row_begin)) / PMPD_ROTATED_AVX512_ROWS;                       \
+        size_t pmpd_r_;                                                                                            \
+        for (pmpd_r_ = (row_begin); pmpd_r_ < (row_begin) + pmpd_quarter_; pmpd_r_++)                              \
+            ROWS(pmpd_r_, pmpd_quarter_, PMPD_ROTATED_AVX512_ROWS);                                                \
+        for (pmpd_r_ = (row_begin) + PMPD_ROTATED_AVX512_ROWS * pmpd_quarter_; pmpd_r_ < (row_end); pmpd_r_++)     \
+            ROWS(pmpd_r_, 0, 1);                                                                                   \
+    } while (0)
+
+/* TILE(t0, nt) for the tokens [0, n_tokens) in tiles of 2, the last nt
+ * (1) a constant at its call. */
+#define PMPD_ROTATED_AVX512_TOKEN_TILES(n_tokens, TILE)                                                            \
+    do {                                                                                                           \
+        const size_t pmpd_tile_ = PMPD_ROTATED_AVX512_TOKENS;                                                      \
+        size_t pmpd_t0_;                                                                                           \
+        for (pmpd_t0_ = 0; pmpd_t0_ + pmpd_tile_ <= (n_tokens); pmpd_t0_ += pmpd_tile_)                            \
+            TILE(pmpd_t0_, PMPD_ROTATED_AVX512_TOKENS);                                                            \
+        if (pmpd_t0_ < (n_tokens))                                                                                 \
+            TILE(pmpd_t0_, 1);                                                                                     \
+    } while (0)
+
+/* STEP(b, blocks) for the blocks [0, n_blocks) in pairs from b (blocks
+ * 2), an odd last one alone (blocks 1). */
+#define PMPD_ROTATED_AVX512_STEPS(n_blocks, STEP)                                                                  \
+    do {                                                                                                           \
+        size_t pmpd_b_;                                                                                            \
+        for (pmpd_b_ = 0; pmpd_b_ + 2 <= (n_blocks); pmpd_b_ += 2)                                                 \
+            STEP(pmpd_b_, 2);                                                                                      \
+        if (pmpd_b_ < (n_blocks))                                                                                  \
+            STEP(pmpd_b_, 1);                                                                                      \
+    } while (0)
+
+/* A tile's accumulators, [row][token]. */
+typedef __m512 pmpd_rotated_avx512_sums[PMPD_ROTATED_AVX512_ROWS][PMPD_ROTATED_AVX512_TOKENS];
+
+/* y[t * ldy + r] = scale[r] * unit * the lanes' sum of acc[i][t - t0] for
+ * the tile's rows r = r0 + i stride (i < nr) and tokens t0..t0+nt-1. */
+static inline __attribute__((always_inline)) void pmpd_rotated_avx512_store(pmpd_rotated_avx512_sums acc,
+                                                                           const float *scale, float unit,
+                                                                           size_t r0, size_t stride, size_t nr,
+                                                                           size_t t0, size_t nt, float *y,
+                                                                           size_t ldy)
+{
+    size_t i, t;
+    for (i = 0; i < nr; i++)
+        for (t = 0; t < nt; t++)
+            y[(t0 + t) * ldy + r0 + i * stride] = scale[r0 + i * stride] * unit * _mm512_reduce_add_ps(acc[i][t]);
+}
+
 /* One token's side of a pair of blocks (64 rotated columns) in an AVX-512
  * kernel, built once per tile and used by each of its rows.  VPDPBUSD
  * multiplies unsigned by signed bytes, so the kernels look up weights
