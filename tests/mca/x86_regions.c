@@ -10,6 +10,8 @@
  *                   AVX2 kernel; nested-kbit-avx512 the AVX-512 one);
  *   nuqK-avx512     one step of a decode tile: 64 rotated columns of 4
  *                   rows, the token's activations permuted for it included;
+ *   vqP-avx512      the same for VQ with P index bits per pair (full-width
+ *                   loads, as inside a row);
  *   attn-*-scores   two K rows of a 16-dim head against 4 query heads,
  *                   reduction included (a 64-dim head runs the 16-dim
  *                   loop body 4 times, then one reduction);
@@ -23,6 +25,7 @@
 #include "pmpd_impl/weights/grouped/x86_avx2/qmatmul.c"
 #include "pmpd_impl/weights/grouped/x86_avx512/qmatmul.c"
 #include "pmpd_impl/weights/nuq/nuq_avx512.c"
+#include "pmpd_impl/weights/vq/vq_avx512.c"
 
 #define MCA_BEGIN(name) __asm__ volatile("# LLVM-MCA-BEGIN " name ::: "memory")
 #define MCA_END(name) __asm__ volatile("# LLVM-MCA-END " name ::: "memory")
@@ -135,6 +138,39 @@ void mca_nuq_avx512(const pmpd_nuq_matrix *m, const int8_t *q, const float *d, s
         MCA_NUQ_AVX512(3, "nuq3-avx512/256/96");
     else
         MCA_NUQ_AVX512(4, "nuq4-avx512/256/128");
+}
+#endif
+
+#if PMPD_USE_AVX512
+void mca_vq_avx512(const pmpd_vq_matrix *m, const int8_t *q, const float *d, size_t n_blocks, size_t b,
+                   size_t stride, pmpd_rotated_avx512_sums acc);
+
+#define MCA_VQ_AVX512(p, name)                                                                                      \
+    do {                                                                                                             \
+        vq_avx512_consts consts;                                                                                     \
+        pmpd_rotated_avx512_sums sums;                                                                               \
+        unsigned i;                                                                                                  \
+        vq_avx512_init(p, &consts);                                                                                  \
+        for (i = 0; i < 4; i++)                                                                                      \
+            sums[i][0] = acc[i][0];                                                                                  \
+        MCA_BEGIN(name);                                                                                             \
+        vq_avx512_step(m, &consts, p, q, d, n_blocks, b, 2, 0, 0, stride, 4, 0, 1, sums);                            \
+        MCA_END(name);                                                                                               \
+        for (i = 0; i < 4; i++)                                                                                      \
+            acc[i][0] = sums[i][0];                                                                                  \
+    } while (0)
+
+/* VQ's decode tile step, as NUQ's. */
+void mca_vq_avx512(const pmpd_vq_matrix *m, const int8_t *q, const float *d, size_t n_blocks, size_t b,
+                   size_t stride, pmpd_rotated_avx512_sums acc)
+{
+    switch (m->pair_bits) {
+    case 4: MCA_VQ_AVX512(4, "vq4-avx512/256/64"); break;
+    case 5: MCA_VQ_AVX512(5, "vq5-avx512/256/80"); break;
+    case 6: MCA_VQ_AVX512(6, "vq6-avx512/256/96"); break;
+    case 7: MCA_VQ_AVX512(7, "vq7-avx512/256/112"); break;
+    default: MCA_VQ_AVX512(8, "vq8-avx512/256/128"); break;
+    }
 }
 #endif
 

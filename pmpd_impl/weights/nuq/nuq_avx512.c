@@ -166,8 +166,10 @@ NUQ_AVX512_INLINE void nuq_avx512_tile(const pmpd_nuq_matrix *m, const nuq_avx51
 #pragma GCC unroll 2
         for (t = 0; t < nt; t++)
             acc[i][t] = _mm512_setzero_ps();
-#define NUQ_AVX512_STEP(b, blocks) nuq_avx512_step(m, k, bits, q, d, n_blocks, b, blocks, r0, stride, nr, t0, nt, acc)
-    PMPD_ROTATED_AVX512_STEPS(n_blocks, NUQ_AVX512_STEP);
+    /* Every load takes the step's bytes exactly. */
+#define NUQ_AVX512_STEP(b, blocks, bounded)                                                                          \
+    nuq_avx512_step(m, k, bits, q, d, n_blocks, b, blocks, r0, stride, nr, t0, nt, acc)
+    PMPD_ROTATED_AVX512_STEPS(n_blocks, n_blocks, NUQ_AVX512_STEP);
 #undef NUQ_AVX512_STEP
     pmpd_rotated_avx512_store(acc, m->scale, pmpd_nuq_unit(bits), r0, stride, nr, t0, nt, y, ldy);
 }

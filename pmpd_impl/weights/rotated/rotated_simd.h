@@ -102,15 +102,20 @@ static inline __attribute__((always_inline)) __m256 pmpd_rotated_avx2_dot(__m256
             TILE(pmpd_t0_, 1);                                                                                     \
     } while (0)
 
-/* STEP(b, blocks) for the blocks [0, n_blocks) in pairs from b (blocks
- * 2), an odd last one alone (blocks 1). */
-#define PMPD_ROTATED_AVX512_STEPS(n_blocks, STEP)                                                                  \
+/* STEP(b, blocks, bounded) for the blocks [0, n_blocks) in pairs from b
+ * (blocks 2), an odd last one alone (blocks 1); bounded is 0 for the
+ * pairs that start below open_blocks, which may load past their own bytes
+ * (a kernel's full-width load, where a masked one halved VQ's speed from
+ * RAM), and 1 for those that may not (the row's last bytes). */
+#define PMPD_ROTATED_AVX512_STEPS(n_blocks, open_blocks, STEP)                                                     \
     do {                                                                                                           \
         size_t pmpd_b_;                                                                                            \
-        for (pmpd_b_ = 0; pmpd_b_ + 2 <= (n_blocks); pmpd_b_ += 2)                                                 \
-            STEP(pmpd_b_, 2);                                                                                      \
+        for (pmpd_b_ = 0; pmpd_b_ + 2 <= (n_blocks) && pmpd_b_ < (open_blocks); pmpd_b_ += 2)                      \
+            STEP(pmpd_b_, 2, 0);                                                                                   \
+        for (; pmpd_b_ + 2 <= (n_blocks); pmpd_b_ += 2)                                                            \
+            STEP(pmpd_b_, 2, 1);                                                                                   \
         if (pmpd_b_ < (n_blocks))                                                                                  \
-            STEP(pmpd_b_, 1);                                                                                      \
+            STEP(pmpd_b_, 1, 1);                                                                                   \
     } while (0)
 
 /* A tile's accumulators, [row][token]. */
