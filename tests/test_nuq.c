@@ -132,9 +132,10 @@ static void brute_row(const pmpd_nuq_matrix *m, size_t r, double *w)
 
 static const size_t shape_rows[] = {1, 3, 5, 7, 13};
 /* Rotations of 1 to 32 blocks, odd counts among them (20: 1, 90 -> 96: 3,
- * 160: 5), padded ones (172 -> 192) and 64-column pairs with a lone block
- * after them (the AVX-512 kernel's step). */
-static const size_t shape_cols[] = {1, 5, 12, 20, 28, 33, 64, 90, 100, 160, 172, 192, 300, 1000};
+ * 160: 5, 200 -> 224: 7), padded ones (172 -> 192), and for the AVX-512
+ * kernel's steps wide ones (8 blocks at 2 bits, 4 at 4) followed by pairs
+ * and a lone block (160, 192, 200, 300 -> 320, 1000 -> 1024). */
+static const size_t shape_cols[] = {1, 5, 12, 20, 28, 33, 64, 90, 100, 160, 172, 192, 200, 300, 1000};
 
 /* (b) and (c): compiled kernel == oracle (tails, 1 row, odd rows, sub-ranges,
  * 1-5 tokens); oracle == brute force over the dequantized, unrotated rows;

@@ -8,10 +8,14 @@
  *   *-avx512        one group of a tile of 4 row blocks (16 rows);
  *   nested-kbit     one 256-column superblock of a 4-row block (the
  *                   AVX2 kernel; nested-kbit-avx512 the AVX-512 one);
- *   nuqK-avx512     one step of a decode tile: 64 rotated columns of 4
- *                   rows, the token's activations permuted for it included;
+ *   nuqK-avx512     one pair step of a decode tile: 64 rotated columns of
+ *                   4 rows, the token's activations permuted for it
+ *                   included (3 bits; 2 and 4 bits at a row's end);
+ *   nuqK-wide-avx512  a wide step of a decode tile at 2 or 4 bits (256 or
+ *                   128 columns of 4 rows), the bulk of those rows;
  *   vqP-avx512      the same for VQ with P index bits per pair (full-width
- *                   loads, as inside a row);
+ *                   loads, as inside a row), vqP-wide-avx512 its wide steps
+ *                   (P = 4, 8: 256 and 128 columns of 4 rows);
  *   attn-*-scores   two K rows of a 16-dim head against 4 query heads,
  *                   reduction included (a 64-dim head runs the 16-dim
  *                   loop body 4 times, then one reduction);
@@ -128,16 +132,35 @@ void mca_nuq_avx512(const pmpd_nuq_matrix *m, const int8_t *q, const float *d, s
             acc[i][0] = sums[i][0];                                                                                  \
     } while (0)
 
-/* The decode tile's step: 4 rows (4 streams) x 64 columns, one token. */
+#define MCA_NUQ_WIDE_AVX512(k, name)                                                                                \
+    do {                                                                                                             \
+        nuq_avx512_consts consts;                                                                                    \
+        pmpd_rotated_avx512_sums sums;                                                                               \
+        unsigned i;                                                                                                  \
+        nuq_avx512_init(k, &consts);                                                                                 \
+        for (i = 0; i < 4; i++)                                                                                      \
+            sums[i][0] = acc[i][0];                                                                                  \
+        MCA_BEGIN(name);                                                                                             \
+        nuq_avx512_wide_step(m, &consts, k, q, d, n_blocks, b, 0, stride, 4, 0, 1, sums);                            \
+        MCA_END(name);                                                                                               \
+        for (i = 0; i < 4; i++)                                                                                      \
+            acc[i][0] = sums[i][0];                                                                                  \
+    } while (0)
+
+/* The decode tile's steps: 4 rows (4 streams) x 64 columns (or a wide
+ * step's 256, 128), one token. */
 void mca_nuq_avx512(const pmpd_nuq_matrix *m, const int8_t *q, const float *d, size_t n_blocks, size_t b,
                     size_t stride, pmpd_rotated_avx512_sums acc)
 {
-    if (m->bits == 2)
+    if (m->bits == 2) {
         MCA_NUQ_AVX512(2, "nuq2-avx512/256/64");
-    else if (m->bits == 3)
+        MCA_NUQ_WIDE_AVX512(2, "nuq2-wide-avx512/1024/256");
+    } else if (m->bits == 3) {
         MCA_NUQ_AVX512(3, "nuq3-avx512/256/96");
-    else
+    } else {
         MCA_NUQ_AVX512(4, "nuq4-avx512/256/128");
+        MCA_NUQ_WIDE_AVX512(4, "nuq4-wide-avx512/512/256");
+    }
 }
 #endif
 
@@ -160,16 +183,37 @@ void mca_vq_avx512(const pmpd_vq_matrix *m, const int8_t *q, const float *d, siz
             acc[i][0] = sums[i][0];                                                                                  \
     } while (0)
 
-/* VQ's decode tile step, as NUQ's. */
+#define MCA_VQ_WIDE_AVX512(p, name)                                                                                 \
+    do {                                                                                                             \
+        vq_avx512_consts consts;                                                                                     \
+        pmpd_rotated_avx512_sums sums;                                                                               \
+        unsigned i;                                                                                                  \
+        vq_avx512_init(p, &consts);                                                                                  \
+        for (i = 0; i < 4; i++)                                                                                      \
+            sums[i][0] = acc[i][0];                                                                                  \
+        MCA_BEGIN(name);                                                                                             \
+        vq_avx512_wide_step(m, &consts, p, q, d, n_blocks, b, 0, stride, 4, 0, 1, sums);                             \
+        MCA_END(name);                                                                                               \
+        for (i = 0; i < 4; i++)                                                                                      \
+            acc[i][0] = sums[i][0];                                                                                  \
+    } while (0)
+
+/* VQ's decode tile steps, as NUQ's. */
 void mca_vq_avx512(const pmpd_vq_matrix *m, const int8_t *q, const float *d, size_t n_blocks, size_t b,
                    size_t stride, pmpd_rotated_avx512_sums acc)
 {
     switch (m->pair_bits) {
-    case 4: MCA_VQ_AVX512(4, "vq4-avx512/256/64"); break;
+    case 4:
+        MCA_VQ_AVX512(4, "vq4-avx512/256/64");
+        MCA_VQ_WIDE_AVX512(4, "vq4-wide-avx512/1024/256");
+        break;
     case 5: MCA_VQ_AVX512(5, "vq5-avx512/256/80"); break;
     case 6: MCA_VQ_AVX512(6, "vq6-avx512/256/96"); break;
     case 7: MCA_VQ_AVX512(7, "vq7-avx512/256/112"); break;
-    default: MCA_VQ_AVX512(8, "vq8-avx512/256/128"); break;
+    default:
+        MCA_VQ_AVX512(8, "vq8-avx512/256/128");
+        MCA_VQ_WIDE_AVX512(8, "vq8-wide-avx512/512/256");
+        break;
     }
 }
 #endif

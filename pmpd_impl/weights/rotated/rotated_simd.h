@@ -102,15 +102,15 @@ static inline __attribute__((always_inline)) __m256 pmpd_rotated_avx2_dot(__m256
             TILE(pmpd_t0_, 1);                                                                                     \
     } while (0)
 
-/* STEP(b, blocks, bounded) for the blocks [0, n_blocks) in pairs from b
- * (blocks 2), an odd last one alone (blocks 1); bounded is 0 for the
+/* STEP(b, blocks, bounded) for the blocks [first, n_blocks) in pairs from
+ * b (blocks 2), an odd last one alone (blocks 1); bounded is 0 for the
  * pairs that start below open_blocks, which may load past their own bytes
  * (a kernel's full-width load, where a masked one halved VQ's speed from
  * RAM), and 1 for those that may not (the row's last bytes). */
-#define PMPD_ROTATED_AVX512_STEPS(n_blocks, open_blocks, STEP)                                                     \
+#define PMPD_ROTATED_AVX512_STEPS(first, n_blocks, open_blocks, STEP)                                              \
     do {                                                                                                           \
         size_t pmpd_b_;                                                                                            \
-        for (pmpd_b_ = 0; pmpd_b_ + 2 <= (n_blocks) && pmpd_b_ < (open_blocks); pmpd_b_ += 2)                      \
+        for (pmpd_b_ = (first); pmpd_b_ + 2 <= (n_blocks) && pmpd_b_ < (open_blocks); pmpd_b_ += 2)                \
             STEP(pmpd_b_, 2, 0);                                                                                   \
         for (; pmpd_b_ + 2 <= (n_blocks); pmpd_b_ += 2)                                                            \
             STEP(pmpd_b_, 2, 1);                                                                                   \
@@ -165,6 +165,91 @@ pmpd_rotated_avx512_input_pair(const int8_t *x, const float *d, unsigned blocks,
     in.negbias = _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(-128), _mm512_sub_epi8(zero, in.x));
     in.d = _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(steps));
     return in;
+}
+
+/* One token's side of a wide step: 64 bytes of one row's weight codes
+ * loaded as stored, 16 to a 128-bit lane, from which a kernel derives up
+ * to 4 vectors of 64 biased weights (shifts, lookups) whose lane s still
+ * belongs to the lane's blocks, so that their VPDPBUSD sums add up in
+ * int32 before one conversion and FMA:
+ *   8 blocks (16 activations' codes in 16 bytes: NUQ 2 bits, VQ 4 bits):
+ *     x[k] lane s = activations 8k..8k+7 of blocks 2s and 2s + 1;
+ *   4 blocks (32 in 16: NUQ 4 bits, VQ 8 bits): x[k] lane s =
+ *     activations 16k..16k+15 of block s, x[2] and x[3] zero. */
+#define PMPD_ROTATED_AVX512_WIDE 4 /* weight vectors per wide step, at most */
+
+typedef struct pmpd_rotated_avx512_wide {
+    __m512i x[PMPD_ROTATED_AVX512_WIDE];
+    __m512i negbias; /* -128 * each dword lane's activations summed over x[k] */
+    __m512 d;        /* each dword lane's block step */
+} pmpd_rotated_avx512_wide;
+
+/* The wide step's activations of blocks b.. (x and d at block b's) into
+ * in.  (Filled through a pointer, with no loops over the vectors: clang
+ * copied a returned struct with memcpy and kept 2-trip loops.) */
+static inline __attribute__((always_inline)) void pmpd_rotated_avx512_wide_input(const int8_t *x, const float *d,
+                                                                                 unsigned blocks,
+                                                                                 pmpd_rotated_avx512_wide *in)
+{
+    const __m512i zero = _mm512_setzero_si512(), bias = _mm512_set1_epi8(-128);
+    __m512i sum;
+    if (blocks == 8) {
+        /* Blocks 2s, 2s + 1 as loaded: qword k = block 2s's activations
+         * 8k.., qword 4 + k block 2s + 1's; gathered two sources at a time. */
+        const __m512i low = _mm512_setr_epi64(0, 4, 8, 12, 1, 5, 9, 13);
+        const __m512i high = _mm512_setr_epi64(2, 6, 10, 14, 3, 7, 11, 15);
+        const __m512i pair0 = _mm512_loadu_si512((const void *)x), pair1 = _mm512_loadu_si512((const void *)(x + 64));
+        const __m512i pair2 = _mm512_loadu_si512((const void *)(x + 128));
+        const __m512i pair3 = _mm512_loadu_si512((const void *)(x + 192));
+        const __m512i low01 = _mm512_permutex2var_epi64(pair0, low, pair1);
+        const __m512i low23 = _mm512_permutex2var_epi64(pair2, low, pair3);
+        const __m512i high01 = _mm512_permutex2var_epi64(pair0, high, pair1);
+        const __m512i high23 = _mm512_permutex2var_epi64(pair2, high, pair3);
+        in->x[0] = _mm512_shuffle_i64x2(low01, low23, _MM_SHUFFLE(1, 0, 1, 0));
+        in->x[1] = _mm512_shuffle_i64x2(low01, low23, _MM_SHUFFLE(3, 2, 3, 2));
+        in->x[2] = _mm512_shuffle_i64x2(high01, high23, _MM_SHUFFLE(1, 0, 1, 0));
+        in->x[3] = _mm512_shuffle_i64x2(high01, high23, _MM_SHUFFLE(3, 2, 3, 2));
+        in->d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
+                                      _mm512_castps256_ps512(_mm256_loadu_ps(d)));
+        sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, bias, in->x[0]), bias, in->x[1]);
+        sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sum, bias, in->x[2]), bias, in->x[3]);
+    } else {
+        const __m512i low = _mm512_loadu_si512((const void *)x), high = _mm512_loadu_si512((const void *)(x + 64));
+        in->x[0] = _mm512_shuffle_i64x2(low, high, _MM_SHUFFLE(2, 0, 2, 0));
+        in->x[1] = _mm512_shuffle_i64x2(low, high, _MM_SHUFFLE(3, 1, 3, 1));
+        in->x[2] = in->x[3] = zero;
+        in->d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                      _mm512_castps128_ps512(_mm_loadu_ps(d)));
+        sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, bias, in->x[0]), bias, in->x[1]);
+    }
+    in->negbias = _mm512_sub_epi32(zero, sum);
+}
+
+/* A wide step's 64 code bytes of one row, in two 32-byte loads: streamed
+ * from RAM, one 64-byte load per cache line ran nuq2 at 13-15 GB/s on one
+ * Zen5 thread and nuq4 at 21-25 (below 64-column steps' 19-21 and 28-31),
+ * two halves at 21-22 and 30-36, for one more operation.  The empty asm
+ * keeps clang from merging the halves back into one load. */
+static inline __attribute__((always_inline)) __m512i pmpd_rotated_avx512_wide_codes(const uint8_t *codes)
+{
+    __m256i high = _mm256_loadu_si256((const __m256i *)(const void *)(codes + 32));
+#if defined(__GNUC__)
+    __asm__("" : "+v"(high));
+#endif
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)codes)), high,
+                              1);
+}
+
+/* acc + d * (the biased weights w[0..blocks / 2) times x[k]), exactly in
+ * int32 before the float step. */
+static inline __attribute__((always_inline)) __m512 pmpd_rotated_avx512_wide_dot(const __m512i *w, unsigned blocks,
+                                                                                 const pmpd_rotated_avx512_wide *in,
+                                                                                 __m512 acc)
+{
+    __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(in->negbias, w[0], in->x[0]), w[1], in->x[1]);
+    if (blocks == 8)
+        dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(dot, w[2], in->x[2]), w[3], in->x[3]);
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), in->d, acc);
 }
 
 /* acc + d * (the 64 weights w, each 128 + its int8 level, times the
