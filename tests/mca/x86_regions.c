@@ -14,8 +14,9 @@
  *   nuqK-wide-avx512  a wide step of a decode tile at 2 or 4 bits (256 or
  *                   128 columns of 4 rows), the bulk of those rows;
  *   vqP-avx512      the same for VQ with P index bits per pair (full-width
- *                   loads, as inside a row), vqP-wide-avx512 its wide steps
- *                   (P = 4, 8: 256 and 128 columns of 4 rows);
+ *                   loads, as at a row's end), vqP-wide-avx512 its wide
+ *                   steps (256 columns of 4 rows at P = 4, else 128), the
+ *                   bulk of a row;
  *   attn-*-scores   two K rows of a 16-dim head against 4 query heads,
  *                   reduction included (a 64-dim head runs the 16-dim
  *                   loop body 4 times, then one reduction);
@@ -207,9 +208,18 @@ void mca_vq_avx512(const pmpd_vq_matrix *m, const int8_t *q, const float *d, siz
         MCA_VQ_AVX512(4, "vq4-avx512/256/64");
         MCA_VQ_WIDE_AVX512(4, "vq4-wide-avx512/1024/256");
         break;
-    case 5: MCA_VQ_AVX512(5, "vq5-avx512/256/80"); break;
-    case 6: MCA_VQ_AVX512(6, "vq6-avx512/256/96"); break;
-    case 7: MCA_VQ_AVX512(7, "vq7-avx512/256/112"); break;
+    case 5:
+        MCA_VQ_AVX512(5, "vq5-avx512/256/80");
+        MCA_VQ_WIDE_AVX512(5, "vq5-wide-avx512/512/160");
+        break;
+    case 6:
+        MCA_VQ_AVX512(6, "vq6-avx512/256/96");
+        MCA_VQ_WIDE_AVX512(6, "vq6-wide-avx512/512/192");
+        break;
+    case 7:
+        MCA_VQ_AVX512(7, "vq7-avx512/256/112");
+        MCA_VQ_WIDE_AVX512(7, "vq7-wide-avx512/512/224");
+        break;
     default:
         MCA_VQ_AVX512(8, "vq8-avx512/256/128");
         MCA_VQ_WIDE_AVX512(8, "vq8-wide-avx512/512/256");

@@ -25,9 +25,9 @@
  * That is 6 vector operations per row and 64 weights at p = 4 (against
  * the AVX2 kernel's 2 x 10), 9 at p = 5 and 6, 11 at p = 7 and p = 8
  * (against 2 x 22 to 2 x 40: a lookup, subtraction and XOR per chunk of 16
- * points), the dot product, conversion and FMA included.  At p = 4 and 8
- * most of a row goes in wide steps of 64 index bytes instead (3 and 5.5
- * operations, below).  Tiles, steps and the activations permuted into the
+ * points), the dot product, conversion and FMA included.  Most of a row
+ * goes in wide steps of 64 index bytes instead (3, 6 and 5.5 operations,
+ * below); the pair steps take its end.  Tiles, steps and the activations permuted into the
  * indices' byte order are rotated_simd.h's. */
 #include "pmpd_impl/weights/rotated/rotated_simd.h"
 #include "pmpd_impl/weights/vq/vq.h"
@@ -38,6 +38,7 @@
 
 #define VQ_AVX512_TABLES 8 /* of 64 bytes, at 256 points */
 #define VQ_AVX512_SELECT 0xCA /* VPTERNLOGD: a ? b : c, bitwise */
+#define VQ_AVX512_WIDE_BLOCKS(pair_bits) ((pair_bits) == 4 ? 8u : 4u) /* per wide step */
 
 #if defined(__GNUC__)
 #define VQ_AVX512_INLINE static inline __attribute__((always_inline))
@@ -47,7 +48,11 @@
 
 typedef struct vq_avx512_consts {
     __m512i table[VQ_AVX512_TABLES]; /* 128 + coordinate (vq_avx512_entry) */
-    __m512i nibble_table[2];         /* p = 4, wide steps: coordinate c of point n % 16 */
+    __m512i coordinate_table[2];     /* p <= 6, wide steps: 128 + coordinate c of point n % 2^p */
+    __m512i wide_nibbles;            /* p = 5..7, wide steps: VPERMB, block s's nibble bytes to lane s */
+    __m512i wide_shifts;             /* VPSRLVQ: 4 for each lane's pairs 8-15 */
+    __m512i wide_planes;             /* VPERMB: each qword's bit matrix of plane bytes */
+    uint64_t wide_rows;              /* the matrix bytes that hold a plane (others zero) */
     __m512i shifts;                  /* VPSRLVQ: 4 for the qwords of pairs 8-15 */
     __m512i low4;                    /* 0x0F */
     __m512i coordinate;              /* p = 4: 0x10 in the second coordinates' bytes */
@@ -96,6 +101,30 @@ static void vq_avx512_entry(unsigned pair_bits, unsigned k, unsigned n, unsigned
     }
 }
 
+/* The wide steps' gathers at p = 5..7: lane s of 4 blocks holds block
+ * s's 16 indices in pair order (byte j: pair j). */
+static void vq_avx512_init_wide(unsigned pair_bits, vq_avx512_consts *k)
+{
+    unsigned char nibbles[64], planes[64];
+    long long shifts[8];
+    unsigned p;
+    k->wide_rows = 0;
+    for (p = 0; p < 64; p++) {
+        const unsigned s = p / 16, j = p % 16, bit = 7 - p % 8;
+        nibbles[p] = (unsigned char)(2 * pair_bits * s + j % 8);
+        planes[p] = 0;
+        if (bit >= 4 && bit < pair_bits) {
+            planes[p] = (unsigned char)(2 * pair_bits * s + 8 + 2 * (bit - 4) + j / 8);
+            k->wide_rows |= UINT64_C(1) << p;
+        }
+    }
+    for (p = 0; p < 8; p++)
+        shifts[p] = (long long)(p % 2) * 4;
+    k->wide_nibbles = _mm512_loadu_si512((const void *)nibbles);
+    k->wide_planes = _mm512_loadu_si512((const void *)planes);
+    k->wide_shifts = _mm512_loadu_si512((const void *)shifts);
+}
+
 static void vq_avx512_init(unsigned pair_bits, vq_avx512_consts *k)
 {
     const int8_t *book = pmpd_vq_book(pair_bits);
@@ -135,9 +164,10 @@ static void vq_avx512_init(unsigned pair_bits, vq_avx512_consts *k)
         k->table[t] = _mm512_loadu_si512((const void *)bytes[t]);
     for (t = 0; t < 2; t++) {
         for (p = 0; p < 64; p++)
-            bytes[0][p] = (unsigned char)(128 + book[2 * (p % 16) + t]);
-        k->nibble_table[t] = _mm512_loadu_si512((const void *)bytes[0]);
+            bytes[0][p] = (unsigned char)(128 + book[2 * (p % (1u << (pair_bits < 6 ? pair_bits : 6))) + t]);
+        k->coordinate_table[t] = _mm512_loadu_si512((const void *)bytes[0]);
     }
+    vq_avx512_init_wide(pair_bits, k);
     k->shifts = _mm512_loadu_si512((const void *)shifts);
     k->low4 = _mm512_set1_epi8(15);
     k->coordinate = _mm512_loadu_si512((const void *)coordinate);
@@ -229,16 +259,28 @@ VQ_AVX512_INLINE void vq_avx512_step(const pmpd_vq_matrix *m, const vq_avx512_co
     }
 }
 
-/* Wide steps (p = 4 and 8): 64 index bytes of a row as stored, 8 or 4
- * blocks (rotated_simd.h's wide input, whose activation k of a block is
- * VQ's coordinate k / 16 of pair k % 16):
- *   p = 4: lane s holds blocks 2s and 2s + 1 (a byte: pair j's index in
- *          the low nibble, pair j + 8's in the high one), looked up as they
- *          are and shifted by 4 in tables of each coordinate repeated over
- *          16 entries: 4 lookups, no clearing, one conversion and FMA per
- *          256 weights (3 operations per row and 64 weights against 6);
- *   p = 8: lane s holds block s, looked up in both coordinates' tables:
- *          5.5 operations per 64 weights against 11. */
+/* Wide steps: 64 index bytes of a row, 8 blocks at p = 4, else 4
+ * (rotated_simd.h's wide input, whose activation k of a block is VQ's
+ * coordinate k / 16 of pair k % 16):
+ *   p = 4: lane s holds blocks 2s and 2s + 1 as stored (a byte: pair j's
+ *          index in the low nibble, pair j + 8's in the high one), looked
+ *          up as they are and shifted by 4 in tables of each coordinate
+ *          repeated over 16 entries: 4 lookups, no clearing, one conversion
+ *          and FMA per 256 weights (3 operations per row and 64 weights
+ *          against 6);
+ *   p = 5..7: lane s gets block s's 16 indices by the pair step's gathers
+ *          (now per 4 blocks), looked up once per coordinate: 6 operations
+ *          per 64 weights against 9-11;
+ *   p = 8: lane s holds block s as stored, looked up in both coordinates'
+ *          tables: 5.5 operations per 64 weights against 11. */
+VQ_AVX512_INLINE __m512i vq_avx512_wide_indices(__m512i stored, const vq_avx512_consts *k)
+{
+    const __m512i nibbles = _mm512_srlv_epi64(_mm512_permutexvar_epi8(k->wide_nibbles, stored), k->wide_shifts);
+    const __m512i rows = _mm512_maskz_permutexvar_epi8(_cvtu64_mask64(k->wide_rows), k->wide_planes, stored);
+    return _mm512_ternarylogic_epi32(k->low4, nibbles, _mm512_gf2p8affine_epi64_epi8(k->one_hot, rows, 0),
+                                     VQ_AVX512_SELECT);
+}
+
 VQ_AVX512_INLINE void vq_avx512_wide_weights(const uint8_t *indices, unsigned pair_bits, const vq_avx512_consts *k,
                                              __m512i *w)
 {
@@ -246,10 +288,18 @@ VQ_AVX512_INLINE void vq_avx512_wide_weights(const uint8_t *indices, unsigned pa
     const __m512i *t = k->table;
     if (pair_bits == 4) {
         const __m512i high = _mm512_srli_epi64(stored, 4);
-        w[0] = _mm512_permutexvar_epi8(stored, k->nibble_table[0]);
-        w[1] = _mm512_permutexvar_epi8(high, k->nibble_table[0]);
-        w[2] = _mm512_permutexvar_epi8(stored, k->nibble_table[1]);
-        w[3] = _mm512_permutexvar_epi8(high, k->nibble_table[1]);
+        w[0] = _mm512_permutexvar_epi8(stored, k->coordinate_table[0]);
+        w[1] = _mm512_permutexvar_epi8(high, k->coordinate_table[0]);
+        w[2] = _mm512_permutexvar_epi8(stored, k->coordinate_table[1]);
+        w[3] = _mm512_permutexvar_epi8(high, k->coordinate_table[1]);
+    } else if (pair_bits <= 6) {
+        const __m512i idx = vq_avx512_wide_indices(stored, k);
+        w[0] = _mm512_permutexvar_epi8(idx, k->coordinate_table[0]);
+        w[1] = _mm512_permutexvar_epi8(idx, k->coordinate_table[1]);
+    } else if (pair_bits == 7) {
+        const __m512i idx = vq_avx512_wide_indices(stored, k);
+        w[0] = _mm512_permutex2var_epi8(t[0], idx, t[1]);
+        w[1] = _mm512_permutex2var_epi8(t[2], idx, t[3]);
     } else {
         const __mmask64 upper = _mm512_movepi8_mask(stored);
         w[0] = _mm512_mask_blend_epi8(upper, _mm512_permutex2var_epi8(t[0], stored, t[1]),
@@ -264,7 +314,7 @@ VQ_AVX512_INLINE void vq_avx512_wide_step(const pmpd_vq_matrix *m, const vq_avx5
                                           const int8_t *q, const float *d, size_t n_blocks, size_t b, size_t r0,
                                           size_t stride, size_t nr, size_t t0, size_t nt, pmpd_rotated_avx512_sums acc)
 {
-    const unsigned blocks = 32 / pair_bits;
+    const unsigned blocks = VQ_AVX512_WIDE_BLOCKS(pair_bits);
     pmpd_rotated_avx512_wide in[PMPD_ROTATED_AVX512_TOKENS];
     size_t i, t;
 #pragma GCC unroll 2
@@ -301,9 +351,11 @@ VQ_AVX512_INLINE void vq_avx512_tile(const pmpd_vq_matrix *m, const vq_avx512_co
 #pragma GCC unroll 2
         for (t = 0; t < nt; t++)
             acc[i][t] = _mm512_setzero_ps();
-    if (pair_bits == 4 || pair_bits == 8)
-        for (; b + 32 / pair_bits <= n_blocks; b += 32 / pair_bits)
-            vq_avx512_wide_step(m, k, pair_bits, q, d, n_blocks, b, r0, stride, nr, t0, nt, acc);
+    /* Wide steps while their 64 bytes lie inside the row (at p = 5..7
+     * they pass their 4 blocks' 8p), then pairs. */
+    for (; b + VQ_AVX512_WIDE_BLOCKS(pair_bits) <= n_blocks && b * 2 * pair_bits + 64 <= m->row_bytes;
+         b += VQ_AVX512_WIDE_BLOCKS(pair_bits))
+        vq_avx512_wide_step(m, k, pair_bits, q, d, n_blocks, b, r0, stride, nr, t0, nt, acc);
 #define VQ_AVX512_STEP(b, blocks, bounded)                                                                           \
     vq_avx512_step(m, k, pair_bits, q, d, n_blocks, b, blocks, bounded, r0, stride, nr, t0, nt, acc)
     PMPD_ROTATED_AVX512_STEPS(b, n_blocks, vq_avx512_open_blocks(m, pair_bits), VQ_AVX512_STEP);
@@ -347,5 +399,6 @@ PMPD_INTERNAL void pmpd_vq_matmul(const pmpd_vq_matrix *m, const void *act, size
 
 #undef VQ_AVX512_TABLES
 #undef VQ_AVX512_SELECT
+#undef VQ_AVX512_WIDE_BLOCKS
 #undef VQ_AVX512_INLINE
 #endif
