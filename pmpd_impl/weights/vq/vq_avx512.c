@@ -101,8 +101,78 @@ static void vq_avx512_entry(unsigned pair_bits, unsigned k, unsigned n, unsigned
     }
 }
 
+/* The byte, counted from a step's first block, that holds bit 4 + plane
+ * of the indices of pairs 8 half..8 half + 7 of block (p = 5..7). */
+static unsigned vq_avx512_plane_byte(unsigned pair_bits, unsigned block, unsigned plane, unsigned half)
+{
+    return 2 * pair_bits * block + 8 + 2 * plane + half;
+}
+
+/* The lookup tables: table[] (vq_avx512_entry) and each coordinate's
+ * points repeated over 64 bytes (p <= 6). */
+static void vq_avx512_init_tables(unsigned pair_bits, vq_avx512_consts *k)
+{
+    const int8_t *book = pmpd_vq_book(pair_bits);
+    const unsigned tables = pair_bits <= 5 ? 1 : 1u << (pair_bits - 5);
+    const unsigned repeat = 1u << (pair_bits < 6 ? pair_bits : 6);
+    unsigned char bytes[64];
+    unsigned t, n, point, coord;
+    for (t = 0; t < VQ_AVX512_TABLES; t++) {
+        memset(bytes, 0, sizeof bytes);
+        for (n = 0; t < tables && n < 64; n++) {
+            vq_avx512_entry(pair_bits, t, n, &point, &coord);
+            bytes[n] = (unsigned char)(128 + book[2 * point + coord]);
+        }
+        k->table[t] = _mm512_loadu_si512((const void *)bytes);
+    }
+    for (t = 0; t < 2; t++) {
+        for (n = 0; n < 64; n++)
+            bytes[n] = (unsigned char)(128 + book[2 * (n % repeat) + t]);
+        k->coordinate_table[t] = _mm512_loadu_si512((const void *)bytes);
+    }
+}
+
+/* The pair steps' constants, bytes in vq_avx512_position's order. */
+static void vq_avx512_init_pairs(unsigned pair_bits, vq_avx512_consts *k)
+{
+    unsigned char nibbles[64], planes[64], one_hot[64], order[64], coordinate[64];
+    unsigned char ones[64] = {0, 0xFF};
+    int32_t lanes[16];
+    long long shifts[8];
+    unsigned p, block, pair, coord;
+    for (p = 0; p < 64; p++) {
+        /* Matrix byte p % 8 of a qword gives bit 7 - p % 8 of its bytes. */
+        const unsigned bit = 7 - p % 8;
+        vq_avx512_position(pair_bits, p, &block, &pair, &coord);
+        order[p] = (unsigned char)(32 * block + 16 * coord + pair);
+        coordinate[p] = (unsigned char)(coord << 4);
+        one_hot[p] = (unsigned char)(1u << (pair % 8));
+        nibbles[p] = (unsigned char)(2 * pair_bits * block + pair % 8);
+        planes[p] = 64; /* VPERMT2B's second source, ones: byte 0 is zero */
+        if (bit >= 4 && bit < pair_bits)
+            planes[p] = (unsigned char)vq_avx512_plane_byte(pair_bits, block, bit - 4, pair / 8);
+        else if (bit == pair_bits && pair_bits <= 6 && coord)
+            planes[p] = 65; /* ones' byte 1, 0xFF: the coordinate bit */
+    }
+    for (p = 0; p < 16; p++) {
+        vq_avx512_position(pair_bits, 4 * p, &block, &pair, &coord);
+        lanes[p] = (int32_t)block;
+    }
+    for (p = 0; p < 8; p++)
+        shifts[p] = (long long)(p / 2 % 2) * 4;
+    k->shifts = _mm512_loadu_si512((const void *)shifts);
+    k->coordinate = _mm512_loadu_si512((const void *)coordinate);
+    k->nibbles = _mm512_loadu_si512((const void *)nibbles);
+    k->planes = _mm512_loadu_si512((const void *)planes);
+    k->ones = _mm512_loadu_si512((const void *)ones);
+    k->one_hot = _mm512_loadu_si512((const void *)one_hot);
+    k->order = _mm512_loadu_si512((const void *)order);
+    k->lanes = _mm512_loadu_si512((const void *)lanes);
+}
+
 /* The wide steps' gathers at p = 5..7: lane s of 4 blocks holds block
- * s's 16 indices in pair order (byte j: pair j). */
+ * s's 16 indices in pair order (byte j: pair j); a qword's bit matrix is
+ * that of the pair steps, its rows zero where no plane is. */
 static void vq_avx512_init_wide(unsigned pair_bits, vq_avx512_consts *k)
 {
     unsigned char nibbles[64], planes[64];
@@ -114,7 +184,7 @@ static void vq_avx512_init_wide(unsigned pair_bits, vq_avx512_consts *k)
         nibbles[p] = (unsigned char)(2 * pair_bits * s + j % 8);
         planes[p] = 0;
         if (bit >= 4 && bit < pair_bits) {
-            planes[p] = (unsigned char)(2 * pair_bits * s + 8 + 2 * (bit - 4) + j / 8);
+            planes[p] = (unsigned char)vq_avx512_plane_byte(pair_bits, s, bit - 4, j / 8);
             k->wide_rows |= UINT64_C(1) << p;
         }
     }
@@ -127,56 +197,10 @@ static void vq_avx512_init_wide(unsigned pair_bits, vq_avx512_consts *k)
 
 static void vq_avx512_init(unsigned pair_bits, vq_avx512_consts *k)
 {
-    const int8_t *book = pmpd_vq_book(pair_bits);
-    const unsigned tables = pair_bits <= 5 ? 1 : 1u << (pair_bits - 5);
-    unsigned char bytes[VQ_AVX512_TABLES][64], nibbles[64], planes[64], one_hot[64], order[64], coordinate[64];
-    unsigned char ones[64] = {0, 0xFF};
-    int32_t lanes[16];
-    long long shifts[8];
-    unsigned t, p, block, pair, coord, point;
-    memset(bytes, 0, sizeof bytes);
-    for (t = 0; t < tables; t++)
-        for (p = 0; p < 64; p++) {
-            vq_avx512_entry(pair_bits, t, p, &point, &coord);
-            bytes[t][p] = (unsigned char)(128 + book[2 * point + coord]);
-        }
-    for (p = 0; p < 64; p++) {
-        /* Matrix byte p % 8 of a qword gives bit 7 - p % 8 of its bytes. */
-        const unsigned bit = 7 - p % 8;
-        vq_avx512_position(pair_bits, p, &block, &pair, &coord);
-        order[p] = (unsigned char)(32 * block + 16 * coord + pair);
-        coordinate[p] = (unsigned char)(coord << 4);
-        one_hot[p] = (unsigned char)(1u << (pair % 8));
-        nibbles[p] = (unsigned char)(2 * pair_bits * block + pair % 8);
-        planes[p] = 64; /* a zero byte of ones */
-        if (bit >= 4 && bit < pair_bits)
-            planes[p] = (unsigned char)(2 * pair_bits * block + 8 + 2 * (bit - 4) + pair / 8);
-        else if (bit == pair_bits && pair_bits <= 6 && coord)
-            planes[p] = 65;
-    }
-    for (p = 0; p < 16; p++) {
-        vq_avx512_position(pair_bits, 4 * p, &block, &pair, &coord);
-        lanes[p] = (int32_t)block;
-    }
-    for (p = 0; p < 8; p++)
-        shifts[p] = (long long)(p / 2 % 2) * 4;
-    for (t = 0; t < VQ_AVX512_TABLES; t++)
-        k->table[t] = _mm512_loadu_si512((const void *)bytes[t]);
-    for (t = 0; t < 2; t++) {
-        for (p = 0; p < 64; p++)
-            bytes[0][p] = (unsigned char)(128 + book[2 * (p % (1u << (pair_bits < 6 ? pair_bits : 6))) + t]);
-        k->coordinate_table[t] = _mm512_loadu_si512((const void *)bytes[0]);
-    }
+    vq_avx512_init_tables(pair_bits, k);
+    vq_avx512_init_pairs(pair_bits, k);
     vq_avx512_init_wide(pair_bits, k);
-    k->shifts = _mm512_loadu_si512((const void *)shifts);
     k->low4 = _mm512_set1_epi8(15);
-    k->coordinate = _mm512_loadu_si512((const void *)coordinate);
-    k->nibbles = _mm512_loadu_si512((const void *)nibbles);
-    k->planes = _mm512_loadu_si512((const void *)planes);
-    k->ones = _mm512_loadu_si512((const void *)ones);
-    k->one_hot = _mm512_loadu_si512((const void *)one_hot);
-    k->order = _mm512_loadu_si512((const void *)order);
-    k->lanes = _mm512_loadu_si512((const void *)lanes);
     k->unit = pmpd_vq_unit(pair_bits);
 }
 
