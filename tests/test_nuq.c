@@ -131,7 +131,11 @@ static void brute_row(const pmpd_nuq_matrix *m, size_t r, double *w)
 }
 
 static const size_t shape_rows[] = {1, 3, 5, 7, 13};
-static const size_t shape_cols[] = {1, 5, 12, 20, 28, 33, 64, 100, 172, 192, 300, 1000};
+/* Rotations of 1 to 32 blocks, odd counts among them (20: 1, 90 -> 96: 3,
+ * 160: 5, 200 -> 224: 7), padded ones (172 -> 192), and for the AVX-512
+ * kernel's steps wide ones (8 blocks at 2 bits, 4 at 4) followed by pairs
+ * and a lone block (160, 192, 200, 300 -> 320, 1000 -> 1024). */
+static const size_t shape_cols[] = {1, 5, 12, 20, 28, 33, 64, 90, 100, 160, 172, 192, 200, 300, 1000};
 
 /* (b) and (c): compiled kernel == oracle (tails, 1 row, odd rows, sub-ranges,
  * 1-5 tokens); oracle == brute force over the dequantized, unrotated rows;
@@ -218,6 +222,84 @@ static void test_kernels_and_oracles(void **state)
                 free(w);
             }
     print_message("kernel: %s\n", PMPD_NUQ_KERNEL);
+}
+
+/* The prepared input's int8 blocks, as rotated.h defines them: a block's
+ * step d = max |x'| / 127, q = x' / d rounded half away from zero, zeros
+ * for an all-zero block and for NaN. */
+static void reference_block(const float *x, int8_t *q, float *d)
+{
+    float absmax = 0.0f, inverse;
+    int c;
+    for (c = 0; c < 32; c++)
+        if (fabsf(x[c]) > absmax)
+            absmax = fabsf(x[c]);
+    *d = absmax / 127.0f;
+    inverse = absmax > 0.0f ? 127.0f / absmax : 0.0f;
+    for (c = 0; c < 32; c++) {
+        const float v = x[c] * inverse;
+        q[c] = (int8_t)(isnan(v) ? 0 : (int)(v < 0.0f ? v - 0.5f : v + 0.5f));
+    }
+}
+
+/* The prepared input: pmpd_nuq_prepare_tokens gives exactly the
+ * reference's bytes and steps (x' from the signs drawn here and the
+ * library's Hadamard transform), for Gaussian tokens, a zero token, one
+ * with a NaN and one with an infinity (their rotation groups turn NaN), at
+ * padded and unpadded widths. */
+static void test_prepared_input(void **state)
+{
+    static const size_t widths[] = {20, 172, 1000, 4096};
+    const size_t n_tokens = 5;
+    test_rng rng;
+    size_t wi, t, c;
+    (void)state;
+    test_rng_seed(&rng, 15);
+    for (wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
+        size_t size;
+        pmpd_nuq_matrix m;
+        pmpd_error err;
+        unsigned char *data = encode_random(1, widths[wi], 4, &rng, NULL, &size);
+        float *x, *work, *rotated;
+        void *act;
+        assert_int_equal(pmpd_nuq_view(data, size, 1, widths[wi], 0, &m, &err), PMPD_OK);
+        x = (float *)malloc(n_tokens * m.cols * sizeof(float));
+        work = (float *)malloc(m.padded * sizeof(float));
+        rotated = (float *)malloc(m.padded * sizeof(float));
+        act = malloc(pmpd_nuq_act_bytes(&m, n_tokens));
+        assert_true(x && work && rotated && act);
+        for (c = 0; c < n_tokens * m.cols; c++)
+            x[c] = c / m.cols == 2 ? 0.0f : test_rng_normal(&rng) * 3.0f;
+        x[3 * m.cols + m.cols / 2] = NAN;
+        x[4 * m.cols] = INFINITY;
+        pmpd_nuq_prepare_tokens(&m, x, 0, n_tokens, n_tokens, act, work);
+        for (t = 0; t < n_tokens; t++) {
+            const size_t blocks = m.padded / 32;
+            uint64_t seed = m.seed, word = 0;
+            size_t b;
+            memset(rotated, 0, m.padded * sizeof(float));
+            for (c = 0; c < m.cols; c++) {
+                if (c % 64 == 0)
+                    word = pmpd_splitmix64_next(&seed);
+                rotated[c] = word >> (c % 64) & 1 ? -x[t * m.cols + c] : x[t * m.cols + c];
+            }
+            pmpd_hadamard(rotated, m.rotation, 0);
+            for (b = 0; b < blocks; b++) {
+                int8_t q[32];
+                float d;
+                reference_block(rotated + 32 * b, q, &d);
+                if (memcmp(q, pmpd_nuq_act_q(&m, act, n_tokens) + t * m.padded + 32 * b, 32) != 0 ||
+                    memcmp(&d, pmpd_nuq_act_d(&m, act, n_tokens) + t * blocks + b, sizeof d) != 0)
+                    fail_msg("width %zu token %zu block %zu: prepared input differs from the reference", widths[wi],
+                             t, b);
+            }
+        }
+        free(data);
+        free(x);
+        free(work);
+        free(rotated);
+        free(act);
+    }
 }
 
 /* (d) A tensor with one thing wrong gives that thing's status. */
@@ -368,6 +450,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gaussian_mse),
         cmocka_unit_test(test_kernels_and_oracles),
+        cmocka_unit_test(test_prepared_input),
         cmocka_unit_test(test_malformed_tensors),
         cmocka_unit_test(test_stories260k_quality),
         cmocka_unit_test(test_streamed_conversion),

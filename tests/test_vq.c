@@ -234,7 +234,11 @@ static void brute_row(const pmpd_vq_matrix *m, size_t r, double *w)
 }
 
 static const size_t shape_rows[] = {1, 3, 5, 7, 13};
-static const size_t shape_cols[] = {1, 5, 12, 20, 28, 33, 64, 100, 172, 300};
+/* Rotations of 1 to 10 blocks, odd counts among them (20: 1, 90 -> 96: 3,
+ * 160: 5, 200 -> 224: 7), padded ones (172 -> 192), and for the AVX-512
+ * kernel's steps wide ones (8 blocks at 4 index bits, 4 at 8) followed by
+ * pairs and a lone block (160, 172, 200, 300 -> 320). */
+static const size_t shape_cols[] = {1, 5, 12, 20, 28, 33, 64, 90, 100, 160, 172, 200, 300};
 
 /* The product of one encoded matrix checked three ways (kernel == oracle,
  * oracle == brute force within the activation rounding, row lookup ==

@@ -57,7 +57,7 @@ const char *bench_kernel_paths(void)
     /* The kernels compiled in, as chosen by the target macros (config.h). */
     return ""
 #if PMPD_USE_AVX512
-           "AVX-512 VNNI GEMV (q8/q4/q2cb, nested); "
+           "AVX-512 VNNI GEMV (q8/q4/q2cb, nested, nuq, vq); "
 #endif
 #if PMPD_USE_AVX2
            "AVX2+FMA kernels; w8a8 " PMPD_W8A8_KERNEL

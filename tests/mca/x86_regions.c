@@ -8,6 +8,15 @@
  *   *-avx512        one group of a tile of 4 row blocks (16 rows);
  *   nested-kbit     one 256-column superblock of a 4-row block (the
  *                   AVX2 kernel; nested-kbit-avx512 the AVX-512 one);
+ *   nuqK-avx512     one pair step of a decode tile: 64 rotated columns of
+ *                   4 rows, the token's activations permuted for it
+ *                   included (3 bits; 2 and 4 bits at a row's end);
+ *   nuqK-wide-avx512  a wide step of a decode tile at 2 or 4 bits (256 or
+ *                   128 columns of 4 rows), the bulk of those rows;
+ *   vqP-avx512      the same for VQ with P index bits per pair (full-width
+ *                   loads, as at a row's end), vqP-wide-avx512 its wide
+ *                   steps (256 columns of 4 rows at P = 4, else 128), the
+ *                   bulk of a row;
  *   attn-*-scores   two K rows of a 16-dim head against 4 query heads,
  *                   reduction included (a 64-dim head runs the 16-dim
  *                   loop body 4 times, then one reduction);
@@ -20,6 +29,8 @@
 #include "pmpd_impl/weights/anyprec/anyprec_gemv_avx512.c"
 #include "pmpd_impl/weights/grouped/x86_avx2/qmatmul.c"
 #include "pmpd_impl/weights/grouped/x86_avx512/qmatmul.c"
+#include "pmpd_impl/weights/nuq/nuq_avx512.c"
+#include "pmpd_impl/weights/vq/vq_avx512.c"
 
 #define MCA_BEGIN(name) __asm__ volatile("# LLVM-MCA-BEGIN " name ::: "memory")
 #define MCA_END(name) __asm__ volatile("# LLVM-MCA-END " name ::: "memory")
@@ -99,6 +110,121 @@ void mca_nested_avx512(unsigned bits, const pmpd_anyprec_matrix *m, const int8_t
         MCA_NESTED_AVX512(3, "nested-3bit-avx512/1024/384");
     else
         MCA_NESTED_AVX512(4, "nested-4bit-avx512/1024/512");
+}
+#endif
+
+#if PMPD_USE_AVX512
+void mca_nuq_avx512(const pmpd_nuq_matrix *m, const int8_t *q, const float *d, size_t n_blocks, size_t b,
+                    size_t stride, pmpd_rotated_avx512_sums acc);
+
+/* The accumulators stay in registers across steps, as in the real loop. */
+#define MCA_NUQ_AVX512(k, name)                                                                                     \
+    do {                                                                                                             \
+        nuq_avx512_consts consts;                                                                                    \
+        pmpd_rotated_avx512_sums sums;                                                                               \
+        unsigned i;                                                                                                  \
+        nuq_avx512_init(k, &consts);                                                                                 \
+        for (i = 0; i < 4; i++)                                                                                      \
+            sums[i][0] = acc[i][0];                                                                                  \
+        MCA_BEGIN(name);                                                                                             \
+        nuq_avx512_step(m, &consts, k, q, d, n_blocks, b, 2, 0, stride, 4, 0, 1, sums);                              \
+        MCA_END(name);                                                                                               \
+        for (i = 0; i < 4; i++)                                                                                      \
+            acc[i][0] = sums[i][0];                                                                                  \
+    } while (0)
+
+#define MCA_NUQ_WIDE_AVX512(k, name)                                                                                \
+    do {                                                                                                             \
+        nuq_avx512_consts consts;                                                                                    \
+        pmpd_rotated_avx512_sums sums;                                                                               \
+        unsigned i;                                                                                                  \
+        nuq_avx512_init(k, &consts);                                                                                 \
+        for (i = 0; i < 4; i++)                                                                                      \
+            sums[i][0] = acc[i][0];                                                                                  \
+        MCA_BEGIN(name);                                                                                             \
+        nuq_avx512_wide_step(m, &consts, k, q, d, n_blocks, b, 0, stride, 4, 0, 1, sums);                            \
+        MCA_END(name);                                                                                               \
+        for (i = 0; i < 4; i++)                                                                                      \
+            acc[i][0] = sums[i][0];                                                                                  \
+    } while (0)
+
+/* The decode tile's steps: 4 rows (4 streams) x 64 columns (or a wide
+ * step's 256, 128), one token. */
+void mca_nuq_avx512(const pmpd_nuq_matrix *m, const int8_t *q, const float *d, size_t n_blocks, size_t b,
+                    size_t stride, pmpd_rotated_avx512_sums acc)
+{
+    if (m->bits == 2) {
+        MCA_NUQ_AVX512(2, "nuq2-avx512/256/64");
+        MCA_NUQ_WIDE_AVX512(2, "nuq2-wide-avx512/1024/256");
+    } else if (m->bits == 3) {
+        MCA_NUQ_AVX512(3, "nuq3-avx512/256/96");
+    } else {
+        MCA_NUQ_AVX512(4, "nuq4-avx512/256/128");
+        MCA_NUQ_WIDE_AVX512(4, "nuq4-wide-avx512/512/256");
+    }
+}
+#endif
+
+#if PMPD_USE_AVX512
+void mca_vq_avx512(const pmpd_vq_matrix *m, const int8_t *q, const float *d, size_t n_blocks, size_t b,
+                   size_t stride, pmpd_rotated_avx512_sums acc);
+
+#define MCA_VQ_AVX512(p, name)                                                                                      \
+    do {                                                                                                             \
+        vq_avx512_consts consts;                                                                                     \
+        pmpd_rotated_avx512_sums sums;                                                                               \
+        unsigned i;                                                                                                  \
+        vq_avx512_init(p, &consts);                                                                                  \
+        for (i = 0; i < 4; i++)                                                                                      \
+            sums[i][0] = acc[i][0];                                                                                  \
+        MCA_BEGIN(name);                                                                                             \
+        vq_avx512_step(m, &consts, p, q, d, n_blocks, b, 2, 0, 0, stride, 4, 0, 1, sums);                            \
+        MCA_END(name);                                                                                               \
+        for (i = 0; i < 4; i++)                                                                                      \
+            acc[i][0] = sums[i][0];                                                                                  \
+    } while (0)
+
+#define MCA_VQ_WIDE_AVX512(p, name)                                                                                 \
+    do {                                                                                                             \
+        vq_avx512_consts consts;                                                                                     \
+        pmpd_rotated_avx512_sums sums;                                                                               \
+        unsigned i;                                                                                                  \
+        vq_avx512_init(p, &consts);                                                                                  \
+        for (i = 0; i < 4; i++)                                                                                      \
+            sums[i][0] = acc[i][0];                                                                                  \
+        MCA_BEGIN(name);                                                                                             \
+        vq_avx512_wide_step(m, &consts, p, q, d, n_blocks, b, 0, stride, 4, 0, 1, sums);                             \
+        MCA_END(name);                                                                                               \
+        for (i = 0; i < 4; i++)                                                                                      \
+            acc[i][0] = sums[i][0];                                                                                  \
+    } while (0)
+
+/* VQ's decode tile steps, as NUQ's. */
+void mca_vq_avx512(const pmpd_vq_matrix *m, const int8_t *q, const float *d, size_t n_blocks, size_t b,
+                   size_t stride, pmpd_rotated_avx512_sums acc)
+{
+    switch (m->pair_bits) {
+    case 4:
+        MCA_VQ_AVX512(4, "vq4-avx512/256/64");
+        MCA_VQ_WIDE_AVX512(4, "vq4-wide-avx512/1024/256");
+        break;
+    case 5:
+        MCA_VQ_AVX512(5, "vq5-avx512/256/80");
+        MCA_VQ_WIDE_AVX512(5, "vq5-wide-avx512/512/160");
+        break;
+    case 6:
+        MCA_VQ_AVX512(6, "vq6-avx512/256/96");
+        MCA_VQ_WIDE_AVX512(6, "vq6-wide-avx512/512/192");
+        break;
+    case 7:
+        MCA_VQ_AVX512(7, "vq7-avx512/256/112");
+        MCA_VQ_WIDE_AVX512(7, "vq7-wide-avx512/512/224");
+        break;
+    default:
+        MCA_VQ_AVX512(8, "vq8-avx512/256/128");
+        MCA_VQ_WIDE_AVX512(8, "vq8-wide-avx512/512/256");
+        break;
+    }
 }
 #endif
 

@@ -52,7 +52,9 @@
 #define PMPD_NUQ_MIN_BITS 2
 #define PMPD_NUQ_MAX_BITS 4
 
-#if PMPD_USE_AVX2
+#if PMPD_USE_AVX512
+#define PMPD_NUQ_KERNEL "avx512"
+#elif PMPD_USE_AVX2
 #define PMPD_NUQ_KERNEL "avx2"
 #elif PMPD_USE_NEON && defined(__aarch64__)
 #define PMPD_NUQ_KERNEL "neon"

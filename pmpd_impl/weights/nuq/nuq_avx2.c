@@ -12,7 +12,7 @@
 #include "pmpd_impl/weights/nuq/nuq.h"
 #include "pmpd_impl/weights/rotated/rotated_simd.h"
 
-#if PMPD_USE_AVX2
+#if PMPD_USE_AVX2 && !PMPD_USE_AVX512 /* else nuq_avx512.c */
 #include <immintrin.h>
 #include <string.h>
 

@@ -1,8 +1,8 @@
 /* SIMD steps shared by the kernels of the rotated formats on the
- * int8-prepared input (rotated.h; nuq/nuq_avx2.c, nuq/nuq_neon.c,
- * vq/vq_avx2.c, vq/vq_neon.c, tcq/tcq_avx2.c): the token tiles, and what
- * follows a block's weight lookup, the exact int8 products with the
- * activations and the float accumulation. */
+ * int8-prepared input (rotated.h; nuq/nuq_avx2.c, nuq/nuq_avx512.c,
+ * nuq/nuq_neon.c, vq/vq_avx2.c, vq/vq_neon.c, tcq/tcq_avx2.c): the token
+ * tiles, and what follows a block's weight lookup, the exact int8 products
+ * with the activations and the float accumulation. */
 #ifndef PMPD_WEIGHTS_ROTATED_SIMD_H
 #define PMPD_WEIGHTS_ROTATED_SIMD_H
 
@@ -63,6 +63,202 @@ static inline __attribute__((always_inline)) __m256 pmpd_rotated_avx2_dot(__m256
     const __m256i xs = _mm256_loadu_si256((const __m256i *)(const void *)x);
     const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(xs, w)), ones);
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_set1_ps(d), acc);
+}
+#endif
+
+#if PMPD_USE_AVX512
+/* The AVX-512 kernels' tiles (nuq/nuq_avx512.c, vq/vq_avx512.c): 4 rows x
+ * 2 tokens, a step a pair of blocks.  The tile's rows are one from each
+ * quarter of the caller's rows, so that the weights are read as 4 long
+ * sequential streams, as the q4 kernel does (x86_avx512/qmatmul.c): nuq4
+ * streamed 15 GB/s from RAM on one Zen5 thread with 4 adjacent rows (4
+ * streams of one row each), 20 with software prefetch one tile ahead, 34
+ * quartered (where prefetching gained nothing). */
+#define PMPD_ROTATED_AVX512_ROWS 4
+#define PMPD_ROTATED_AVX512_TOKENS 2
+
+/* ROWS(r0, stride, nr) for the rows r0 + i stride, i < nr: row j of each
+ * quarter of [row_begin, row_end) (nr 4), then the rows left over one at a
+ * time (nr 1). */
+#define PMPD_ROTATED_AVX512_ROW_TILES(row_begin, row_end, ROWS)                                                    \
+    do {                                                                                                           \
+        const size_t pmpd_quarter_ = ((row_end) - (row_begin)) / PMPD_ROTATED_AVX512_ROWS;                       \
+        size_t pmpd_r_;                                                                                            \
+        for (pmpd_r_ = (row_begin); pmpd_r_ < (row_begin) + pmpd_quarter_; pmpd_r_++)                              \
+            ROWS(pmpd_r_, pmpd_quarter_, PMPD_ROTATED_AVX512_ROWS);                                                \
+        for (pmpd_r_ = (row_begin) + PMPD_ROTATED_AVX512_ROWS * pmpd_quarter_; pmpd_r_ < (row_end); pmpd_r_++)     \
+            ROWS(pmpd_r_, 0, 1);                                                                                   \
+    } while (0)
+
+/* TILE(t0, nt) for the tokens [0, n_tokens) in tiles of 2, the last nt
+ * (1) a constant at its call. */
+#define PMPD_ROTATED_AVX512_TOKEN_TILES(n_tokens, TILE)                                                            \
+    do {                                                                                                           \
+        const size_t pmpd_tile_ = PMPD_ROTATED_AVX512_TOKENS;                                                      \
+        size_t pmpd_t0_;                                                                                           \
+        for (pmpd_t0_ = 0; pmpd_t0_ + pmpd_tile_ <= (n_tokens); pmpd_t0_ += pmpd_tile_)                            \
+            TILE(pmpd_t0_, PMPD_ROTATED_AVX512_TOKENS);                                                            \
+        if (pmpd_t0_ < (n_tokens))                                                                                 \
+            TILE(pmpd_t0_, 1);                                                                                     \
+    } while (0)
+
+/* STEP(b, blocks, bounded) for the blocks [first, n_blocks) in pairs from
+ * b (blocks 2), an odd last one alone (blocks 1); bounded is 0 for the
+ * pairs that start below open_blocks, which may load past their own bytes
+ * (a kernel's full-width load, where a masked one halved VQ's speed from
+ * RAM), and 1 for those that may not (the row's last bytes). */
+#define PMPD_ROTATED_AVX512_STEPS(first, n_blocks, open_blocks, STEP)                                              \
+    do {                                                                                                           \
+        size_t pmpd_b_;                                                                                            \
+        for (pmpd_b_ = (first); pmpd_b_ + 2 <= (n_blocks) && pmpd_b_ < (open_blocks); pmpd_b_ += 2)                \
+            STEP(pmpd_b_, 2, 0);                                                                                   \
+        for (; pmpd_b_ + 2 <= (n_blocks); pmpd_b_ += 2)                                                            \
+            STEP(pmpd_b_, 2, 1);                                                                                   \
+        if (pmpd_b_ < (n_blocks))                                                                                  \
+            STEP(pmpd_b_, 1, 1);                                                                                   \
+    } while (0)
+
+/* A tile's accumulators, [row][token]. */
+typedef __m512 pmpd_rotated_avx512_sums[PMPD_ROTATED_AVX512_ROWS][PMPD_ROTATED_AVX512_TOKENS];
+
+/* y[t * ldy + r] = scale[r] * unit * the lanes' sum of acc[i][t - t0] for
+ * the tile's rows r = r0 + i stride (i < nr) and tokens t0..t0+nt-1. */
+static inline __attribute__((always_inline)) void pmpd_rotated_avx512_store(pmpd_rotated_avx512_sums acc,
+                                                                           const float *scale, float unit,
+                                                                           size_t r0, size_t stride, size_t nr,
+                                                                           size_t t0, size_t nt, float *y,
+                                                                           size_t ldy)
+{
+    size_t i, t;
+    for (i = 0; i < nr; i++)
+        for (t = 0; t < nt; t++)
+            y[(t0 + t) * ldy + r0 + i * stride] = scale[r0 + i * stride] * unit * _mm512_reduce_add_ps(acc[i][t]);
+}
+
+/* One token's side of a pair of blocks (64 rotated columns) in an AVX-512
+ * kernel, built once per tile and used by each of its rows.  VPDPBUSD
+ * multiplies unsigned by signed bytes, so the kernels look up weights
+ * biased by +128 (unsigned) and start each product from -128 times the sum
+ * of its lane's four activations: the int32 lanes are then the exact
+ * signed products, whatever the order the kernel keeps its bytes in. */
+typedef struct pmpd_rotated_avx512_input {
+    __m512i x;       /* the 64 int8 activations in the kernel's byte order */
+    __m512i negbias; /* per dword lane: -128 * the sum of its 4 activations */
+    __m512 d;        /* per dword lane: its block's activation step */
+} pmpd_rotated_avx512_input;
+
+/* Blocks b and b + 1 of one token (x and d at block b's activations and
+ * step), or with blocks == 1 block b alone, the other half zero (no read
+ * past the block).  order: VPERMB index, the activation under each byte of
+ * the kernel's weights; lanes: VPERMPS index, the block (0 or 1) of each
+ * dword lane. */
+static inline __attribute__((always_inline)) pmpd_rotated_avx512_input
+pmpd_rotated_avx512_input_pair(const int8_t *x, const float *d, unsigned blocks, __m512i order, __m512i lanes)
+{
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i raw = blocks == 2 ? _mm512_loadu_si512((const void *)x)
+                                    : _mm512_maskz_loadu_epi8((__mmask64)0xFFFFFFFFu, (const void *)x);
+    const __m128 steps = blocks == 2 ? _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(const void *)d))
+                                     : _mm_load_ss(d);
+    pmpd_rotated_avx512_input in;
+    in.x = _mm512_permutexvar_epi8(order, raw);
+    in.negbias = _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(-128), _mm512_sub_epi8(zero, in.x));
+    in.d = _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(steps));
+    return in;
+}
+
+/* One token's side of a wide step: 64 bytes of one row's weight codes
+ * loaded as stored, 16 to a 128-bit lane, from which a kernel derives up
+ * to 4 vectors of 64 biased weights (shifts, lookups) whose lane s still
+ * belongs to the lane's blocks, so that their VPDPBUSD sums add up in
+ * int32 before one conversion and FMA:
+ *   8 blocks (16 activations' codes in 16 bytes: NUQ 2 bits, VQ 4 bits):
+ *     x[k] lane s = activations 8k..8k+7 of blocks 2s and 2s + 1;
+ *   4 blocks (32 in 16: NUQ 4 bits, VQ 8 bits): x[k] lane s =
+ *     activations 16k..16k+15 of block s, x[2] and x[3] zero. */
+#define PMPD_ROTATED_AVX512_WIDE 4 /* weight vectors per wide step, at most */
+
+typedef struct pmpd_rotated_avx512_wide {
+    __m512i x[PMPD_ROTATED_AVX512_WIDE];
+    __m512i negbias; /* -128 * each dword lane's activations summed over x[k] */
+    __m512 d;        /* each dword lane's block step */
+} pmpd_rotated_avx512_wide;
+
+/* The wide step's activations of blocks b.. (x and d at block b's) into
+ * in.  (Filled through a pointer, with no loops over the vectors: clang
+ * copied a returned struct with memcpy and kept 2-trip loops.) */
+static inline __attribute__((always_inline)) void pmpd_rotated_avx512_wide_input(const int8_t *x, const float *d,
+                                                                                 unsigned blocks,
+                                                                                 pmpd_rotated_avx512_wide *in)
+{
+    const __m512i zero = _mm512_setzero_si512(), bias = _mm512_set1_epi8(-128);
+    __m512i sum;
+    if (blocks == 8) {
+        /* Blocks 2s, 2s + 1 as loaded: qword k = block 2s's activations
+         * 8k.., qword 4 + k block 2s + 1's; gathered two sources at a time. */
+        const __m512i low = _mm512_setr_epi64(0, 4, 8, 12, 1, 5, 9, 13);
+        const __m512i high = _mm512_setr_epi64(2, 6, 10, 14, 3, 7, 11, 15);
+        const __m512i pair0 = _mm512_loadu_si512((const void *)x), pair1 = _mm512_loadu_si512((const void *)(x + 64));
+        const __m512i pair2 = _mm512_loadu_si512((const void *)(x + 128));
+        const __m512i pair3 = _mm512_loadu_si512((const void *)(x + 192));
+        const __m512i low01 = _mm512_permutex2var_epi64(pair0, low, pair1);
+        const __m512i low23 = _mm512_permutex2var_epi64(pair2, low, pair3);
+        const __m512i high01 = _mm512_permutex2var_epi64(pair0, high, pair1);
+        const __m512i high23 = _mm512_permutex2var_epi64(pair2, high, pair3);
+        in->x[0] = _mm512_shuffle_i64x2(low01, low23, _MM_SHUFFLE(1, 0, 1, 0));
+        in->x[1] = _mm512_shuffle_i64x2(low01, low23, _MM_SHUFFLE(3, 2, 3, 2));
+        in->x[2] = _mm512_shuffle_i64x2(high01, high23, _MM_SHUFFLE(1, 0, 1, 0));
+        in->x[3] = _mm512_shuffle_i64x2(high01, high23, _MM_SHUFFLE(3, 2, 3, 2));
+        in->d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
+                                      _mm512_castps256_ps512(_mm256_loadu_ps(d)));
+        sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, bias, in->x[0]), bias, in->x[1]);
+        sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sum, bias, in->x[2]), bias, in->x[3]);
+    } else {
+        const __m512i low = _mm512_loadu_si512((const void *)x), high = _mm512_loadu_si512((const void *)(x + 64));
+        in->x[0] = _mm512_shuffle_i64x2(low, high, _MM_SHUFFLE(2, 0, 2, 0));
+        in->x[1] = _mm512_shuffle_i64x2(low, high, _MM_SHUFFLE(3, 1, 3, 1));
+        in->x[2] = in->x[3] = zero;
+        in->d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                      _mm512_castps128_ps512(_mm_loadu_ps(d)));
+        sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, bias, in->x[0]), bias, in->x[1]);
+    }
+    in->negbias = _mm512_sub_epi32(zero, sum);
+}
+
+/* A wide step's 64 code bytes of one row, in two 32-byte loads: streamed
+ * from RAM, one 64-byte load per cache line ran nuq2 at 13-15 GB/s on one
+ * Zen5 thread and nuq4 at 21-25 (below 64-column steps' 19-21 and 28-31),
+ * two halves at 21-22 and 30-36, for one more operation.  The empty asm
+ * keeps clang from merging the halves back into one load. */
+static inline __attribute__((always_inline)) __m512i pmpd_rotated_avx512_wide_codes(const uint8_t *codes)
+{
+    __m256i high = _mm256_loadu_si256((const __m256i *)(const void *)(codes + 32));
+#if defined(__GNUC__)
+    __asm__("" : "+v"(high));
+#endif
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)codes)), high,
+                              1);
+}
+
+/* acc + d * (the biased weights w[0..blocks / 2) times x[k]), exactly in
+ * int32 before the float step. */
+static inline __attribute__((always_inline)) __m512 pmpd_rotated_avx512_wide_dot(const __m512i *w, unsigned blocks,
+                                                                                 const pmpd_rotated_avx512_wide *in,
+                                                                                 __m512 acc)
+{
+    __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(in->negbias, w[0], in->x[0]), w[1], in->x[1]);
+    if (blocks == 8)
+        dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(dot, w[2], in->x[2]), w[3], in->x[3]);
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), in->d, acc);
+}
+
+/* acc + d * (the 64 weights w, each 128 + its int8 level, times the
+ * activations), exactly in int32 before the float step (|x| <= 127). */
+static inline __attribute__((always_inline)) __m512 pmpd_rotated_avx512_dot(__m512i w,
+                                                                            const pmpd_rotated_avx512_input *in,
+                                                                            __m512 acc)
+{
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(in->negbias, w, in->x)), in->d, acc);
 }
 #endif
 

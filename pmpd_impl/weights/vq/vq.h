@@ -64,7 +64,9 @@
         }                                                                                                          \
     } while (0)
 
-#if PMPD_USE_AVX2
+#if PMPD_USE_AVX512
+#define PMPD_VQ_KERNEL "avx512"
+#elif PMPD_USE_AVX2
 #define PMPD_VQ_KERNEL "avx2"
 #elif PMPD_USE_NEON && defined(__aarch64__)
 #define PMPD_VQ_KERNEL "neon"

@@ -15,7 +15,7 @@
 #include "pmpd_impl/weights/rotated/rotated_simd.h"
 #include "pmpd_impl/weights/vq/vq.h"
 
-#if PMPD_USE_AVX2
+#if PMPD_USE_AVX2 && !PMPD_USE_AVX512 /* else vq_avx512.c */
 #include <immintrin.h>
 #include <string.h>
 
