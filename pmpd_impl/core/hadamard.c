@@ -63,6 +63,31 @@ PMPD_INTERNAL void pmpd_hadamard_pow2_scalar(float *x, size_t p)
             }
 }
 
+/* Row i of the mix for one chunk of columns: out[j] = scale * sum over l
+ * in order of +-in[l][j], the signs the bits of negatives.  Called with
+ * width a constant for full chunks, so that the compiler vectorizes the
+ * loops across columns (each column's sum keeps its order): the mix of a
+ * 5,632-wide token (7,168 = 28 x 256) took 30 of its 35 us of rotation
+ * and quantization on Zen5 while its loops ran scalar. */
+static inline void hadamard_mix_row(float *out, float (*in)[HADAMARD_MIX_CHUNK], uint32_t negatives,
+                                    unsigned m, float scale, size_t width)
+{
+    size_t j;
+    unsigned l;
+    for (j = 0; j < width; j++)
+        out[j] = negatives & 1 ? -in[0][j] : in[0][j];
+    for (l = 1; l < m; l++) {
+        if (negatives >> l & 1)
+            for (j = 0; j < width; j++)
+                out[j] -= in[l][j];
+        else
+            for (j = 0; j < width; j++)
+                out[j] += in[l][j];
+    }
+    for (j = 0; j < width; j++)
+        out[j] *= scale;
+}
+
 /* Entry (i, j) of the m x p matrix x becomes sum_l H_m[i][l] x[l][j]
  * (H_m^T with transpose), then everything is scaled by 1/sqrt(m p).  The
  * sums run over l in order, adding or subtracting, so every ISA's result
@@ -84,24 +109,16 @@ static void hadamard_mix(float *x, unsigned m, size_t p, int transpose)
             for (j = 0; j < width; j++)
                 in[l][j] = x[l * p + j0 + j];
         for (i = 0; i < m; i++) {
-            float *out = x + i * p + j0;
-            for (l = 0; l < m; l++) {
-                /* Entry (i, l) of H_m, or (l, i) of it for H_m^T. */
-                uint32_t negative = transpose ? pmpd_hadamard_small_row(m, l) >> i & 1
-                                              : pmpd_hadamard_small_row(m, i) >> l & 1;
-                if (l == 0) {
-                    for (j = 0; j < width; j++)
-                        out[j] = negative ? -in[0][j] : in[0][j];
-                } else if (negative) {
-                    for (j = 0; j < width; j++)
-                        out[j] -= in[l][j];
-                } else {
-                    for (j = 0; j < width; j++)
-                        out[j] += in[l][j];
-                }
-            }
-            for (j = 0; j < width; j++)
-                out[j] *= scale;
+            /* Row i of H_m (column i for H_m^T): bit l set where entry l is -1. */
+            uint32_t negatives = 0;
+            for (l = 0; l < m; l++)
+                negatives |= (transpose ? pmpd_hadamard_small_row(m, l) >> i & 1
+                                        : pmpd_hadamard_small_row(m, i) >> l & 1)
+                             << l;
+            if (width == HADAMARD_MIX_CHUNK)
+                hadamard_mix_row(x + i * p + j0, in, negatives, m, scale, HADAMARD_MIX_CHUNK);
+            else
+                hadamard_mix_row(x + i * p + j0, in, negatives, m, scale, width);
         }
     }
 }

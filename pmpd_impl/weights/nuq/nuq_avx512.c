@@ -32,8 +32,9 @@
  * caller's rows, x 2 tokens) are rotated_simd.h's: each lookup serves both
  * tokens, each token's permuted activations the 4 rows, and the 8
  * accumulators are independent chains.  From RAM on one Zen5 thread
- * (pmpd-bench, 4096 x 4096) nuq4, nuq3, nuq2 stream at about 137%, 91%,
- * 100% of the bandwidth probe, against 49%, 28%, 33% for the AVX2 kernel. */
+ * (pmpd-bench, 4096 x 4096) nuq4, nuq3, nuq2 stream at 124%, 88%, 94% of
+ * the bandwidth probe, against 56%, 34%, 28% for the AVX2 kernel
+ * (docs/palette.md). */
 #include "pmpd_impl/weights/nuq/nuq.h"
 #include "pmpd_impl/weights/rotated/rotated_simd.h"
 
