@@ -202,10 +202,12 @@ static void check_shape(const pq_shape *sh, uint64_t seed)
     for (t = 0; t < cache.n_coded; t++)
         for (i = 0; i < sh->n_kv_heads; i++) {
             uint32_t s;
-            const uint8_t *codes = cache.key_codes + ((size_t)i * cache.capacity + t) * kl.code_bytes;
+            /* Blocks of 64 tokens, code byte by code byte. */
+            const uint8_t *codes = cache.key_codes + (size_t)i * cache.code_capacity * kl.code_bytes +
+                                   (t / 64 * kl.code_bytes) * 64 + t % 64;
             for (s = 0; s < kl.n_sub; s++)
                 /* 8-bit codes are bytes; 4-bit ones nibbles, even subspaces low. */
-                assert_int_equal(kl.n_centroids == 256 ? codes[s] : (codes[s / 2] >> (s % 2 * 4)) & 15,
+                assert_int_equal(kl.n_centroids == 256 ? codes[s * 64] : (codes[s / 2 * 64] >> (s % 2 * 4)) & 15,
                                  oracle_nearest(kb.centroids + (size_t)s * kl.n_centroids * kl.sub_dim,
                                                           kl.n_centroids, kl.sub_dim,
                                                           keys + t * per_token + i * sh->head_dim + s * kl.sub_dim));

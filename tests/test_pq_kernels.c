@@ -130,7 +130,7 @@ static void check_pq_kernels(uint32_t lanes, uint32_t sub_dim, uint32_t bits, ui
 {
     test_rng rng;
     pmpd_pq_codebook book;
-    size_t lut_floats, i;
+    size_t lut_floats, code_bytes, i;
     float *centroids, *qt, *lut_ref, *lut, *scores_ref, *scores, *bins_ref, *bins, *acc_start, *acc_ref, *acc;
     float max_ref[16], max[16];
     uint8_t *codes;
@@ -150,12 +150,14 @@ static void check_pq_kernels(uint32_t lanes, uint32_t sub_dim, uint32_t bits, ui
     acc_start = random_floats(&rng, (size_t)dim * lanes, 1.0f);
     acc_ref = malloc((size_t)dim * lanes * sizeof(float));
     acc = malloc((size_t)dim * lanes * sizeof(float));
-    codes = malloc((size_t)tokens * book.layout.code_bytes);
+    /* Whole blocks of codes, as the cache allocates them. */
+    code_bytes = (tokens + PMPD_PQ_BLOCK - 1) / PMPD_PQ_BLOCK * PMPD_PQ_BLOCK * book.layout.code_bytes;
+    codes = malloc(code_bytes);
     assert_true(lut_ref && lut && scores_ref && scores && bins_ref && bins && acc_ref && acc && codes);
     memcpy(acc_ref, acc_start, (size_t)dim * lanes * sizeof(float));
     memcpy(acc, acc_start, (size_t)dim * lanes * sizeof(float));
     /* Packed layouts hold a code in each nibble. */
-    for (i = 0; i < (size_t)tokens * book.layout.code_bytes; i++) {
+    for (i = 0; i < code_bytes; i++) {
         uint32_t low = test_rng_u32(&rng) % book.layout.n_centroids, high = test_rng_u32(&rng) % book.layout.n_centroids;
         codes[i] = (uint8_t)(book.layout.packed ? low | high << 4 : low);
     }

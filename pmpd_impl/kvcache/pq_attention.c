@@ -72,8 +72,8 @@ static void pq_attention_history(const pmpd_pq_cache *cache, uint32_t kv_head, s
                                  pq_attention_scratch *s)
 {
     const pmpd_pq_layout *kl = &cache->keys.layout, *vl = &cache->values.layout;
-    const uint8_t *key_codes = cache->key_codes + (size_t)kv_head * cache->capacity * kl->code_bytes;
-    const uint8_t *value_codes = cache->value_codes + (size_t)kv_head * cache->capacity * vl->code_bytes;
+    const uint8_t *key_codes = pmpd_pq_cache_head_codes(cache, cache->key_codes, kl, kv_head);
+    const uint8_t *value_codes = pmpd_pq_cache_head_codes(cache, cache->value_codes, vl, kv_head);
     pmpd_attn_partial_clear(&s->history, lanes, cache->head_dim);
     if (n == 0)
         return;
