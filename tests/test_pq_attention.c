@@ -1,7 +1,9 @@
 /* PQ KV cache: attention over codes + recent window equals brute-force
  * softmax attention (double precision) over the dequantized history and the
  * exact recent tokens, for contexts that cross several window flushes and
- * for several head / grouped-query shapes. */
+ * for several head / grouped-query shapes.  Where the build scores keys
+ * through 8-bit tables, the history's scores are those tables' (from
+ * their scalar reference) and the rest is as above. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pmpd_impl/kvcache/attention_partial.h"
 #include "pmpd_impl/kvcache/pq_cache.h"
+#include "pmpd_impl/kvcache/pq_lut8.h"
 #include "tests/support/test_support.h"
 
 typedef struct pq_shape {
@@ -53,11 +57,56 @@ static void oracle_dequantize(const pmpd_pq_codebook *book, const float *x, doub
     }
 }
 
+/* Where the build scores keys through 8-bit tables (pq_lut8.h), the
+ * scores of coded tokens [n_heads][n_coded] as the scalar reference of
+ * those tables gives them (their error bound is test_pq_kernels'
+ * concern); NULL where the build uses float tables. */
+static double *lut8_scores(const pq_shape *sh, const pmpd_pq_cache *cache, const float *q, size_t n_coded)
+{
+    uint32_t group = sh->n_heads / sh->n_kv_heads, lanes = pmpd_kv_lanes(group), kv, h;
+    const pmpd_pq_layout *kl = &cache->keys.layout;
+    pmpd_pq_lut8 lut;
+    float *qt, *scores, max[64];
+    double *out;
+    size_t t;
+    if (!PMPD_PQ_USE_LUT8 || !pmpd_pq_lut8_fits(kl) || n_coded == 0)
+        return NULL;
+    qt = malloc((size_t)sh->head_dim * lanes * sizeof(float));
+    scores = malloc(n_coded * lanes * sizeof(float));
+    out = malloc((size_t)sh->n_heads * n_coded * sizeof(double));
+    lut.work = malloc((size_t)kl->n_sub * kl->n_centroids * lanes * sizeof(float));
+    lut.minimum = malloc((size_t)kl->n_sub * lanes * sizeof(float));
+    lut.step = malloc(lanes * sizeof(float));
+    lut.offset = malloc(lanes * sizeof(float));
+    lut.table = malloc((size_t)kl->n_sub * lanes * 256);
+    assert_true(qt && scores && out && lut.work && lut.minimum && lut.step && lut.offset && lut.table);
+    assert_true(lanes <= 64);
+    for (kv = 0; kv < sh->n_kv_heads; kv++) {
+        pmpd_attn_transpose_query(q + (size_t)kv * group * sh->head_dim, sh->head_dim, group, sh->head_dim,
+                                  1.0f / sqrtf((float)sh->head_dim), qt);
+        pmpd_pq_lut8_build_scalar(&cache->keys, qt, lanes, &lut);
+        pmpd_pq_lut8_scores_scalar(&lut, kl, lanes, pmpd_pq_cache_head_codes(cache, cache->key_codes, kl, kv),
+                                   n_coded, scores, max);
+        for (h = 0; h < group; h++)
+            for (t = 0; t < n_coded; t++)
+                out[(size_t)(kv * group + h) * n_coded + t] = scores[t * lanes + h];
+    }
+    free(qt);
+    free(scores);
+    free(lut.work);
+    free(lut.minimum);
+    free(lut.step);
+    free(lut.offset);
+    free(lut.table);
+    return out;
+}
+
 /* Plain softmax attention in double: tokens below n_coded are read from the
- * dequantized copies, the rest exact. */
+ * dequantized copies (their scores from coded_scores where not NULL), the
+ * rest exact. */
 static void oracle_attention(const pq_shape *sh, const double *coded_keys, const double *coded_values,
-                             const float *q, const float *keys, const float *values, size_t length,
-                             size_t n_coded, double *out)
+                             const double *coded_scores, const float *q, const float *keys, const float *values,
+                             size_t length, size_t n_coded, double *out)
 {
     uint32_t d = sh->head_dim, group = sh->n_heads / sh->n_kv_heads, h, i;
     double *scores = malloc(length * sizeof(double)), *k = malloc(d * sizeof(double)),
@@ -79,7 +128,7 @@ static void oracle_attention(const pq_shape *sh, const double *coded_keys, const
                     k[i] = kt[i];
             for (i = 0; i < d; i++)
                 dot += (double)q[h * d + i] * k[i];
-            scores[t] = dot / sqrt((double)d);
+            scores[t] = t < n_coded && coded_scores ? coded_scores[h * n_coded + t] : dot / sqrt((double)d);
             max = scores[t] > max ? scores[t] : max;
         }
         for (i = 0; i < d; i++)
@@ -132,7 +181,7 @@ static void check_shape(const pq_shape *sh, uint64_t seed)
     size_t q_floats = (size_t)sh->n_heads * sh->head_dim;
     void *arena_buffer;
     float *keys, *values, *q, *out, *scratch;
-    double *expect, *coded_keys, *coded_values;
+    double *expect, *coded_keys, *coded_values, *coded_scores;
     int checks = 0;
 
     test_rng_seed(&rng, seed);
@@ -184,13 +233,17 @@ static void check_shape(const pq_shape *sh, uint64_t seed)
         for (i = 0; i < q_floats; i++)
             q[i] = 2.0f * test_rng_normal(&rng);
         assert_int_equal(pmpd_pq_cache_attend(&cache, q, sh->n_heads, length, out, scratch), PMPD_OK);
-        oracle_attention(sh, coded_keys, coded_values, q, keys, values, length, expected_coded, expect);
+        coded_scores = lut8_scores(sh, &cache, q, expected_coded);
+        oracle_attention(sh, coded_keys, coded_values, coded_scores, q, keys, values, length, expected_coded, expect);
+        free(coded_scores);
         for (i = 0; i < q_floats; i++)
             assert_true(fabs(out[i] - expect[i]) <= 2e-4 * (1.0 + fabs(expect[i])));
         if (expected_coded > 3) {
             size_t prefix = expected_coded - 3;
             assert_int_equal(pmpd_pq_cache_attend(&cache, q, sh->n_heads, prefix, out, scratch), PMPD_OK);
-            oracle_attention(sh, coded_keys, coded_values, q, keys, values, prefix, prefix, expect);
+            coded_scores = lut8_scores(sh, &cache, q, prefix);
+            oracle_attention(sh, coded_keys, coded_values, coded_scores, q, keys, values, prefix, prefix, expect);
+            free(coded_scores);
             for (i = 0; i < q_floats; i++)
                 assert_true(fabs(out[i] - expect[i]) <= 2e-4 * (1.0 + fabs(expect[i])));
         }
