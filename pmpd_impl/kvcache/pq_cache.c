@@ -5,6 +5,7 @@
 #include "pmpd_impl/kvcache/pq_cache.h"
 
 #include "pmpd_impl/core/checked.h"
+#include "pmpd_impl/kvcache/pq_values_bf16.h"
 
 static pmpd_status pq_cache_alloc(pmpd_arena *arena, size_t a, size_t b, size_t c, void **out)
 {
@@ -19,7 +20,7 @@ pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq_codebook *key
 {
     size_t heads_tokens;
     uint32_t code_capacity;
-    void *key_codes, *value_codes, *key_recent, *value_recent;
+    void *key_codes, *value_codes, *key_recent, *value_recent, *value_planes = NULL;
     pmpd_status status;
     if (!cache || !keys || !values || !arena || n_kv_heads == 0 || capacity == 0 || window == 0 ||
         window > capacity || keys->layout.dim == 0 || keys->layout.dim != values->layout.dim)
@@ -35,7 +36,10 @@ pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq_codebook *key
         (status = pq_cache_alloc(arena, (size_t)n_kv_heads * window, keys->layout.dim, sizeof(float),
                                  &key_recent)) != PMPD_OK ||
         (status = pq_cache_alloc(arena, (size_t)n_kv_heads * window, keys->layout.dim, sizeof(float),
-                                 &value_recent)) != PMPD_OK)
+                                 &value_recent)) != PMPD_OK ||
+        (PMPD_PQ_USE_VALUES_BF16 && pmpd_pq_bf16_fits(&values->layout) &&
+         (status = pq_cache_alloc(arena, pmpd_pq_bf16_plane_bytes(&values->layout), 1, 1, &value_planes)) !=
+             PMPD_OK))
         return status;
     memset(cache, 0, sizeof *cache);
     cache->keys = *keys;
@@ -49,6 +53,10 @@ pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq_codebook *key
     cache->value_codes = (uint8_t *)value_codes;
     cache->key_recent = (float *)key_recent;
     cache->value_recent = (float *)value_recent;
+    cache->value_planes = (uint8_t *)value_planes;
+    /* A measuring arena gives no memory to fill. */
+    if (value_planes)
+        pmpd_pq_bf16_planes(values, cache->value_planes);
     return PMPD_OK;
 }
 

@@ -36,6 +36,8 @@ typedef struct pmpd_pq_cache {
     uint32_t code_capacity;   /* capacity rounded up to whole PMPD_PQ_BLOCKs */
     uint8_t *key_codes;       /* [n_kv_heads][code_capacity * keys.code_bytes], blocked (pq_codebook.h) */
     uint8_t *value_codes;     /* [n_kv_heads][code_capacity * values.code_bytes] */
+    uint8_t *value_planes;    /* the value codebook's bfloat16 planes (pq_values_bf16.h) where the
+                               * build sums values through them, else NULL */
     float *key_recent;        /* [n_kv_heads][window][head_dim] */
     float *value_recent;
 } pmpd_pq_cache;

@@ -30,51 +30,75 @@ static __m512 lut8_column(const float *centroids, uint32_t sub_dim, uint32_t j)
     }
 }
 
+/* The float tables T of lanes [l, l + 4) (l + k < lanes), their minima
+ * and offsets; returns nothing but widens range[k] to each subspace's.
+ * Columns are read once per subspace for all four lanes. */
+static void lut8_tables4(const pmpd_pq_codebook *book, const float *qt, uint32_t lanes, uint32_t l,
+                         const pmpd_pq_lut8 *lut, float range[4])
+{
+    const pmpd_pq_layout *lay = &book->layout;
+    const uint32_t nc = lay->n_centroids, sd = lay->sub_dim;
+    uint32_t s, c, j, k;
+    for (k = 0; k < 4; k++)
+        lut->offset[l + k] = 0.0f;
+    for (s = 0; s < lay->n_sub; s++) {
+        __m512 q[4][4], low[4], high[4];
+        for (k = 0; k < 4; k++) {
+            low[k] = _mm512_set1_ps(INFINITY);
+            high[k] = _mm512_set1_ps(-INFINITY);
+            for (j = 0; j < sd; j++)
+                q[k][j] = _mm512_set1_ps(qt[((size_t)s * sd + j) * lanes + l + k]);
+        }
+        for (c = 0; c < nc; c += 16) {
+            const float *centroids = book->centroids + ((size_t)s * nc + c) * sd;
+            __m512 column[4];
+            for (j = 0; j < sd; j++)
+                column[j] = lut8_column(centroids, sd, j);
+            for (k = 0; k < 4; k++) {
+                __m512 x = _mm512_mul_ps(q[k][0], column[0]);
+                for (j = 1; j < sd; j++)
+                    x = _mm512_fmadd_ps(q[k][j], column[j], x);
+                _mm512_storeu_ps(lut->work + ((size_t)s * lanes + l + k) * nc + c, x);
+                low[k] = _mm512_min_ps(low[k], x);
+                high[k] = _mm512_max_ps(high[k], x);
+            }
+        }
+        for (k = 0; k < 4; k++) {
+            float lo = _mm512_reduce_min_ps(low[k]), hi = _mm512_reduce_max_ps(high[k]);
+            lut->minimum[(size_t)s * lanes + l + k] = lo;
+            lut->offset[l + k] += lo;
+            range[k] = hi - lo > range[k] ? hi - lo : range[k];
+        }
+    }
+}
+
 void pmpd_pq_lut8_build_avx512(const pmpd_pq_codebook *book, const float *qt, uint32_t lanes,
                                const pmpd_pq_lut8 *lut)
 {
     const pmpd_pq_layout *lay = &book->layout;
-    const uint32_t nc = lay->n_centroids, sd = lay->sub_dim;
-    uint32_t s, l, c, j;
-    for (l = 0; l < lanes; l++) {
-        float range = 0.0f, scale;
-        __m512 scale16;
-        lut->offset[l] = 0.0f;
-        for (s = 0; s < lay->n_sub; s++) {
-            float *row = lut->work + ((size_t)s * lanes + l) * nc, lo, hi;
-            __m512 q[4], low = _mm512_set1_ps(INFINITY), high = _mm512_set1_ps(-INFINITY);
-            for (j = 0; j < sd; j++)
-                q[j] = _mm512_set1_ps(qt[((size_t)s * sd + j) * lanes + l]);
-            for (c = 0; c < nc; c += 16) {
-                const float *centroids = book->centroids + ((size_t)s * nc + c) * sd;
-                __m512 x = _mm512_mul_ps(q[0], lut8_column(centroids, sd, 0));
-                for (j = 1; j < sd; j++)
-                    x = _mm512_fmadd_ps(q[j], lut8_column(centroids, sd, j), x);
-                _mm512_storeu_ps(row + c, x);
-                low = _mm512_min_ps(low, x);
-                high = _mm512_max_ps(high, x);
+    const uint32_t nc = lay->n_centroids;
+    uint32_t s, l, c, k;
+    for (l = 0; l < lanes; l += 4) {
+        float range[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        lut8_tables4(book, qt, lanes, l, lut, range);
+        for (k = 0; k < 4; k++) {
+            float scale = range[k] > 0.0f ? 255.0f / range[k] : 0.0f;
+            __m512 scale16 = _mm512_set1_ps(scale);
+            lut->step[l + k] = range[k] / 255.0f;
+            for (s = 0; s < lay->n_sub; s++) {
+                const float *row = lut->work + ((size_t)s * lanes + l + k) * nc;
+                uint8_t *bytes = lut->table + ((size_t)s * lanes + l + k) * 256;
+                __m512 minimum = _mm512_set1_ps(lut->minimum[(size_t)s * lanes + l + k]);
+                for (c = 0; c < nc; c += 16) {
+                    __m512 x = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(row + c), minimum), scale16);
+                    x = _mm512_add_ps(x, _mm512_set1_ps(0.5f));
+                    /* Truncated to unsigned, then saturated to 255. */
+                    _mm_storeu_si128((__m128i *)(void *)(bytes + c),
+                                     _mm512_cvtusepi32_epi8(_mm512_cvttps_epu32(x)));
+                }
+                if (nc < 256)
+                    memset(bytes + nc, 0, 256 - nc);
             }
-            lo = _mm512_reduce_min_ps(low);
-            hi = _mm512_reduce_max_ps(high);
-            lut->minimum[(size_t)s * lanes + l] = lo;
-            lut->offset[l] += lo;
-            range = hi - lo > range ? hi - lo : range;
-        }
-        scale = range > 0.0f ? 255.0f / range : 0.0f;
-        lut->step[l] = range / 255.0f;
-        scale16 = _mm512_set1_ps(scale);
-        for (s = 0; s < lay->n_sub; s++) {
-            const float *row = lut->work + ((size_t)s * lanes + l) * nc;
-            uint8_t *bytes = lut->table + ((size_t)s * lanes + l) * 256;
-            __m512 minimum = _mm512_set1_ps(lut->minimum[(size_t)s * lanes + l]);
-            for (c = 0; c < nc; c += 16) {
-                __m512 x = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(row + c), minimum), scale16);
-                x = _mm512_add_ps(x, _mm512_set1_ps(0.5f));
-                /* Truncated to unsigned, then saturated to 255. */
-                _mm_storeu_si128((__m128i *)(void *)(bytes + c), _mm512_cvtusepi32_epi8(_mm512_cvttps_epu32(x)));
-            }
-            if (nc < 256)
-                memset(bytes + nc, 0, 256 - nc);
         }
     }
 }
