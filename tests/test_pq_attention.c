@@ -3,7 +3,9 @@
  * exact recent tokens, for contexts that cross several window flushes and
  * for several head / grouped-query shapes.  Where the build scores keys
  * through 8-bit tables, the history's scores are those tables' (from
- * their scalar reference) and the rest is as above. */
+ * their scalar reference) and the rest is as above; where it sums values
+ * with bfloat16 products, their bound (pq_values_bf16.h) is added to the
+ * tolerance. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +20,7 @@
 #include "pmpd_impl/kvcache/attention_partial.h"
 #include "pmpd_impl/kvcache/pq_cache.h"
 #include "pmpd_impl/kvcache/pq_lut8.h"
+#include "pmpd_impl/kvcache/pq_values_bf16.h"
 #include "tests/support/test_support.h"
 
 typedef struct pq_shape {
@@ -104,9 +107,11 @@ static double *lut8_scores(const pq_shape *sh, const pmpd_pq_cache *cache, const
 /* Plain softmax attention in double: tokens below n_coded are read from the
  * dequantized copies (their scores from coded_scores where not NULL), the
  * rest exact. */
+/* slack (where not NULL) gets 2^-8 of sum_t w_t |v_t[i]| / sum_t w_t over
+ * the coded tokens: the bound pq_values_bf16.h gives its products. */
 static void oracle_attention(const pq_shape *sh, const double *coded_keys, const double *coded_values,
                              const double *coded_scores, const float *q, const float *keys, const float *values,
-                             size_t length, size_t n_coded, double *out)
+                             size_t length, size_t n_coded, double *out, double *slack)
 {
     uint32_t d = sh->head_dim, group = sh->n_heads / sh->n_kv_heads, h, i;
     double *scores = malloc(length * sizeof(double)), *k = malloc(d * sizeof(double)),
@@ -133,6 +138,9 @@ static void oracle_attention(const pq_shape *sh, const double *coded_keys, const
         }
         for (i = 0; i < d; i++)
             out[h * d + i] = 0.0;
+        if (slack)
+            for (i = 0; i < d; i++)
+                slack[h * d + i] = 0.0;
         for (t = 0; t < length; t++) {
             const float *vt = values + (t * sh->n_kv_heads + kv) * d;
             double w = exp(scores[t] - max);
@@ -144,9 +152,15 @@ static void oracle_attention(const pq_shape *sh, const double *coded_keys, const
                     v[i] = vt[i];
             for (i = 0; i < d; i++)
                 out[h * d + i] += w * v[i];
+            if (slack && t < n_coded)
+                for (i = 0; i < d; i++)
+                    slack[h * d + i] += w * fabs(v[i]) / 256.0;
         }
         for (i = 0; i < d; i++)
             out[h * d + i] /= sum;
+        if (slack)
+            for (i = 0; i < d; i++)
+                slack[h * d + i] /= sum;
     }
     free(scores);
     free(k);
@@ -181,7 +195,7 @@ static void check_shape(const pq_shape *sh, uint64_t seed)
     size_t q_floats = (size_t)sh->n_heads * sh->head_dim;
     void *arena_buffer;
     float *keys, *values, *q, *out, *scratch;
-    double *expect, *coded_keys, *coded_values, *coded_scores;
+    double *expect, *coded_keys, *coded_values, *coded_scores, *slack = NULL;
     int checks = 0;
 
     test_rng_seed(&rng, seed);
@@ -209,6 +223,11 @@ static void check_shape(const pq_shape *sh, uint64_t seed)
     expect = malloc(q_floats * sizeof(double));
     scratch = malloc(scratch_floats * sizeof(float));
     assert_true(keys && values && q && out && expect && scratch);
+    /* Values summed with bfloat16 products: their bound on top. */
+    if (PMPD_PQ_USE_VALUES_BF16 && pmpd_pq_bf16_fits(&vl)) {
+        slack = malloc(q_floats * sizeof(double));
+        assert_non_null(slack);
+    }
     coded_keys = malloc(sh->tokens * per_token * sizeof(double));
     coded_values = malloc(sh->tokens * per_token * sizeof(double));
     assert_true(coded_keys && coded_values);
@@ -234,18 +253,20 @@ static void check_shape(const pq_shape *sh, uint64_t seed)
             q[i] = 2.0f * test_rng_normal(&rng);
         assert_int_equal(pmpd_pq_cache_attend(&cache, q, sh->n_heads, length, out, scratch), PMPD_OK);
         coded_scores = lut8_scores(sh, &cache, q, expected_coded);
-        oracle_attention(sh, coded_keys, coded_values, coded_scores, q, keys, values, length, expected_coded, expect);
+        oracle_attention(sh, coded_keys, coded_values, coded_scores, q, keys, values, length, expected_coded, expect,
+                         slack);
         free(coded_scores);
         for (i = 0; i < q_floats; i++)
-            assert_true(fabs(out[i] - expect[i]) <= 2e-4 * (1.0 + fabs(expect[i])));
+            assert_true(fabs(out[i] - expect[i]) <= 2e-4 * (1.0 + fabs(expect[i])) + (slack ? slack[i] : 0.0));
         if (expected_coded > 3) {
             size_t prefix = expected_coded - 3;
             assert_int_equal(pmpd_pq_cache_attend(&cache, q, sh->n_heads, prefix, out, scratch), PMPD_OK);
             coded_scores = lut8_scores(sh, &cache, q, prefix);
-            oracle_attention(sh, coded_keys, coded_values, coded_scores, q, keys, values, prefix, prefix, expect);
+            oracle_attention(sh, coded_keys, coded_values, coded_scores, q, keys, values, prefix, prefix, expect,
+                             slack);
             free(coded_scores);
             for (i = 0; i < q_floats; i++)
-                assert_true(fabs(out[i] - expect[i]) <= 2e-4 * (1.0 + fabs(expect[i])));
+                assert_true(fabs(out[i] - expect[i]) <= 2e-4 * (1.0 + fabs(expect[i])) + (slack ? slack[i] : 0.0));
         }
         checks++;
     }
@@ -279,6 +300,7 @@ static void check_shape(const pq_shape *sh, uint64_t seed)
     free(q);
     free(out);
     free(expect);
+    free(slack);
     free(coded_keys);
     free(coded_values);
     free(scratch);

@@ -16,6 +16,7 @@
 
 #include "pmpd_impl/kvcache/attention_kernels.h"
 #include "pmpd_impl/kvcache/pq_lut8.h"
+#include "pmpd_impl/kvcache/pq_values_bf16.h"
 #include "pmpd_impl/model/f16.h"
 #include "tests/support/test_support.h"
 
@@ -278,6 +279,76 @@ static void check_lut8(uint32_t lanes, uint32_t sub_dim, uint32_t bits, uint32_t
 }
 #endif
 
+#if PMPD_PQ_USE_VALUES_BF16
+/* The bfloat16 value side: the SIMD kernel gives the scalar reference's
+ * sums within float rounding (another order), and both stay within 2^-8
+ * of sum |w c| of the float value side's. */
+static void check_values_bf16(uint32_t lanes, uint32_t sub_dim, uint32_t bits, uint32_t dim, size_t tokens)
+{
+    test_rng rng;
+    pmpd_pq_codebook book;
+    size_t code_bytes, acc_floats = (size_t)dim * lanes, i, t;
+    float *centroids, *weights, *acc_ref, *acc, *acc_float, *bins, scratch[PMPD_PQ_BF16_SCRATCH_FLOATS];
+    uint8_t *codes, *planes;
+    test_rng_seed(&rng, 500 + lanes * sub_dim + bits + dim);
+    assert_int_equal(pmpd_pq_layout_init(&book.layout, dim, sub_dim, bits), PMPD_OK);
+    assert_true(pmpd_pq_bf16_fits(&book.layout));
+    centroids = random_floats(&rng, pmpd_pq_codebook_floats(&book.layout), 1.0f);
+    book.centroids = centroids;
+    weights = malloc(tokens * lanes * sizeof(float));
+    acc_ref = calloc(acc_floats, sizeof(float));
+    acc = calloc(acc_floats, sizeof(float));
+    acc_float = calloc(acc_floats, sizeof(float));
+    bins = malloc((size_t)book.layout.n_sub * book.layout.n_centroids * lanes * sizeof(float));
+    planes = malloc(pmpd_pq_bf16_plane_bytes(&book.layout));
+    code_bytes = (tokens + PMPD_PQ_BLOCK - 1) / PMPD_PQ_BLOCK * PMPD_PQ_BLOCK * book.layout.code_bytes;
+    codes = malloc(code_bytes);
+    assert_true(weights && acc_ref && acc && acc_float && bins && planes && codes);
+    for (i = 0; i < tokens * lanes; i++)
+        weights[i] = (float)(test_rng_u32(&rng) % 10000) / 10000.0f;
+    for (i = 0; i < code_bytes; i++)
+        codes[i] = (uint8_t)(test_rng_u32(&rng) % book.layout.n_centroids);
+    pmpd_pq_bf16_planes(&book, planes);
+    pmpd_pq_values_bf16_scalar(weights, lanes, &book.layout, planes, codes, tokens, scratch, acc_ref);
+    PMPD_PQ_VALUES_BF16_KERNEL(pmpd_pq_values_bf16)(weights, lanes, &book.layout, planes, codes, tokens, scratch,
+                                                    acc);
+    assert_close_sum(acc, acc_ref, acc_floats, (uint32_t)tokens);
+    pmpd_pq_values_scalar(weights, lanes, &book, codes, tokens, bins, acc_float);
+    for (i = 0; i < acc_floats; i++) {
+        uint32_t s = (uint32_t)(i / lanes) / sub_dim, j = (uint32_t)(i / lanes) % sub_dim, l = (uint32_t)(i % lanes);
+        double bound = 0.0;
+        for (t = 0; t < tokens; t++)
+            bound += fabs(weights[t * lanes + l] *
+                          centroids[((size_t)s * book.layout.n_centroids + pmpd_pq_code(&book.layout, codes, t, s)) *
+                                        sub_dim + j]);
+        assert_true(fabs(acc[i] - acc_float[i]) <= bound / 256.0 + 1e-5 * tokens);
+    }
+    free(centroids);
+    free(weights);
+    free(acc_ref);
+    free(acc);
+    free(acc_float);
+    free(bins);
+    free(planes);
+    free(codes);
+}
+#endif
+
+static void test_values_bf16(void **state)
+{
+    (void)state;
+#if PMPD_PQ_USE_VALUES_BF16
+    /* Partial tiles and blocks, several tiles, one and three lane quads. */
+    check_values_bf16(4, 2, 8, 64, 300);
+    check_values_bf16(4, 4, 8, 64, 64);
+    check_values_bf16(12, 2, 6, 24, 37);
+    check_values_bf16(8, 4, 8, 16, 4500);
+    check_values_bf16(4, 2, 8, 8, 1);
+#else
+    skip();
+#endif
+}
+
 static void test_lut8(void **state)
 {
     (void)state;
@@ -391,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_row_kernels),
         cmocka_unit_test(test_pq_kernels),
         cmocka_unit_test(test_lut8),
+        cmocka_unit_test(test_values_bf16),
         cmocka_unit_test(test_f16_to_f32),
         cmocka_unit_test(test_nearest),
     };
