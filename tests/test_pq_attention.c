@@ -1,7 +1,11 @@
 /* PQ KV cache: attention over codes + recent window equals brute-force
  * softmax attention (double precision) over the dequantized history and the
  * exact recent tokens, for contexts that cross several window flushes and
- * for several head / grouped-query shapes. */
+ * for several head / grouped-query shapes.  Where the build scores keys
+ * through 8-bit tables, the history's scores are those tables' (from
+ * their scalar reference) and the rest is as above; where it sums values
+ * with bfloat16 products, their bound (pq_values_bf16.h) is added to the
+ * tolerance. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,7 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pmpd_impl/kvcache/attention_partial.h"
 #include "pmpd_impl/kvcache/pq_cache.h"
+#include "pmpd_impl/kvcache/pq_lut8.h"
+#include "pmpd_impl/kvcache/pq_values_bf16.h"
 #include "tests/support/test_support.h"
 
 typedef struct pq_shape {
@@ -53,11 +60,58 @@ static void oracle_dequantize(const pmpd_pq_codebook *book, const float *x, doub
     }
 }
 
+/* Where the build scores keys through 8-bit tables (pq_lut8.h), the
+ * scores of coded tokens [n_heads][n_coded] as the scalar reference of
+ * those tables gives them (their error bound is test_pq_kernels'
+ * concern); NULL where the build uses float tables. */
+static double *lut8_scores(const pq_shape *sh, const pmpd_pq_cache *cache, const float *q, size_t n_coded)
+{
+    uint32_t group = sh->n_heads / sh->n_kv_heads, lanes = pmpd_kv_lanes(group), kv, h;
+    const pmpd_pq_layout *kl = &cache->keys.layout;
+    pmpd_pq_lut8 lut;
+    float *qt, *scores, max[64];
+    double *out;
+    size_t t;
+    if (!PMPD_PQ_USE_LUT8 || !pmpd_pq_lut8_fits(kl) || n_coded == 0)
+        return NULL;
+    qt = malloc((size_t)sh->head_dim * lanes * sizeof(float));
+    scores = malloc(n_coded * lanes * sizeof(float));
+    out = malloc((size_t)sh->n_heads * n_coded * sizeof(double));
+    lut.work = malloc((size_t)kl->n_sub * kl->n_centroids * lanes * sizeof(float));
+    lut.minimum = malloc((size_t)kl->n_sub * lanes * sizeof(float));
+    lut.step = malloc(lanes * sizeof(float));
+    lut.offset = malloc(lanes * sizeof(float));
+    lut.table = malloc((size_t)kl->n_sub * lanes * 256);
+    assert_true(qt && scores && out && lut.work && lut.minimum && lut.step && lut.offset && lut.table);
+    assert_true(lanes <= 64);
+    for (kv = 0; kv < sh->n_kv_heads; kv++) {
+        pmpd_attn_transpose_query(q + (size_t)kv * group * sh->head_dim, sh->head_dim, group, sh->head_dim,
+                                  1.0f / sqrtf((float)sh->head_dim), qt);
+        pmpd_pq_lut8_build_scalar(&cache->keys, qt, lanes, &lut);
+        pmpd_pq_lut8_scores_scalar(&lut, kl, lanes, pmpd_pq_cache_head_codes(cache, cache->key_codes, kl, kv),
+                                   n_coded, scores, max);
+        for (h = 0; h < group; h++)
+            for (t = 0; t < n_coded; t++)
+                out[(size_t)(kv * group + h) * n_coded + t] = scores[t * lanes + h];
+    }
+    free(qt);
+    free(scores);
+    free(lut.work);
+    free(lut.minimum);
+    free(lut.step);
+    free(lut.offset);
+    free(lut.table);
+    return out;
+}
+
 /* Plain softmax attention in double: tokens below n_coded are read from the
- * dequantized copies, the rest exact. */
+ * dequantized copies (their scores from coded_scores where not NULL), the
+ * rest exact. */
+/* slack (where not NULL) gets 2^-8 of sum_t w_t |v_t[i]| / sum_t w_t over
+ * the coded tokens: the bound pq_values_bf16.h gives its products. */
 static void oracle_attention(const pq_shape *sh, const double *coded_keys, const double *coded_values,
-                             const float *q, const float *keys, const float *values, size_t length,
-                             size_t n_coded, double *out)
+                             const double *coded_scores, const float *q, const float *keys, const float *values,
+                             size_t length, size_t n_coded, double *out, double *slack)
 {
     uint32_t d = sh->head_dim, group = sh->n_heads / sh->n_kv_heads, h, i;
     double *scores = malloc(length * sizeof(double)), *k = malloc(d * sizeof(double)),
@@ -79,11 +133,14 @@ static void oracle_attention(const pq_shape *sh, const double *coded_keys, const
                     k[i] = kt[i];
             for (i = 0; i < d; i++)
                 dot += (double)q[h * d + i] * k[i];
-            scores[t] = dot / sqrt((double)d);
+            scores[t] = t < n_coded && coded_scores ? coded_scores[h * n_coded + t] : dot / sqrt((double)d);
             max = scores[t] > max ? scores[t] : max;
         }
         for (i = 0; i < d; i++)
             out[h * d + i] = 0.0;
+        if (slack)
+            for (i = 0; i < d; i++)
+                slack[h * d + i] = 0.0;
         for (t = 0; t < length; t++) {
             const float *vt = values + (t * sh->n_kv_heads + kv) * d;
             double w = exp(scores[t] - max);
@@ -95,9 +152,15 @@ static void oracle_attention(const pq_shape *sh, const double *coded_keys, const
                     v[i] = vt[i];
             for (i = 0; i < d; i++)
                 out[h * d + i] += w * v[i];
+            if (slack && t < n_coded)
+                for (i = 0; i < d; i++)
+                    slack[h * d + i] += w * fabs(v[i]) / 256.0;
         }
         for (i = 0; i < d; i++)
             out[h * d + i] /= sum;
+        if (slack)
+            for (i = 0; i < d; i++)
+                slack[h * d + i] /= sum;
     }
     free(scores);
     free(k);
@@ -132,7 +195,7 @@ static void check_shape(const pq_shape *sh, uint64_t seed)
     size_t q_floats = (size_t)sh->n_heads * sh->head_dim;
     void *arena_buffer;
     float *keys, *values, *q, *out, *scratch;
-    double *expect, *coded_keys, *coded_values;
+    double *expect, *coded_keys, *coded_values, *coded_scores, *slack = NULL;
     int checks = 0;
 
     test_rng_seed(&rng, seed);
@@ -160,6 +223,11 @@ static void check_shape(const pq_shape *sh, uint64_t seed)
     expect = malloc(q_floats * sizeof(double));
     scratch = malloc(scratch_floats * sizeof(float));
     assert_true(keys && values && q && out && expect && scratch);
+    /* Values summed with bfloat16 products: their bound on top. */
+    if (PMPD_PQ_USE_VALUES_BF16 && pmpd_pq_bf16_fits(&vl)) {
+        slack = malloc(q_floats * sizeof(double));
+        assert_non_null(slack);
+    }
     coded_keys = malloc(sh->tokens * per_token * sizeof(double));
     coded_values = malloc(sh->tokens * per_token * sizeof(double));
     assert_true(coded_keys && coded_values);
@@ -184,15 +252,21 @@ static void check_shape(const pq_shape *sh, uint64_t seed)
         for (i = 0; i < q_floats; i++)
             q[i] = 2.0f * test_rng_normal(&rng);
         assert_int_equal(pmpd_pq_cache_attend(&cache, q, sh->n_heads, length, out, scratch), PMPD_OK);
-        oracle_attention(sh, coded_keys, coded_values, q, keys, values, length, expected_coded, expect);
+        coded_scores = lut8_scores(sh, &cache, q, expected_coded);
+        oracle_attention(sh, coded_keys, coded_values, coded_scores, q, keys, values, length, expected_coded, expect,
+                         slack);
+        free(coded_scores);
         for (i = 0; i < q_floats; i++)
-            assert_true(fabs(out[i] - expect[i]) <= 2e-4 * (1.0 + fabs(expect[i])));
+            assert_true(fabs(out[i] - expect[i]) <= 2e-4 * (1.0 + fabs(expect[i])) + (slack ? slack[i] : 0.0));
         if (expected_coded > 3) {
             size_t prefix = expected_coded - 3;
             assert_int_equal(pmpd_pq_cache_attend(&cache, q, sh->n_heads, prefix, out, scratch), PMPD_OK);
-            oracle_attention(sh, coded_keys, coded_values, q, keys, values, prefix, prefix, expect);
+            coded_scores = lut8_scores(sh, &cache, q, prefix);
+            oracle_attention(sh, coded_keys, coded_values, coded_scores, q, keys, values, prefix, prefix, expect,
+                             slack);
+            free(coded_scores);
             for (i = 0; i < q_floats; i++)
-                assert_true(fabs(out[i] - expect[i]) <= 2e-4 * (1.0 + fabs(expect[i])));
+                assert_true(fabs(out[i] - expect[i]) <= 2e-4 * (1.0 + fabs(expect[i])) + (slack ? slack[i] : 0.0));
         }
         checks++;
     }
@@ -202,10 +276,12 @@ static void check_shape(const pq_shape *sh, uint64_t seed)
     for (t = 0; t < cache.n_coded; t++)
         for (i = 0; i < sh->n_kv_heads; i++) {
             uint32_t s;
-            const uint8_t *codes = cache.key_codes + ((size_t)i * cache.capacity + t) * kl.code_bytes;
+            /* Blocks of 64 tokens, code byte by code byte. */
+            const uint8_t *codes = cache.key_codes + (size_t)i * cache.code_capacity * kl.code_bytes +
+                                   (t / 64 * kl.code_bytes) * 64 + t % 64;
             for (s = 0; s < kl.n_sub; s++)
                 /* 8-bit codes are bytes; 4-bit ones nibbles, even subspaces low. */
-                assert_int_equal(kl.n_centroids == 256 ? codes[s] : (codes[s / 2] >> (s % 2 * 4)) & 15,
+                assert_int_equal(kl.n_centroids == 256 ? codes[s * 64] : (codes[s / 2 * 64] >> (s % 2 * 4)) & 15,
                                  oracle_nearest(kb.centroids + (size_t)s * kl.n_centroids * kl.sub_dim,
                                                           kl.n_centroids, kl.sub_dim,
                                                           keys + t * per_token + i * sh->head_dim + s * kl.sub_dim));
@@ -224,6 +300,7 @@ static void check_shape(const pq_shape *sh, uint64_t seed)
     free(q);
     free(out);
     free(expect);
+    free(slack);
     free(coded_keys);
     free(coded_values);
     free(scratch);

@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "pmpd_impl/kvcache/attention_kernels.h"
+#include "pmpd_impl/kvcache/pq_lut8.h"
+#include "pmpd_impl/kvcache/pq_values_bf16.h"
 #include "pmpd_impl/model/f16.h"
 #include "tests/support/test_support.h"
 
@@ -130,7 +132,7 @@ static void check_pq_kernels(uint32_t lanes, uint32_t sub_dim, uint32_t bits, ui
 {
     test_rng rng;
     pmpd_pq_codebook book;
-    size_t lut_floats, i;
+    size_t lut_floats, code_bytes, i;
     float *centroids, *qt, *lut_ref, *lut, *scores_ref, *scores, *bins_ref, *bins, *acc_start, *acc_ref, *acc;
     float max_ref[16], max[16];
     uint8_t *codes;
@@ -150,12 +152,14 @@ static void check_pq_kernels(uint32_t lanes, uint32_t sub_dim, uint32_t bits, ui
     acc_start = random_floats(&rng, (size_t)dim * lanes, 1.0f);
     acc_ref = malloc((size_t)dim * lanes * sizeof(float));
     acc = malloc((size_t)dim * lanes * sizeof(float));
-    codes = malloc((size_t)tokens * book.layout.code_bytes);
+    /* Whole blocks of codes, as the cache allocates them. */
+    code_bytes = (tokens + PMPD_PQ_BLOCK - 1) / PMPD_PQ_BLOCK * PMPD_PQ_BLOCK * book.layout.code_bytes;
+    codes = malloc(code_bytes);
     assert_true(lut_ref && lut && scores_ref && scores && bins_ref && bins && acc_ref && acc && codes);
     memcpy(acc_ref, acc_start, (size_t)dim * lanes * sizeof(float));
     memcpy(acc, acc_start, (size_t)dim * lanes * sizeof(float));
     /* Packed layouts hold a code in each nibble. */
-    for (i = 0; i < (size_t)tokens * book.layout.code_bytes; i++) {
+    for (i = 0; i < code_bytes; i++) {
         uint32_t low = test_rng_u32(&rng) % book.layout.n_centroids, high = test_rng_u32(&rng) % book.layout.n_centroids;
         codes[i] = (uint8_t)(book.layout.packed ? low | high << 4 : low);
     }
@@ -194,6 +198,172 @@ static void check_pq_kernels(uint32_t lanes, uint32_t sub_dim, uint32_t bits, ui
     free(codes);
 }
 #endif
+
+#if PMPD_PQ_USE_LUT8
+/* The 8-bit key tables: the SIMD build and scores give the scalar ones'
+ * bytes and floats exactly, and the scores stay within the documented
+ * bound of the float tables' (n_sub * step / 2, plus float rounding). */
+static void check_lut8(uint32_t lanes, uint32_t sub_dim, uint32_t bits, uint32_t dim, size_t tokens)
+{
+    test_rng rng;
+    pmpd_pq_codebook book;
+    pmpd_pq_lut8 ref, simd;
+    size_t table_floats, code_bytes, i;
+    float *centroids, *qt, *lut, *exact, *scores_ref, *scores, max_ref[16], max[16], max_exact[16];
+    uint8_t *codes;
+    uint32_t l;
+    pmpd_pq_lut8 *both[2];
+    test_rng_seed(&rng, 300 + lanes * sub_dim + bits + dim);
+    assert_int_equal(pmpd_pq_layout_init(&book.layout, dim, sub_dim, bits), PMPD_OK);
+    assert_true(pmpd_pq_lut8_fits(&book.layout));
+    centroids = random_floats(&rng, pmpd_pq_codebook_floats(&book.layout), 1.0f);
+    book.centroids = centroids;
+    qt = random_floats(&rng, (size_t)dim * lanes, 0.5f);
+    table_floats = (size_t)book.layout.n_sub * book.layout.n_centroids * lanes;
+    lut = malloc(table_floats * sizeof(float));
+    exact = malloc(tokens * lanes * sizeof(float));
+    scores_ref = malloc(tokens * lanes * sizeof(float));
+    scores = malloc(tokens * lanes * sizeof(float));
+    code_bytes = (tokens + PMPD_PQ_BLOCK - 1) / PMPD_PQ_BLOCK * PMPD_PQ_BLOCK * book.layout.code_bytes;
+    codes = malloc(code_bytes);
+    assert_true(lut && exact && scores_ref && scores && codes);
+    for (i = 0; i < code_bytes; i++)
+        codes[i] = (uint8_t)(test_rng_u32(&rng) % book.layout.n_centroids);
+    both[0] = &ref;
+    both[1] = &simd;
+    for (i = 0; i < 2; i++) {
+        both[i]->work = malloc(table_floats * sizeof(float));
+        both[i]->minimum = malloc((size_t)book.layout.n_sub * lanes * sizeof(float));
+        both[i]->step = malloc(lanes * sizeof(float));
+        both[i]->offset = malloc(lanes * sizeof(float));
+        both[i]->table = malloc((size_t)book.layout.n_sub * lanes * 256);
+        assert_true(both[i]->work && both[i]->minimum && both[i]->step && both[i]->offset && both[i]->table);
+        /* Bytes past n_centroids must be written too. */
+        memset(both[i]->table, 0xa5, (size_t)book.layout.n_sub * lanes * 256);
+    }
+    for (l = 0; l < lanes; l++)
+        max_ref[l] = max[l] = max_exact[l] = -INFINITY;
+
+    pmpd_pq_lut8_build_scalar(&book, qt, lanes, &ref);
+    PMPD_PQ_LUT8_KERNEL(pmpd_pq_lut8_build)(&book, qt, lanes, &simd);
+    assert_memory_equal(simd.work, ref.work, table_floats * sizeof(float));
+    assert_memory_equal(simd.minimum, ref.minimum, (size_t)book.layout.n_sub * lanes * sizeof(float));
+    assert_memory_equal(simd.step, ref.step, lanes * sizeof(float));
+    assert_memory_equal(simd.offset, ref.offset, lanes * sizeof(float));
+    assert_memory_equal(simd.table, ref.table, (size_t)book.layout.n_sub * lanes * 256);
+    pmpd_pq_lut8_scores_scalar(&ref, &book.layout, lanes, codes, tokens, scores_ref, max_ref);
+    PMPD_PQ_LUT8_KERNEL(pmpd_pq_lut8_scores)(&simd, &book.layout, lanes, codes, tokens, scores, max);
+    assert_memory_equal(scores, scores_ref, tokens * lanes * sizeof(float));
+    assert_memory_equal(max, max_ref, lanes * sizeof(float));
+
+    pmpd_pq_lut_scalar(&book, qt, lanes, lut);
+    pmpd_pq_scores_scalar(lut, &book.layout, lanes, codes, tokens, exact, max_exact);
+    for (i = 0; i < tokens * lanes; i++) {
+        float bound = (float)book.layout.n_sub * ref.step[i % lanes] * 0.5f;
+        assert_true(fabsf(scores[i] - exact[i]) <= bound * 1.001f + 1e-5f * (1.0f + fabsf(exact[i])));
+    }
+    for (i = 0; i < 2; i++) {
+        free(both[i]->work);
+        free(both[i]->minimum);
+        free(both[i]->step);
+        free(both[i]->offset);
+        free(both[i]->table);
+    }
+    free(centroids);
+    free(qt);
+    free(lut);
+    free(exact);
+    free(scores_ref);
+    free(scores);
+    free(codes);
+}
+#endif
+
+#if PMPD_PQ_USE_VALUES_BF16
+/* The bfloat16 value side: the SIMD kernel gives the scalar reference's
+ * sums within float rounding (another order), and both stay within 2^-8
+ * of sum |w c| of the float value side's. */
+static void check_values_bf16(uint32_t lanes, uint32_t sub_dim, uint32_t bits, uint32_t dim, size_t tokens)
+{
+    test_rng rng;
+    pmpd_pq_codebook book;
+    size_t code_bytes, acc_floats = (size_t)dim * lanes, i, t;
+    float *centroids, *weights, *acc_ref, *acc, *acc_float, *bins, scratch[PMPD_PQ_BF16_SCRATCH_FLOATS];
+    uint8_t *codes, *planes;
+    test_rng_seed(&rng, 500 + lanes * sub_dim + bits + dim);
+    assert_int_equal(pmpd_pq_layout_init(&book.layout, dim, sub_dim, bits), PMPD_OK);
+    assert_true(pmpd_pq_bf16_fits(&book.layout));
+    centroids = random_floats(&rng, pmpd_pq_codebook_floats(&book.layout), 1.0f);
+    book.centroids = centroids;
+    weights = malloc(tokens * lanes * sizeof(float));
+    acc_ref = calloc(acc_floats, sizeof(float));
+    acc = calloc(acc_floats, sizeof(float));
+    acc_float = calloc(acc_floats, sizeof(float));
+    bins = malloc((size_t)book.layout.n_sub * book.layout.n_centroids * lanes * sizeof(float));
+    planes = malloc(pmpd_pq_bf16_plane_bytes(&book.layout));
+    code_bytes = (tokens + PMPD_PQ_BLOCK - 1) / PMPD_PQ_BLOCK * PMPD_PQ_BLOCK * book.layout.code_bytes;
+    codes = malloc(code_bytes);
+    assert_true(weights && acc_ref && acc && acc_float && bins && planes && codes);
+    for (i = 0; i < tokens * lanes; i++)
+        weights[i] = (float)(test_rng_u32(&rng) % 10000) / 10000.0f;
+    for (i = 0; i < code_bytes; i++)
+        codes[i] = (uint8_t)(test_rng_u32(&rng) % book.layout.n_centroids);
+    pmpd_pq_bf16_planes(&book, planes);
+    pmpd_pq_values_bf16_scalar(weights, lanes, &book.layout, planes, codes, tokens, scratch, acc_ref);
+    PMPD_PQ_VALUES_BF16_KERNEL(pmpd_pq_values_bf16)(weights, lanes, &book.layout, planes, codes, tokens, scratch,
+                                                    acc);
+    assert_close_sum(acc, acc_ref, acc_floats, (uint32_t)tokens);
+    pmpd_pq_values_scalar(weights, lanes, &book, codes, tokens, bins, acc_float);
+    for (i = 0; i < acc_floats; i++) {
+        uint32_t s = (uint32_t)(i / lanes) / sub_dim, j = (uint32_t)(i / lanes) % sub_dim, l = (uint32_t)(i % lanes);
+        double bound = 0.0;
+        for (t = 0; t < tokens; t++)
+            bound += fabs(weights[t * lanes + l] *
+                          centroids[((size_t)s * book.layout.n_centroids + pmpd_pq_code(&book.layout, codes, t, s)) *
+                                        sub_dim + j]);
+        assert_true(fabs(acc[i] - acc_float[i]) <= bound / 256.0 + 1e-5 * tokens);
+    }
+    free(centroids);
+    free(weights);
+    free(acc_ref);
+    free(acc);
+    free(acc_float);
+    free(bins);
+    free(planes);
+    free(codes);
+}
+#endif
+
+static void test_values_bf16(void **state)
+{
+    (void)state;
+#if PMPD_PQ_USE_VALUES_BF16
+    /* Partial tiles and blocks, several tiles, one and three lane quads. */
+    check_values_bf16(4, 2, 8, 64, 300);
+    check_values_bf16(4, 4, 8, 64, 64);
+    check_values_bf16(12, 2, 6, 24, 37);
+    check_values_bf16(8, 4, 8, 16, 4500);
+    check_values_bf16(4, 2, 8, 8, 1);
+#else
+    skip();
+#endif
+}
+
+static void test_lut8(void **state)
+{
+    (void)state;
+#if PMPD_PQ_USE_LUT8
+    /* Partial and whole 64-token blocks, one and three quads of lanes,
+     * 2- and 4-dim subspaces, 256 and 32 centroids. */
+    check_lut8(4, 2, 8, 64, 300);
+    check_lut8(4, 4, 8, 64, 64);
+    check_lut8(12, 2, 8, 24, 37);
+    check_lut8(8, 4, 5, 20, 129);
+    check_lut8(4, 2, 8, 128, 1);
+#else
+    skip();
+#endif
+}
 
 static void test_row_kernels(void **state)
 {
@@ -291,6 +461,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_row_kernels),
         cmocka_unit_test(test_pq_kernels),
+        cmocka_unit_test(test_lut8),
+        cmocka_unit_test(test_values_bf16),
         cmocka_unit_test(test_f16_to_f32),
         cmocka_unit_test(test_nearest),
     };

@@ -101,7 +101,7 @@ static int bench_attn_pq_init(bench_attn_pq *p, uint32_t sub_dim, uint64_t *rng)
     p->scratch = (float *)malloc(scratch_floats * sizeof(float));
     if (!p->scratch)
         return -1;
-    codes = (size_t)BENCH_ATTN_KV_HEADS * BENCH_ATTN_MAX_CONTEXT * book.layout.code_bytes;
+    codes = (size_t)BENCH_ATTN_KV_HEADS * p->cache.code_capacity * book.layout.code_bytes;
     for (i = 0; i < codes; i++) {
         p->cache.key_codes[i] = (uint8_t)(bench_attn_random(rng) * 127.0f + 128.0f);
         p->cache.value_codes[i] = (uint8_t)(bench_attn_random(rng) * 127.0f + 128.0f);
@@ -177,8 +177,9 @@ static void bench_attn_flush(const bench_context *ctx, bench_attn_pq *pq, const 
     int runs = 0;
     do {
         double t0 = bench_now_seconds(), t;
-        pmpd_pq_encode(&pq->cache.keys, pq->cache.key_recent, BENCH_ATTN_DIM, vectors, pq->cache.key_codes);
-        pmpd_pq_encode(&pq->cache.values, pq->cache.value_recent, BENCH_ATTN_DIM, vectors, pq->cache.value_codes);
+        pmpd_pq_encode(&pq->cache.keys, pq->cache.key_recent, BENCH_ATTN_DIM, vectors, 0, pq->cache.key_codes);
+        pmpd_pq_encode(&pq->cache.values, pq->cache.value_recent, BENCH_ATTN_DIM, vectors, 0,
+                       pq->cache.value_codes);
         t = bench_now_seconds() - t0;
         best = t < best ? t : best;
         runs++;

@@ -47,7 +47,7 @@
     PMPD_INTERNAL void pmpd_pq_lut_##isa(const pmpd_pq_codebook *book, const float *qt,             \
                                          uint32_t lanes, float *lut);                               \
     /* scores[t][l] = sum_s lut[s][code s of token t][l]; max as in row_scores                      \
-     * (token t's codes at codes + t*code_bytes, read with pmpd_pq_code) */                         \
+     * (codes blocked as pq_codebook.h lays them out, read with pmpd_pq_code) */                    \
     PMPD_INTERNAL void pmpd_pq_scores_##isa(const float *lut, const pmpd_pq_layout *layout,         \
                                             uint32_t lanes, const uint8_t *codes, size_t n,         \
                                             float *scores, float *max);                             \

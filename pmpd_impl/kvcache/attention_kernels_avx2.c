@@ -353,12 +353,13 @@ void pmpd_pq_lut_avx2(const pmpd_pq_codebook *book, const float *qt, uint32_t la
  * blocks that keep them in L1 too), and each token's score is read and
  * written once per eight lookups (7% faster than per four on Zen3).  Codes are read byte by byte: with the
  * table size a constant, each lookup is one load and one shift. */
-/* One token's entries in four subspaces' tables, summed. */
+/* One token's entries in four subspaces' tables, summed (code points at
+ * the first subspace's byte; the next ones are a block's run apart). */
 KV_AVX2_INLINE __m128 pq_avx2_entries4(const float *l0, size_t row, size_t lanes, const uint8_t *code)
 {
-    __m128 v = _mm_add_ps(_mm_loadu_ps(l0 + code[0] * lanes), _mm_loadu_ps(l0 + row + code[1] * lanes));
-    return _mm_add_ps(v, _mm_add_ps(_mm_loadu_ps(l0 + 2 * row + code[2] * lanes),
-                                    _mm_loadu_ps(l0 + 3 * row + code[3] * lanes)));
+    __m128 v = _mm_add_ps(_mm_loadu_ps(l0 + code[0] * lanes), _mm_loadu_ps(l0 + row + code[PMPD_PQ_BLOCK] * lanes));
+    return _mm_add_ps(v, _mm_add_ps(_mm_loadu_ps(l0 + 2 * row + code[2 * PMPD_PQ_BLOCK] * lanes),
+                                    _mm_loadu_ps(l0 + 3 * row + code[3 * PMPD_PQ_BLOCK] * lanes)));
 }
 
 /* One token's score += its entries in four subspaces' tables. */
@@ -371,37 +372,42 @@ KV_AVX2_INLINE void pq_avx2_score4(const float *l0, size_t row, size_t lanes, co
  * eight lookups. */
 KV_AVX2_INLINE void pq_avx2_score8(const float *l0, size_t row, size_t lanes, const uint8_t *code, float *score)
 {
-    __m128 v = _mm_add_ps(pq_avx2_entries4(l0, row, lanes, code), pq_avx2_entries4(l0 + 4 * row, row, lanes, code + 4));
+    __m128 v = _mm_add_ps(pq_avx2_entries4(l0, row, lanes, code),
+                          pq_avx2_entries4(l0 + 4 * row, row, lanes, code + 4 * PMPD_PQ_BLOCK));
     _mm_storeu_ps(score, _mm_add_ps(_mm_loadu_ps(score), v));
 }
 
 KV_AVX2_INLINE void pq_avx2_scores_bytes(const float *lut, size_t n_centroids, size_t n_sub, size_t lanes, size_t l,
                                          const uint8_t *codes, size_t n, float *scores, float *max)
 {
-    const size_t row = n_centroids * lanes;
+    const size_t row = n_centroids * lanes, block_bytes = n_sub * PMPD_PQ_BLOCK;
     __m128 m = _mm_loadu_ps(max + l);
-    size_t t0, t, s, k;
+    size_t t0, t, b, s, k;
     for (t0 = 0; t0 < n; t0 += PQ_AVX2_TOKEN_BLOCK) {
         size_t t1 = n - t0 < PQ_AVX2_TOKEN_BLOCK ? n : t0 + PQ_AVX2_TOKEN_BLOCK;
         for (t = t0; t < t1; t++)
             _mm_storeu_ps(scores + t * lanes + l, _mm_setzero_ps());
-        for (s = 0; s + 8 <= n_sub; s += 8) {
+        for (s = 0; s < n_sub; s += 8) {
             const float *l0 = lut + s * row + l;
-            for (t = t0; t < t1; t++)
-                pq_avx2_score8(l0, row, lanes, codes + t * n_sub + s, scores + t * lanes + l);
-        }
-        if (s + 4 <= n_sub) {
-            const float *l0 = lut + s * row + l;
-            for (t = t0; t < t1; t++)
-                pq_avx2_score4(l0, row, lanes, codes + t * n_sub + s, scores + t * lanes + l);
-            s += 4;
-        }
-        for (; s < n_sub; s++)
-            for (t = t0; t < t1; t++) {
-                float *score = scores + t * lanes + l;
-                k = codes[t * n_sub + s];
-                _mm_storeu_ps(score, _mm_add_ps(_mm_loadu_ps(score), _mm_loadu_ps(lut + s * row + l + k * lanes)));
+            /* Token blocks of codes: token b + t's byte of subspace s is
+             * at code[t], subspace s + k at code[t + k * PMPD_PQ_BLOCK]. */
+            for (b = t0; b < t1; b += PMPD_PQ_BLOCK) {
+                const uint8_t *code = codes + b / PMPD_PQ_BLOCK * block_bytes + s * PMPD_PQ_BLOCK;
+                size_t count = t1 - b < PMPD_PQ_BLOCK ? t1 - b : PMPD_PQ_BLOCK;
+                float *score = scores + b * lanes + l;
+                if (s + 8 <= n_sub)
+                    for (t = 0; t < count; t++)
+                        pq_avx2_score8(l0, row, lanes, code + t, score + t * lanes);
+                else if (s + 4 <= n_sub)
+                    for (t = 0; t < count; t++)
+                        pq_avx2_score4(l0, row, lanes, code + t, score + t * lanes);
+                for (k = s + 8 <= n_sub ? 8 : s + 4 <= n_sub ? 4 : 0; s + k < n_sub && k < 8; k++)
+                    for (t = 0; t < count; t++)
+                        _mm_storeu_ps(score + t * lanes,
+                                      _mm_add_ps(_mm_loadu_ps(score + t * lanes),
+                                                 _mm_loadu_ps(l0 + k * row + code[k * PMPD_PQ_BLOCK + t] * lanes)));
             }
+        }
         for (t = t0; t < t1; t++)
             m = _mm_max_ps(m, _mm_loadu_ps(scores + t * lanes + l));
     }
@@ -423,20 +429,19 @@ void pmpd_pq_scores_avx2(const float *lut, const pmpd_pq_layout *layout, uint32_
                 pq_avx2_scores_bytes(lut, layout->n_centroids, n_sub, lanes, l, codes, n, scores, max);
         return;
     }
+    /* Packed codes: a byte holds two subspaces' codes. */
     for (t = 0; t < n; t++) {
-        const uint8_t *code = codes + t * layout->code_bytes;
+        const uint8_t *code = codes + pmpd_pq_code_offset(layout, t, 0);
         for (l = 0; l < lanes; l += 4) {
             const float *table = lut + l;
             __m128 a0 = _mm_setzero_ps(), a1 = _mm_setzero_ps(), sum;
             for (s = 0; s + 1 < n_sub; s += 2) {
-                /* A pair of subspaces: two bytes, or the two nibbles of one. */
-                uint32_t c0 = layout->packed ? code[s / 2] & 15u : code[s];
-                uint32_t c1 = layout->packed ? (uint32_t)code[s / 2] >> 4 : code[s + 1];
+                uint32_t c0 = code[s / 2 * PMPD_PQ_BLOCK] & 15u, c1 = (uint32_t)code[s / 2 * PMPD_PQ_BLOCK] >> 4;
                 a0 = _mm_add_ps(a0, _mm_loadu_ps(table + s * row + (size_t)c0 * lanes));
                 a1 = _mm_add_ps(a1, _mm_loadu_ps(table + (s + 1) * row + (size_t)c1 * lanes));
             }
             if (s < n_sub)
-                a0 = _mm_add_ps(a0, _mm_loadu_ps(table + s * row + (size_t)pmpd_pq_code(layout, code, s) * lanes));
+                a0 = _mm_add_ps(a0, _mm_loadu_ps(table + s * row + (size_t)pmpd_pq_code(layout, codes, t, s) * lanes));
             sum = _mm_add_ps(a0, a1);
             _mm_storeu_ps(scores + t * lanes + l, sum);
             _mm_storeu_ps(max + l, _mm_max_ps(_mm_loadu_ps(max + l), sum));
@@ -450,11 +455,10 @@ void pmpd_pq_bins_avx2(const float *weights, uint32_t lanes, const pmpd_pq_layou
     size_t t, row = (size_t)layout->n_centroids * lanes;
     uint32_t s, l, n_sub = layout->n_sub;
     for (t = 0; t < n; t++) {
-        const uint8_t *code = codes + t * layout->code_bytes;
         for (l = 0; l < lanes; l += 4) {
             __m128 w = _mm_loadu_ps(weights + t * lanes + l);
             for (s = 0; s < n_sub; s++) {
-                float *bin = bins + s * row + (size_t)pmpd_pq_code(layout, code, s) * lanes + l;
+                float *bin = bins + s * row + (size_t)pmpd_pq_code(layout, codes, t, s) * lanes + l;
                 _mm_storeu_ps(bin, _mm_add_ps(_mm_loadu_ps(bin), w));
             }
         }
@@ -531,7 +535,13 @@ void pmpd_pq_bins_times_codebook_avx2(const float *bins, const pmpd_pq_codebook 
  * accumulators are lane-major ([lane][j]), so one broadcast of a centroid
  * serves all four lanes; they are transposed into acc[s*sub_dim + j][l] at
  * the end.  Same sum as bins x codebook, in another order. */
-#define PQ_AVX2_CODE(k) ((k) * nc + code[k])
+/* Tokens t < n, block by block; code[k * PMPD_PQ_BLOCK] is then token t's
+ * code of subspace s + k (s: the pass's first subspace). */
+#define PQ_AVX2_FOR_TOKENS(t)                                                                      \
+    for (size_t b_ = 0; b_ < n; b_ += PMPD_PQ_BLOCK)                                                \
+        for (t = b_; t < n && t < b_ + PMPD_PQ_BLOCK; t++)
+#define PQ_AVX2_TOKEN_CODES(t) (codes + (b_ / PMPD_PQ_BLOCK * n_sub + s) * PMPD_PQ_BLOCK + ((t) - b_))
+#define PQ_AVX2_CODE(k) ((k) * nc + code[(k) * PMPD_PQ_BLOCK])
 #define PQ_AVX2_STEP2(k)                                                                           \
     a##k = _mm256_fmadd_ps(w, _mm256_castpd_ps(_mm256_broadcast_sd((const double *)(book0 + PQ_AVX2_CODE(k) * 2))), \
                            a##k)
@@ -572,9 +582,9 @@ KV_AVX2_INLINE void pq_avx2_values_sub2(const float *weights, size_t lanes, size
     for (; s + 8 <= n_sub; s += 8) {
         const float *book0 = centroids + s * nc * 2;
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-        for (t = 0; t < n; t++) {
+        PQ_AVX2_FOR_TOKENS(t) {
+            const uint8_t *code = PQ_AVX2_TOKEN_CODES(t);
             __m256 w = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(weights + t * lanes + l)), twice);
-            const uint8_t *code = codes + t * n_sub + s;
             PQ_AVX2_STEP2(0);
             PQ_AVX2_STEP2(1);
             PQ_AVX2_STEP2(2);
@@ -596,9 +606,9 @@ KV_AVX2_INLINE void pq_avx2_values_sub2(const float *weights, size_t lanes, size
     for (; s < n_sub; s++) {
         const float *book0 = centroids + s * nc * 2;
         __m256 a0 = _mm256_setzero_ps();
-        for (t = 0; t < n; t++) {
+        PQ_AVX2_FOR_TOKENS(t) {
+            const uint8_t *code = PQ_AVX2_TOKEN_CODES(t);
             __m256 w = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(weights + t * lanes + l)), twice);
-            const uint8_t *code = codes + t * n_sub + s;
             PQ_AVX2_STEP2(0);
         }
         pq_avx2_add_sub2(a0, acc, s, lanes, l);
@@ -613,10 +623,10 @@ KV_AVX2_INLINE void pq_avx2_values_sub4(const float *weights, size_t lanes, size
     for (; s + 4 <= n_sub; s += 4) {
         const float *book0 = centroids + s * nc * 4;
         __m256 lo0 = _mm256_setzero_ps(), lo1 = lo0, lo2 = lo0, lo3 = lo0, hi0 = lo0, hi1 = lo0, hi2 = lo0, hi3 = lo0;
-        for (t = 0; t < n; t++) {
+        PQ_AVX2_FOR_TOKENS(t) {
+            const uint8_t *code = PQ_AVX2_TOKEN_CODES(t);
             __m256 w = _mm256_castps128_ps256(_mm_loadu_ps(weights + t * lanes + l));
             __m256 w01 = _mm256_permutevar8x32_ps(w, first), w23 = _mm256_permutevar8x32_ps(w, second);
-            const uint8_t *code = codes + t * n_sub + s;
             PQ_AVX2_STEP4(0);
             PQ_AVX2_STEP4(1);
             PQ_AVX2_STEP4(2);
@@ -630,15 +640,17 @@ KV_AVX2_INLINE void pq_avx2_values_sub4(const float *weights, size_t lanes, size
     for (; s < n_sub; s++) {
         const float *book0 = centroids + s * nc * 4;
         __m256 lo0 = _mm256_setzero_ps(), hi0 = lo0;
-        for (t = 0; t < n; t++) {
+        PQ_AVX2_FOR_TOKENS(t) {
+            const uint8_t *code = PQ_AVX2_TOKEN_CODES(t);
             __m256 w = _mm256_castps128_ps256(_mm_loadu_ps(weights + t * lanes + l));
             __m256 w01 = _mm256_permutevar8x32_ps(w, first), w23 = _mm256_permutevar8x32_ps(w, second);
-            const uint8_t *code = codes + t * n_sub + s;
             PQ_AVX2_STEP4(0);
         }
         pq_avx2_add_sub4(lo0, hi0, acc, s, lanes, l);
     }
 }
+#undef PQ_AVX2_FOR_TOKENS
+#undef PQ_AVX2_TOKEN_CODES
 #undef PQ_AVX2_CODE
 #undef PQ_AVX2_STEP2
 #undef PQ_AVX2_STEP4

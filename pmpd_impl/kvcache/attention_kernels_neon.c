@@ -170,19 +170,20 @@ void pmpd_pq_scores_neon(const float *lut, const pmpd_pq_layout *layout, uint32_
     size_t t, row = (size_t)layout->n_centroids * lanes;
     uint32_t s, l, n_sub = layout->n_sub;
     for (t = 0; t < n; t++) {
-        const uint8_t *code = codes + t * layout->code_bytes;
+        /* Token t's first code byte; byte b is b blocks' runs further. */
+        const uint8_t *code = codes + pmpd_pq_code_offset(layout, t, 0);
         for (l = 0; l < lanes; l += 4) {
             const float *table = lut + l;
             float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), sum;
             for (s = 0; s + 1 < n_sub; s += 2) {
                 /* A pair of subspaces: two bytes, or the two nibbles of one. */
-                uint32_t c0 = layout->packed ? code[s / 2] & 15u : code[s];
-                uint32_t c1 = layout->packed ? (uint32_t)code[s / 2] >> 4 : code[s + 1];
+                uint32_t c0 = layout->packed ? code[s / 2 * PMPD_PQ_BLOCK] & 15u : code[s * PMPD_PQ_BLOCK];
+                uint32_t c1 = layout->packed ? (uint32_t)code[s / 2 * PMPD_PQ_BLOCK] >> 4 : code[(s + 1) * PMPD_PQ_BLOCK];
                 a0 = vaddq_f32(a0, vld1q_f32(table + s * row + (size_t)c0 * lanes));
                 a1 = vaddq_f32(a1, vld1q_f32(table + (s + 1) * row + (size_t)c1 * lanes));
             }
             if (s < n_sub)
-                a0 = vaddq_f32(a0, vld1q_f32(table + s * row + (size_t)pmpd_pq_code(layout, code, s) * lanes));
+                a0 = vaddq_f32(a0, vld1q_f32(table + s * row + (size_t)pmpd_pq_code(layout, codes, t, s) * lanes));
             sum = vaddq_f32(a0, a1);
             vst1q_f32(scores + t * lanes + l, sum);
             vst1q_f32(max + l, vmaxq_f32(vld1q_f32(max + l), sum));
@@ -196,11 +197,10 @@ void pmpd_pq_bins_neon(const float *weights, uint32_t lanes, const pmpd_pq_layou
     size_t t, row = (size_t)layout->n_centroids * lanes;
     uint32_t s, l, n_sub = layout->n_sub;
     for (t = 0; t < n; t++) {
-        const uint8_t *code = codes + t * layout->code_bytes;
         for (l = 0; l < lanes; l += 4) {
             float32x4_t w = vld1q_f32(weights + t * lanes + l);
             for (s = 0; s < n_sub; s++) {
-                float *bin = bins + s * row + (size_t)pmpd_pq_code(layout, code, s) * lanes + l;
+                float *bin = bins + s * row + (size_t)pmpd_pq_code(layout, codes, t, s) * lanes + l;
                 vst1q_f32(bin, vaddq_f32(vld1q_f32(bin), w));
             }
         }
@@ -234,7 +234,7 @@ void pmpd_pq_bins_times_codebook_neon(const float *bins, const pmpd_pq_codebook 
  * eight 2-dim or four 4-dim subspaces per pass, one accumulator per
  * (subspace, dimension) in the natural [j][lane] layout: two or four FMAs
  * by element per subspace and token, nothing to transpose. */
-#define PQ_NEON_CENTROID(k) (book0 + ((size_t)(k) * nc + code[k]) * sub_dim)
+#define PQ_NEON_CENTROID(k) (book0 + ((size_t)(k) * nc + code[(k) * PMPD_PQ_BLOCK]) * sub_dim)
 #define PQ_NEON_STEP2(k)                                                                           \
     do {                                                                                           \
         float32x2_t c = vld1_f32(PQ_NEON_CENTROID(k));                                             \
@@ -258,30 +258,33 @@ static void pq_neon_values_pass(const float *weights, size_t lanes, size_t l, co
     const size_t nc = book->layout.n_centroids, n_sub = book->layout.n_sub, sub_dim = book->layout.sub_dim;
     const float *book0 = book->centroids + s * nc * sub_dim;
     float32x4_t a[16];
-    size_t t, i;
+    size_t b, t, i;
     for (i = 0; i < 16; i++)
         a[i] = vdupq_n_f32(0.0f);
-    for (t = 0; t < n; t++) {
-        const float32x4_t w = vld1q_f32(weights + t * lanes + l);
-        const uint8_t *code = codes + t * n_sub + s;
-        if (sub_dim == 2 && count == 8) {
-            PQ_NEON_STEP2(0);
-            PQ_NEON_STEP2(1);
-            PQ_NEON_STEP2(2);
-            PQ_NEON_STEP2(3);
-            PQ_NEON_STEP2(4);
-            PQ_NEON_STEP2(5);
-            PQ_NEON_STEP2(6);
-            PQ_NEON_STEP2(7);
-        } else if (sub_dim == 4 && count == 4) {
-            PQ_NEON_STEP4(0);
-            PQ_NEON_STEP4(1);
-            PQ_NEON_STEP4(2);
-            PQ_NEON_STEP4(3);
-        } else if (sub_dim == 2) {
-            PQ_NEON_STEP2(0);
-        } else {
-            PQ_NEON_STEP4(0);
+    for (b = 0; b < n; b += PMPD_PQ_BLOCK) {
+        for (t = b; t < n && t < b + PMPD_PQ_BLOCK; t++) {
+            /* Token t's code of subspace s; s + k is k blocks' runs further. */
+            const float32x4_t w = vld1q_f32(weights + t * lanes + l);
+            const uint8_t *code = codes + (b / PMPD_PQ_BLOCK * n_sub + s) * PMPD_PQ_BLOCK + (t - b);
+            if (sub_dim == 2 && count == 8) {
+                PQ_NEON_STEP2(0);
+                PQ_NEON_STEP2(1);
+                PQ_NEON_STEP2(2);
+                PQ_NEON_STEP2(3);
+                PQ_NEON_STEP2(4);
+                PQ_NEON_STEP2(5);
+                PQ_NEON_STEP2(6);
+                PQ_NEON_STEP2(7);
+            } else if (sub_dim == 4 && count == 4) {
+                PQ_NEON_STEP4(0);
+                PQ_NEON_STEP4(1);
+                PQ_NEON_STEP4(2);
+                PQ_NEON_STEP4(3);
+            } else if (sub_dim == 2) {
+                PQ_NEON_STEP2(0);
+            } else {
+                PQ_NEON_STEP4(0);
+            }
         }
     }
     for (i = 0; i < count * sub_dim; i++) {

@@ -133,12 +133,11 @@ void pmpd_pq_scores_scalar(const float *lut, const pmpd_pq_layout *layout, uint3
     size_t t;
     uint32_t s, l;
     for (t = 0; t < n; t++) {
-        const uint8_t *code = codes + t * layout->code_bytes;
         float *out = scores + t * lanes;
         for (l = 0; l < lanes; l++)
             out[l] = 0.0f;
         for (s = 0; s < layout->n_sub; s++) {
-            const float *entry = lut + ((size_t)s * layout->n_centroids + pmpd_pq_code(layout, code, s)) * lanes;
+            const float *entry = lut + ((size_t)s * layout->n_centroids + pmpd_pq_code(layout, codes, t, s)) * lanes;
             for (l = 0; l < lanes; l++)
                 out[l] += entry[l];
         }
@@ -154,10 +153,9 @@ void pmpd_pq_bins_scalar(const float *weights, uint32_t lanes, const pmpd_pq_lay
     size_t t;
     uint32_t s, l;
     for (t = 0; t < n; t++) {
-        const uint8_t *code = codes + t * layout->code_bytes;
         const float *w = weights + t * lanes;
         for (s = 0; s < layout->n_sub; s++) {
-            float *bin = bins + ((size_t)s * layout->n_centroids + pmpd_pq_code(layout, code, s)) * lanes;
+            float *bin = bins + ((size_t)s * layout->n_centroids + pmpd_pq_code(layout, codes, t, s)) * lanes;
             for (l = 0; l < lanes; l++)
                 bin[l] += w[l];
         }

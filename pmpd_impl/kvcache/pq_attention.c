@@ -18,20 +18,30 @@
 #include "pmpd_impl/kvcache/attention_kernels.h"
 #include "pmpd_impl/kvcache/attention_partial.h"
 #include "pmpd_impl/kvcache/exact_attention.h"
+#include "pmpd_impl/kvcache/pq_lut8.h"
+#include "pmpd_impl/kvcache/pq_values_bf16.h"
 
 /* Scratch, in floats, one after another: the transposed query group, the
- * key LUT, the value bins, two partial results, then the token scores
- * (shared by the history and the window, which run one after the other). */
+ * key LUT, the value bins, two partial results, the byte tables' minimum,
+ * step and offset and their bytes (where pq_lut8.h is used; their float
+ * tables share the key LUT's room), the bfloat16 weights of
+ * pq_values_bf16.h (where used), then the token scores (shared by the
+ * history and the window, which run one after the other). */
 typedef struct pq_attention_scratch {
-    float *qt, *lut, *bins, *scores;
+    float *qt, *lut, *bins, *scores, *bf16;
     pmpd_attn_partial history, recent;
+    pmpd_pq_lut8 lut8;
 } pq_attention_scratch;
 
 static int pq_attention_layout(const pmpd_pq_cache *cache, uint32_t lanes, float *base,
                                pq_attention_scratch *out, size_t *total)
 {
-    size_t qt, lut, bins, partial, history_scores, recent_scores, scores, offset = 0;
+    size_t qt, lut, bins, partial, history_scores, recent_scores, scores, lut8 = 0, offset = 0;
+    size_t bf16 = PMPD_PQ_USE_VALUES_BF16 ? PMPD_PQ_BF16_SCRATCH_FLOATS : 0;
     size_t dim = cache->head_dim;
+    /* minimum [n_sub][lanes], step and offset [lanes], bytes [n_sub][lanes][256] */
+    if (PMPD_PQ_USE_LUT8 && !pmpd_checked_mul((size_t)cache->keys.layout.n_sub * lanes, 1 + 256 / sizeof(float), &lut8))
+        return 0;
     if (!pmpd_checked_mul(dim, lanes, &qt) ||
         !pmpd_checked_mul(pmpd_pq_codebook_floats(&cache->keys.layout) / cache->keys.layout.sub_dim, lanes, &lut) ||
         !pmpd_checked_mul(pmpd_pq_codebook_floats(&cache->values.layout) / cache->values.layout.sub_dim, lanes,
@@ -51,11 +61,20 @@ static int pq_attention_layout(const pmpd_pq_cache *cache, uint32_t lanes, float
         out->recent.max = out->history.max + partial;
         out->recent.sum = out->recent.max + lanes;
         out->recent.acc = out->recent.sum + lanes;
-        out->scores = out->recent.max + partial;
+        out->lut8.work = out->lut;
+        out->lut8.minimum = out->recent.max + partial;
+        out->lut8.step = out->lut8.minimum + (size_t)cache->keys.layout.n_sub * lanes;
+        out->lut8.offset = out->lut8.step + lanes;
+        out->lut8.table = (uint8_t *)(out->lut8.offset + lanes);
+        out->bf16 = PMPD_PQ_USE_LUT8 ? out->lut8.minimum + lut8 + 2 * lanes : out->lut8.minimum;
+        out->scores = out->bf16 + bf16;
     }
     return pmpd_checked_add(offset, qt, &offset) && pmpd_checked_add(offset, lut, &offset) &&
            pmpd_checked_add(offset, bins, &offset) && pmpd_checked_add(offset, partial, &offset) &&
-           pmpd_checked_add(offset, partial, &offset) && pmpd_checked_add(offset, scores, total);
+           pmpd_checked_add(offset, partial, &offset) && pmpd_checked_add(offset, lut8, &offset) &&
+           pmpd_checked_add(offset, PMPD_PQ_USE_LUT8 ? 2 * (size_t)lanes : 0, &offset) &&
+           pmpd_checked_add(offset, bf16, &offset) &&
+           pmpd_checked_add(offset, scores, total);
 }
 
 pmpd_status pmpd_pq_attention_scratch_floats(const pmpd_pq_cache *cache, uint32_t n_heads, size_t *out)
@@ -72,15 +91,29 @@ static void pq_attention_history(const pmpd_pq_cache *cache, uint32_t kv_head, s
                                  pq_attention_scratch *s)
 {
     const pmpd_pq_layout *kl = &cache->keys.layout, *vl = &cache->values.layout;
-    const uint8_t *key_codes = cache->key_codes + (size_t)kv_head * cache->capacity * kl->code_bytes;
-    const uint8_t *value_codes = cache->value_codes + (size_t)kv_head * cache->capacity * vl->code_bytes;
+    const uint8_t *key_codes = pmpd_pq_cache_head_codes(cache, cache->key_codes, kl, kv_head);
+    const uint8_t *value_codes = pmpd_pq_cache_head_codes(cache, cache->value_codes, vl, kv_head);
     pmpd_attn_partial_clear(&s->history, lanes, cache->head_dim);
     if (n == 0)
         return;
-    PMPD_KV_KERNEL(pmpd_pq_lut)(&cache->keys, s->qt, lanes, s->lut);
-    PMPD_KV_KERNEL(pmpd_pq_scores)(s->lut, kl, lanes, key_codes, n, s->scores, s->history.max);
+#if PMPD_PQ_USE_LUT8
+    if (pmpd_pq_lut8_fits(kl)) {
+        PMPD_PQ_LUT8_KERNEL(pmpd_pq_lut8_build)(&cache->keys, s->qt, lanes, &s->lut8);
+        PMPD_PQ_LUT8_KERNEL(pmpd_pq_lut8_scores)(&s->lut8, kl, lanes, key_codes, n, s->scores, s->history.max);
+    } else
+#endif
+    {
+        PMPD_KV_KERNEL(pmpd_pq_lut)(&cache->keys, s->qt, lanes, s->lut);
+        PMPD_KV_KERNEL(pmpd_pq_scores)(s->lut, kl, lanes, key_codes, n, s->scores, s->history.max);
+    }
     PMPD_KV_KERNEL(pmpd_kv_exp)(s->scores, lanes, n, s->history.max, s->history.sum);
-    PMPD_KV_KERNEL(pmpd_pq_values)(s->scores, lanes, &cache->values, value_codes, n, s->bins, s->history.acc);
+#if PMPD_PQ_USE_VALUES_BF16
+    if (cache->value_planes)
+        PMPD_PQ_VALUES_BF16_KERNEL(pmpd_pq_values_bf16)(s->scores, lanes, vl, cache->value_planes, value_codes, n,
+                                                        s->bf16, s->history.acc);
+    else
+#endif
+        PMPD_KV_KERNEL(pmpd_pq_values)(s->scores, lanes, &cache->values, value_codes, n, s->bins, s->history.acc);
 }
 
 void pmpd_pq_cache_attend_group(const pmpd_pq_cache *cache, uint32_t kv_head, const float *q, uint32_t group,

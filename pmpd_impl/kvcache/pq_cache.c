@@ -5,6 +5,7 @@
 #include "pmpd_impl/kvcache/pq_cache.h"
 
 #include "pmpd_impl/core/checked.h"
+#include "pmpd_impl/kvcache/pq_values_bf16.h"
 
 static pmpd_status pq_cache_alloc(pmpd_arena *arena, size_t a, size_t b, size_t c, void **out)
 {
@@ -18,19 +19,27 @@ pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq_codebook *key
                                uint32_t n_kv_heads, uint32_t capacity, uint32_t window, pmpd_arena *arena)
 {
     size_t heads_tokens;
-    void *key_codes, *value_codes, *key_recent, *value_recent;
+    uint32_t code_capacity;
+    void *key_codes, *value_codes, *key_recent, *value_recent, *value_planes = NULL;
     pmpd_status status;
     if (!cache || !keys || !values || !arena || n_kv_heads == 0 || capacity == 0 || window == 0 ||
         window > capacity || keys->layout.dim == 0 || keys->layout.dim != values->layout.dim)
         return PMPD_ERR_INVALID_ARGUMENT;
-    if (!pmpd_checked_mul(n_kv_heads, capacity, &heads_tokens))
+    /* Codes come in whole blocks of tokens: the last one may be partly used. */
+    if (capacity > UINT32_MAX - (PMPD_PQ_BLOCK - 1))
+        return PMPD_ERR_OVERFLOW;
+    code_capacity = (capacity + PMPD_PQ_BLOCK - 1) / PMPD_PQ_BLOCK * PMPD_PQ_BLOCK;
+    if (!pmpd_checked_mul(n_kv_heads, code_capacity, &heads_tokens))
         return PMPD_ERR_OVERFLOW;
     if ((status = pq_cache_alloc(arena, heads_tokens, keys->layout.code_bytes, 1, &key_codes)) != PMPD_OK ||
         (status = pq_cache_alloc(arena, heads_tokens, values->layout.code_bytes, 1, &value_codes)) != PMPD_OK ||
         (status = pq_cache_alloc(arena, (size_t)n_kv_heads * window, keys->layout.dim, sizeof(float),
                                  &key_recent)) != PMPD_OK ||
         (status = pq_cache_alloc(arena, (size_t)n_kv_heads * window, keys->layout.dim, sizeof(float),
-                                 &value_recent)) != PMPD_OK)
+                                 &value_recent)) != PMPD_OK ||
+        (PMPD_PQ_USE_VALUES_BF16 && pmpd_pq_bf16_fits(&values->layout) &&
+         (status = pq_cache_alloc(arena, pmpd_pq_bf16_plane_bytes(&values->layout), 1, 1, &value_planes)) !=
+             PMPD_OK))
         return status;
     memset(cache, 0, sizeof *cache);
     cache->keys = *keys;
@@ -38,11 +47,16 @@ pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq_codebook *key
     cache->n_kv_heads = n_kv_heads;
     cache->head_dim = keys->layout.dim;
     cache->capacity = capacity;
+    cache->code_capacity = code_capacity;
     cache->window = window;
     cache->key_codes = (uint8_t *)key_codes;
     cache->value_codes = (uint8_t *)value_codes;
     cache->key_recent = (float *)key_recent;
     cache->value_recent = (float *)value_recent;
+    cache->value_planes = (uint8_t *)value_planes;
+    /* A measuring arena gives no memory to fill. */
+    if (value_planes)
+        pmpd_pq_bf16_planes(values, cache->value_planes);
     return PMPD_OK;
 }
 
@@ -63,11 +77,13 @@ void pmpd_pq_cache_flush(pmpd_pq_cache *cache)
     size_t dim = cache->head_dim;
     uint32_t h;
     for (h = 0; h < cache->n_kv_heads; h++) {
-        size_t token = (size_t)h * cache->capacity + cache->n_coded, recent = (size_t)h * cache->window * dim;
-        pmpd_pq_encode(&cache->keys, cache->key_recent + recent, dim, cache->n_recent,
-                       cache->key_codes + token * cache->keys.layout.code_bytes);
-        pmpd_pq_encode(&cache->values, cache->value_recent + recent, dim, cache->n_recent,
-                       cache->value_codes + token * cache->values.layout.code_bytes);
+        size_t recent = (size_t)h * cache->window * dim;
+        size_t keys = (size_t)h * cache->code_capacity * cache->keys.layout.code_bytes;
+        size_t values = (size_t)h * cache->code_capacity * cache->values.layout.code_bytes;
+        pmpd_pq_encode(&cache->keys, cache->key_recent + recent, dim, cache->n_recent, cache->n_coded,
+                       cache->key_codes + keys);
+        pmpd_pq_encode(&cache->values, cache->value_recent + recent, dim, cache->n_recent, cache->n_coded,
+                       cache->value_codes + values);
     }
     cache->n_coded += cache->n_recent;
     cache->n_recent = 0;
@@ -94,9 +110,10 @@ PMPD_INTERNAL void pmpd_pq_cache_read(const pmpd_pq_cache *cache, uint32_t kv_he
                                       float *value)
 {
     if (pos < cache->n_coded) {
-        size_t token = (size_t)kv_head * cache->capacity + pos;
-        pmpd_pq_decode(&cache->keys, cache->key_codes + token * cache->keys.layout.code_bytes, key);
-        pmpd_pq_decode(&cache->values, cache->value_codes + token * cache->values.layout.code_bytes, value);
+        pmpd_pq_decode(&cache->keys, pmpd_pq_cache_head_codes(cache, cache->key_codes, &cache->keys.layout, kv_head),
+                       pos, key);
+        pmpd_pq_decode(&cache->values,
+                       pmpd_pq_cache_head_codes(cache, cache->value_codes, &cache->values.layout, kv_head), pos, value);
     } else {
         size_t offset = ((size_t)kv_head * cache->window + (pos - cache->n_coded)) * cache->head_dim;
         memcpy(key, cache->key_recent + offset, cache->head_dim * sizeof(float));

@@ -33,11 +33,21 @@ typedef struct pmpd_pq_cache {
     uint32_t window;          /* recent-window length in tokens */
     uint32_t n_coded;         /* tokens stored as codes (the oldest ones) */
     uint32_t n_recent;        /* tokens in the window (the newest ones) */
-    uint8_t *key_codes;       /* [n_kv_heads][capacity][keys.code_bytes] */
-    uint8_t *value_codes;     /* [n_kv_heads][capacity][values.code_bytes] */
+    uint32_t code_capacity;   /* capacity rounded up to whole PMPD_PQ_BLOCKs */
+    uint8_t *key_codes;       /* [n_kv_heads][code_capacity * keys.code_bytes], blocked (pq_codebook.h) */
+    uint8_t *value_codes;     /* [n_kv_heads][code_capacity * values.code_bytes] */
+    uint8_t *value_planes;    /* the value codebook's bfloat16 planes (pq_values_bf16.h) where the
+                               * build sums values through them, else NULL */
     float *key_recent;        /* [n_kv_heads][window][head_dim] */
     float *value_recent;
 } pmpd_pq_cache;
+
+/* The blocked codes of one KV head (keys or values). */
+static inline const uint8_t *pmpd_pq_cache_head_codes(const pmpd_pq_cache *cache, const uint8_t *codes,
+                                                      const pmpd_pq_layout *layout, uint32_t kv_head)
+{
+    return codes + (size_t)kv_head * cache->code_capacity * layout->code_bytes;
+}
 
 /* Allocates the cache in the arena (a measuring arena gives the size) and
  * leaves it empty.  Both codebooks must be for vectors of head_dim floats.

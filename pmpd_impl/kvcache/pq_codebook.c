@@ -1,8 +1,6 @@
 /* Product-quantization layout and the batch encoder (nearest centroid). */
 #include "pmpd_impl/kvcache/pq_codebook.h"
 
-#include <string.h>
-
 #include "pmpd_impl/kvcache/attention_kernels.h"
 
 pmpd_status pmpd_pq_layout_init(pmpd_pq_layout *out, uint32_t dim, uint32_t sub_dim, uint32_t bits)
@@ -26,7 +24,7 @@ size_t pmpd_pq_codebook_floats(const pmpd_pq_layout *layout)
 }
 
 void pmpd_pq_encode(const pmpd_pq_codebook *book, const float *vectors, size_t stride, size_t count,
-                    uint8_t *codes)
+                    size_t first, uint8_t *codes)
 {
     const pmpd_pq_layout *lay = &book->layout;
     /* One subspace's codebook at a time, transposed so the SIMD search
@@ -35,7 +33,9 @@ void pmpd_pq_encode(const pmpd_pq_codebook *book, const float *vectors, size_t s
     size_t i;
     uint32_t s, c, j;
     if (lay->packed)
-        memset(codes, 0, count * lay->code_bytes);
+        for (i = 0; i < count; i++)
+            for (s = 0; s < lay->code_bytes; s++)
+                codes[pmpd_pq_code_offset(lay, first + i, s)] = 0;
     for (s = 0; s < lay->n_sub; s++) {
         const float *sub_book = book->centroids + (size_t)s * lay->n_centroids * lay->sub_dim;
         for (c = 0; c < lay->n_centroids; c++)
@@ -45,20 +45,20 @@ void pmpd_pq_encode(const pmpd_pq_codebook *book, const float *vectors, size_t s
             uint32_t code = PMPD_PQ_NEAREST_KERNEL(columns, lay->n_centroids, lay->sub_dim,
                                                             vectors + i * stride + (size_t)s * lay->sub_dim);
             if (lay->packed)
-                codes[i * lay->code_bytes + s / 2] |= (uint8_t)(code << (s % 2 * 4));
+                codes[pmpd_pq_code_offset(lay, first + i, s / 2)] |= (uint8_t)(code << (s % 2 * 4));
             else
-                codes[i * lay->code_bytes + s] = (uint8_t)code;
+                codes[pmpd_pq_code_offset(lay, first + i, s)] = (uint8_t)code;
         }
     }
 }
 
-PMPD_INTERNAL void pmpd_pq_decode(const pmpd_pq_codebook *book, const uint8_t *codes, float *vector)
+PMPD_INTERNAL void pmpd_pq_decode(const pmpd_pq_codebook *book, const uint8_t *codes, size_t t, float *vector)
 {
     const pmpd_pq_layout *lay = &book->layout;
     uint32_t s, j;
     for (s = 0; s < lay->n_sub; s++) {
         const float *centroid =
-            book->centroids + ((size_t)s * lay->n_centroids + pmpd_pq_code(lay, codes, s)) * lay->sub_dim;
+            book->centroids + ((size_t)s * lay->n_centroids + pmpd_pq_code(lay, codes, t, s)) * lay->sub_dim;
         for (j = 0; j < lay->sub_dim; j++)
             vector[s * lay->sub_dim + j] = centroid[j];
     }

@@ -1,0 +1,219 @@
+/* AVX-512 (VBMI) 8-bit key tables (pq_lut8.h).  A subspace's 256-byte
+ * table for one query lane is four registers; VPERMI2B looks the block's
+ * 64 codes up in the lower and the upper half (the codes' low seven bits)
+ * and the top bit of each code picks between the two.  Bytes are summed
+ * into 16-bit counters, even and odd tokens apart, so one query lane costs
+ * five operations per subspace and 64 tokens where the float path loads
+ * and adds once per token. */
+#include "pmpd_impl/kvcache/pq_lut8.h"
+
+#if PMPD_USE_AVX512
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+/* Sixteen centroids' coordinate j (c0j c1j ...) from the codebook rows
+ * [c][sub_dim] of 2- or 4-dim subspaces. */
+static __m512 lut8_column(const float *centroids, uint32_t sub_dim, uint32_t j)
+{
+    if (sub_dim == 2) {
+        const __m512i pick = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        return _mm512_permutex2var_ps(_mm512_loadu_ps(centroids), _mm512_add_epi32(pick, _mm512_set1_epi32((int)j)),
+                                      _mm512_loadu_ps(centroids + 16));
+    } else {
+        /* Eight centroids per pair of registers, the two halves joined. */
+        const __m512i pick = _mm512_add_epi32(
+            _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28), _mm512_set1_epi32((int)j));
+        __m512 lo = _mm512_permutex2var_ps(_mm512_loadu_ps(centroids), pick, _mm512_loadu_ps(centroids + 16));
+        __m512 hi = _mm512_permutex2var_ps(_mm512_loadu_ps(centroids + 32), pick, _mm512_loadu_ps(centroids + 48));
+        return _mm512_shuffle_f32x4(lo, hi, 0x44);
+    }
+}
+
+/* The float tables T of lanes [l, l + 4) (l + k < lanes), their minima
+ * and offsets; returns nothing but widens range[k] to each subspace's.
+ * Columns are read once per subspace for all four lanes. */
+static void lut8_tables4(const pmpd_pq_codebook *book, const float *qt, uint32_t lanes, uint32_t l,
+                         const pmpd_pq_lut8 *lut, float range[4])
+{
+    const pmpd_pq_layout *lay = &book->layout;
+    const uint32_t nc = lay->n_centroids, sd = lay->sub_dim;
+    uint32_t s, c, j, k;
+    for (k = 0; k < 4; k++)
+        lut->offset[l + k] = 0.0f;
+    for (s = 0; s < lay->n_sub; s++) {
+        __m512 q[4][4], low[4], high[4];
+        for (k = 0; k < 4; k++) {
+            low[k] = _mm512_set1_ps(INFINITY);
+            high[k] = _mm512_set1_ps(-INFINITY);
+            for (j = 0; j < sd; j++)
+                q[k][j] = _mm512_set1_ps(qt[((size_t)s * sd + j) * lanes + l + k]);
+        }
+        for (c = 0; c < nc; c += 16) {
+            const float *centroids = book->centroids + ((size_t)s * nc + c) * sd;
+            __m512 column[4];
+            for (j = 0; j < sd; j++)
+                column[j] = lut8_column(centroids, sd, j);
+            for (k = 0; k < 4; k++) {
+                __m512 x = _mm512_mul_ps(q[k][0], column[0]);
+                for (j = 1; j < sd; j++)
+                    x = _mm512_fmadd_ps(q[k][j], column[j], x);
+                _mm512_storeu_ps(lut->work + ((size_t)s * lanes + l + k) * nc + c, x);
+                low[k] = _mm512_min_ps(low[k], x);
+                high[k] = _mm512_max_ps(high[k], x);
+            }
+        }
+        for (k = 0; k < 4; k++) {
+            float lo = _mm512_reduce_min_ps(low[k]), hi = _mm512_reduce_max_ps(high[k]);
+            lut->minimum[(size_t)s * lanes + l + k] = lo;
+            lut->offset[l + k] += lo;
+            range[k] = hi - lo > range[k] ? hi - lo : range[k];
+        }
+    }
+}
+
+void pmpd_pq_lut8_build_avx512(const pmpd_pq_codebook *book, const float *qt, uint32_t lanes,
+                               const pmpd_pq_lut8 *lut)
+{
+    const pmpd_pq_layout *lay = &book->layout;
+    const uint32_t nc = lay->n_centroids;
+    uint32_t s, l, c, k;
+    for (l = 0; l < lanes; l += 4) {
+        float range[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        lut8_tables4(book, qt, lanes, l, lut, range);
+        for (k = 0; k < 4; k++) {
+            float scale = range[k] > 0.0f ? 255.0f / range[k] : 0.0f;
+            __m512 scale16 = _mm512_set1_ps(scale);
+            lut->step[l + k] = range[k] / 255.0f;
+            for (s = 0; s < lay->n_sub; s++) {
+                const float *row = lut->work + ((size_t)s * lanes + l + k) * nc;
+                uint8_t *bytes = lut->table + ((size_t)s * lanes + l + k) * 256;
+                __m512 minimum = _mm512_set1_ps(lut->minimum[(size_t)s * lanes + l + k]);
+                for (c = 0; c < nc; c += 16) {
+                    __m512 x = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(row + c), minimum), scale16);
+                    x = _mm512_add_ps(x, _mm512_set1_ps(0.5f));
+                    /* Truncated to unsigned, then saturated to 255. */
+                    _mm_storeu_si128((__m128i *)(void *)(bytes + c),
+                                     _mm512_cvtusepi32_epi8(_mm512_cvttps_epu32(x)));
+                }
+                if (nc < 256)
+                    memset(bytes + nc, 0, 256 - nc);
+            }
+        }
+    }
+}
+
+/* One query lane's table of subspace s looked up for a block's 64 codes. */
+static inline __m512i lut8_lookup(const uint8_t *table, __m512i codes, __mmask64 upper)
+{
+    __m512i lower = _mm512_permutex2var_epi8(_mm512_loadu_si512(table), codes, _mm512_loadu_si512(table + 64));
+    __m512i higher =
+        _mm512_permutex2var_epi8(_mm512_loadu_si512(table + 128), codes, _mm512_loadu_si512(table + 192));
+    return _mm512_mask_blend_epi8(upper, lower, higher);
+}
+
+/* Four tokens' float scores [t][4 lanes] from 16 byte sums: 16-bit sums
+ * widened, times step, plus offset (in that order, as the scalar kernel). */
+static inline __m512 lut8_scale(__m256i sums, __m512 step, __m512 offset)
+{
+    __m512 x = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(sums)), step);
+    return _mm512_add_ps(x, offset);
+}
+
+/* Stores 64 tokens' scores of lanes [l, l + 4) from the block's even and
+ * odd tokens' sums (even[k] word i: token 2i of lane k).  Interleaving
+ * lane pairs by words, then by double words, then even with odd tokens by
+ * quad words leaves g[m] with, in each 128-bit chunk c, tokens 16c + 2m
+ * and 16c + 2m + 1 of the four lanes. */
+static inline void lut8_store_block(const __m512i even[4], const __m512i odd[4], __m512 step, __m512 offset, float *out,
+                             size_t lanes)
+{
+    __m512i e01 = _mm512_unpacklo_epi16(even[0], even[1]), e01h = _mm512_unpackhi_epi16(even[0], even[1]);
+    __m512i e23 = _mm512_unpacklo_epi16(even[2], even[3]), e23h = _mm512_unpackhi_epi16(even[2], even[3]);
+    __m512i o01 = _mm512_unpacklo_epi16(odd[0], odd[1]), o01h = _mm512_unpackhi_epi16(odd[0], odd[1]);
+    __m512i o23 = _mm512_unpacklo_epi16(odd[2], odd[3]), o23h = _mm512_unpackhi_epi16(odd[2], odd[3]);
+    __m512i e[4], o[4], g[8];
+    int m, h;
+    e[0] = _mm512_unpacklo_epi32(e01, e23);
+    e[1] = _mm512_unpackhi_epi32(e01, e23);
+    e[2] = _mm512_unpacklo_epi32(e01h, e23h);
+    e[3] = _mm512_unpackhi_epi32(e01h, e23h);
+    o[0] = _mm512_unpacklo_epi32(o01, o23);
+    o[1] = _mm512_unpackhi_epi32(o01, o23);
+    o[2] = _mm512_unpacklo_epi32(o01h, o23h);
+    o[3] = _mm512_unpackhi_epi32(o01h, o23h);
+    for (m = 0; m < 4; m++) {
+        g[2 * m] = _mm512_unpacklo_epi64(e[m], o[m]);
+        g[2 * m + 1] = _mm512_unpackhi_epi64(e[m], o[m]);
+    }
+    for (m = 0; m < 8; m++)
+        for (h = 0; h < 2; h++) {
+            /* Chunks 2h and 2h + 1: tokens 32h + 2m, +1 and 32h + 16 + 2m, +1. */
+            __m512 x = lut8_scale(h ? _mm512_extracti64x4_epi64(g[m], 1) : _mm512_castsi512_si256(g[m]), step, offset);
+            float *first = out + (size_t)(32 * h + 2 * m) * lanes, *second = first + 16 * lanes;
+            if (lanes == 4) {
+                _mm256_storeu_ps(first, _mm512_castps512_ps256(x));
+                _mm256_storeu_ps(second, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+            } else {
+                _mm_storeu_ps(first, _mm512_castps512_ps128(x));
+                _mm_storeu_ps(first + lanes, _mm512_extractf32x4_ps(x, 1));
+                _mm_storeu_ps(second, _mm512_extractf32x4_ps(x, 2));
+                _mm_storeu_ps(second + lanes, _mm512_extractf32x4_ps(x, 3));
+            }
+        }
+}
+
+/* Lane k of the quad: its table of the subspace, its sums. */
+#define LUT8_LANE(k)                                                                               \
+    do {                                                                                           \
+        __m512i v_ = lut8_lookup(table + (k) * 256, code, upper);                                  \
+        e##k = _mm512_add_epi16(e##k, _mm512_and_si512(v_, low_byte));                            \
+        o##k = _mm512_add_epi16(o##k, _mm512_srli_epi16(v_, 8));                                   \
+    } while (0)
+
+void pmpd_pq_lut8_scores_avx512(const pmpd_pq_lut8 *lut, const pmpd_pq_layout *layout, uint32_t lanes,
+                                const uint8_t *codes, size_t n, float *scores, float *max)
+{
+    const size_t n_sub = layout->n_sub, block_bytes = n_sub * PMPD_PQ_BLOCK;
+    const __m512i low_byte = _mm512_set1_epi16(0xff);
+    size_t l, b, s, t;
+    for (l = 0; l < lanes; l += 4) {
+        __m512 step = _mm512_broadcast_f32x4(_mm_loadu_ps(lut->step + l));
+        __m512 offset = _mm512_broadcast_f32x4(_mm_loadu_ps(lut->offset + l));
+        __m128 m = _mm_loadu_ps(max + l);
+        for (b = 0; b < n; b += PMPD_PQ_BLOCK) {
+            const uint8_t *block = codes + b / PMPD_PQ_BLOCK * block_bytes;
+            /* Even and odd tokens' sums of the four lanes, in registers. */
+            __m512i e0 = _mm512_setzero_si512(), e1 = e0, e2 = e0, e3 = e0, o0 = e0, o1 = e0, o2 = e0, o3 = e0;
+            __m512i even[4], odd[4];
+            for (s = 0; s < n_sub; s++) {
+                const uint8_t *table = lut->table + (s * lanes + l) * 256;
+                __m512i code = _mm512_loadu_si512(block + s * PMPD_PQ_BLOCK);
+                __mmask64 upper = _mm512_movepi8_mask(code);
+                LUT8_LANE(0);
+                LUT8_LANE(1);
+                LUT8_LANE(2);
+                LUT8_LANE(3);
+            }
+            even[0] = e0, even[1] = e1, even[2] = e2, even[3] = e3;
+            odd[0] = o0, odd[1] = o1, odd[2] = o2, odd[3] = o3;
+            if (n - b >= PMPD_PQ_BLOCK) {
+                lut8_store_block(even, odd, step, offset, scores + b * lanes + l, lanes);
+            } else {
+                /* The last, partial block: through a buffer, the valid tokens only. */
+                float part[PMPD_PQ_BLOCK * 4];
+                lut8_store_block(even, odd, step, offset, part, 4);
+                for (t = 0; t < n - b; t++)
+                    _mm_storeu_ps(scores + (b + t) * lanes + l, _mm_loadu_ps(part + t * 4));
+            }
+        }
+        for (t = 0; t < n; t++)
+            m = _mm_max_ps(m, _mm_loadu_ps(scores + t * lanes + l));
+        _mm_storeu_ps(max + l, m);
+    }
+}
+#undef LUT8_LANE
+
+#else
+typedef int pq_lut8_avx512_not_compiled;
+#endif
