@@ -166,7 +166,7 @@ check: deps
 	@echo "make check: all passed"
 
 # Where the compiler targets AVX-512, its GEMV replaces the AVX2 one for
-# single tokens (and for the attention rows, NUQ, VQ and nested weights); the
+# single tokens (and for the attention rows, NUQ, VQ, TCQ and nested weights); the
 # kernel and quantized-model tests then run once more
 # from a tree built without it, so the AVX2 GEMV stays tested too.
 check-native:
@@ -174,7 +174,7 @@ check-native:
 	$(MAKE) check-cli
 	@if echo | $(CC) $(ARCH_FLAGS) -dM -E - | grep -q __AVX512VBMI__; then \
 	  $(MAKE) BUILD=$(BUILD)/no-avx512 CFLAGS="$(CFLAGS) -DPMPD_USE_AVX512=0" \
-	    TEST_BIN="$(BUILD)/no-avx512/tests/test_kernels_qmatmul $(BUILD)/no-avx512/tests/test_quant_model $(BUILD)/no-avx512/tests/test_pq_kernels $(BUILD)/no-avx512/tests/test_nuq $(BUILD)/no-avx512/tests/test_vq $(BUILD)/no-avx512/tests/test_anyprec" test; \
+	    TEST_BIN="$(BUILD)/no-avx512/tests/test_kernels_qmatmul $(BUILD)/no-avx512/tests/test_quant_model $(BUILD)/no-avx512/tests/test_pq_kernels $(BUILD)/no-avx512/tests/test_nuq $(BUILD)/no-avx512/tests/test_vq $(BUILD)/no-avx512/tests/test_anyprec $(BUILD)/no-avx512/tests/test_tcq" test; \
 	fi
 
 # pmpd-run as a process: --tokenize against llama2.c's ids, --info, a

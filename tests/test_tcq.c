@@ -311,6 +311,69 @@ static void test_kernels_and_oracles(void **state)
     print_message("kernel: %s\n", PMPD_TCQ_KERNEL);
 }
 
+/* (e') Compiled kernel == scalar oracle at every width 6..16 quarter bits
+ * (every shift 3..8, half-TCQ at the odd widths), on a shape that fills
+ * the AVX-512 kernel's tiles and their tails: 9 rows (two 4-row tiles and
+ * one row left over, then a sub-range of 2), 3 sequences (half-TCQ's 1 +
+ * 2), 6 tokens (a 4-token tile and a 2-token tail), and on 1 row x 1
+ * sequence x 1 token. */
+static void check_kernel(size_t rows, size_t cols, size_t n_tokens, unsigned q, test_rng *rng)
+{
+    size_t size, c, i;
+    pmpd_tcq_matrix m;
+    pmpd_rotated rotated;
+    pmpd_error err;
+    unsigned char *data = random_tensor(rows, cols, q, rng, &size);
+    float *x, *work, *y, *oracle;
+    void *act;
+    if (pmpd_tcq_view(data, size, rows, cols, 0, &m, &err) != PMPD_OK)
+        fail_msg("%zux%zu: %s", rows, cols, err.message);
+    rotated = pmpd_tcq_rotated(&m);
+    x = (float *)malloc(n_tokens * cols * sizeof(float));
+    act = malloc(pmpd_rotated_act_bytes(&rotated, n_tokens));
+    work = (float *)malloc(n_tokens * m.padded * sizeof(float));
+    y = (float *)malloc(n_tokens * rows * sizeof(float));
+    oracle = (float *)malloc(n_tokens * rows * sizeof(float));
+    assert_true(x && act && work && y && oracle);
+    for (c = 0; c < n_tokens * cols; c++)
+        x[c] = test_rng_normal(rng);
+    for (i = 0; i < n_tokens; i++)
+        pmpd_rotated_prepare_tokens(&rotated, x, i, i + 1, n_tokens, act, work + i * m.padded);
+    pmpd_tcq_matmul_scalar(&m, act, n_tokens, 0, rows, oracle, rows);
+    pmpd_tcq_matmul(&m, act, n_tokens, 0, rows > 2 ? rows - 2 : rows, y, rows);
+    if (rows > 2)
+        pmpd_tcq_matmul(&m, act, n_tokens, rows - 2, rows, y, rows);
+    for (i = 0; i < n_tokens * rows; i++) {
+        const size_t t = i / rows, r = i % rows;
+        const float *d = pmpd_rotated_act_d(&rotated, act, n_tokens) + t * (m.padded / 32);
+        double magnitude = 0; /* bounds the sum of |products|: |q| <= 127 */
+        pmpd_tcq_rotated_row(&m, r, work);
+        for (c = 0; c < m.padded; c++)
+            magnitude += fabs((double)work[c]) * 127.0 * d[c / 32];
+        if (fabs(y[i] - oracle[i]) > 1e-5 * magnitude + 1e-30)
+            fail_msg("tcq%g %zux%zu row %zu token %zu: kernel %g, oracle %g", q / 4.0, rows, cols, r, t, (double)y[i],
+                     (double)oracle[i]);
+    }
+    free(data);
+    free(x);
+    free(act);
+    free(work);
+    free(y);
+    free(oracle);
+}
+
+static void test_kernel_widths(void **state)
+{
+    test_rng rng;
+    unsigned q;
+    (void)state;
+    test_rng_seed(&rng, 15);
+    for (q = PMPD_TCQ_MIN_QUARTER_BITS; q <= PMPD_TCQ_MAX_QUARTER_BITS; q++) {
+        check_kernel(9, 700, 6, q, &rng);
+        check_kernel(1, 256, 1, q, &rng);
+    }
+}
+
 /* (f) A tensor with one thing wrong gives that thing's status. */
 static pmpd_status tcq_view(const void *data, uint64_t size, uint64_t rows, uint64_t cols, uint64_t base_offset,
                           pmpd_error *err)
@@ -530,6 +593,7 @@ int main(void)
         cmocka_unit_test(test_path_bits),
         cmocka_unit_test(test_gaussian_mse),
         cmocka_unit_test(test_kernels_and_oracles),
+        cmocka_unit_test(test_kernel_widths),
         cmocka_unit_test(test_malformed_tensors),
         cmocka_unit_test(test_stories260k),
         cmocka_unit_test(test_palette),

@@ -13,6 +13,9 @@
  *                   included (3 bits; 2 and 4 bits at a row's end);
  *   nuqK-wide-avx512  a wide step of a decode tile at 2 or 4 bits (256 or
  *                   128 columns of 4 rows), the bulk of those rows;
+ *   tcq-avx512      one 64-step unit of a TCQ decode tile: 128 rotated
+ *                   columns of 4 rows, the token's activations included
+ *                   (the same operations at every width: bytes at 2 bits);
  *   vqP-avx512      the same for VQ with P index bits per pair (full-width
  *                   loads, as at a row's end), vqP-wide-avx512 its wide
  *                   steps (256 columns of 4 rows at P = 4, else 128), the
@@ -30,6 +33,7 @@
 #include "pmpd_impl/weights/grouped/x86_avx2/qmatmul.c"
 #include "pmpd_impl/weights/grouped/x86_avx512/qmatmul.c"
 #include "pmpd_impl/weights/nuq/nuq_avx512.c"
+#include "pmpd_impl/weights/tcq/tcq_avx512.c"
 #include "pmpd_impl/weights/vq/vq_avx512.c"
 
 #define MCA_BEGIN(name) __asm__ volatile("# LLVM-MCA-BEGIN " name ::: "memory")
@@ -283,5 +287,30 @@ void mca_avx512(uint32_t type, const unsigned char *const p[4], const int8_t *x,
         *out = pmpd_avx512_fold(d, k);
         MCA_END("q4-avx512/512/288");
     }
+}
+#endif
+
+#if PMPD_TCQ_USE_AVX512
+void mca_tcq_avx512(const tcq_avx512_consts *c, const __m512i *lo, const __m512i *hi, const int8_t *q, const float *d,
+                    __m512 *acc);
+
+/* The sequences stay in registers across their two units, as in the real
+ * loop. */
+void mca_tcq_avx512(const tcq_avx512_consts *c, const __m512i *lo, const __m512i *hi, const int8_t *q, const float *d,
+                    __m512 *acc)
+{
+    __m512i w[4][4];
+    tcq_avx512_input in;
+    MCA_BEGIN("tcq-avx512/512/128");
+    tcq_avx512_unit(lo[0], hi[0], c, &c->shift[0], 0, w[0]);
+    tcq_avx512_unit(lo[1], hi[1], c, &c->shift[0], 0, w[1]);
+    tcq_avx512_unit(lo[2], hi[2], c, &c->shift[0], 0, w[2]);
+    tcq_avx512_unit(lo[3], hi[3], c, &c->shift[0], 0, w[3]);
+    tcq_avx512_input_for(q, d, &in);
+    acc[0] = tcq_avx512_dot(w[0], &in, acc[0]);
+    acc[1] = tcq_avx512_dot(w[1], &in, acc[1]);
+    acc[2] = tcq_avx512_dot(w[2], &in, acc[2]);
+    acc[3] = tcq_avx512_dot(w[3], &in, acc[3]);
+    MCA_END("tcq-avx512/512/128");
 }
 #endif

@@ -60,7 +60,17 @@
 #define PMPD_TCQ_MIN_QUARTER_BITS (2 * PMPD_TCQ_MIN_SHIFT)
 #define PMPD_TCQ_MAX_QUARTER_BITS (2 * PMPD_TCQ_MAX_SHIFT)
 
-#if PMPD_USE_AVX2
+/* The AVX-512 kernel also needs VBMI2 (VPSHLDVW), which every VBMI core
+ * since Ice Lake and Zen4 has. */
+#if PMPD_USE_AVX512 && defined(__AVX512VBMI2__)
+#define PMPD_TCQ_USE_AVX512 1
+#else
+#define PMPD_TCQ_USE_AVX512 0
+#endif
+
+#if PMPD_TCQ_USE_AVX512
+#define PMPD_TCQ_KERNEL "avx512"
+#elif PMPD_USE_AVX2
 #define PMPD_TCQ_KERNEL "avx2"
 #elif PMPD_USE_NEON && defined(__aarch64__)
 #define PMPD_TCQ_KERNEL "neon"

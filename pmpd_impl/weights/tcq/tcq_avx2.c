@@ -14,7 +14,7 @@
 #include "pmpd_impl/weights/tcq/tcq.h"
 #include "pmpd_impl/weights/rotated/rotated_simd.h"
 
-#if PMPD_USE_AVX2
+#if PMPD_USE_AVX2 && !PMPD_TCQ_USE_AVX512 /* else tcq_avx512.c */
 #include <immintrin.h>
 #include <string.h>
 

@@ -1,0 +1,274 @@
+/* TCQ product with AVX-512 (PMPD_TCQ_USE_AVX512: F, BW, VNNI, VBMI,
+ * VBMI2), the GEMV of decode and the token tiles of prefill; the AVX2
+ * kernel (tcq_avx2.c) stays for the other x86 builds.  The layout is
+ * tcq.h's, unchanged.
+ *
+ * Only bits 6..15 of h = S (S + 1) are used, so h mod 2^16 does: the
+ * states live in 16-bit lanes, 32 steps to a register.  A unit of 64 steps
+ * (128 rotated columns, half a sequence) goes:
+ *   windows  the sequence's 16 s <= 128 bytes sit in two registers, so one
+ *            VPERMI2B per 32 steps places bytes f + 1, f and one more f + 3,
+ *            f + 2 (f = i s / 8, modulo the sequence: the tail-biting wrap
+ *            costs nothing) in each 16-bit lane, and VPSHLDVW by the
+ *            lane's constant (i s) % 8 leaves the window;
+ *   hash     VPADDW, VPMULLW;
+ *   lookup   the table in byte planes (first value low and high byte,
+ *            second low and high) of four sub-tables, by index bits 0-1,
+ *            of 128 bytes, by index bits 2-8: h's high byte (index bits
+ *            2-8 and the sign, which VPERMI2B ignores) is the sub-table
+ *            index as it stands.  One VPERMI2B packs the two registers'
+ *            high bytes into 64 byte lanes, one more their low bytes (index
+ *            bits 0-1 in bits 6-7: two mask tests); each plane is then 4
+ *            VPERMI2B (64 steps each) and 3 VPBLENDMB;
+ *   values   VPUNPCKL/HBW put each plane's bytes back together as int16
+ *            values in the lanes of the step's state (the packing perm
+ *            follows the unpacks' order), and a masked VPSUBW negates the
+ *            first value where h bit 15 (VPMOVW2M) is set;
+ *   product  VPDPWSSD of the first values with the even activations and
+ *            of the second with the odd ones, each sign-extended in its
+ *            16-bit lane (3 shifts per 64 activations): every 32-bit lane
+ *            sums 4 exact products of one block, the lanes 0-7 of one
+ *            block, 8-15 of the next, so one conversion and one FMA with
+ *            the two blocks' steps (VPERMPS) per 32 steps.
+ * That is 22 VPERMI2B (16 of them the lookup) among about 66 operations
+ * per unit and row on one token.  A VPGATHERDD per 16 steps would cost
+ * more: gathers from the 2 KiB table took 0.85 cycles per element on Zen5
+ * (14 cycles per 16), VPERMI2B runs 2 per cycle.
+ *
+ * The byte planes (2 KiB) and the shifts' window indices are built on the
+ * stack once per call.  Rows go in tiles of 4 (below), each through the
+ * token tiles of rotated_simd.h (a sequence decoded once per tile of up to
+ * 4 tokens), the float sums kept per row and token across the row. */
+#include "pmpd_impl/weights/tcq/tcq.h"
+#include "pmpd_impl/weights/rotated/rotated_simd.h"
+
+#if PMPD_TCQ_USE_AVX512
+#include <immintrin.h>
+
+#if defined(__GNUC__)
+#define TCQ_AVX512_INLINE static inline __attribute__((always_inline))
+#else
+#define TCQ_AVX512_INLINE static inline
+#endif
+
+#define TCQ_AVX512_GROUPS (PMPD_TCQ_STEPS / 32) /* 32-step groups per sequence */
+#define TCQ_AVX512_PLANES 4                     /* first low, first high, second low, second high bytes */
+#define TCQ_AVX512_SUBTABLES 4                  /* by index bits 0-1 */
+
+typedef struct tcq_avx512_shift {
+    __m512i window[TCQ_AVX512_GROUPS][2]; /* VPERMI2B: bytes f + 1, f | f + 3, f + 2 per 16-bit lane */
+    __m512i offset;                       /* per 16-bit lane: (i s) % 8 */
+    __mmask64 load[2];                    /* the sequence's 16 s bytes in two 64-byte halves */
+    size_t high_at;                       /* where the second half's load starts (0 when empty) */
+} tcq_avx512_shift;
+
+typedef struct tcq_avx512_consts {
+    __m512i planes[TCQ_AVX512_PLANES][TCQ_AVX512_SUBTABLES][2]; /* 128 bytes per sub-table */
+    __m512i high_bytes, low_bytes; /* VPERMI2B: two registers' 16-bit lanes into the unpacks' byte order */
+    tcq_avx512_shift shift[2];
+} tcq_avx512_consts;
+
+static void tcq_avx512_shift_for(unsigned shift, tcq_avx512_shift *k)
+{
+    const unsigned bytes = 16 * shift;
+    uint8_t index[2][64];
+    uint16_t offset[32];
+    unsigned g, p;
+    for (g = 0; g < TCQ_AVX512_GROUPS; g++) {
+        for (p = 0; p < 32; p++) {
+            const unsigned at = (32 * g + p) * shift, f = at / 8;
+            index[0][2 * p] = (uint8_t)((f + 1) % bytes);
+            index[0][2 * p + 1] = (uint8_t)(f % bytes);
+            index[1][2 * p] = (uint8_t)((f + 3) % bytes);
+            index[1][2 * p + 1] = (uint8_t)((f + 2) % bytes);
+            offset[p] = (uint16_t)(at % 8);
+        }
+        k->window[g][0] = _mm512_loadu_si512((const void *)index[0]);
+        k->window[g][1] = _mm512_loadu_si512((const void *)index[1]);
+    }
+    k->offset = _mm512_loadu_si512((const void *)offset);
+    k->load[0] = bytes >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << bytes) - 1;
+    k->load[1] = bytes <= 64 ? 0 : bytes >= 128 ? ~(__mmask64)0 : ((__mmask64)1 << (bytes - 64)) - 1;
+    k->high_at = bytes > 64 ? 64 : 0;
+}
+
+static void tcq_avx512_consts_for(const pmpd_tcq_matrix *m, tcq_avx512_consts *c)
+{
+    const int16_t *table = pmpd_tcq_table();
+    uint8_t planes[TCQ_AVX512_PLANES][TCQ_AVX512_SUBTABLES][128], pack[2][64];
+    unsigned e, p, t, j;
+    for (e = 0; e < PMPD_TCQ_TABLE_ENTRIES; e++)
+        for (p = 0; p < TCQ_AVX512_PLANES; p++)
+            planes[p][e % 4][e / 4] = (uint8_t)((uint16_t)table[2 * e + p / 2] >> (8 * (p % 2)));
+    for (p = 0; p < TCQ_AVX512_PLANES; p++)
+        for (t = 0; t < TCQ_AVX512_SUBTABLES; t++) {
+            c->planes[p][t][0] = _mm512_loadu_si512((const void *)planes[p][t]);
+            c->planes[p][t][1] = _mm512_loadu_si512((const void *)(planes[p][t] + 64));
+        }
+    /* Byte 16 k + j of the packed lanes is lane 8 k + j of the first
+     * register, byte 16 k + 8 + j of the second (j < 8): VPUNPCKLBW then
+     * returns the first register's lane order, VPUNPCKHBW the second's. */
+    for (j = 0; j < 64; j++) {
+        const unsigned lane = j / 16 * 8 + j % 8, from = (j % 16 < 8 ? 0 : 64) + 2 * lane;
+        pack[0][j] = (uint8_t)(from + 1);
+        pack[1][j] = (uint8_t)from;
+    }
+    c->high_bytes = _mm512_loadu_si512((const void *)pack[0]);
+    c->low_bytes = _mm512_loadu_si512((const void *)pack[1]);
+    tcq_avx512_shift_for(m->shift[0], &c->shift[0]);
+    tcq_avx512_shift_for(m->shift[1], &c->shift[1]);
+}
+
+/* h = S (S + 1) mod 2^16 of group g's 32 steps (sequence in lo, hi). */
+TCQ_AVX512_INLINE __m512i tcq_avx512_hash(__m512i lo, __m512i hi, const tcq_avx512_shift *k, unsigned g)
+{
+    const __m512i first = _mm512_permutex2var_epi8(lo, k->window[g][0], hi);
+    const __m512i second = _mm512_permutex2var_epi8(lo, k->window[g][1], hi);
+    const __m512i state = _mm512_shldv_epi16(first, second, k->offset);
+    return _mm512_mullo_epi16(state, _mm512_add_epi16(state, _mm512_set1_epi16(1)));
+}
+
+/* One byte plane of 64 packed steps: the sub-table by bits 0-1 (masks
+ * bit0, bit1), its byte by index. */
+TCQ_AVX512_INLINE __m512i tcq_avx512_plane(const __m512i (*plane)[2], __m512i index, __mmask64 bit0,
+                                           __mmask64 bit1)
+{
+    const __m512i t0 = _mm512_permutex2var_epi8(plane[0][0], index, plane[0][1]);
+    const __m512i t1 = _mm512_permutex2var_epi8(plane[1][0], index, plane[1][1]);
+    const __m512i t2 = _mm512_permutex2var_epi8(plane[2][0], index, plane[2][1]);
+    const __m512i t3 = _mm512_permutex2var_epi8(plane[3][0], index, plane[3][1]);
+    return _mm512_mask_blend_epi8(bit1, _mm512_mask_blend_epi8(bit0, t0, t1), _mm512_mask_blend_epi8(bit0, t2, t3));
+}
+
+/* The values of unit u (steps 64 u..64 u + 63) of the sequence in lo, hi:
+ * w[0], w[1] the first and second values of steps 64 u..64 u + 31, w[2],
+ * w[3] of the next 32, step i in 16-bit lane i % 32. */
+TCQ_AVX512_INLINE void tcq_avx512_unit(__m512i lo, __m512i hi, const tcq_avx512_consts *c,
+                                       const tcq_avx512_shift *k, unsigned u, __m512i *w)
+{
+    const __m512i h0 = tcq_avx512_hash(lo, hi, k, 2 * u), h1 = tcq_avx512_hash(lo, hi, k, 2 * u + 1);
+    const __m512i index = _mm512_permutex2var_epi8(h0, c->high_bytes, h1);
+    const __m512i low = _mm512_permutex2var_epi8(h0, c->low_bytes, h1);
+    const __mmask64 bit0 = _mm512_test_epi8_mask(low, _mm512_set1_epi8(0x40)), bit1 = _mm512_movepi8_mask(low);
+    const __m512i first_low = tcq_avx512_plane(c->planes[0], index, bit0, bit1);
+    const __m512i first_high = tcq_avx512_plane(c->planes[1], index, bit0, bit1);
+    const __m512i second_low = tcq_avx512_plane(c->planes[2], index, bit0, bit1);
+    const __m512i second_high = tcq_avx512_plane(c->planes[3], index, bit0, bit1);
+    const __m512i first0 = _mm512_unpacklo_epi8(first_low, first_high);
+    const __m512i first1 = _mm512_unpackhi_epi8(first_low, first_high);
+    const __m512i zero = _mm512_setzero_si512();
+    w[0] = _mm512_mask_sub_epi16(first0, _mm512_movepi16_mask(h0), zero, first0);
+    w[1] = _mm512_unpacklo_epi8(second_low, second_high);
+    w[2] = _mm512_mask_sub_epi16(first1, _mm512_movepi16_mask(h1), zero, first1);
+    w[3] = _mm512_unpackhi_epi8(second_low, second_high);
+}
+
+/* One token's side of a unit (x, d at its first column and block): the
+ * even and odd activations of each 64 columns sign-extended in 16-bit
+ * lanes, and per 32-bit lane its block's step. */
+typedef struct tcq_avx512_input {
+    __m512i even[2], odd[2];
+    __m512 d[2];
+} tcq_avx512_input;
+
+TCQ_AVX512_INLINE void tcq_avx512_input_for(const int8_t *x, const float *d, tcq_avx512_input *in)
+{
+    const __m512 steps = _mm512_castps128_ps512(_mm_loadu_ps(d));
+    unsigned i;
+    for (i = 0; i < 2; i++) {
+        const __m512i pairs = _mm512_loadu_si512((const void *)(x + 64 * i));
+        in->even[i] = _mm512_srai_epi16(_mm512_slli_epi16(pairs, 8), 8);
+        in->odd[i] = _mm512_srai_epi16(pairs, 8);
+    }
+    in->d[0] = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), steps);
+    in->d[1] = _mm512_permutexvar_ps(_mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3), steps);
+}
+
+/* acc + the unit's values w (tcq_avx512_unit) times the input, exactly in
+ * int32 per pair of blocks. */
+TCQ_AVX512_INLINE __m512 tcq_avx512_dot(const __m512i *w, const tcq_avx512_input *in, __m512 acc)
+{
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i sums0 = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(zero, w[0], in->even[0]), w[1], in->odd[0]);
+    const __m512i sums1 = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(zero, w[2], in->even[1]), w[3], in->odd[1]);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums0), in->d[0], acc);
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums1), in->d[1], acc);
+}
+
+/* Rows per tile: one from each quarter of the caller's rows (as
+ * rotated_simd.h's tiles), 4 independent decodes for the core to overlap
+ * and one activation step per unit for the 4 rows: 11.7 Gweights/s against
+ * 10.4 one row at a time (1024 x 1024, one Zen5 thread). */
+#define TCQ_AVX512_ROWS 4
+
+/* Rows r0 + i stride (i < nr) against the nt tokens at q, d (token stride
+ * padded, n_blocks): each sequence decoded once for the tile. */
+TCQ_AVX512_INLINE void tcq_avx512_tile(const pmpd_tcq_matrix *m, const tcq_avx512_consts *c, size_t r0,
+                                       size_t stride, size_t nr, const int8_t *q, const float *d, size_t n_blocks,
+                                       size_t nt, float *y, size_t ldy)
+{
+    const size_t blocks_per_sequence = PMPD_TCQ_SEQUENCE / PMPD_ROTATED_BLOCK;
+    __m512 acc[TCQ_AVX512_ROWS][PMPD_ROTATED_TILE];
+    size_t i, j, t;
+    unsigned u;
+    for (i = 0; i < nr; i++)
+        for (t = 0; t < nt; t++)
+            acc[i][t] = _mm512_setzero_ps();
+    for (j = 0; j < m->sequences; j++) {
+        __m512i lo[TCQ_AVX512_ROWS], hi[TCQ_AVX512_ROWS];
+        const tcq_avx512_shift *k = &c->shift[j < m->first_half ? 0 : 1];
+        for (i = 0; i < nr; i++) {
+            unsigned shift;
+            const uint8_t *sequence = pmpd_tcq_sequence(m, r0 + i * stride, j, &shift);
+            lo[i] = _mm512_maskz_loadu_epi8(k->load[0], (const void *)sequence);
+            hi[i] = _mm512_maskz_loadu_epi8(k->load[1], (const void *)(sequence + k->high_at));
+        }
+        for (u = 0; u < 2; u++) {
+            __m512i w[TCQ_AVX512_ROWS][4];
+            for (i = 0; i < nr; i++)
+                tcq_avx512_unit(lo[i], hi[i], c, k, u, w[i]);
+            for (t = 0; t < nt; t++) {
+                tcq_avx512_input in;
+                tcq_avx512_input_for(q + t * m->padded + j * PMPD_TCQ_SEQUENCE + 128 * u,
+                                     d + t * n_blocks + j * blocks_per_sequence + 4 * u, &in);
+                for (i = 0; i < nr; i++)
+                    acc[i][t] = tcq_avx512_dot(w[i], &in, acc[i][t]);
+            }
+        }
+    }
+    for (i = 0; i < nr; i++)
+        for (t = 0; t < nt; t++)
+            y[t * ldy + r0 + i * stride] =
+                m->scale[r0 + i * stride] * pmpd_tcq_unit() * _mm512_reduce_add_ps(acc[i][t]);
+}
+
+PMPD_INTERNAL void pmpd_tcq_matmul(const pmpd_tcq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,
+                                   size_t row_end, float *y, size_t ldy)
+{
+    const pmpd_rotated rotated = pmpd_tcq_rotated(m);
+    const int8_t *q = pmpd_rotated_act_q(act);
+    const float *d = pmpd_rotated_act_d(&rotated, act, n_tokens);
+    const size_t n_blocks = m->padded / PMPD_ROTATED_BLOCK;
+    const size_t part = (row_end - row_begin) / TCQ_AVX512_ROWS;
+    tcq_avx512_consts consts;
+    size_t r;
+    tcq_avx512_consts_for(m, &consts);
+#define TCQ_AVX512_TILE(t0, nt)                                                                                     \
+    tcq_avx512_tile(m, &consts, r, rows_stride, rows, q + (t0) * m->padded, d + (t0) * n_blocks, n_blocks, nt,     \
+                    y + (t0) * ldy, ldy)
+    for (r = row_begin; r < row_begin + part; r++) {
+        const size_t rows = TCQ_AVX512_ROWS, rows_stride = part;
+        PMPD_ROTATED_TILES(n_tokens, TCQ_AVX512_TILE);
+    }
+    for (r = row_begin + TCQ_AVX512_ROWS * part; r < row_end; r++) {
+        const size_t rows = 1, rows_stride = 0;
+        PMPD_ROTATED_TILES(n_tokens, TCQ_AVX512_TILE);
+    }
+#undef TCQ_AVX512_TILE
+}
+
+#undef TCQ_AVX512_ROWS
+#undef TCQ_AVX512_GROUPS
+#undef TCQ_AVX512_PLANES
+#undef TCQ_AVX512_SUBTABLES
+#endif
