@@ -106,7 +106,7 @@ static void pq_attention_history(const pmpd_pq_cache *cache, uint32_t kv_head, s
         PMPD_KV_KERNEL(pmpd_pq_lut)(&cache->keys, s->qt, lanes, s->lut);
         PMPD_KV_KERNEL(pmpd_pq_scores)(s->lut, kl, lanes, key_codes, n, s->scores, s->history.max);
     }
-    PMPD_KV_KERNEL(pmpd_kv_exp)(s->scores, lanes, n, s->history.max, s->history.sum);
+    PMPD_KV_EXP_KERNEL(s->scores, lanes, n, s->history.max, s->history.sum);
 #if PMPD_PQ_USE_VALUES_BF16
     if (cache->value_planes)
         PMPD_PQ_VALUES_BF16_KERNEL(pmpd_pq_values_bf16)(s->scores, lanes, vl, cache->value_planes, value_codes, n,
