@@ -3,8 +3,9 @@
  * 64 codes up in the lower and the upper half (the codes' low seven bits)
  * and the top bit of each code picks between the two.  Bytes are summed
  * into 16-bit counters, even and odd tokens apart, so one query lane costs
- * five operations per subspace and 64 tokens where the float path loads
- * and adds once per token. */
+ * six operations per subspace and 64 tokens where the float path loads
+ * and adds once per token.  The maximum comes from the byte sums, not from
+ * another pass over the scores. */
 #include "pmpd_impl/kvcache/pq_lut8.h"
 
 #if PMPD_USE_AVX512
@@ -163,26 +164,64 @@ static inline void lut8_store_block(const __m512i even[4], const __m512i odd[4],
         }
 }
 
-/* Lane k of the quad: its table of the subspace, its sums. */
+/* Lane k of the quad: its table of the subspace, its sums.  The odd
+ * tokens' bytes (high bytes of the words) are summed apart; the even ones
+ * are left in the low bytes of whole-word sums, from which the odd sums
+ * times 256 are taken off at the end (mod 2^16, exact: an even token's
+ * sum fits 16 bits), which saves masking every lookup. */
 #define LUT8_LANE(k)                                                                               \
     do {                                                                                           \
         __m512i v_ = lut8_lookup(table + (k) * 256, code, upper);                                  \
-        e##k = _mm512_add_epi16(e##k, _mm512_and_si512(v_, low_byte));                            \
+        e##k = _mm512_add_epi16(e##k, v_);                                                         \
         o##k = _mm512_add_epi16(o##k, _mm512_srli_epi16(v_, 8));                                   \
     } while (0)
+
+/* The block's even and odd sums of lane k, and the running maximum of its
+ * first count tokens' sums. */
+#define LUT8_FINISH(k)                                                                             \
+    do {                                                                                           \
+        even[k] = _mm512_sub_epi16(e##k, _mm512_slli_epi16(o##k, 8));                              \
+        odd[k] = o##k;                                                                             \
+        top[k] = _mm512_max_epu16(top[k], _mm512_max_epu16(_mm512_maskz_mov_epi16(even_valid, even[k]), \
+                                                            _mm512_maskz_mov_epi16(odd_valid, odd[k]))); \
+    } while (0)
+
+/* max[l] over a lane's tokens from its largest byte sum: float(sum) * step
+ * + offset does not decrease as the sum grows, so this is the largest of
+ * the scores, the same float (two statements: no contraction to FMA). */
+static void lut8_max(const __m512i top, float step, float offset, float *max)
+{
+    uint16_t words[32];
+    uint32_t i, largest = 0;
+    float x;
+    _mm512_storeu_si512(words, top);
+    for (i = 0; i < 32; i++)
+        largest = words[i] > largest ? words[i] : largest;
+    x = (float)largest * step;
+    x = x + offset;
+    *max = x > *max ? x : *max;
+}
 
 void pmpd_pq_lut8_scores_avx512(const pmpd_pq_lut8 *lut, const pmpd_pq_layout *layout, uint32_t lanes,
                                 const uint8_t *codes, size_t n, float *scores, float *max)
 {
     const size_t n_sub = layout->n_sub, block_bytes = n_sub * PMPD_PQ_BLOCK;
-    const __m512i low_byte = _mm512_set1_epi16(0xff);
     size_t l, b, s, t;
+    int k;
+    if (n == 0)
+        return;
     for (l = 0; l < lanes; l += 4) {
         __m512 step = _mm512_broadcast_f32x4(_mm_loadu_ps(lut->step + l));
         __m512 offset = _mm512_broadcast_f32x4(_mm_loadu_ps(lut->offset + l));
-        __m128 m = _mm_loadu_ps(max + l);
+        __m512i top[4];
+        for (k = 0; k < 4; k++)
+            top[k] = _mm512_setzero_si512();
         for (b = 0; b < n; b += PMPD_PQ_BLOCK) {
             const uint8_t *block = codes + b / PMPD_PQ_BLOCK * block_bytes;
+            const size_t count = n - b < PMPD_PQ_BLOCK ? n - b : PMPD_PQ_BLOCK;
+            /* Words i of the even (token 2i) and odd (2i + 1) sums that are tokens. */
+            const __mmask32 even_valid = (__mmask32)(((uint64_t)1 << ((count + 1) / 2)) - 1);
+            const __mmask32 odd_valid = (__mmask32)(((uint64_t)1 << (count / 2)) - 1);
             /* Even and odd tokens' sums of the four lanes, in registers. */
             __m512i e0 = _mm512_setzero_si512(), e1 = e0, e2 = e0, e3 = e0, o0 = e0, o1 = e0, o2 = e0, o3 = e0;
             __m512i even[4], odd[4];
@@ -195,23 +234,25 @@ void pmpd_pq_lut8_scores_avx512(const pmpd_pq_lut8 *lut, const pmpd_pq_layout *l
                 LUT8_LANE(2);
                 LUT8_LANE(3);
             }
-            even[0] = e0, even[1] = e1, even[2] = e2, even[3] = e3;
-            odd[0] = o0, odd[1] = o1, odd[2] = o2, odd[3] = o3;
-            if (n - b >= PMPD_PQ_BLOCK) {
+            LUT8_FINISH(0);
+            LUT8_FINISH(1);
+            LUT8_FINISH(2);
+            LUT8_FINISH(3);
+            if (count == PMPD_PQ_BLOCK) {
                 lut8_store_block(even, odd, step, offset, scores + b * lanes + l, lanes);
             } else {
                 /* The last, partial block: through a buffer, the valid tokens only. */
                 float part[PMPD_PQ_BLOCK * 4];
                 lut8_store_block(even, odd, step, offset, part, 4);
-                for (t = 0; t < n - b; t++)
+                for (t = 0; t < count; t++)
                     _mm_storeu_ps(scores + (b + t) * lanes + l, _mm_loadu_ps(part + t * 4));
             }
         }
-        for (t = 0; t < n; t++)
-            m = _mm_max_ps(m, _mm_loadu_ps(scores + t * lanes + l));
-        _mm_storeu_ps(max + l, m);
+        for (k = 0; k < 4; k++)
+            lut8_max(top[k], lut->step[l + k], lut->offset[l + k], max + l + k);
     }
 }
+#undef LUT8_FINISH
 #undef LUT8_LANE
 
 #else
