@@ -23,8 +23,8 @@
 
 /* Scratch, in floats, one after another: the transposed query group, the
  * key LUT, the value bins, two partial results, the byte tables' minimum,
- * step and offset and their bytes (where pq_lut8.h is used; their float
- * tables share the key LUT's room), the bfloat16 weights of
+ * step and offset and their bytes (where pq_lut8.h is used; the
+ * transposed codebook their build works on shares the key LUT's room), the bfloat16 weights of
  * pq_values_bf16.h (where used), then the token scores (shared by the
  * history and the window, which run one after the other). */
 typedef struct pq_attention_scratch {

@@ -11,11 +11,16 @@
 #if PMPD_USE_AVX512
 #include <immintrin.h>
 #include <math.h>
-#include <string.h>
+
+#if defined(__GNUC__)
+#define LUT8_INLINE static inline __attribute__((always_inline))
+#else
+#define LUT8_INLINE static inline
+#endif
 
 /* Sixteen centroids' coordinate j (c0j c1j ...) from the codebook rows
  * [c][sub_dim] of 2- or 4-dim subspaces. */
-static __m512 lut8_column(const float *centroids, uint32_t sub_dim, uint32_t j)
+LUT8_INLINE __m512 lut8_column(const float *centroids, const uint32_t sub_dim, uint32_t j)
 {
     if (sub_dim == 2) {
         const __m512i pick = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -31,77 +36,151 @@ static __m512 lut8_column(const float *centroids, uint32_t sub_dim, uint32_t j)
     }
 }
 
-/* The float tables T of lanes [l, l + 4) (l + k < lanes), their minima
- * and offsets; returns nothing but widens range[k] to each subspace's.
- * Columns are read once per subspace for all four lanes. */
-static void lut8_tables4(const pmpd_pq_codebook *book, const float *qt, uint32_t lanes, uint32_t l,
-                         const pmpd_pq_lut8 *lut, float range[4])
+/* The codebook transposed, columns[s][j][c]: both passes below then read
+ * sixteen centroids' coordinate with one load, for every quad of lanes. */
+LUT8_INLINE void lut8_columns(const pmpd_pq_codebook *book, float *columns, const uint32_t sd)
 {
     const pmpd_pq_layout *lay = &book->layout;
-    const uint32_t nc = lay->n_centroids, sd = lay->sub_dim;
-    uint32_t s, c, j, k;
+    const uint32_t nc = lay->n_centroids;
+    uint32_t s, c, j;
+    for (s = 0; s < lay->n_sub; s++)
+        for (c = 0; c < nc; c += 16)
+            for (j = 0; j < sd; j++)
+                _mm512_storeu_ps(columns + ((size_t)s * sd + j) * nc + c,
+                                 lut8_column(book->centroids + ((size_t)s * nc + c) * sd, sd, j));
+}
+
+/* Sixteen centroids' q . c from their columns (column[j * nc]), starting
+ * from x (or from the first product where x is NULL), in dimension order. */
+LUT8_INLINE __m512 lut8_dot(const __m512 *q, const float *column, uint32_t nc, const __m512 *x, const uint32_t sd)
+{
+    __m512 sum = x ? _mm512_fmadd_ps(q[0], _mm512_loadu_ps(column), *x) : _mm512_mul_ps(q[0], _mm512_loadu_ps(column));
+    uint32_t j;
+    for (j = 1; j < sd; j++)
+        sum = _mm512_fmadd_ps(q[j], _mm512_loadu_ps(column + j * nc), sum);
+    return sum;
+}
+
+/* Lane k's sd query values of subspace s, each times by. */
+LUT8_INLINE void lut8_query(const float *qt, uint32_t lanes, uint32_t lane, uint32_t s, float by, __m512 *q,
+                            const uint32_t sd)
+{
+    uint32_t j;
+    for (j = 0; j < sd; j++)
+        q[j] = _mm512_set1_ps(qt[((size_t)s * sd + j) * lanes + lane] * by);
+}
+
+/* The least and largest T of lane k, and what they make of its minimum,
+ * offset and range. */
+#define LUT8_RANGE_LANE(k)                                                                         \
+    do {                                                                                           \
+        __m512 x_ = lut8_dot(q##k, column + c, nc, NULL, sd);                                      \
+        low##k = _mm512_min_ps(low##k, x_);                                                        \
+        high##k = _mm512_max_ps(high##k, x_);                                                      \
+    } while (0)
+#define LUT8_RANGE_END(k)                                                                          \
+    do {                                                                                           \
+        float lo_ = _mm512_reduce_min_ps(low##k), hi_ = _mm512_reduce_max_ps(high##k);            \
+        lut->minimum[(size_t)s * lanes + l + k] = lo_;                                             \
+        lut->offset[l + k] += lo_;                                                                 \
+        range[k] = hi_ - lo_ > range[k] ? hi_ - lo_ : range[k];                                    \
+    } while (0)
+
+/* Lanes [l, l + 4): each subspace's minimum of T, the offsets, steps and
+ * scales.  sd is a constant where this is inlined; the four lanes are
+ * written out, so every vector stays in a register. */
+LUT8_INLINE void lut8_ranges4(const pmpd_pq_layout *lay, const float *columns, const float *qt, uint32_t lanes,
+                              uint32_t l, const pmpd_pq_lut8 *lut, float scale[4], const uint32_t sd)
+{
+    const uint32_t nc = lay->n_centroids;
+    float range[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    uint32_t s, c, k;
     for (k = 0; k < 4; k++)
         lut->offset[l + k] = 0.0f;
     for (s = 0; s < lay->n_sub; s++) {
-        __m512 q[4][4], low[4], high[4];
-        for (k = 0; k < 4; k++) {
-            low[k] = _mm512_set1_ps(INFINITY);
-            high[k] = _mm512_set1_ps(-INFINITY);
-            for (j = 0; j < sd; j++)
-                q[k][j] = _mm512_set1_ps(qt[((size_t)s * sd + j) * lanes + l + k]);
-        }
+        const float *column = columns + (size_t)s * sd * nc;
+        __m512 q0[4], q1[4], q2[4], q3[4];
+        __m512 low0 = _mm512_set1_ps(INFINITY), low1 = low0, low2 = low0, low3 = low0;
+        __m512 high0 = _mm512_set1_ps(-INFINITY), high1 = high0, high2 = high0, high3 = high0;
+        lut8_query(qt, lanes, l, s, 1.0f, q0, sd);
+        lut8_query(qt, lanes, l + 1, s, 1.0f, q1, sd);
+        lut8_query(qt, lanes, l + 2, s, 1.0f, q2, sd);
+        lut8_query(qt, lanes, l + 3, s, 1.0f, q3, sd);
         for (c = 0; c < nc; c += 16) {
-            const float *centroids = book->centroids + ((size_t)s * nc + c) * sd;
-            __m512 column[4];
-            for (j = 0; j < sd; j++)
-                column[j] = lut8_column(centroids, sd, j);
-            for (k = 0; k < 4; k++) {
-                __m512 x = _mm512_mul_ps(q[k][0], column[0]);
-                for (j = 1; j < sd; j++)
-                    x = _mm512_fmadd_ps(q[k][j], column[j], x);
-                _mm512_storeu_ps(lut->work + ((size_t)s * lanes + l + k) * nc + c, x);
-                low[k] = _mm512_min_ps(low[k], x);
-                high[k] = _mm512_max_ps(high[k], x);
-            }
+            LUT8_RANGE_LANE(0);
+            LUT8_RANGE_LANE(1);
+            LUT8_RANGE_LANE(2);
+            LUT8_RANGE_LANE(3);
         }
-        for (k = 0; k < 4; k++) {
-            float lo = _mm512_reduce_min_ps(low[k]), hi = _mm512_reduce_max_ps(high[k]);
-            lut->minimum[(size_t)s * lanes + l + k] = lo;
-            lut->offset[l + k] += lo;
-            range[k] = hi - lo > range[k] ? hi - lo : range[k];
+        LUT8_RANGE_END(0);
+        LUT8_RANGE_END(1);
+        LUT8_RANGE_END(2);
+        LUT8_RANGE_END(3);
+    }
+    for (k = 0; k < 4; k++) {
+        scale[k] = range[k] > 0.0f ? 255.0f / range[k] : 0.0f;
+        lut->step[l + k] = range[k] / 255.0f;
+    }
+}
+#undef LUT8_RANGE_LANE
+#undef LUT8_RANGE_END
+
+/* Sixteen bytes as 32-bit numbers: x capped at 255 (NaN stays NaN and
+ * converts to a negative number), truncated; zeros past the centroids. */
+LUT8_INLINE __m512i lut8_bytes16(const __m512 *q, __m512 bias, const float *column, uint32_t c, uint32_t nc,
+                                 const uint32_t sd)
+{
+    if (c >= nc)
+        return _mm512_setzero_si512();
+    return _mm512_cvttps_epi32(_mm512_min_ps(_mm512_set1_ps(255.0f), lut8_dot(q, column + c, nc, &bias, sd)));
+}
+
+/* Lane l's bytes, 64 entries of a table per store: four vectors of 32-bit
+ * bytes packed with signed saturation to words, then to unsigned bytes
+ * (negative numbers to 0), and the packs' 128-bit interleave undone by
+ * one permutation. */
+LUT8_INLINE void lut8_bytes(const pmpd_pq_layout *lay, const float *columns, const float *qt, uint32_t lanes,
+                            uint32_t l, const pmpd_pq_lut8 *lut, float scale, const uint32_t sd)
+{
+    const uint32_t nc = lay->n_centroids;
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    uint32_t s, c;
+    for (s = 0; s < lay->n_sub; s++) {
+        const float *column = columns + (size_t)s * sd * nc;
+        const __m512 bias = _mm512_set1_ps(fmaf(-lut->minimum[(size_t)s * lanes + l], scale, 0.5f));
+        uint8_t *table = lut->table + ((size_t)s * lanes + l) * 256;
+        __m512 q[4];
+        lut8_query(qt, lanes, l, s, scale, q, sd);
+        for (c = 0; c < 256; c += 64) {
+            __m512i v0 = lut8_bytes16(q, bias, column, c, nc, sd), v1 = lut8_bytes16(q, bias, column, c + 16, nc, sd);
+            __m512i v2 = lut8_bytes16(q, bias, column, c + 32, nc, sd), v3 = lut8_bytes16(q, bias, column, c + 48, nc, sd);
+            __m512i bytes = _mm512_packus_epi16(_mm512_packus_epi32(v0, v1), _mm512_packus_epi32(v2, v3));
+            _mm512_storeu_si512(table + c, _mm512_permutexvar_epi32(order, bytes));
         }
+    }
+}
+
+LUT8_INLINE void lut8_build(const pmpd_pq_codebook *book, const float *qt, uint32_t lanes, const pmpd_pq_lut8 *lut,
+                            const uint32_t sd)
+{
+    uint32_t l;
+    lut8_columns(book, lut->work, sd);
+    for (l = 0; l < lanes; l += 4) {
+        float scale[4];
+        uint32_t k;
+        lut8_ranges4(&book->layout, lut->work, qt, lanes, l, lut, scale, sd);
+        for (k = 0; k < 4; k++)
+            lut8_bytes(&book->layout, lut->work, qt, lanes, l + k, lut, scale[k], sd);
     }
 }
 
 void pmpd_pq_lut8_build_avx512(const pmpd_pq_codebook *book, const float *qt, uint32_t lanes,
                                const pmpd_pq_lut8 *lut)
 {
-    const pmpd_pq_layout *lay = &book->layout;
-    const uint32_t nc = lay->n_centroids;
-    uint32_t s, l, c, k;
-    for (l = 0; l < lanes; l += 4) {
-        float range[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        lut8_tables4(book, qt, lanes, l, lut, range);
-        for (k = 0; k < 4; k++) {
-            float scale = range[k] > 0.0f ? 255.0f / range[k] : 0.0f;
-            __m512 scale16 = _mm512_set1_ps(scale);
-            lut->step[l + k] = range[k] / 255.0f;
-            for (s = 0; s < lay->n_sub; s++) {
-                const float *row = lut->work + ((size_t)s * lanes + l + k) * nc;
-                uint8_t *bytes = lut->table + ((size_t)s * lanes + l + k) * 256;
-                __m512 minimum = _mm512_set1_ps(lut->minimum[(size_t)s * lanes + l + k]);
-                for (c = 0; c < nc; c += 16) {
-                    __m512 x = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(row + c), minimum), scale16);
-                    x = _mm512_add_ps(x, _mm512_set1_ps(0.5f));
-                    /* Truncated to unsigned, then saturated to 255. */
-                    _mm_storeu_si128((__m128i *)(void *)(bytes + c),
-                                     _mm512_cvtusepi32_epi8(_mm512_cvttps_epu32(x)));
-                }
-                if (nc < 256)
-                    memset(bytes + nc, 0, 256 - nc);
-            }
-        }
-    }
+    if (book->layout.sub_dim == 2)
+        lut8_build(book, qt, lanes, lut, 2);
+    else
+        lut8_build(book, qt, lanes, lut, 4);
 }
 
 /* One query lane's table of subspace s looked up for a block's 64 codes. */
