@@ -243,24 +243,35 @@ static inline void lut8_store_block(const __m512i even[4], const __m512i odd[4],
         }
 }
 
-/* Lane k of the quad: its table of the subspace, its sums.  The odd
- * tokens' bytes (high bytes of the words) are summed apart; the even ones
- * are left in the low bytes of whole-word sums, from which the odd sums
- * times 256 are taken off at the end (mod 2^16, exact: an even token's
- * sum fits 16 bits), which saves masking every lookup. */
+/* One subspace of a block for the quad of lanes: lane k's table (at
+ * table + 256k) looked up for the block's 64 codes.  The odd tokens'
+ * bytes (high bytes of the words) are summed apart, in sums[4 + k]; the
+ * even ones are left in the low bytes of whole-word sums, sums[k], from
+ * which the odd sums times 256 are taken off at the end (mod 2^16, exact:
+ * an even token's sum fits 16 bits), which saves masking every lookup. */
 #define LUT8_LANE(k)                                                                               \
     do {                                                                                           \
         __m512i v_ = lut8_lookup(table + (k) * 256, code, upper);                                  \
-        e##k = _mm512_add_epi16(e##k, v_);                                                         \
-        o##k = _mm512_add_epi16(o##k, _mm512_srli_epi16(v_, 8));                                   \
+        sums[k] = _mm512_add_epi16(sums[k], v_);                                                   \
+        sums[4 + k] = _mm512_add_epi16(sums[4 + k], _mm512_srli_epi16(v_, 8));                     \
     } while (0)
+LUT8_INLINE void lut8_subspace(const uint8_t *table, const uint8_t *codes, __m512i sums[8])
+{
+    __m512i code = _mm512_loadu_si512(codes);
+    __mmask64 upper = _mm512_movepi8_mask(code);
+    LUT8_LANE(0);
+    LUT8_LANE(1);
+    LUT8_LANE(2);
+    LUT8_LANE(3);
+}
+#undef LUT8_LANE
 
 /* The block's even and odd sums of lane k, and the running maximum of its
  * first count tokens' sums. */
 #define LUT8_FINISH(k)                                                                             \
     do {                                                                                           \
-        even[k] = _mm512_sub_epi16(e##k, _mm512_slli_epi16(o##k, 8));                              \
-        odd[k] = o##k;                                                                             \
+        even[k] = _mm512_sub_epi16(sums[k], _mm512_slli_epi16(sums[4 + k], 8));                    \
+        odd[k] = sums[4 + k];                                                                      \
         top[k] = _mm512_max_epu16(top[k], _mm512_max_epu16(_mm512_maskz_mov_epi16(even_valid, even[k]), \
                                                             _mm512_maskz_mov_epi16(odd_valid, odd[k]))); \
     } while (0)
@@ -301,18 +312,12 @@ void pmpd_pq_lut8_scores_avx512(const pmpd_pq_lut8 *lut, const pmpd_pq_layout *l
             /* Words i of the even (token 2i) and odd (2i + 1) sums that are tokens. */
             const __mmask32 even_valid = (__mmask32)(((uint64_t)1 << ((count + 1) / 2)) - 1);
             const __mmask32 odd_valid = (__mmask32)(((uint64_t)1 << (count / 2)) - 1);
-            /* Even and odd tokens' sums of the four lanes, in registers. */
-            __m512i e0 = _mm512_setzero_si512(), e1 = e0, e2 = e0, e3 = e0, o0 = e0, o1 = e0, o2 = e0, o3 = e0;
-            __m512i even[4], odd[4];
-            for (s = 0; s < n_sub; s++) {
-                const uint8_t *table = lut->table + (s * lanes + l) * 256;
-                __m512i code = _mm512_loadu_si512(block + s * PMPD_PQ_BLOCK);
-                __mmask64 upper = _mm512_movepi8_mask(code);
-                LUT8_LANE(0);
-                LUT8_LANE(1);
-                LUT8_LANE(2);
-                LUT8_LANE(3);
-            }
+            /* The four lanes' sums, in registers. */
+            __m512i sums[8], even[4], odd[4];
+            for (k = 0; k < 8; k++)
+                sums[k] = _mm512_setzero_si512();
+            for (s = 0; s < n_sub; s++)
+                lut8_subspace(lut->table + (s * lanes + l) * 256, block + s * PMPD_PQ_BLOCK, sums);
             LUT8_FINISH(0);
             LUT8_FINISH(1);
             LUT8_FINISH(2);
@@ -332,7 +337,6 @@ void pmpd_pq_lut8_scores_avx512(const pmpd_pq_lut8 *lut, const pmpd_pq_layout *l
     }
 }
 #undef LUT8_FINISH
-#undef LUT8_LANE
 
 #else
 typedef int pq_lut8_avx512_not_compiled;
