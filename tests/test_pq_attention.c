@@ -77,7 +77,7 @@ static double *lut8_scores(const pq_shape *sh, const pmpd_pq_cache *cache, const
     qt = malloc((size_t)sh->head_dim * lanes * sizeof(float));
     scores = malloc(n_coded * lanes * sizeof(float));
     out = malloc((size_t)sh->n_heads * n_coded * sizeof(double));
-    lut.work = malloc((size_t)kl->n_sub * kl->n_centroids * lanes * sizeof(float));
+    lut.work = malloc((size_t)kl->dim * kl->n_centroids * sizeof(float));
     lut.minimum = malloc((size_t)kl->n_sub * lanes * sizeof(float));
     lut.step = malloc(lanes * sizeof(float));
     lut.offset = malloc(lanes * sizeof(float));

@@ -94,6 +94,7 @@
 PMPD_KV_DECLARE_KERNELS(scalar)
 #if PMPD_USE_AVX512
 PMPD_KV_DECLARE_ROW_KERNELS(avx512)
+PMPD_INTERNAL void pmpd_kv_exp_avx512(float *x, uint32_t lanes, size_t n, const float *max, float *sum);
 PMPD_INTERNAL uint32_t pmpd_pq_nearest_avx512(const float *columns, uint32_t n_centroids, uint32_t sub_dim,
                                               const float *x);
 #endif
@@ -107,14 +108,15 @@ PMPD_KV_DECLARE_KERNELS(neon)
 #define PMPD_KV_KERNEL(name) name##_scalar
 #endif
 
-/* The exact-attention row kernels (the four above exp) and the
- * nearest-centroid search have AVX-512 versions of their own where the
- * compiler targets it; the other kernels stay AVX2 there. */
+/* The exact-attention row kernels (the four above exp), the exponential
+ * and the nearest-centroid search have AVX-512 versions of their own where
+ * the compiler targets it; the other kernels stay AVX2 there. */
 #if PMPD_USE_AVX512
 #define PMPD_KV_ROW_KERNEL(name) name##_avx512
 #else
 #define PMPD_KV_ROW_KERNEL(name) PMPD_KV_KERNEL(name)
 #endif
 #define PMPD_PQ_NEAREST_KERNEL PMPD_KV_ROW_KERNEL(pmpd_pq_nearest)
+#define PMPD_KV_EXP_KERNEL PMPD_KV_ROW_KERNEL(pmpd_kv_exp)
 
 #endif

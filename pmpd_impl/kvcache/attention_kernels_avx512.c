@@ -1,5 +1,6 @@
-/* AVX-512 versions of the exact-attention row kernels (attention_kernels.h;
- * the other attention kernels stay AVX2).  A 64-dim f32 row is four 512-bit
+/* AVX-512 versions of the exact-attention row kernels and of the
+ * exponential (attention_kernels.h; the other attention kernels stay
+ * AVX2).  A 64-dim f32 row is four 512-bit
  * vectors, so where the AVX2 kernels issue two operations per sixteen row
  * elements and query head these issue one; binary16 rows are widened with
  * one VCVTPH2PS per sixteen elements.  Lanes (query heads) come in groups
@@ -234,6 +235,73 @@ KV512_INLINE void kv512_row_accumulate(const float *weights, uint32_t lanes, uin
 #define KV512_SCORES(size, half) kv512_row_scores(qt, lanes, size, rows, stride, n, scores, max, half)
 #define KV512_ACCUMULATE(size, half) kv512_row_accumulate(weights, lanes, size, rows, stride, n, acc, half)
 PMPD_KV_DEFINE_ROW_KERNELS(avx512, KV512_SCORES, KV512_ACCUMULATE)
+
+/* exp(x) for x <= 0 as pq_avx2_exp (attention_kernels_avx2.c) computes
+ * it, sixteen lanes at a time: x = k ln2 + r with |r| <= ln2/2, the same
+ * degree-6 polynomial for e^r, inputs below -87 clamped; 2^k is applied by
+ * VSCALEFPS (k is an integer, so it is one exact scaling, rounded once
+ * where the result is subnormal, like the AVX2 multiply). */
+static inline __m512 kv512_exp(__m512 x)
+{
+    const __m512 ln2_hi = _mm512_set1_ps(0.693359375f), ln2_lo = _mm512_set1_ps(-2.12194440e-4f);
+    __m512 k, r, p;
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+    k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm512_fnmadd_ps(k, ln2_hi, x);
+    r = _mm512_fnmadd_ps(k, ln2_lo, r);
+    p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, k);
+}
+
+/* Where lanes divides 16, the scores [n][lanes] are one run of floats whose
+ * maxima repeat every lanes floats: sixteen at a time (the last ones
+ * masked), the sums folded into lanes at the end.  Other lane counts go a
+ * token at a time, sixteen lanes per step. */
+void pmpd_kv_exp_avx512(float *x, uint32_t lanes, size_t n, const float *max, float *sum)
+{
+    size_t t, i, total = n * lanes;
+    uint32_t l;
+    if (16 % lanes == 0) {
+        float folded[16];
+        __m512 m, s = _mm512_setzero_ps();
+        for (l = 0; l < 16; l++)
+            folded[l] = max[l % lanes];
+        m = _mm512_loadu_ps(folded);
+        for (i = 0; i + 16 <= total; i += 16) {
+            __m512 e = kv512_exp(_mm512_sub_ps(_mm512_loadu_ps(x + i), m));
+            _mm512_storeu_ps(x + i, e);
+            s = _mm512_add_ps(s, e);
+        }
+        if (i < total) {
+            __mmask16 tail = kv512_mask_below(0u, (uint32_t)(total - i));
+            __m512 e = _mm512_maskz_mov_ps(tail, kv512_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + i), m)));
+            _mm512_mask_storeu_ps(x + i, tail, e);
+            s = _mm512_add_ps(s, e);
+        }
+        _mm512_storeu_ps(folded, s);
+        for (l = lanes; l < 16; l++)
+            folded[l % lanes] += folded[l];
+        for (l = 0; l < lanes; l++)
+            sum[l] += folded[l];
+        return;
+    }
+    for (t = 0; t < n; t++)
+        for (l = 0; l < lanes; l += 16) {
+            __mmask16 part = kv512_mask_below(l, lanes);
+            float *row = x + t * lanes + l;
+            __m512 e = _mm512_maskz_mov_ps(
+                part, kv512_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(part, row), _mm512_maskz_loadu_ps(part, max + l))));
+            _mm512_mask_storeu_ps(row, part, e);
+            _mm512_mask_storeu_ps(sum + l, part, _mm512_add_ps(_mm512_maskz_loadu_ps(part, sum + l), e));
+        }
+}
 
 /* Squared distances from x to centroids [c, c + 16), summed over j in
  * order with separate multiply and add, exactly like the scalar loop. */

@@ -76,7 +76,7 @@ void pmpd_attn_exact_partial(const float *qt, uint32_t lanes, uint32_t dim, cons
         size_t count = n - first < step ? n - first : step;
         exact_scores(qt, lanes, dim, keys, first, count, block, scores + first * lanes, out->max);
     }
-    PMPD_KV_KERNEL(pmpd_kv_exp)(scores, lanes, n, out->max, out->sum);
+    PMPD_KV_EXP_KERNEL(scores, lanes, n, out->max, out->sum);
     step = exact_rows_per_call(values, n);
     for (first = 0; first < n; first += step) {
         size_t count = n - first < step ? n - first : step;

@@ -23,8 +23,8 @@
 
 /* Scratch, in floats, one after another: the transposed query group, the
  * key LUT, the value bins, two partial results, the byte tables' minimum,
- * step and offset and their bytes (where pq_lut8.h is used; their float
- * tables share the key LUT's room), the bfloat16 weights of
+ * step and offset and their bytes (where pq_lut8.h is used; the
+ * transposed codebook their build works on shares the key LUT's room), the bfloat16 weights of
  * pq_values_bf16.h (where used), then the token scores (shared by the
  * history and the window, which run one after the other). */
 typedef struct pq_attention_scratch {
@@ -106,7 +106,7 @@ static void pq_attention_history(const pmpd_pq_cache *cache, uint32_t kv_head, s
         PMPD_KV_KERNEL(pmpd_pq_lut)(&cache->keys, s->qt, lanes, s->lut);
         PMPD_KV_KERNEL(pmpd_pq_scores)(s->lut, kl, lanes, key_codes, n, s->scores, s->history.max);
     }
-    PMPD_KV_KERNEL(pmpd_kv_exp)(s->scores, lanes, n, s->history.max, s->history.sum);
+    PMPD_KV_EXP_KERNEL(s->scores, lanes, n, s->history.max, s->history.sum);
 #if PMPD_PQ_USE_VALUES_BF16
     if (cache->value_planes)
         PMPD_PQ_VALUES_BF16_KERNEL(pmpd_pq_values_bf16)(s->scores, lanes, vl, cache->value_planes, value_codes, n,

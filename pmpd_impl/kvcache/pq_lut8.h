@@ -9,17 +9,22 @@
  * layout, pq_codebook.h, puts those 64 codes in one register).
  *
  * Quantization, per query lane l (query head) and subspace s, with T the
- * float table q_s . centroid_c:
+ * float table q_s . centroid_c (fmaf in subspace-dimension order):
  *   R[l]        = max over s of (max_c T[s][l][c] - min_c T[s][l][c])
- *   step[l]     = R[l] / 255
- *   byte(s,l,c) = trunc((T[s][l][c] - min_c T[s][l][c]) * (255 / R[l]) + 0.5),
- *                 at most 255 (0 where R[l] = 0)
+ *   step[l]     = R[l] / 255, scale[l] = 255 / R[l] (0 where R[l] = 0)
+ *   x(s,l,c)    = fmaf chain over j of (q_sj * scale[l]) * centroid_c[j],
+ *                 started from bias = fmaf(-min_c T[s][l][c], scale[l], 0.5)
+ *               = (T[s][l][c] - min_c T[s][l][c]) * scale[l] + 0.5, but for
+ *                 float rounding of |T| * scale (the same order as T's own)
+ *   byte(s,l,c) = trunc(x), 0 where x < 1 (or NaN), 255 where x >= 255
  *   offset[l]   = sum over s of min_c T[s][l][c]
  *   score[t][l] = (float)(sum over s of byte(s,l,code)) * step[l] + offset[l]
  * so each subspace's term is off by at most step[l] / 2 (plus float
- * rounding) and a score by at most n_sub * step[l] / 2.  Every step above
- * is one IEEE operation in a fixed order (T by fmaf in subspace-dimension
- * order), so the SIMD kernels give exactly the scalar ones' bytes and
+ * rounding) and a score by at most n_sub * step[l] / 2.  Scaling the query
+ * rather than each entry makes a byte one FMA per dimension and a
+ * conversion, computed straight from the centroids (T itself is only needed
+ * for its minimum and range).  Every step above is one IEEE operation in a
+ * fixed order, so the SIMD kernels give exactly the scalar ones' bytes and
  * scores.
  */
 #ifndef PMPD_KVCACHE_PQ_LUT8_H
@@ -35,7 +40,7 @@
 #define PMPD_PQ_LUT8_MAX_SUB 257u
 
 typedef struct pmpd_pq_lut8 {
-    float *work;    /* [n_sub][lanes][n_centroids]: the float tables T */
+    float *work;    /* room for dim * n_centroids floats (the SIMD kernels' transposed codebook) */
     float *minimum; /* [n_sub][lanes] */
     float *step;    /* [lanes] */
     float *offset;  /* [lanes] */

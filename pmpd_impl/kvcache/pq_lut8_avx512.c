@@ -3,18 +3,24 @@
  * 64 codes up in the lower and the upper half (the codes' low seven bits)
  * and the top bit of each code picks between the two.  Bytes are summed
  * into 16-bit counters, even and odd tokens apart, so one query lane costs
- * five operations per subspace and 64 tokens where the float path loads
- * and adds once per token. */
+ * six operations per subspace and 64 tokens where the float path loads
+ * and adds once per token.  The maximum comes from the byte sums, not from
+ * another pass over the scores. */
 #include "pmpd_impl/kvcache/pq_lut8.h"
 
 #if PMPD_USE_AVX512
 #include <immintrin.h>
 #include <math.h>
-#include <string.h>
+
+#if defined(__GNUC__)
+#define LUT8_INLINE static inline __attribute__((always_inline))
+#else
+#define LUT8_INLINE static inline
+#endif
 
 /* Sixteen centroids' coordinate j (c0j c1j ...) from the codebook rows
  * [c][sub_dim] of 2- or 4-dim subspaces. */
-static __m512 lut8_column(const float *centroids, uint32_t sub_dim, uint32_t j)
+LUT8_INLINE __m512 lut8_column(const float *centroids, const uint32_t sub_dim, uint32_t j)
 {
     if (sub_dim == 2) {
         const __m512i pick = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -30,77 +36,151 @@ static __m512 lut8_column(const float *centroids, uint32_t sub_dim, uint32_t j)
     }
 }
 
-/* The float tables T of lanes [l, l + 4) (l + k < lanes), their minima
- * and offsets; returns nothing but widens range[k] to each subspace's.
- * Columns are read once per subspace for all four lanes. */
-static void lut8_tables4(const pmpd_pq_codebook *book, const float *qt, uint32_t lanes, uint32_t l,
-                         const pmpd_pq_lut8 *lut, float range[4])
+/* The codebook transposed, columns[s][j][c]: both passes below then read
+ * sixteen centroids' coordinate with one load, for every quad of lanes. */
+LUT8_INLINE void lut8_columns(const pmpd_pq_codebook *book, float *columns, const uint32_t sd)
 {
     const pmpd_pq_layout *lay = &book->layout;
-    const uint32_t nc = lay->n_centroids, sd = lay->sub_dim;
-    uint32_t s, c, j, k;
+    const uint32_t nc = lay->n_centroids;
+    uint32_t s, c, j;
+    for (s = 0; s < lay->n_sub; s++)
+        for (c = 0; c < nc; c += 16)
+            for (j = 0; j < sd; j++)
+                _mm512_storeu_ps(columns + ((size_t)s * sd + j) * nc + c,
+                                 lut8_column(book->centroids + ((size_t)s * nc + c) * sd, sd, j));
+}
+
+/* Sixteen centroids' q . c from their columns (column[j * nc]), starting
+ * from x (or from the first product where x is NULL), in dimension order. */
+LUT8_INLINE __m512 lut8_dot(const __m512 *q, const float *column, uint32_t nc, const __m512 *x, const uint32_t sd)
+{
+    __m512 sum = x ? _mm512_fmadd_ps(q[0], _mm512_loadu_ps(column), *x) : _mm512_mul_ps(q[0], _mm512_loadu_ps(column));
+    uint32_t j;
+    for (j = 1; j < sd; j++)
+        sum = _mm512_fmadd_ps(q[j], _mm512_loadu_ps(column + j * nc), sum);
+    return sum;
+}
+
+/* Lane k's sd query values of subspace s, each times by. */
+LUT8_INLINE void lut8_query(const float *qt, uint32_t lanes, uint32_t lane, uint32_t s, float by, __m512 *q,
+                            const uint32_t sd)
+{
+    uint32_t j;
+    for (j = 0; j < sd; j++)
+        q[j] = _mm512_set1_ps(qt[((size_t)s * sd + j) * lanes + lane] * by);
+}
+
+/* The least and largest T of lane k, and what they make of its minimum,
+ * offset and range. */
+#define LUT8_RANGE_LANE(k)                                                                         \
+    do {                                                                                           \
+        __m512 x_ = lut8_dot(q##k, column + c, nc, NULL, sd);                                      \
+        low##k = _mm512_min_ps(low##k, x_);                                                        \
+        high##k = _mm512_max_ps(high##k, x_);                                                      \
+    } while (0)
+#define LUT8_RANGE_END(k)                                                                          \
+    do {                                                                                           \
+        float lo_ = _mm512_reduce_min_ps(low##k), hi_ = _mm512_reduce_max_ps(high##k);            \
+        lut->minimum[(size_t)s * lanes + l + k] = lo_;                                             \
+        lut->offset[l + k] += lo_;                                                                 \
+        range[k] = hi_ - lo_ > range[k] ? hi_ - lo_ : range[k];                                    \
+    } while (0)
+
+/* Lanes [l, l + 4): each subspace's minimum of T, the offsets, steps and
+ * scales.  sd is a constant where this is inlined; the four lanes are
+ * written out, so every vector stays in a register. */
+LUT8_INLINE void lut8_ranges4(const pmpd_pq_layout *lay, const float *columns, const float *qt, uint32_t lanes,
+                              uint32_t l, const pmpd_pq_lut8 *lut, float scale[4], const uint32_t sd)
+{
+    const uint32_t nc = lay->n_centroids;
+    float range[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    uint32_t s, c, k;
     for (k = 0; k < 4; k++)
         lut->offset[l + k] = 0.0f;
     for (s = 0; s < lay->n_sub; s++) {
-        __m512 q[4][4], low[4], high[4];
-        for (k = 0; k < 4; k++) {
-            low[k] = _mm512_set1_ps(INFINITY);
-            high[k] = _mm512_set1_ps(-INFINITY);
-            for (j = 0; j < sd; j++)
-                q[k][j] = _mm512_set1_ps(qt[((size_t)s * sd + j) * lanes + l + k]);
-        }
+        const float *column = columns + (size_t)s * sd * nc;
+        __m512 q0[4], q1[4], q2[4], q3[4];
+        __m512 low0 = _mm512_set1_ps(INFINITY), low1 = low0, low2 = low0, low3 = low0;
+        __m512 high0 = _mm512_set1_ps(-INFINITY), high1 = high0, high2 = high0, high3 = high0;
+        lut8_query(qt, lanes, l, s, 1.0f, q0, sd);
+        lut8_query(qt, lanes, l + 1, s, 1.0f, q1, sd);
+        lut8_query(qt, lanes, l + 2, s, 1.0f, q2, sd);
+        lut8_query(qt, lanes, l + 3, s, 1.0f, q3, sd);
         for (c = 0; c < nc; c += 16) {
-            const float *centroids = book->centroids + ((size_t)s * nc + c) * sd;
-            __m512 column[4];
-            for (j = 0; j < sd; j++)
-                column[j] = lut8_column(centroids, sd, j);
-            for (k = 0; k < 4; k++) {
-                __m512 x = _mm512_mul_ps(q[k][0], column[0]);
-                for (j = 1; j < sd; j++)
-                    x = _mm512_fmadd_ps(q[k][j], column[j], x);
-                _mm512_storeu_ps(lut->work + ((size_t)s * lanes + l + k) * nc + c, x);
-                low[k] = _mm512_min_ps(low[k], x);
-                high[k] = _mm512_max_ps(high[k], x);
-            }
+            LUT8_RANGE_LANE(0);
+            LUT8_RANGE_LANE(1);
+            LUT8_RANGE_LANE(2);
+            LUT8_RANGE_LANE(3);
         }
-        for (k = 0; k < 4; k++) {
-            float lo = _mm512_reduce_min_ps(low[k]), hi = _mm512_reduce_max_ps(high[k]);
-            lut->minimum[(size_t)s * lanes + l + k] = lo;
-            lut->offset[l + k] += lo;
-            range[k] = hi - lo > range[k] ? hi - lo : range[k];
+        LUT8_RANGE_END(0);
+        LUT8_RANGE_END(1);
+        LUT8_RANGE_END(2);
+        LUT8_RANGE_END(3);
+    }
+    for (k = 0; k < 4; k++) {
+        scale[k] = range[k] > 0.0f ? 255.0f / range[k] : 0.0f;
+        lut->step[l + k] = range[k] / 255.0f;
+    }
+}
+#undef LUT8_RANGE_LANE
+#undef LUT8_RANGE_END
+
+/* Sixteen bytes as 32-bit numbers: x capped at 255 (NaN stays NaN and
+ * converts to a negative number), truncated; zeros past the centroids. */
+LUT8_INLINE __m512i lut8_bytes16(const __m512 *q, __m512 bias, const float *column, uint32_t c, uint32_t nc,
+                                 const uint32_t sd)
+{
+    if (c >= nc)
+        return _mm512_setzero_si512();
+    return _mm512_cvttps_epi32(_mm512_min_ps(_mm512_set1_ps(255.0f), lut8_dot(q, column + c, nc, &bias, sd)));
+}
+
+/* Lane l's bytes, 64 entries of a table per store: four vectors of 32-bit
+ * bytes packed with signed saturation to words, then to unsigned bytes
+ * (negative numbers to 0), and the packs' 128-bit interleave undone by
+ * one permutation. */
+LUT8_INLINE void lut8_bytes(const pmpd_pq_layout *lay, const float *columns, const float *qt, uint32_t lanes,
+                            uint32_t l, const pmpd_pq_lut8 *lut, float scale, const uint32_t sd)
+{
+    const uint32_t nc = lay->n_centroids;
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    uint32_t s, c;
+    for (s = 0; s < lay->n_sub; s++) {
+        const float *column = columns + (size_t)s * sd * nc;
+        const __m512 bias = _mm512_set1_ps(fmaf(-lut->minimum[(size_t)s * lanes + l], scale, 0.5f));
+        uint8_t *table = lut->table + ((size_t)s * lanes + l) * 256;
+        __m512 q[4];
+        lut8_query(qt, lanes, l, s, scale, q, sd);
+        for (c = 0; c < 256; c += 64) {
+            __m512i v0 = lut8_bytes16(q, bias, column, c, nc, sd), v1 = lut8_bytes16(q, bias, column, c + 16, nc, sd);
+            __m512i v2 = lut8_bytes16(q, bias, column, c + 32, nc, sd), v3 = lut8_bytes16(q, bias, column, c + 48, nc, sd);
+            __m512i bytes = _mm512_packus_epi16(_mm512_packus_epi32(v0, v1), _mm512_packus_epi32(v2, v3));
+            _mm512_storeu_si512(table + c, _mm512_permutexvar_epi32(order, bytes));
         }
+    }
+}
+
+LUT8_INLINE void lut8_build(const pmpd_pq_codebook *book, const float *qt, uint32_t lanes, const pmpd_pq_lut8 *lut,
+                            const uint32_t sd)
+{
+    uint32_t l;
+    lut8_columns(book, lut->work, sd);
+    for (l = 0; l < lanes; l += 4) {
+        float scale[4];
+        uint32_t k;
+        lut8_ranges4(&book->layout, lut->work, qt, lanes, l, lut, scale, sd);
+        for (k = 0; k < 4; k++)
+            lut8_bytes(&book->layout, lut->work, qt, lanes, l + k, lut, scale[k], sd);
     }
 }
 
 void pmpd_pq_lut8_build_avx512(const pmpd_pq_codebook *book, const float *qt, uint32_t lanes,
                                const pmpd_pq_lut8 *lut)
 {
-    const pmpd_pq_layout *lay = &book->layout;
-    const uint32_t nc = lay->n_centroids;
-    uint32_t s, l, c, k;
-    for (l = 0; l < lanes; l += 4) {
-        float range[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        lut8_tables4(book, qt, lanes, l, lut, range);
-        for (k = 0; k < 4; k++) {
-            float scale = range[k] > 0.0f ? 255.0f / range[k] : 0.0f;
-            __m512 scale16 = _mm512_set1_ps(scale);
-            lut->step[l + k] = range[k] / 255.0f;
-            for (s = 0; s < lay->n_sub; s++) {
-                const float *row = lut->work + ((size_t)s * lanes + l + k) * nc;
-                uint8_t *bytes = lut->table + ((size_t)s * lanes + l + k) * 256;
-                __m512 minimum = _mm512_set1_ps(lut->minimum[(size_t)s * lanes + l + k]);
-                for (c = 0; c < nc; c += 16) {
-                    __m512 x = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(row + c), minimum), scale16);
-                    x = _mm512_add_ps(x, _mm512_set1_ps(0.5f));
-                    /* Truncated to unsigned, then saturated to 255. */
-                    _mm_storeu_si128((__m128i *)(void *)(bytes + c),
-                                     _mm512_cvtusepi32_epi8(_mm512_cvttps_epu32(x)));
-                }
-                if (nc < 256)
-                    memset(bytes + nc, 0, 256 - nc);
-            }
-        }
-    }
+    if (book->layout.sub_dim == 2)
+        lut8_build(book, qt, lanes, lut, 2);
+    else
+        lut8_build(book, qt, lanes, lut, 4);
 }
 
 /* One query lane's table of subspace s looked up for a block's 64 codes. */
@@ -163,56 +243,100 @@ static inline void lut8_store_block(const __m512i even[4], const __m512i odd[4],
         }
 }
 
-/* Lane k of the quad: its table of the subspace, its sums. */
+/* One subspace of a block for the quad of lanes: lane k's table (at
+ * table + 256k) looked up for the block's 64 codes.  The odd tokens'
+ * bytes (high bytes of the words) are summed apart, in sums[4 + k]; the
+ * even ones are left in the low bytes of whole-word sums, sums[k], from
+ * which the odd sums times 256 are taken off at the end (mod 2^16, exact:
+ * an even token's sum fits 16 bits), which saves masking every lookup. */
 #define LUT8_LANE(k)                                                                               \
     do {                                                                                           \
         __m512i v_ = lut8_lookup(table + (k) * 256, code, upper);                                  \
-        e##k = _mm512_add_epi16(e##k, _mm512_and_si512(v_, low_byte));                            \
-        o##k = _mm512_add_epi16(o##k, _mm512_srli_epi16(v_, 8));                                   \
+        sums[k] = _mm512_add_epi16(sums[k], v_);                                                   \
+        sums[4 + k] = _mm512_add_epi16(sums[4 + k], _mm512_srli_epi16(v_, 8));                     \
     } while (0)
+LUT8_INLINE void lut8_subspace(const uint8_t *table, const uint8_t *codes, __m512i sums[8])
+{
+    __m512i code = _mm512_loadu_si512(codes);
+    __mmask64 upper = _mm512_movepi8_mask(code);
+    LUT8_LANE(0);
+    LUT8_LANE(1);
+    LUT8_LANE(2);
+    LUT8_LANE(3);
+}
+#undef LUT8_LANE
+
+/* The block's even and odd sums of lane k, and the running maximum of its
+ * first count tokens' sums. */
+#define LUT8_FINISH(k)                                                                             \
+    do {                                                                                           \
+        even[k] = _mm512_sub_epi16(sums[k], _mm512_slli_epi16(sums[4 + k], 8));                    \
+        odd[k] = sums[4 + k];                                                                      \
+        top[k] = _mm512_max_epu16(top[k], _mm512_max_epu16(_mm512_maskz_mov_epi16(even_valid, even[k]), \
+                                                            _mm512_maskz_mov_epi16(odd_valid, odd[k]))); \
+    } while (0)
+
+/* max[l] over a lane's tokens from its largest byte sum: float(sum) * step
+ * + offset does not decrease as the sum grows, so this is the largest of
+ * the scores, the same float (two statements: no contraction to FMA). */
+static void lut8_max(const __m512i top, float step, float offset, float *max)
+{
+    uint16_t words[32];
+    uint32_t i, largest = 0;
+    float x;
+    _mm512_storeu_si512(words, top);
+    for (i = 0; i < 32; i++)
+        largest = words[i] > largest ? words[i] : largest;
+    x = (float)largest * step;
+    x = x + offset;
+    *max = x > *max ? x : *max;
+}
 
 void pmpd_pq_lut8_scores_avx512(const pmpd_pq_lut8 *lut, const pmpd_pq_layout *layout, uint32_t lanes,
                                 const uint8_t *codes, size_t n, float *scores, float *max)
 {
     const size_t n_sub = layout->n_sub, block_bytes = n_sub * PMPD_PQ_BLOCK;
-    const __m512i low_byte = _mm512_set1_epi16(0xff);
     size_t l, b, s, t;
+    int k;
+    if (n == 0)
+        return;
     for (l = 0; l < lanes; l += 4) {
         __m512 step = _mm512_broadcast_f32x4(_mm_loadu_ps(lut->step + l));
         __m512 offset = _mm512_broadcast_f32x4(_mm_loadu_ps(lut->offset + l));
-        __m128 m = _mm_loadu_ps(max + l);
+        __m512i top[4];
+        for (k = 0; k < 4; k++)
+            top[k] = _mm512_setzero_si512();
         for (b = 0; b < n; b += PMPD_PQ_BLOCK) {
             const uint8_t *block = codes + b / PMPD_PQ_BLOCK * block_bytes;
-            /* Even and odd tokens' sums of the four lanes, in registers. */
-            __m512i e0 = _mm512_setzero_si512(), e1 = e0, e2 = e0, e3 = e0, o0 = e0, o1 = e0, o2 = e0, o3 = e0;
-            __m512i even[4], odd[4];
-            for (s = 0; s < n_sub; s++) {
-                const uint8_t *table = lut->table + (s * lanes + l) * 256;
-                __m512i code = _mm512_loadu_si512(block + s * PMPD_PQ_BLOCK);
-                __mmask64 upper = _mm512_movepi8_mask(code);
-                LUT8_LANE(0);
-                LUT8_LANE(1);
-                LUT8_LANE(2);
-                LUT8_LANE(3);
-            }
-            even[0] = e0, even[1] = e1, even[2] = e2, even[3] = e3;
-            odd[0] = o0, odd[1] = o1, odd[2] = o2, odd[3] = o3;
-            if (n - b >= PMPD_PQ_BLOCK) {
+            const size_t count = n - b < PMPD_PQ_BLOCK ? n - b : PMPD_PQ_BLOCK;
+            /* Words i of the even (token 2i) and odd (2i + 1) sums that are tokens. */
+            const __mmask32 even_valid = (__mmask32)(((uint64_t)1 << ((count + 1) / 2)) - 1);
+            const __mmask32 odd_valid = (__mmask32)(((uint64_t)1 << (count / 2)) - 1);
+            /* The four lanes' sums, in registers. */
+            __m512i sums[8], even[4], odd[4];
+            for (k = 0; k < 8; k++)
+                sums[k] = _mm512_setzero_si512();
+            for (s = 0; s < n_sub; s++)
+                lut8_subspace(lut->table + (s * lanes + l) * 256, block + s * PMPD_PQ_BLOCK, sums);
+            LUT8_FINISH(0);
+            LUT8_FINISH(1);
+            LUT8_FINISH(2);
+            LUT8_FINISH(3);
+            if (count == PMPD_PQ_BLOCK) {
                 lut8_store_block(even, odd, step, offset, scores + b * lanes + l, lanes);
             } else {
                 /* The last, partial block: through a buffer, the valid tokens only. */
                 float part[PMPD_PQ_BLOCK * 4];
                 lut8_store_block(even, odd, step, offset, part, 4);
-                for (t = 0; t < n - b; t++)
+                for (t = 0; t < count; t++)
                     _mm_storeu_ps(scores + (b + t) * lanes + l, _mm_loadu_ps(part + t * 4));
             }
         }
-        for (t = 0; t < n; t++)
-            m = _mm_max_ps(m, _mm_loadu_ps(scores + t * lanes + l));
-        _mm_storeu_ps(max + l, m);
+        for (k = 0; k < 4; k++)
+            lut8_max(top[k], lut->step[l + k], lut->offset[l + k], max + l + k);
     }
 }
-#undef LUT8_LANE
+#undef LUT8_FINISH
 
 #else
 typedef int pq_lut8_avx512_not_compiled;

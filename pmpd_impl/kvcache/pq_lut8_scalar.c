@@ -16,13 +16,12 @@ void pmpd_pq_lut8_build_scalar(const pmpd_pq_codebook *book, const float *qt, ui
         float range = 0.0f, scale;
         lut->offset[l] = 0.0f;
         for (s = 0; s < lay->n_sub; s++) {
-            float *row = lut->work + ((size_t)s * lanes + l) * nc, lo = INFINITY, hi = -INFINITY;
+            float lo = INFINITY, hi = -INFINITY;
             for (c = 0; c < nc; c++) {
                 const float *centroid = book->centroids + ((size_t)s * nc + c) * sd;
                 float x = qt[(size_t)s * sd * lanes + l] * centroid[0];
                 for (j = 1; j < sd; j++)
                     x = fmaf(qt[((size_t)s * sd + j) * lanes + l], centroid[j], x);
-                row[c] = x;
                 lo = x < lo ? x : lo;
                 hi = x > hi ? x : hi;
             }
@@ -33,19 +32,20 @@ void pmpd_pq_lut8_build_scalar(const pmpd_pq_codebook *book, const float *qt, ui
         scale = range > 0.0f ? 255.0f / range : 0.0f;
         lut->step[l] = range / 255.0f;
         for (s = 0; s < lay->n_sub; s++) {
-            const float *row = lut->work + ((size_t)s * lanes + l) * nc;
             uint8_t *bytes = lut->table + ((size_t)s * lanes + l) * 256;
+            float bias = fmaf(-lut->minimum[(size_t)s * lanes + l], scale, 0.5f);
             for (c = 0; c < 256; c++) {
-                float x;
-                uint32_t q;
+                const float *centroid = book->centroids + ((size_t)s * nc + c) * sd;
+                float x = bias;
                 if (c >= nc) {
                     bytes[c] = 0;
                     continue;
                 }
-                x = (row[c] - lut->minimum[(size_t)s * lanes + l]) * scale;
-                x = x + 0.5f;
-                q = (uint32_t)x;
-                bytes[c] = (uint8_t)(q > 255 ? 255 : q);
+                for (j = 0; j < sd; j++) {
+                    float q = qt[((size_t)s * sd + j) * lanes + l] * scale;
+                    x = fmaf(q, centroid[j], x);
+                }
+                bytes[c] = !(x >= 1.0f) ? 0 : x >= 255.0f ? 255 : (uint8_t)x;
             }
         }
     }

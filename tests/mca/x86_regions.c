@@ -26,8 +26,12 @@
  *   attn-*-values   four V rows, 16 of their dims, into 4 heads' sums.
  *   pq-scores       one token's score over four subspaces (4 heads): 4 codes
  *                   (code bytes) per iteration.
+ *   pq-lut8-scores  one subspace of a 64-token block through the 8-bit key
+ *                   tables (AVX-512 VBMI), 4 heads: 256 lookups of 64
+ *                   code bytes (cycles / 64 = per token and subspace).
  */
 #include "pmpd_impl/kvcache/attention_kernels_avx2.c"
+#include "pmpd_impl/kvcache/pq_lut8_avx512.c"
 #include "pmpd_impl/weights/anyprec/anyprec_gemv_avx2.c"
 #include "pmpd_impl/weights/anyprec/anyprec_gemv_avx512.c"
 #include "pmpd_impl/weights/grouped/x86_avx2/qmatmul.c"
@@ -260,6 +264,24 @@ void mca_pq_scores(const float *lut, const uint8_t *codes, float *scores)
     pq_avx2_score4(lut, 1024, 4, codes, scores);
     MCA_END("pq-scores/4/4");
 }
+
+#if PMPD_PQ_USE_LUT8
+void mca_pq_lut8_scores(const uint8_t *tables, const uint8_t *codes, __m512i *sums);
+
+/* The sums stay in registers across subspaces, as in the real loop. */
+void mca_pq_lut8_scores(const uint8_t *tables, const uint8_t *codes, __m512i *sums)
+{
+    __m512i s[8];
+    int k;
+    for (k = 0; k < 8; k++)
+        s[k] = sums[k];
+    MCA_BEGIN("pq-lut8-scores/256/64");
+    lut8_subspace(tables, codes, s);
+    MCA_END("pq-lut8-scores/256/64");
+    for (k = 0; k < 8; k++)
+        sums[k] = s[k];
+}
+#endif
 
 #if PMPD_QMATMUL_AVX512
 void mca_avx512(uint32_t type, const unsigned char *const p[4], const int8_t *x, int32_t bias,
