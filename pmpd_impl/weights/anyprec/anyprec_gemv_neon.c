@@ -183,10 +183,15 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_super(const pmpd_anyprec_matrix *m, 
         acc[i] = vfmaq_n_f32(acc[i], vcvtq_f32_s32(dot[i]), u->scale[s]);
 }
 
-/* Entry n of the 2-bit tables by low / by high bits: entry n%4 / n/4. */
+/* Entry n of the 2-bit tables by low / by high bits: entry n%4 / n/4.  A
+ * block without padding rows reads its entries straight from the matrix
+ * (as the x86 kernels do): the padding rows' zeroed 16-byte copy costs a
+ * stalled load per row and block. */
 ANYPREC_NEON_INLINE void anyprec_neon_block_tables(const pmpd_anyprec_matrix *m, uint32_t r0, const unsigned bits,
                                                    uint8x16_t *table)
 {
+    const unsigned char *entries = m->tables[bits] + ((size_t)r0 << bits);
+    const int whole = r0 + PMPD_ANYPREC_ROW_BLOCK <= m->rows;
     static const uint8_t low_bits[16] = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3};
     static const uint8_t high_bits[16] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3};
     static const uint8_t repeat8[16] = {0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7};
@@ -194,7 +199,18 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_tables(const pmpd_anyprec_matrix *m,
     uint32_t i;
 #pragma GCC unroll 4
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
-        uint8x16_t t = anyprec_neon_row_table(m, bits, r0 + i);
+        uint8x16_t t;
+        if (!whole) {
+            t = anyprec_neon_row_table(m, bits, r0 + i);
+        } else if (bits == 4) {
+            t = vld1q_u8(entries + 16 * i);
+        } else if (bits == 3) {
+            t = vcombine_u8(vld1_u8(entries + 8 * i), vdup_n_u8(0));
+        } else {
+            uint32_t four;
+            memcpy(&four, entries + 4 * i, sizeof four);
+            t = vreinterpretq_u8_u32(vdupq_n_u32(four));
+        }
         table[i] = bits == 2 ? vqtbl1q_u8(t, vld1q_u8(low_bits)) : bits == 3 ? vqtbl1q_u8(t, vld1q_u8(repeat8)) : t;
         table[PMPD_ANYPREC_ROW_BLOCK + i] = vqtbl1q_u8(t, vld1q_u8(bits == 2 ? high_bits : swapped));
     }
