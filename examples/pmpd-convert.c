@@ -508,8 +508,10 @@ int main(int argc, char **argv)
         return 2;
     }
     if (allocating)
-        fprintf(stderr, "pmpd-convert: bit allocation: %snoise sensitivity of every group, then each format's error\n",
-                a.convert.budget_latency_us > 0.0 ? "each format's time on this machine, " : "");
+        fprintf(stderr, "pmpd-convert: bit allocation: %s%s, then each format's error\n",
+                a.convert.budget_latency_us > 0.0 ? "each format's time on this machine, " : "",
+                a.convert.palette_flat ? "each group weighed by its share of the weights (no sensitivity run)"
+                                       : "noise sensitivity of every group");
     if (a.view.tty) {
         a.convert.progress = a.schedule.progress = convert_progress;
         a.schedule.step = convert_step;
