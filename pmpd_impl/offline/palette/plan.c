@@ -168,26 +168,86 @@ static pmpd_status palette_costs(const pmpd_build_model *b, const pmpd_palette_g
     return PMPD_OK;
 }
 
-/* The errors of every (group, format), with progress. */
+/* The errors of every (group, format), with progress: independent jobs,
+ * taken in index order by up to PALETTE_ERROR_THREADS threads (a 968M-weight
+ * model takes over half an hour on one), each writing its own slot, so the
+ * result does not depend on the thread count. */
+#define PALETTE_ERROR_THREADS 16
+
+typedef struct palette_error_job {
+    const pmpd_build_model *b;
+    const pmpd_palette_group *groups;
+    const pmpd_convert_options *options;
+    pmpd_palette_plan *plan;
+    uint64_t total, next, done, failed;
+    pmpd_status status;
+    pmpd_mutex lock;
+} palette_error_job;
+
+static void palette_error_worker(void *arg)
+{
+    palette_error_job *job = (palette_error_job *)arg;
+    const uint32_t n = job->plan->report.n_palette;
+    for (;;) {
+        uint64_t i;
+        pmpd_status st;
+        pmpd_mutex_lock(&job->lock);
+        i = job->next++;
+        if (job->status != PMPD_OK || i >= job->total) {
+            pmpd_mutex_unlock(&job->lock);
+            return;
+        }
+        pmpd_mutex_unlock(&job->lock);
+        st = pmpd_palette_group_error(job->b, &job->groups[i / n], job->plan->palette[i % n],
+                                      &job->plan->format_options[i % n], &job->plan->errors[i]);
+        pmpd_mutex_lock(&job->lock);
+        if (st != PMPD_OK && (job->status == PMPD_OK || i < job->failed)) {
+            job->status = st;
+            job->failed = i;
+        } else if (st == PMPD_OK && job->options->progress) {
+            job->options->progress(job->options->progress_context, ++job->done, job->total);
+        }
+        pmpd_mutex_unlock(&job->lock);
+    }
+}
+
 static pmpd_status palette_errors(const pmpd_build_model *b, const pmpd_palette_group *groups, uint32_t n_groups,
                                   const pmpd_convert_options *options, pmpd_palette_plan *plan, pmpd_error *err)
 {
-    uint32_t g, q, n = plan->report.n_palette;
-    for (g = 0; g < n_groups; g++) {
-        for (q = 0; q < n; q++) {
-            pmpd_status st = pmpd_palette_group_error(b, &groups[g], plan->palette[q], &plan->format_options[q],
-                                                      &plan->errors[(size_t)g * n + q]);
-            char name[16];
-            if (st != PMPD_OK)
-                return pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot measure layer %u %s as %s",
-                                      (unsigned)groups[g].layer, pmpd_palette_group_name(groups[g].kind),
-                                      palette_name(plan->palette[q], plan->palette_bits[q], name, sizeof name));
-            if (options->progress)
-                options->progress(options->progress_context, (uint64_t)g * n + q + 1, (uint64_t)n_groups * n);
-        }
+    palette_error_job job;
+    pmpd_thread threads[PALETTE_ERROR_THREADS];
+    const int cpus = pmpd_platform_cpu_count();
+    unsigned n_threads = options->threads ? options->threads : cpus > 0 ? (unsigned)cpus : 1, started;
+    memset(&job, 0, sizeof job);
+    job.b = b;
+    job.groups = groups;
+    job.options = options;
+    job.plan = plan;
+    job.total = (uint64_t)n_groups * plan->report.n_palette;
+    job.status = PMPD_OK;
+    if (n_threads > PALETTE_ERROR_THREADS)
+        n_threads = PALETTE_ERROR_THREADS;
+    if (pmpd_mutex_init(&job.lock) != PMPD_OK)
+        return pmpd_error_set(err, PMPD_ERR_THREAD, PMPD_NO_OFFSET, "cannot create a mutex");
+    for (started = 1; started < n_threads; started++)
+        if (pmpd_thread_start(&threads[started], palette_error_worker, &job) != PMPD_OK)
+            break; /* fewer threads: the same errors */
+    palette_error_worker(&job);
+    while (--started > 0)
+        pmpd_thread_join(&threads[started]);
+    pmpd_mutex_destroy(&job.lock);
+    if (job.status != PMPD_OK) {
+        const uint32_t n = plan->report.n_palette;
+        const uint32_t g = (uint32_t)(job.failed / n), q = (uint32_t)(job.failed % n);
+        char name[16];
+        return pmpd_error_set(err, job.status, PMPD_NO_OFFSET, "cannot measure layer %u %s as %s",
+                              (unsigned)groups[g].layer, pmpd_palette_group_name(groups[g].kind),
+                              palette_name(plan->palette[q], plan->palette_bits[q], name, sizeof name));
     }
     return PMPD_OK;
 }
+
+#undef PALETTE_ERROR_THREADS
 
 /* The knapsack over loss a_g * err and cost bytes; the chosen types into
  * the plan and its report. */
