@@ -230,20 +230,20 @@ PMPD_KV_DEFINE_ROW_KERNELS(avx2, KV_AVX2_SCORES, KV_AVX2_ACCUMULATE)
  * clamped there (their weight, < 2^-125, is negligible next to the maximum's 1). */
 static __m256 pq_avx2_exp(__m256 x)
 {
-    const __m256 ln2_hi = _mm256_set1_ps(0.693359375f), ln2_lo = _mm256_set1_ps(-2.12194440e-4f);
+    const __m256 ln2_hi = _mm256_set1_ps(PMPD_KV_EXP_LN2_HI), ln2_lo = _mm256_set1_ps(PMPD_KV_EXP_LN2_LO);
     __m256 k, r, p;
     __m256i pow2;
-    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-    k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+    x = _mm256_max_ps(x, _mm256_set1_ps(PMPD_KV_EXP_MIN));
+    k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(PMPD_KV_EXP_LOG2E)),
                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     r = _mm256_fnmadd_ps(k, ln2_hi, x);
     r = _mm256_fnmadd_ps(k, ln2_lo, r);
-    p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_set1_ps(PMPD_KV_EXP_C6);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PMPD_KV_EXP_C5));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PMPD_KV_EXP_C4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PMPD_KV_EXP_C3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PMPD_KV_EXP_C2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PMPD_KV_EXP_C1));
     p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     pow2 = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(pow2));

@@ -243,19 +243,19 @@ PMPD_KV_DEFINE_ROW_KERNELS(avx512, KV512_SCORES, KV512_ACCUMULATE)
  * where the result is subnormal, like the AVX2 multiply). */
 static inline __m512 kv512_exp(__m512 x)
 {
-    const __m512 ln2_hi = _mm512_set1_ps(0.693359375f), ln2_lo = _mm512_set1_ps(-2.12194440e-4f);
+    const __m512 ln2_hi = _mm512_set1_ps(PMPD_KV_EXP_LN2_HI), ln2_lo = _mm512_set1_ps(PMPD_KV_EXP_LN2_LO);
     __m512 k, r, p;
-    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-    k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+    x = _mm512_max_ps(x, _mm512_set1_ps(PMPD_KV_EXP_MIN));
+    k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(PMPD_KV_EXP_LOG2E)),
                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     r = _mm512_fnmadd_ps(k, ln2_hi, x);
     r = _mm512_fnmadd_ps(k, ln2_lo, r);
-    p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_set1_ps(PMPD_KV_EXP_C6);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PMPD_KV_EXP_C5));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PMPD_KV_EXP_C4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PMPD_KV_EXP_C3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PMPD_KV_EXP_C2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PMPD_KV_EXP_C1));
     p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     return _mm512_scalef_ps(p, k);
 }

@@ -107,16 +107,16 @@ static float32x4_t pq_neon_exp(float32x4_t x)
 {
     float32x4_t k, r, p;
     int32x4_t pow2;
-    x = vmaxq_f32(x, vdupq_n_f32(-87.0f));
-    k = vrndnq_f32(vmulq_n_f32(x, 1.44269504088896341f));
-    r = vfmsq_f32(x, k, vdupq_n_f32(0.693359375f));
-    r = vfmsq_f32(r, k, vdupq_n_f32(-2.12194440e-4f));
-    p = vdupq_n_f32(1.9875691500e-4f);
-    p = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
+    x = vmaxq_f32(x, vdupq_n_f32(PMPD_KV_EXP_MIN));
+    k = vrndnq_f32(vmulq_n_f32(x, PMPD_KV_EXP_LOG2E));
+    r = vfmsq_f32(x, k, vdupq_n_f32(PMPD_KV_EXP_LN2_HI));
+    r = vfmsq_f32(r, k, vdupq_n_f32(PMPD_KV_EXP_LN2_LO));
+    p = vdupq_n_f32(PMPD_KV_EXP_C6);
+    p = vfmaq_f32(vdupq_n_f32(PMPD_KV_EXP_C5), p, r);
+    p = vfmaq_f32(vdupq_n_f32(PMPD_KV_EXP_C4), p, r);
+    p = vfmaq_f32(vdupq_n_f32(PMPD_KV_EXP_C3), p, r);
+    p = vfmaq_f32(vdupq_n_f32(PMPD_KV_EXP_C2), p, r);
+    p = vfmaq_f32(vdupq_n_f32(PMPD_KV_EXP_C1), p, r);
     p = vfmaq_f32(vaddq_f32(r, vdupq_n_f32(1.0f)), p, vmulq_f32(r, r));
     pow2 = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(k), vdupq_n_s32(127)), 23);
     return vmulq_f32(p, vreinterpretq_f32_s32(pow2));
