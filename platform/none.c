@@ -38,6 +38,12 @@ PMPD_INTERNAL pmpd_status pmpd_platform_read_file(const char *path, void *buffer
     return PMPD_ERR_UNSUPPORTED;
 }
 
+PMPD_INTERNAL pmpd_status pmpd_platform_sync_file(const char *path)
+{
+    (void)path;
+    return PMPD_OK;
+}
+
 PMPD_INTERNAL uint64_t pmpd_platform_now_ns(void)
 {
     return 0;

@@ -42,6 +42,13 @@ PMPD_INTERNAL void pmpd_platform_unmap_file(pmpd_mapped_file *file);
 PMPD_INTERNAL pmpd_status pmpd_platform_file_size(const char *path, uint64_t *size);
 PMPD_INTERNAL pmpd_status pmpd_platform_read_file(const char *path, void *buffer, size_t size);
 
+/* Writes a finished file's data out to the disk (fsync): the offline
+ * writers call it on "<path>.tmp" before renaming it over path, so a power
+ * cut leaves the old file or the whole new one, never an empty one.
+ * Errors: PMPD_ERR_NOT_FOUND, PMPD_ERR_IO (errno says why); the none port,
+ * which has no files of its own, returns PMPD_OK. */
+PMPD_INTERNAL pmpd_status pmpd_platform_sync_file(const char *path);
+
 /* ---- time ---- */
 
 /* Monotonic nanoseconds since an arbitrary origin (0 where no clock exists). */

@@ -133,6 +133,21 @@ PMPD_INTERNAL void pmpd_platform_unmap_file(pmpd_mapped_file *file)
 }
 #endif
 
+PMPD_INTERNAL pmpd_status pmpd_platform_sync_file(const char *path)
+{
+    int fd, synced, sync_errno;
+    if (!path)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return pmpd_posix_open_status();
+    synced = fsync(fd) == 0;
+    sync_errno = errno;
+    close(fd);
+    errno = sync_errno; /* the caller's message names fsync's reason */
+    return synced ? PMPD_OK : PMPD_ERR_IO;
+}
+
 PMPD_INTERNAL uint64_t pmpd_platform_now_ns(void)
 {
     struct timespec ts;

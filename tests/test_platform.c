@@ -24,6 +24,7 @@ static void test_map_and_read_agree(void **state)
     assert_int_equal(pmpd_platform_map_file(path, &file), PMPD_OK);
     assert_true(file.size == size);
     assert_int_equal(pmpd_platform_read_file(path, head, sizeof head), PMPD_OK);
+    assert_int_equal(pmpd_platform_sync_file(path), PMPD_OK);
     assert_memory_equal(head, file.data, sizeof head);
     pmpd_platform_unmap_file(&file);
     assert_null(file.data);
@@ -38,6 +39,7 @@ static void test_missing_file(void **state)
     assert_int_equal(pmpd_platform_map_file("/nonexistent/pmpd-model", &file), PMPD_ERR_NOT_FOUND);
     assert_int_equal(pmpd_platform_file_size("/nonexistent/pmpd-model", &size), PMPD_ERR_NOT_FOUND);
     assert_int_equal(pmpd_platform_read_file("/nonexistent/pmpd-model", buffer, 4), PMPD_ERR_NOT_FOUND);
+    assert_int_equal(pmpd_platform_sync_file("/nonexistent/pmpd-model"), PMPD_ERR_NOT_FOUND);
     /* A directory is not a model file. */
     assert_int_equal(pmpd_platform_map_file("/", &file), PMPD_ERR_IO);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pmpd_impl/core/error.h"
+#include "platform/platform.h"
 
 PMPD_INTERNAL pmpd_status pmpd_atomic_open(pmpd_atomic_file *a, const char *path, pmpd_error *err)
 {
@@ -31,6 +32,11 @@ PMPD_INTERNAL pmpd_status pmpd_atomic_finish(pmpd_atomic_file *a, pmpd_status st
 {
     if (fclose(a->f) != 0 && status == PMPD_OK)
         status = pmpd_error_set(err, PMPD_ERR_IO, PMPD_NO_OFFSET, "cannot write %s: %s", a->tmp, strerror(errno));
+    /* On disk before it takes the real name, so a power cut leaves the old
+     * file or the new one, never an empty one. */
+    if (status == PMPD_OK && pmpd_platform_sync_file(a->tmp) != PMPD_OK)
+        status = pmpd_error_set(err, PMPD_ERR_IO, PMPD_NO_OFFSET, "cannot write %s to disk: %s", a->tmp,
+                                strerror(errno));
     if (status == PMPD_OK && rename(a->tmp, a->path) != 0)
         status = pmpd_error_set(err, PMPD_ERR_IO, PMPD_NO_OFFSET, "cannot rename %s to %s: %s", a->tmp, a->path,
                                 strerror(errno));

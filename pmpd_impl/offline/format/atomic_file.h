@@ -21,9 +21,10 @@ typedef struct pmpd_atomic_file {
  * file and the reason), PMPD_ERR_OUT_OF_MEMORY. */
 PMPD_INTERNAL pmpd_status pmpd_atomic_open(pmpd_atomic_file *a, const char *path, pmpd_error *err);
 
-/* Closes the file; if status is PMPD_OK renames it to path, otherwise (or
- * when closing or renaming fails) removes it.  Returns the final status;
- * err is only written for a failure here. */
+/* Closes the file; if status is PMPD_OK writes it out to disk
+ * (pmpd_platform_sync_file) and renames it to path, otherwise (or when
+ * closing, syncing or renaming fails) removes it.  Returns the final
+ * status; err is only written for a failure here. */
 PMPD_INTERNAL pmpd_status pmpd_atomic_finish(pmpd_atomic_file *a, pmpd_status status, pmpd_error *err);
 
 #endif /* PMPD_OFFLINE */
