@@ -174,7 +174,7 @@ check-native:
 	$(MAKE) check-cli
 	@if echo | $(CC) $(ARCH_FLAGS) -dM -E - | grep -q __AVX512VBMI__; then \
 	  $(MAKE) BUILD=$(BUILD)/no-avx512 CFLAGS="$(CFLAGS) -DPMPD_USE_AVX512=0" \
-	    TEST_BIN="$(BUILD)/no-avx512/tests/test_kernels_qmatmul $(BUILD)/no-avx512/tests/test_quant_model $(BUILD)/no-avx512/tests/test_pq_kernels $(BUILD)/no-avx512/tests/test_nuq $(BUILD)/no-avx512/tests/test_vq $(BUILD)/no-avx512/tests/test_anyprec $(BUILD)/no-avx512/tests/test_tcq" test; \
+	    TEST_BIN="$(BUILD)/no-avx512/tests/test_ops $(BUILD)/no-avx512/tests/test_kernels_qmatmul $(BUILD)/no-avx512/tests/test_quant_model $(BUILD)/no-avx512/tests/test_pq_kernels $(BUILD)/no-avx512/tests/test_nuq $(BUILD)/no-avx512/tests/test_vq $(BUILD)/no-avx512/tests/test_anyprec $(BUILD)/no-avx512/tests/test_tcq" test; \
 	fi
 
 # pmpd-run as a process: --tokenize against llama2.c's ids, --info, a

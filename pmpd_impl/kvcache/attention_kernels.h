@@ -119,20 +119,4 @@ PMPD_KV_DECLARE_KERNELS(neon)
 #define PMPD_PQ_NEAREST_KERNEL PMPD_KV_ROW_KERNEL(pmpd_pq_nearest)
 #define PMPD_KV_EXP_KERNEL PMPD_KV_ROW_KERNEL(pmpd_kv_exp)
 
-
-/* The constants of the SIMD kernels' exp (AVX2, AVX-512, NEON): inputs
- * clamped at PMPD_KV_EXP_MIN, x = k ln2 + r with ln2 split in two for an
- * exact k ln2, and a degree-6 polynomial for e^r whose first two terms
- * are 1 + r; held once so the three widths cannot drift apart. */
-#define PMPD_KV_EXP_MIN (-87.0f)
-#define PMPD_KV_EXP_LOG2E 1.44269504088896341f
-#define PMPD_KV_EXP_LN2_HI 0.693359375f
-#define PMPD_KV_EXP_LN2_LO (-2.12194440e-4f)
-#define PMPD_KV_EXP_C6 1.9875691500e-4f
-#define PMPD_KV_EXP_C5 1.3981999507e-3f
-#define PMPD_KV_EXP_C4 8.3334519073e-3f
-#define PMPD_KV_EXP_C3 4.1665795894e-2f
-#define PMPD_KV_EXP_C2 1.6666665459e-1f
-#define PMPD_KV_EXP_C1 5.0000001201e-1f
-
 #endif

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "pmpd_impl/core/vexp.h"
 #include "pmpd_impl/kvcache/attention_rows_x86.h"
 
 /* Exact-attention rows, f32 or binary16 (converted in registers with F16C,
@@ -225,30 +226,6 @@ PMPD_KV_DEFINE_ROW_KERNELS(avx2, KV_AVX2_SCORES, KV_AVX2_ACCUMULATE)
 #undef KV_AVX2_PREFETCH_ROWS
 #undef KV_AVX2_ROW_BLOCK
 
-/* exp(x) for x <= 0: x = k ln2 + r with |r| <= ln2/2, a degree-6 polynomial
- * for e^r, and 2^k built in the exponent field.  Inputs below -87 are
- * clamped there (their weight, < 2^-125, is negligible next to the maximum's 1). */
-static __m256 pq_avx2_exp(__m256 x)
-{
-    const __m256 ln2_hi = _mm256_set1_ps(PMPD_KV_EXP_LN2_HI), ln2_lo = _mm256_set1_ps(PMPD_KV_EXP_LN2_LO);
-    __m256 k, r, p;
-    __m256i pow2;
-    x = _mm256_max_ps(x, _mm256_set1_ps(PMPD_KV_EXP_MIN));
-    k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(PMPD_KV_EXP_LOG2E)),
-                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm256_fnmadd_ps(k, ln2_hi, x);
-    r = _mm256_fnmadd_ps(k, ln2_lo, r);
-    p = _mm256_set1_ps(PMPD_KV_EXP_C6);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PMPD_KV_EXP_C5));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PMPD_KV_EXP_C4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PMPD_KV_EXP_C3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PMPD_KV_EXP_C2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PMPD_KV_EXP_C1));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    pow2 = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(pow2));
-}
-
 void pmpd_kv_exp_avx2(float *x, uint32_t lanes, size_t n, const float *max, float *sum)
 {
     size_t t;
@@ -259,14 +236,14 @@ void pmpd_kv_exp_avx2(float *x, uint32_t lanes, size_t n, const float *max, floa
         __m256 m = _mm256_set_m128(m4, m4), s = _mm256_setzero_ps();
         __m128 tail;
         for (t = 0; t + 1 < n; t += 2) {
-            __m256 e = pq_avx2_exp(_mm256_sub_ps(_mm256_loadu_ps(x + t * 4), m));
+            __m256 e = pmpd_vexp_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + t * 4), m));
             _mm256_storeu_ps(x + t * 4, e);
             s = _mm256_add_ps(s, e);
         }
         tail = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
         if (t < n) {
             __m128 e = _mm256_castps256_ps128(
-                pq_avx2_exp(_mm256_castps128_ps256(_mm_sub_ps(_mm_loadu_ps(x + t * 4), m4))));
+                pmpd_vexp_avx2(_mm256_castps128_ps256(_mm_sub_ps(_mm_loadu_ps(x + t * 4), m4))));
             _mm_storeu_ps(x + t * 4, e);
             tail = _mm_add_ps(tail, e);
         }
@@ -276,7 +253,7 @@ void pmpd_kv_exp_avx2(float *x, uint32_t lanes, size_t n, const float *max, floa
     for (t = 0; t < n; t++)
         for (l = 0; l < lanes; l += 4) {
             __m128 e = _mm256_castps256_ps128(
-                pq_avx2_exp(_mm256_castps128_ps256(_mm_sub_ps(_mm_loadu_ps(x + t * lanes + l), _mm_loadu_ps(max + l)))));
+                pmpd_vexp_avx2(_mm256_castps128_ps256(_mm_sub_ps(_mm_loadu_ps(x + t * lanes + l), _mm_loadu_ps(max + l)))));
             _mm_storeu_ps(x + t * lanes + l, e);
             _mm_storeu_ps(sum + l, _mm_add_ps(_mm_loadu_ps(sum + l), e));
         }

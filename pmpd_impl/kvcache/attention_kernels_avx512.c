@@ -12,6 +12,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "pmpd_impl/core/vexp.h"
 #include "pmpd_impl/kvcache/attention_rows_x86.h"
 
 #define KV512_PREFETCH_ROWS 16 /* as the AVX2 set: rows read this far ahead */
@@ -236,30 +237,6 @@ KV512_INLINE void kv512_row_accumulate(const float *weights, uint32_t lanes, uin
 #define KV512_ACCUMULATE(size, half) kv512_row_accumulate(weights, lanes, size, rows, stride, n, acc, half)
 PMPD_KV_DEFINE_ROW_KERNELS(avx512, KV512_SCORES, KV512_ACCUMULATE)
 
-/* exp(x) for x <= 0 as pq_avx2_exp (attention_kernels_avx2.c) computes
- * it, sixteen lanes at a time: x = k ln2 + r with |r| <= ln2/2, the same
- * degree-6 polynomial for e^r, inputs below -87 clamped; 2^k is applied by
- * VSCALEFPS (k is an integer, so it is one exact scaling, rounded once
- * where the result is subnormal, like the AVX2 multiply). */
-static inline __m512 kv512_exp(__m512 x)
-{
-    const __m512 ln2_hi = _mm512_set1_ps(PMPD_KV_EXP_LN2_HI), ln2_lo = _mm512_set1_ps(PMPD_KV_EXP_LN2_LO);
-    __m512 k, r, p;
-    x = _mm512_max_ps(x, _mm512_set1_ps(PMPD_KV_EXP_MIN));
-    k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(PMPD_KV_EXP_LOG2E)),
-                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm512_fnmadd_ps(k, ln2_hi, x);
-    r = _mm512_fnmadd_ps(k, ln2_lo, r);
-    p = _mm512_set1_ps(PMPD_KV_EXP_C6);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PMPD_KV_EXP_C5));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PMPD_KV_EXP_C4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PMPD_KV_EXP_C3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PMPD_KV_EXP_C2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PMPD_KV_EXP_C1));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    return _mm512_scalef_ps(p, k);
-}
-
 /* Where lanes divides 16, the scores [n][lanes] are one run of floats whose
  * maxima repeat every lanes floats: sixteen at a time (the last ones
  * masked), the sums folded into lanes at the end.  Other lane counts go a
@@ -275,13 +252,13 @@ void pmpd_kv_exp_avx512(float *x, uint32_t lanes, size_t n, const float *max, fl
             folded[l] = max[l % lanes];
         m = _mm512_loadu_ps(folded);
         for (i = 0; i + 16 <= total; i += 16) {
-            __m512 e = kv512_exp(_mm512_sub_ps(_mm512_loadu_ps(x + i), m));
+            __m512 e = pmpd_vexp_avx512(_mm512_sub_ps(_mm512_loadu_ps(x + i), m));
             _mm512_storeu_ps(x + i, e);
             s = _mm512_add_ps(s, e);
         }
         if (i < total) {
             __mmask16 tail = kv512_mask_below(0u, (uint32_t)(total - i));
-            __m512 e = _mm512_maskz_mov_ps(tail, kv512_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + i), m)));
+            __m512 e = _mm512_maskz_mov_ps(tail, pmpd_vexp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + i), m)));
             _mm512_mask_storeu_ps(x + i, tail, e);
             s = _mm512_add_ps(s, e);
         }
@@ -297,7 +274,7 @@ void pmpd_kv_exp_avx512(float *x, uint32_t lanes, size_t n, const float *max, fl
             __mmask16 part = kv512_mask_below(l, lanes);
             float *row = x + t * lanes + l;
             __m512 e = _mm512_maskz_mov_ps(
-                part, kv512_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(part, row), _mm512_maskz_loadu_ps(part, max + l))));
+                part, pmpd_vexp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(part, row), _mm512_maskz_loadu_ps(part, max + l))));
             _mm512_mask_storeu_ps(row, part, e);
             _mm512_mask_storeu_ps(sum + l, part, _mm512_add_ps(_mm512_maskz_loadu_ps(part, sum + l), e));
         }

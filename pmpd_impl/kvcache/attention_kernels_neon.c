@@ -7,6 +7,8 @@
 #include <arm_neon.h>
 #include <math.h>
 
+#include "pmpd_impl/core/vexp.h"
+
 void pmpd_kv_row_scores_neon(const float *qt, uint32_t lanes, uint32_t dim, const float *rows, size_t stride,
                              size_t n, float *scores, float *max)
 {
@@ -101,27 +103,6 @@ void pmpd_kv_row_accumulate_f16_neon(const float *weights, uint32_t lanes, uint3
 
 #undef KV_NEON_WIDEN_MAX
 
-/* exp(x) for x <= 0, as in the AVX2 version: x = k ln2 + r, a degree-6
- * polynomial for e^r, 2^k in the exponent field, inputs clamped at -87. */
-static float32x4_t pq_neon_exp(float32x4_t x)
-{
-    float32x4_t k, r, p;
-    int32x4_t pow2;
-    x = vmaxq_f32(x, vdupq_n_f32(PMPD_KV_EXP_MIN));
-    k = vrndnq_f32(vmulq_n_f32(x, PMPD_KV_EXP_LOG2E));
-    r = vfmsq_f32(x, k, vdupq_n_f32(PMPD_KV_EXP_LN2_HI));
-    r = vfmsq_f32(r, k, vdupq_n_f32(PMPD_KV_EXP_LN2_LO));
-    p = vdupq_n_f32(PMPD_KV_EXP_C6);
-    p = vfmaq_f32(vdupq_n_f32(PMPD_KV_EXP_C5), p, r);
-    p = vfmaq_f32(vdupq_n_f32(PMPD_KV_EXP_C4), p, r);
-    p = vfmaq_f32(vdupq_n_f32(PMPD_KV_EXP_C3), p, r);
-    p = vfmaq_f32(vdupq_n_f32(PMPD_KV_EXP_C2), p, r);
-    p = vfmaq_f32(vdupq_n_f32(PMPD_KV_EXP_C1), p, r);
-    p = vfmaq_f32(vaddq_f32(r, vdupq_n_f32(1.0f)), p, vmulq_f32(r, r));
-    pow2 = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(k), vdupq_n_s32(127)), 23);
-    return vmulq_f32(p, vreinterpretq_f32_s32(pow2));
-}
-
 void pmpd_kv_exp_neon(float *x, uint32_t lanes, size_t n, const float *max, float *sum)
 {
     size_t t;
@@ -129,7 +110,7 @@ void pmpd_kv_exp_neon(float *x, uint32_t lanes, size_t n, const float *max, floa
     for (l = 0; l < lanes; l += 4) {
         float32x4_t m = vld1q_f32(max + l), s = vld1q_f32(sum + l);
         for (t = 0; t < n; t++) {
-            float32x4_t e = pq_neon_exp(vsubq_f32(vld1q_f32(x + t * lanes + l), m));
+            float32x4_t e = pmpd_vexp_neon(vsubq_f32(vld1q_f32(x + t * lanes + l), m));
             vst1q_f32(x + t * lanes + l, e);
             s = vaddq_f32(s, e);
         }
