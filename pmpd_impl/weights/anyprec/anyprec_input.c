@@ -93,20 +93,31 @@ PMPD_INTERNAL void pmpd_anyprec_quantize_input(const float *x, uint32_t cols, in
     }
 }
 
-PMPD_INTERNAL void pmpd_anyprec_prepare_units(const int8_t *xq, const float *xscale, uint32_t cols,
-                                              pmpd_anyprec_units *u)
+/* sum_c xq[c] * scale of c over padded columns: each superblock's bytes
+ * add up exactly in an int32 (the compiler vectorizes that loop) and meet
+ * their one scale once; a multiply per column in double made this 6 us of
+ * each 5632-column product in decode (Zen5). */
+static float pmpd_anyprec_input_sum(const int8_t *xq, const float *xscale, uint32_t padded)
 {
-    uint32_t padded = pmpd_anyprec_padded_cols(cols), s, c;
+    uint32_t s, c;
     double sum = 0.0;
     for (s = 0; s < padded; s += PMPD_ANYPREC_SUPER) {
         uint32_t end = s + PMPD_ANYPREC_SUPER < padded ? s + PMPD_ANYPREC_SUPER : padded;
         int32_t dot = 0;
         for (c = s; c < end; c++)
             dot += xq[c];
-        u->scale[s / PMPD_ANYPREC_SUPER] = xscale[s / PMPD_ANYPREC_GROUP];
         sum += (double)dot * xscale[s / PMPD_ANYPREC_GROUP];
     }
-    u->sum = (float)sum;
+    return (float)sum;
+}
+
+PMPD_INTERNAL void pmpd_anyprec_prepare_units(const int8_t *xq, const float *xscale, uint32_t cols,
+                                              pmpd_anyprec_units *u)
+{
+    uint32_t padded = pmpd_anyprec_padded_cols(cols), s;
+    for (s = 0; s < padded; s += PMPD_ANYPREC_SUPER)
+        u->scale[s / PMPD_ANYPREC_SUPER] = xscale[s / PMPD_ANYPREC_GROUP];
+    u->sum = pmpd_anyprec_input_sum(xq, xscale, padded);
     memset(u->tail, 0, sizeof u->tail);
     s = cols / PMPD_ANYPREC_SUPER * PMPD_ANYPREC_SUPER;
     memcpy(u->tail, xq + s, padded - s);
@@ -115,15 +126,12 @@ PMPD_INTERNAL void pmpd_anyprec_prepare_units(const int8_t *xq, const float *xsc
 PMPD_INTERNAL void pmpd_anyprec_quantize_tokens(const float *x, size_t n, uint32_t cols, int8_t *xq, float *xscale,
                                                 float *xsum)
 {
-    size_t stride = pmpd_anyprec_token_stride(cols), padded = pmpd_anyprec_padded_cols(cols), t, c;
+    size_t stride = pmpd_anyprec_token_stride(cols), padded = pmpd_anyprec_padded_cols(cols), t;
     for (t = 0; t < n; t++) {
         int8_t *q = xq + t * stride;
         float *scale = xscale + t * (stride / PMPD_ANYPREC_GROUP);
-        double sum = 0.0;
         pmpd_anyprec_quantize_input(x + t * cols, cols, q, scale);
         memset(q + padded, 0, stride - padded);
-        for (c = 0; c < padded; c++)
-            sum += (double)q[c] * scale[c / PMPD_ANYPREC_GROUP];
-        xsum[t] = (float)sum;
+        xsum[t] = pmpd_anyprec_input_sum(q, scale, (uint32_t)padded);
     }
 }
