@@ -494,14 +494,16 @@ typedef struct pmpd_convert_options {
                                      embedding and classifier become q8 */
     /* PMPD_TENSOR_ANYPREC only: the tree's seed and parent widths (0: 2 and 4). */
     unsigned anyprec_seed_bits, anyprec_parent_bits;
-    /* PMPD_TENSOR_ANYPREC only: 1 = the token embedding and classifier are
-     * nested too (where that reads fewer bytes than q8: not with fewer than
-     * about 256 columns), so the classifier's bytes per decoded token fall
-     * with the width: 2-bit decode of a 2048 x 32,000 classifier reads 16 MB
-     * instead of q8's 70.  It costs quality (pycode21M, KL to f32 at 4 / 3 /
-     * 2 bits: 0.030 / 0.116 / 0.634 with q8, 0.042 / 0.153 / 0.785 nested;
-     * docs/pmpd.md), so 0, q8, is the default. */
-    int anyprec_nested_vocabulary;
+    /* PMPD_TENSOR_ANYPREC only: the type of the token embedding and
+     * classifier.  0 (the default) or PMPD_TENSOR_Q8: q8.  PMPD_TENSOR_Q4:
+     * q4, half q8's bytes per decoded token.  PMPD_TENSOR_ANYPREC: nested
+     * with the layers' widths where that reads fewer bytes than q8 (not with
+     * fewer than about 256 columns, which stay q8), so their bytes fall with
+     * the width: 2-bit decode of a 2048 x 32,000 classifier reads 16 MB,
+     * q4 37 MB, q8 70.  Both cost quality (pycode21M, KL to f32 at 4 / 3 / 2
+     * bits: q8 0.030 / 0.116 / 0.634, q4 0.041 / 0.130 / 0.660, nested
+     * 0.042 / 0.153 / 0.785; docs/pmpd.md).  Other values: PMPD_ERR_INVALID_ARGUMENT. */
+    pmpd_tensor_type anyprec_vocabulary;
     /* PMPD_TENSOR_W8A8 only: 1 = no shadow path for activation outliers
      * (every input channel at the tensor's absmax scale); for measuring
      * what the shadow path buys. */

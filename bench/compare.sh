@@ -23,7 +23,8 @@
 #                  add q2cb to time it too: its converter is single-threaded and
 #                  needs tens of minutes for the 1.1B model on 2 cores; anyprec-nv4,
 #                  -nv3, -nv2 and -nv-static are the nested weights converted with
-#                  --nested-vocabulary, the classifier nested too)
+#                  --vocabulary nested, the classifier nested too, and anyprec-q4v4
+#                  .. -q4v-static with --vocabulary q4)
 #
 # Writes BUILD/bench-compare.csv (metric,weights,threads,pmpd,llamacpp,ratio)
 # and BUILD/bench-compare-bandwidth.csv (the weight bytes each decoded token
@@ -148,6 +149,24 @@ F16=$(gguf f16)
 Q4_0=$(gguf q4_0)
 Q8_0=$(gguf q8_0)
 
+# anyprec[-nv|-q4v](4|3|2|-static) -> the nested container whose embedding
+# and classifier are q8, nested (-nv) or q4 (-q4v), decoded at that width
+# or under the static 4/3/2 schedule.
+nested_case() {
+    rest=${1#anyprec}
+    case $rest in
+    -nv*) name=anyprec-nv; vocabulary=nested; rest=${rest#-nv} ;;
+    -q4v*) name=anyprec-q4v; vocabulary=q4; rest=${rest#-q4v} ;;
+    *) name=anyprec; vocabulary=q8 ;;
+    esac
+    case $rest in
+    4|3|2) run="--bits 4:$rest" ;;
+    -static) run="--schedule 4:4,3,2" ;;
+    *) die "unknown case $1" ;;
+    esac
+    echo "$(container $name --type anyprec --bits 2:4 --vocabulary $vocabulary)|$run|-"
+}
+
 # weights -> "pmpd-model|pmpd-run options|llama.cpp model or -"
 case_spec() {
     case $1 in
@@ -155,15 +174,7 @@ case_spec() {
     q8) echo "$(container q8 --type q8)||$Q8_0" ;;
     q2cb) echo "$(container q2cb --type q2cb)||-" ;;
     w8a8) echo "$(container w8a8 --type w8a8)||-" ;;
-    anyprec4) echo "$(container anyprec --type anyprec --bits 2:4)|--bits 4:4|-" ;;
-    anyprec3) echo "$(container anyprec --type anyprec --bits 2:4)|--bits 4:3|-" ;;
-    anyprec2) echo "$(container anyprec --type anyprec --bits 2:4)|--bits 4:2|-" ;;
-    anyprec-static) echo "$(container anyprec --type anyprec --bits 2:4)|--schedule 4:4,3,2|-" ;;
-    anyprec-nv4) echo "$(container anyprec-nv --type anyprec --bits 2:4 --nested-vocabulary)|--bits 4:4|-" ;;
-    anyprec-nv3) echo "$(container anyprec-nv --type anyprec --bits 2:4 --nested-vocabulary)|--bits 4:3|-" ;;
-    anyprec-nv2) echo "$(container anyprec-nv --type anyprec --bits 2:4 --nested-vocabulary)|--bits 4:2|-" ;;
-    anyprec-nv-static)
-        echo "$(container anyprec-nv --type anyprec --bits 2:4 --nested-vocabulary)|--schedule 4:4,3,2|-" ;;
+    anyprec*) nested_case "$1" ;;
     *) die "unknown case $1" ;;
     esac
 }

@@ -133,16 +133,19 @@ static int usage(void)
 {
     unsigned type;
     fprintf(stderr,
-            "usage: pmpd-convert SOURCE OUT [--tokenizer FILE] [--type TYPE] [--bits SEED:PARENT] [--nested-vocabulary]\n"
+            "usage: pmpd-convert SOURCE OUT [--tokenizer FILE] [--type TYPE] [--bits SEED:PARENT]\n"
+            "                    [--vocabulary q8|q4|nested]\n"
             "                    [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]\n"
             "                    [--kv-codebooks SUB:BITS] [--ctx N] [--no-shadow | --shadow-tensors N]\n"
             "                    [--threads N]\n"
             "                    [--budget-bits B | --budget-latency US [--palette LIST] [--palette-flat]]\n"
             "  --kv-codebooks SUB:BITS  add PQ KV-cache codebooks (SUB 2 or 4, BITS 1-8), trained on the\n"
             "                           converted model (the float one with --pmpd-calibrate)\n"
-            "  --nested-vocabulary      with --type anyprec: nest the token embedding and classifier too (where\n"
-            "                           that reads fewer bytes than q8), so the classifier's bytes per token\n"
-            "                           fall with the width; costs quality (docs/pmpd.md). Default: q8\n"
+            "  --vocabulary q8|q4|nested  with --type anyprec: the token embedding and classifier in q8 (the\n"
+            "                           default), q4 (half the classifier's bytes per token), or nested with\n"
+            "                           the layers' widths where that reads fewer bytes than q8; q4 and nested\n"
+            "                           cost quality, nested most below 4 bits (docs/pmpd.md).\n"
+            "                           --nested-vocabulary: the same as --vocabulary nested\n"
             "  --pmpd-calibrate         with --type anyprec: quantize from the float model and add the static\n"
             "                           schedule and learned scheduler calibrated against it\n"
             "  --ctx N                  context of the sessions whose arena the summary gives\n"
@@ -261,7 +264,7 @@ static int convert_parse(int argc, char **argv, convert_args *a)
             continue;
         }
         if (!strcmp(o, "--nested-vocabulary")) {
-            a->convert.anyprec_nested_vocabulary = 1;
+            a->convert.anyprec_vocabulary = PMPD_TENSOR_ANYPREC;
             continue;
         }
         if (!strcmp(o, "--pmpd-calibrate")) {
@@ -294,6 +297,11 @@ static int convert_parse(int argc, char **argv, convert_args *a)
             ok = sscanf(v, "%lf", &a->convert.budget_bits) == 1 && a->convert.budget_bits > 0.0 &&
                  a->convert.budget_bits <= 64.0;
         else if (!strcmp(o, "--palette")) ok = convert_parse_palette(v, a);
+        else if (!strcmp(o, "--vocabulary"))
+            ok = (a->convert.anyprec_vocabulary = !strcmp(v, "q8")       ? PMPD_TENSOR_Q8
+                                                  : !strcmp(v, "q4")     ? PMPD_TENSOR_Q4
+                                                  : !strcmp(v, "nested") ? PMPD_TENSOR_ANYPREC
+                                                                         : PMPD_TENSOR_F32) != PMPD_TENSOR_F32;
         else if (!strcmp(o, "--threads")) ok = sscanf(v, "%u", &a->convert.threads) == 1 && a->convert.threads > 0;
         else if (!strcmp(o, "--shadow-tensors"))
             ok = sscanf(v, "%u", &a->convert.w8a8_shadow_tensors) == 1 && a->convert.w8a8_shadow_tensors > 0;
@@ -311,6 +319,7 @@ static int convert_parse(int argc, char **argv, convert_args *a)
                     : !strcmp(o, "--type")       ? "not one of f32, f16, anyprec, q8, q4, q2cb, w8a8, nuq2, nuq3, nuq4, vq2, vq2.5, vq3, vq3.5, vq4, tcq1.5 .. tcq4 in steps of 0.25, keep-closest"
                     : !strcmp(o, "--palette")    ? "not a comma-separated list of formats (f32, f16, q8, q4, q2cb, nuq2-4, vq2-4 in half bits, tcq1.5 .. tcq4)"
                     : !strcmp(o, "--budget-bits") ? "not a number of bits per weight above 0"
+                    : !strcmp(o, "--vocabulary")  ? "not one of q8, q4, nested"
                                                  : "not a valid value");
             return 0;
         }
@@ -494,9 +503,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "pmpd-convert: --budget-bits and --budget-latency: one budget at a time\n");
         return 2;
     }
-    if (a.convert.anyprec_nested_vocabulary && (a.convert.type != PMPD_TENSOR_ANYPREC || a.calibrate || allocating)) {
-        fprintf(stderr, "pmpd-convert: --nested-vocabulary nests the embedding and classifier of --type anyprec: "
-                        "not with other types, --pmpd-calibrate or a budget\n");
+    if (a.convert.anyprec_vocabulary && (a.convert.type != PMPD_TENSOR_ANYPREC || a.calibrate || allocating)) {
+        fprintf(stderr, "pmpd-convert: --vocabulary and --nested-vocabulary set the embedding and classifier of "
+                        "--type anyprec: not with other types, --pmpd-calibrate or a budget\n");
         return 2;
     }
     if (allocating && (a.calibrate || a.convert.keep_closest)) {

@@ -1,10 +1,11 @@
-/* Nested token embedding and classifier (pmpd-convert --type anyprec
- * --nested-vocabulary): on pycode21M (384 columns, 32,000 rows, tied) the
- * vocabulary matrix is nested, its classifier's bytes per decoded token
+/* The token embedding and classifier of a nested model (pmpd-convert
+ * --type anyprec --vocabulary q8|q4|nested): nested on pycode21M (384
+ * columns, 32,000 rows, tied), the classifier's bytes per decoded token
  * fall with the width by exactly the plane bytes and table entries a
  * narrower product skips, and its embedding rows are the parent width's
  * weights; without the option, or where nesting would read more than q8
- * (stories260K's 64 columns), it stays q8. */
+ * (stories260K's 64 columns), it stays q8; asked for q4 it is q4 in both
+ * converters; any other type is refused. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include "pmpd_impl/offline/precision/anyprec_build.h"
 #include "pmpd_impl/offline/weights/encoders.h"
 #include "tests/support/test_models.h"
+#include "tests/support/test_support.h"
 
 /* The type the classifier of an opened model has. */
 static uint32_t tvoc_tensor_type(const pmpd_model *model, const char *name)
@@ -53,7 +55,9 @@ static void test_pycode_vocabulary_nested(void **state)
     memset(&options, 0, sizeof options);
     options.type = PMPD_TENSOR_ANYPREC;
     assert_int_equal(pmpd_weight_stream_type(&options, t), PMPD_TENSOR_Q8);
-    options.anyprec_nested_vocabulary = 1;
+    options.anyprec_vocabulary = PMPD_TENSOR_Q4;
+    assert_int_equal(pmpd_weight_stream_type(&options, t), PMPD_TENSOR_Q4);
+    options.anyprec_vocabulary = PMPD_TENSOR_ANYPREC;
     assert_int_equal(pmpd_weight_stream_type(&options, t), PMPD_TENSOR_ANYPREC);
     /* The layers stay f32 here (nothing below depends on them). */
     assert_int_equal(pmpd_anyprec_build_convert_vocabulary(&b, 2, 4, 0), PMPD_OK);
@@ -82,11 +86,44 @@ static void test_narrow_vocabulary_stays_q8(void **state)
     assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);
     memset(&options, 0, sizeof options);
     options.type = PMPD_TENSOR_ANYPREC;
-    options.anyprec_nested_vocabulary = 1;
+    options.anyprec_vocabulary = PMPD_TENSOR_ANYPREC;
     assert_int_equal(test_open_built(&b, &options, &m), PMPD_OK);
     assert_int_equal(tvoc_tensor_type(m.model, "token_embd.weight"), PMPD_TENSOR_Q8);
     assert_int_equal(tvoc_tensor_type(m.model, "blk.0.attn_q.weight"), PMPD_TENSOR_ANYPREC);
     test_opened_close(&m);
+}
+
+/* The in-memory converter (a llama2.c input nests every layer at once)
+ * writes the vocabulary in q4 when asked, the layers stay nested. */
+static void test_vocabulary_q4(void **state)
+{
+    pmpd_build_model b;
+    pmpd_convert_options options;
+    test_opened_model m;
+    (void)state;
+    assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);
+    memset(&options, 0, sizeof options);
+    options.type = PMPD_TENSOR_ANYPREC;
+    options.anyprec_vocabulary = PMPD_TENSOR_Q4;
+    assert_int_equal(test_open_built(&b, &options, &m), PMPD_OK);
+    assert_int_equal(tvoc_tensor_type(m.model, "token_embd.weight"), PMPD_TENSOR_Q4);
+    assert_int_equal(tvoc_tensor_type(m.model, "blk.0.attn_q.weight"), PMPD_TENSOR_ANYPREC);
+    test_opened_close(&m);
+}
+
+static void test_vocabulary_other_types_refused(void **state)
+{
+    char in[512];
+    pmpd_convert_options options;
+    pmpd_error err;
+    (void)state;
+    memset(&options, 0, sizeof options);
+    options.type = PMPD_TENSOR_ANYPREC;
+    options.anyprec_vocabulary = PMPD_TENSOR_Q2CB;
+    assert_int_equal(pmpd_convert_file(test_shared_path(in, sizeof in, "models/stories260K.bin"),
+                                       "/nonexistent/never-written.pmpd", &options, NULL, &err),
+                     PMPD_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "anyprec_vocabulary"));
 }
 
 int main(void)
@@ -94,6 +131,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pycode_vocabulary_nested),
         cmocka_unit_test(test_narrow_vocabulary_stays_q8),
+        cmocka_unit_test(test_vocabulary_q4),
+        cmocka_unit_test(test_vocabulary_other_types_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -373,6 +373,10 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const p
     if ((options->budget_bits != 0.0 && !(options->budget_bits > 0.0)) ||
         (options->budget_latency_us != 0.0 && !(options->budget_latency_us > 0.0)))
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "the bit or latency budget must be positive");
+    if (options->anyprec_vocabulary != PMPD_TENSOR_F32 && options->anyprec_vocabulary != PMPD_TENSOR_Q8 &&
+        options->anyprec_vocabulary != PMPD_TENSOR_Q4 && options->anyprec_vocabulary != PMPD_TENSOR_ANYPREC)
+        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
+                              "anyprec_vocabulary %u is not q8, q4 or anyprec", (unsigned)options->anyprec_vocabulary);
     allocating = options->budget_bits > 0.0 || options->budget_latency_us > 0.0;
     /* keep-closest and the bit allocation pick per tensor among the
      * formats that stream. */

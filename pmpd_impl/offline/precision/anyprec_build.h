@@ -32,8 +32,8 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert(pmpd_build_model *b, unsign
 /* Nests the f32 token embedding and classifier of b that
  * pmpd_anyprec_build_nests_vocabulary allows, columns weighed equally, so
  * that the classifier's bytes per decoded token fall with the width as the
- * layers' do (pmpd_convert_options.anyprec_nested_vocabulary).  Errors: as
- * pmpd_anyprec_build_convert. */
+ * layers' do (pmpd_convert_options.anyprec_vocabulary = PMPD_TENSOR_ANYPREC).
+ * Errors: as pmpd_anyprec_build_convert. */
 PMPD_INTERNAL pmpd_status pmpd_anyprec_build_convert_vocabulary(pmpd_build_model *b, unsigned seed_bits,
                                                                 unsigned parent_bits, unsigned threads);
 

@@ -15,19 +15,20 @@ PMPD_INTERNAL int pmpd_quant_build_is_vocabulary(const pmpd_build_tensor *t)
     return strcmp(t->name, "token_embd.weight") == 0 || strcmp(t->name, "output.weight") == 0;
 }
 
-PMPD_INTERNAL pmpd_status pmpd_quant_build_convert(pmpd_build_model *b, uint32_t type,
-                                                   void (*progress)(void *context, uint64_t done, uint64_t total),
-                                                   void *context)
+/* Every 2-D f32 tensor to type, the vocabulary's to vocabulary_type. */
+static pmpd_status pmpd_quant_build_convert_as(pmpd_build_model *b, uint32_t type, uint32_t vocabulary_type,
+                                               void (*progress)(void *context, uint64_t done, uint64_t total),
+                                               void *context)
 {
     uint64_t total = 0, done = 0, bytes;
     uint32_t i;
-    if (!pmpd_qformat_is_quantized(type))
+    if (!pmpd_qformat_is_quantized(type) || !pmpd_qformat_is_quantized(vocabulary_type))
         return PMPD_ERR_INVALID_ARGUMENT;
     for (i = 0; i < b->n_tensors; i++)
         total += pmpd_quant_build_wanted(&b->tensors[i]);
     for (i = 0; i < b->n_tensors; i++) {
         pmpd_build_tensor *t = &b->tensors[i];
-        uint32_t target = pmpd_quant_build_is_vocabulary(t) ? PMPD_TENSOR_Q8 : type;
+        uint32_t target = pmpd_quant_build_is_vocabulary(t) ? vocabulary_type : type;
         unsigned char *out;
         pmpd_status status;
         if (!pmpd_quant_build_wanted(t))
@@ -50,4 +51,16 @@ PMPD_INTERNAL pmpd_status pmpd_quant_build_convert(pmpd_build_model *b, uint32_t
             progress(context, ++done, total);
     }
     return PMPD_OK;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_quant_build_convert(pmpd_build_model *b, uint32_t type,
+                                                   void (*progress)(void *context, uint64_t done, uint64_t total),
+                                                   void *context)
+{
+    return pmpd_quant_build_convert_as(b, type, PMPD_TENSOR_Q8, progress, context);
+}
+
+PMPD_INTERNAL pmpd_status pmpd_quant_build_convert_vocabulary(pmpd_build_model *b, uint32_t type)
+{
+    return pmpd_quant_build_convert_as(b, PMPD_TENSOR_Q8, type, NULL, NULL);
 }

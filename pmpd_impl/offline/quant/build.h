@@ -22,6 +22,10 @@ PMPD_INTERNAL pmpd_status pmpd_quant_build_convert(pmpd_build_model *b, uint32_t
                                                    void (*progress)(void *context, uint64_t done, uint64_t total),
                                                    void *context);
 
+/* The same where only the token embedding and classifier are left in f32
+ * (the layers already in another format): they become type (q8 or q4). */
+PMPD_INTERNAL pmpd_status pmpd_quant_build_convert_vocabulary(pmpd_build_model *b, uint32_t type);
+
 #endif
 
 #endif

@@ -22,6 +22,13 @@ static void pmpd_weight_anyprec_widths(const pmpd_convert_options *options, unsi
     *parent = options && options->anyprec_parent_bits ? options->anyprec_parent_bits : 4;
 }
 
+/* The group-quantized type of the embedding and classifier of a nested
+ * conversion where they are not nested: options' q4, else q8. */
+static uint32_t pmpd_weight_anyprec_vocabulary(const pmpd_convert_options *options)
+{
+    return options && options->anyprec_vocabulary == PMPD_TENSOR_Q4 ? PMPD_TENSOR_Q4 : PMPD_TENSOR_Q8;
+}
+
 static pmpd_status pmpd_encode_float(pmpd_build_model *b, const pmpd_convert_options *options)
 {
     return pmpd_build_convert_matrices(b, (uint32_t)options->type);
@@ -41,14 +48,14 @@ static pmpd_status pmpd_encode_anyprec(pmpd_build_model *b, const pmpd_convert_o
     pmpd_weight_anyprec_widths(options, &seed, &parent);
     status = pmpd_anyprec_build_convert(b, seed, parent, NULL, options->threads, options->progress,
                                         options->progress_context);
-    if (status == PMPD_OK && options->anyprec_nested_vocabulary)
+    if (status == PMPD_OK && options->anyprec_vocabulary == PMPD_TENSOR_ANYPREC)
         status = pmpd_anyprec_build_convert_vocabulary(b, seed, parent, options->threads);
-    /* What is left in f32 (the embedding and classifier where nesting them
-     * would not read fewer bytes) goes to q8, as with the group-quantized
-     * types: in f32 a 32,000-token vocabulary would be most of what a
-     * decode step reads. */
+    /* What is left in f32 (the embedding and classifier, unless nesting
+     * them was asked and reads fewer bytes) goes to q8, or q4 if asked: in
+     * f32 a 32,000-token vocabulary would be most of what a decode step
+     * reads. */
     if (status == PMPD_OK)
-        status = pmpd_quant_build_convert(b, PMPD_TENSOR_Q8, NULL, NULL);
+        status = pmpd_quant_build_convert_vocabulary(b, pmpd_weight_anyprec_vocabulary(options));
     return status;
 }
 
@@ -171,12 +178,13 @@ PMPD_INTERNAL uint32_t pmpd_weight_stream_type(const pmpd_convert_options *optio
         return PMPD_TENSOR_F32;
     if (options->keep_closest)
         return t->source_type ? t->source_type->closest : PMPD_TENSOR_F32;
-    if (options->type == PMPD_TENSOR_ANYPREC && options->anyprec_nested_vocabulary &&
-        pmpd_quant_build_is_vocabulary(t)) {
+    if (options->type == PMPD_TENSOR_ANYPREC && pmpd_quant_build_is_vocabulary(t)) {
         unsigned seed, parent;
         pmpd_weight_anyprec_widths(options, &seed, &parent);
-        if (pmpd_anyprec_build_nests_vocabulary(t->dims[0], t->dims[1], parent))
+        if (options->anyprec_vocabulary == PMPD_TENSOR_ANYPREC &&
+            pmpd_anyprec_build_nests_vocabulary(t->dims[0], t->dims[1], parent))
             return PMPD_TENSOR_ANYPREC;
+        return pmpd_weight_anyprec_vocabulary(options);
     }
     if ((pmpd_qformat_is_quantized((uint32_t)options->type) || options->type == PMPD_TENSOR_ANYPREC ||
          options->type == PMPD_TENSOR_NUQ || options->type == PMPD_TENSOR_VQ2 || options->type == PMPD_TENSOR_TCQ) &&
