@@ -241,7 +241,7 @@ static void check_lut8(uint32_t lanes, uint32_t sub_dim, uint32_t bits, uint32_t
     pmpd_pq_codebook book;
     pmpd_pq_lut8 ref, simd;
     size_t table_floats, code_bytes, i;
-    float *centroids, *qt, *lut, *exact, *scores_ref, *scores, max_ref[16], max[16], max_exact[16];
+    float *centroids, *columns, *qt, *lut, *exact, *scores_ref, *scores, max_ref[16], max[16], max_exact[16];
     uint8_t *codes;
     uint32_t l;
     pmpd_pq_lut8 *both[2];
@@ -250,6 +250,10 @@ static void check_lut8(uint32_t lanes, uint32_t sub_dim, uint32_t bits, uint32_t
     assert_true(pmpd_pq_lut8_fits(&book.layout));
     centroids = random_floats(&rng, pmpd_pq_codebook_floats(&book.layout), 1.0f);
     book.centroids = centroids;
+    /* The SIMD build reads the transposed codebook a cache makes at init. */
+    columns = malloc(pmpd_pq_lut8_column_floats(&book.layout) * sizeof(float));
+    assert_non_null(columns);
+    pmpd_pq_lut8_columns(&book, columns);
     qt = random_floats(&rng, (size_t)dim * lanes, 0.5f);
     table_floats = (size_t)book.layout.n_sub * book.layout.n_centroids * lanes;
     lut = malloc(table_floats * sizeof(float));
@@ -264,12 +268,12 @@ static void check_lut8(uint32_t lanes, uint32_t sub_dim, uint32_t bits, uint32_t
     both[0] = &ref;
     both[1] = &simd;
     for (i = 0; i < 2; i++) {
-        both[i]->work = malloc((size_t)dim * book.layout.n_centroids * sizeof(float));
+        both[i]->columns = i ? columns : NULL;
         both[i]->minimum = malloc((size_t)book.layout.n_sub * lanes * sizeof(float));
         both[i]->step = malloc(lanes * sizeof(float));
         both[i]->offset = malloc(lanes * sizeof(float));
         both[i]->table = malloc((size_t)book.layout.n_sub * lanes * 256);
-        assert_true(both[i]->work && both[i]->minimum && both[i]->step && both[i]->offset && both[i]->table);
+        assert_true(both[i]->minimum && both[i]->step && both[i]->offset && both[i]->table);
         /* Bytes past n_centroids must be written too. */
         memset(both[i]->table, 0xa5, (size_t)book.layout.n_sub * lanes * 256);
     }
@@ -294,13 +298,13 @@ static void check_lut8(uint32_t lanes, uint32_t sub_dim, uint32_t bits, uint32_t
         assert_true(fabsf(scores[i] - exact[i]) <= bound * 1.001f + 1e-5f * (1.0f + fabsf(exact[i])));
     }
     for (i = 0; i < 2; i++) {
-        free(both[i]->work);
         free(both[i]->minimum);
         free(both[i]->step);
         free(both[i]->offset);
         free(both[i]->table);
     }
     free(centroids);
+    free(columns);
     free(qt);
     free(lut);
     free(exact);

@@ -168,11 +168,15 @@ void pmpd_kv_quantized_attend(const pmpd_kv_quantized *q, uint32_t layer, uint32
 
 size_t pmpd_kv_quantized_bytes_in_use(const pmpd_kv_quantized *q, size_t positions)
 {
-    size_t per_token, window_bytes;
+    size_t per_token, bytes;
+    uint32_t layer;
     if (q->type != PMPD_KV_PQ)
         return positions * q->n_layers * q->n_kv_heads * 2 * q->row_bytes;
     per_token = pmpd_pq_cache_bytes_per_token(&q->codebooks.keys, &q->codebooks.values, q->n_kv_heads);
-    /* The window is allocated once, whatever the position. */
-    window_bytes = q->layers ? (size_t)q->layers[0].window * q->n_kv_heads * q->head_dim * 2 * sizeof(float) : 0;
-    return q->n_layers * (positions * per_token + window_bytes);
+    bytes = q->n_layers * positions * per_token;
+    /* The window and the codebook tables are allocated once, whatever the position. */
+    if (q->layers)
+        for (layer = 0; layer < q->n_layers; layer++)
+            bytes += pmpd_pq_cache_fixed_bytes(&q->layers[layer]);
+    return bytes;
 }

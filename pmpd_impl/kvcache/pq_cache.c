@@ -5,6 +5,7 @@
 #include "pmpd_impl/kvcache/pq_cache.h"
 
 #include "pmpd_impl/core/checked.h"
+#include "pmpd_impl/kvcache/pq_lut8.h"
 #include "pmpd_impl/kvcache/pq_values_bf16.h"
 
 static pmpd_status pq_cache_alloc(pmpd_arena *arena, size_t a, size_t b, size_t c, void **out)
@@ -20,7 +21,7 @@ pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq_codebook *key
 {
     size_t heads_tokens;
     uint32_t code_capacity;
-    void *key_codes, *value_codes, *key_recent, *value_recent, *value_planes = NULL;
+    void *key_codes, *value_codes, *key_recent, *value_recent, *value_planes = NULL, *key_columns = NULL;
     pmpd_status status;
     if (!cache || !keys || !values || !arena || n_kv_heads == 0 || capacity == 0 || window == 0 ||
         window > capacity || keys->layout.dim == 0 || keys->layout.dim != values->layout.dim)
@@ -39,7 +40,10 @@ pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq_codebook *key
                                  &value_recent)) != PMPD_OK ||
         (PMPD_PQ_USE_VALUES_BF16 && pmpd_pq_bf16_fits(&values->layout) &&
          (status = pq_cache_alloc(arena, pmpd_pq_bf16_plane_bytes(&values->layout), 1, 1, &value_planes)) !=
-             PMPD_OK))
+             PMPD_OK) ||
+        (PMPD_PQ_USE_LUT8 && pmpd_pq_lut8_fits(&keys->layout) &&
+         (status = pq_cache_alloc(arena, pmpd_pq_lut8_column_floats(&keys->layout), sizeof(float), 1,
+                                  &key_columns)) != PMPD_OK))
         return status;
     memset(cache, 0, sizeof *cache);
     cache->keys = *keys;
@@ -54,9 +58,12 @@ pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq_codebook *key
     cache->key_recent = (float *)key_recent;
     cache->value_recent = (float *)value_recent;
     cache->value_planes = (uint8_t *)value_planes;
+    cache->key_columns = (float *)key_columns;
     /* A measuring arena gives no memory to fill. */
     if (value_planes)
         pmpd_pq_bf16_planes(values, cache->value_planes);
+    if (key_columns)
+        pmpd_pq_lut8_columns(keys, cache->key_columns);
     return PMPD_OK;
 }
 
@@ -64,6 +71,17 @@ void pmpd_pq_cache_reset(pmpd_pq_cache *cache)
 {
     cache->n_coded = 0;
     cache->n_recent = 0;
+}
+
+size_t pmpd_pq_cache_fixed_bytes(const pmpd_pq_cache *cache)
+{
+    /* Each was allocated with checked sizes, so their sum fits. */
+    size_t bytes = 2 * (size_t)cache->n_kv_heads * cache->window * cache->head_dim * sizeof(float);
+    if (cache->value_planes)
+        bytes += pmpd_pq_bf16_plane_bytes(&cache->values.layout);
+    if (cache->key_columns)
+        bytes += pmpd_pq_lut8_column_floats(&cache->keys.layout) * sizeof(float);
+    return bytes;
 }
 
 size_t pmpd_pq_cache_bytes_per_token(const pmpd_pq_layout *keys, const pmpd_pq_layout *values, uint32_t n_kv_heads)

@@ -40,7 +40,10 @@
 #define PMPD_PQ_LUT8_MAX_SUB 257u
 
 typedef struct pmpd_pq_lut8 {
-    float *work;    /* room for dim * n_centroids floats (the SIMD kernels' transposed codebook) */
+    /* The codebook transposed (pmpd_pq_lut8_columns), which the SIMD build
+     * reads: built once with the cache rather than per KV head, layer and
+     * decoded token.  The scalar build reads the codebook itself. */
+    const float *columns;
     float *minimum; /* [n_sub][lanes] */
     float *step;    /* [lanes] */
     float *offset;  /* [lanes] */
@@ -53,8 +56,18 @@ static inline int pmpd_pq_lut8_fits(const pmpd_pq_layout *layout)
     return !layout->packed && layout->n_sub <= PMPD_PQ_LUT8_MAX_SUB && layout->n_centroids % 16 == 0;
 }
 
+/* Floats of a codebook's transposed copy. */
+static inline size_t pmpd_pq_lut8_column_floats(const pmpd_pq_layout *layout)
+{
+    return (size_t)layout->dim * layout->n_centroids;
+}
+
+/* columns[s][j][c] = coordinate j of centroid c of subspace s: sixteen
+ * centroids' coordinate j are then one 64-byte load. */
+PMPD_INTERNAL void pmpd_pq_lut8_columns(const pmpd_pq_codebook *book, float *columns);
+
 #define PMPD_PQ_DECLARE_LUT8(isa)                                                                   \
-    /* Fills lut's work, minimum, step, offset and table for queries qt ([dim][lanes]). */         \
+    /* Fills lut's minimum, step, offset and table for queries qt ([dim][lanes]). */              \
     PMPD_INTERNAL void pmpd_pq_lut8_build_##isa(const pmpd_pq_codebook *book, const float *qt,      \
                                                 uint32_t lanes, const pmpd_pq_lut8 *lut);           \
     /* scores[t][l] as in the header comment for t < n (codes blocked); max[l] = max(max[l],    \

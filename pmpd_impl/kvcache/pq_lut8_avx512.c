@@ -18,38 +18,6 @@
 #define LUT8_INLINE static inline
 #endif
 
-/* Sixteen centroids' coordinate j (c0j c1j ...) from the codebook rows
- * [c][sub_dim] of 2- or 4-dim subspaces. */
-LUT8_INLINE __m512 lut8_column(const float *centroids, const uint32_t sub_dim, uint32_t j)
-{
-    if (sub_dim == 2) {
-        const __m512i pick = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-        return _mm512_permutex2var_ps(_mm512_loadu_ps(centroids), _mm512_add_epi32(pick, _mm512_set1_epi32((int)j)),
-                                      _mm512_loadu_ps(centroids + 16));
-    } else {
-        /* Eight centroids per pair of registers, the two halves joined. */
-        const __m512i pick = _mm512_add_epi32(
-            _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28), _mm512_set1_epi32((int)j));
-        __m512 lo = _mm512_permutex2var_ps(_mm512_loadu_ps(centroids), pick, _mm512_loadu_ps(centroids + 16));
-        __m512 hi = _mm512_permutex2var_ps(_mm512_loadu_ps(centroids + 32), pick, _mm512_loadu_ps(centroids + 48));
-        return _mm512_shuffle_f32x4(lo, hi, 0x44);
-    }
-}
-
-/* The codebook transposed, columns[s][j][c]: both passes below then read
- * sixteen centroids' coordinate with one load, for every quad of lanes. */
-LUT8_INLINE void lut8_columns(const pmpd_pq_codebook *book, float *columns, const uint32_t sd)
-{
-    const pmpd_pq_layout *lay = &book->layout;
-    const uint32_t nc = lay->n_centroids;
-    uint32_t s, c, j;
-    for (s = 0; s < lay->n_sub; s++)
-        for (c = 0; c < nc; c += 16)
-            for (j = 0; j < sd; j++)
-                _mm512_storeu_ps(columns + ((size_t)s * sd + j) * nc + c,
-                                 lut8_column(book->centroids + ((size_t)s * nc + c) * sd, sd, j));
-}
-
 /* Sixteen centroids' q . c from their columns (column[j * nc]), starting
  * from x (or from the first product where x is NULL), in dimension order. */
 LUT8_INLINE __m512 lut8_dot(const __m512 *q, const float *column, uint32_t nc, const __m512 *x, const uint32_t sd)
@@ -164,13 +132,12 @@ LUT8_INLINE void lut8_build(const pmpd_pq_codebook *book, const float *qt, uint3
                             const uint32_t sd)
 {
     uint32_t l;
-    lut8_columns(book, lut->work, sd);
     for (l = 0; l < lanes; l += 4) {
         float scale[4];
         uint32_t k;
-        lut8_ranges4(&book->layout, lut->work, qt, lanes, l, lut, scale, sd);
+        lut8_ranges4(&book->layout, lut->columns, qt, lanes, l, lut, scale, sd);
         for (k = 0; k < 4; k++)
-            lut8_bytes(&book->layout, lut->work, qt, lanes, l + k, lut, scale[k], sd);
+            lut8_bytes(&book->layout, lut->columns, qt, lanes, l + k, lut, scale[k], sd);
     }
 }
 

@@ -6,6 +6,17 @@
 
 #include "pmpd_impl/kvcache/pq_lut8.h"
 
+void pmpd_pq_lut8_columns(const pmpd_pq_codebook *book, float *columns)
+{
+    const pmpd_pq_layout *lay = &book->layout;
+    const uint32_t nc = lay->n_centroids, sd = lay->sub_dim;
+    uint32_t s, j, c;
+    for (s = 0; s < lay->n_sub; s++)
+        for (j = 0; j < sd; j++)
+            for (c = 0; c < nc; c++)
+                columns[((size_t)s * sd + j) * nc + c] = book->centroids[((size_t)s * nc + c) * sd + j];
+}
+
 void pmpd_pq_lut8_build_scalar(const pmpd_pq_codebook *book, const float *qt, uint32_t lanes,
                                const pmpd_pq_lut8 *lut)
 {
