@@ -299,7 +299,7 @@ static void test_pq_needs_codebooks(void **state)
  * holds: per token and layer n_kv_heads * (n_sub_k + n_sub_v) code bytes,
  * plus the window of f32 keys and values and, where the build uses them,
  * the codebook tables made at init: bfloat16 value planes (head_dim * 512
- * bytes) and the transposed key codebook (head_dim * 256 floats). */
+ * bytes) and the key codebook's tables (pmpd_pq_lut8_book_floats). */
 static void test_pq_window_and_bytes(void **state)
 {
     /* 64: the whole context, where the window's scratch outgrows the codes'. */
@@ -323,8 +323,10 @@ static void test_pq_window_and_bytes(void **state)
         pmpd_session *s;
         void *block;
         size_t window = windows[w] ? windows[w] : info->head_dim, per_token = 2 * (info->head_dim / 4);
-        size_t tables = (PMPD_PQ_USE_VALUES_BF16 ? (size_t)info->head_dim * 512 : 0) +
-                        (PMPD_PQ_USE_LUT8 ? (size_t)info->head_dim * 256 * sizeof(float) : 0);
+        size_t tables = (PMPD_PQ_USE_VALUES_BF16 ? (size_t)info->head_dim * 512 : 0);
+        pmpd_pq_layout keys;
+        assert_int_equal(pmpd_pq_layout_init(&keys, info->head_dim, 4, 8), PMPD_OK);
+        tables += PMPD_PQ_USE_LUT8 ? pmpd_pq_lut8_book_floats(&keys) * sizeof(float) : 0;
         pmpd_session_config_init(&config);
         config.kv_type = PMPD_KV_PQ;
         config.context_length = 64;

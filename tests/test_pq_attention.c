@@ -77,9 +77,9 @@ static double *lut8_scores(const pq_shape *sh, const pmpd_pq_cache *cache, const
     qt = malloc((size_t)sh->head_dim * lanes * sizeof(float));
     scores = malloc(n_coded * lanes * sizeof(float));
     out = malloc((size_t)sh->n_heads * n_coded * sizeof(double));
-    /* The scalar build reads the codebook; the cache made the SIMD build's columns. */
-    assert_non_null(cache->key_columns);
-    lut.columns = NULL;
+    /* The cache made the tables (the scalar build reads their hulls). */
+    assert_non_null(cache->key_tables);
+    pmpd_pq_lut8_book_view(kl, cache->key_tables, &lut);
     lut.minimum = malloc((size_t)kl->n_sub * lanes * sizeof(float));
     lut.step = malloc(lanes * sizeof(float));
     lut.offset = malloc(lanes * sizeof(float));

@@ -60,7 +60,8 @@ static int pq_attention_layout(const pmpd_pq_cache *cache, uint32_t lanes, float
         out->recent.max = out->history.max + partial;
         out->recent.sum = out->recent.max + lanes;
         out->recent.acc = out->recent.sum + lanes;
-        out->lut8.columns = cache->key_columns;
+        if (cache->key_tables)
+            pmpd_pq_lut8_book_view(&cache->keys.layout, cache->key_tables, &out->lut8);
         out->lut8.minimum = out->recent.max + partial;
         out->lut8.step = out->lut8.minimum + (size_t)cache->keys.layout.n_sub * lanes;
         out->lut8.offset = out->lut8.step + lanes;
@@ -96,7 +97,7 @@ static void pq_attention_history(const pmpd_pq_cache *cache, uint32_t kv_head, s
     if (n == 0)
         return;
 #if PMPD_PQ_USE_LUT8
-    if (cache->key_columns) {
+    if (cache->key_tables) {
         PMPD_PQ_LUT8_KERNEL(pmpd_pq_lut8_build)(&cache->keys, s->qt, lanes, &s->lut8);
         PMPD_PQ_LUT8_KERNEL(pmpd_pq_lut8_scores)(&s->lut8, kl, lanes, key_codes, n, s->scores, s->history.max);
     } else

@@ -21,7 +21,7 @@ pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq_codebook *key
 {
     size_t heads_tokens;
     uint32_t code_capacity;
-    void *key_codes, *value_codes, *key_recent, *value_recent, *value_planes = NULL, *key_columns = NULL;
+    void *key_codes, *value_codes, *key_recent, *value_recent, *value_planes = NULL, *key_tables = NULL;
     pmpd_status status;
     if (!cache || !keys || !values || !arena || n_kv_heads == 0 || capacity == 0 || window == 0 ||
         window > capacity || keys->layout.dim == 0 || keys->layout.dim != values->layout.dim)
@@ -42,8 +42,8 @@ pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq_codebook *key
          (status = pq_cache_alloc(arena, pmpd_pq_bf16_plane_bytes(&values->layout), 1, 1, &value_planes)) !=
              PMPD_OK) ||
         (PMPD_PQ_USE_LUT8 && pmpd_pq_lut8_fits(&keys->layout) &&
-         (status = pq_cache_alloc(arena, pmpd_pq_lut8_column_floats(&keys->layout), sizeof(float), 1,
-                                  &key_columns)) != PMPD_OK))
+         (status = pq_cache_alloc(arena, pmpd_pq_lut8_book_floats(&keys->layout), sizeof(float), 1,
+                                  &key_tables)) != PMPD_OK))
         return status;
     memset(cache, 0, sizeof *cache);
     cache->keys = *keys;
@@ -58,12 +58,12 @@ pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq_codebook *key
     cache->key_recent = (float *)key_recent;
     cache->value_recent = (float *)value_recent;
     cache->value_planes = (uint8_t *)value_planes;
-    cache->key_columns = (float *)key_columns;
+    cache->key_tables = (float *)key_tables;
     /* A measuring arena gives no memory to fill. */
     if (value_planes)
         pmpd_pq_bf16_planes(values, cache->value_planes);
-    if (key_columns)
-        pmpd_pq_lut8_columns(keys, cache->key_columns);
+    if (key_tables)
+        pmpd_pq_lut8_book(keys, cache->key_tables);
     return PMPD_OK;
 }
 
@@ -79,8 +79,8 @@ size_t pmpd_pq_cache_fixed_bytes(const pmpd_pq_cache *cache)
     size_t bytes = 2 * (size_t)cache->n_kv_heads * cache->window * cache->head_dim * sizeof(float);
     if (cache->value_planes)
         bytes += pmpd_pq_bf16_plane_bytes(&cache->values.layout);
-    if (cache->key_columns)
-        bytes += pmpd_pq_lut8_column_floats(&cache->keys.layout) * sizeof(float);
+    if (cache->key_tables)
+        bytes += pmpd_pq_lut8_book_floats(&cache->keys.layout) * sizeof(float);
     return bytes;
 }
 

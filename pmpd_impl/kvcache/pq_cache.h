@@ -38,7 +38,7 @@ typedef struct pmpd_pq_cache {
     uint8_t *value_codes;     /* [n_kv_heads][code_capacity * values.code_bytes] */
     uint8_t *value_planes;    /* the value codebook's bfloat16 planes (pq_values_bf16.h) where the
                                * build sums values through them, else NULL */
-    float *key_columns;       /* the key codebook transposed (pmpd_pq_lut8_columns) where the build
+    float *key_tables;        /* the key codebook's tables (pmpd_pq_lut8_book) where the build
                                * scores keys through byte tables (pq_lut8.h), else NULL */
     float *key_recent;        /* [n_kv_heads][window][head_dim] */
     float *value_recent;
@@ -68,7 +68,7 @@ PMPD_INTERNAL void pmpd_pq_cache_read(const pmpd_pq_cache *cache, uint32_t kv_he
 PMPD_INTERNAL void pmpd_pq_cache_reset(pmpd_pq_cache *cache);
 
 /* Bytes the cache holds whatever its length: the window's K and V and the
- * codebook tables built at init (value planes, key columns). */
+ * codebook tables built at init (value planes, key tables). */
 PMPD_INTERNAL size_t pmpd_pq_cache_fixed_bytes(const pmpd_pq_cache *cache);
 
 /* Code bytes one token takes in one layer (K and V, all KV heads); the
