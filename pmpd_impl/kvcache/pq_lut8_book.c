@@ -7,54 +7,43 @@
  * vectors of them instead of sixteen. */
 #include "pmpd_impl/kvcache/pq_lut8.h"
 
-/* Points a before b: by x, then by y. */
-static int lut8_before(const float *p, uint32_t a, uint32_t b)
-{
-    return p[2 * a] < p[2 * b] || (p[2 * a] == p[2 * b] && p[2 * a + 1] < p[2 * b + 1]);
-}
-
-/* > 0 where o, a, b turn counterclockwise. */
-static double lut8_turn(const float *p, uint32_t o, uint32_t a, uint32_t b)
-{
-    double ax = (double)p[2 * a] - p[2 * o], ay = (double)p[2 * a + 1] - p[2 * o + 1];
-    double bx = (double)p[2 * b] - p[2 * o], by = (double)p[2 * b + 1] - p[2 * o + 1];
-    return ax * by - ay * bx;
-}
-
-/* The hull's vertices of the n (<= 256) points p[i][2] (Andrew's monotone
- * chain: points on an edge are left out), in hull[]; returns their count,
- * or 0 where there are more than PMPD_PQ_LUT8_HULL. */
+/* The hull's vertices of the n (<= 256) points p[i][2] in hull[] (gift
+ * wrapping, counterclockwise from the leftmost point; points on an edge
+ * and copies of a vertex are left out); returns their count, or 0 where
+ * there are more than PMPD_PQ_LUT8_HULL.  n turn tests per vertex, in
+ * double (the differences of floats and their products are exact there
+ * unless the coordinates' exponents lie far apart): a sort of the points
+ * first took a millisecond per layer. */
 static uint32_t lut8_hull(const float *p, uint32_t n, uint32_t *hull)
 {
-    uint32_t order[256], chain[2 * 256 + 1], i, j, k = 0, lower;
+    double x[256], y[256];
+    uint32_t start = 0, cur, i, k = 0;
     for (i = 0; i < n; i++) {
-        /* Insertion sort: 256 points once per subspace and cache. */
-        uint32_t x = i;
-        for (j = i; j > 0 && lut8_before(p, x, order[j - 1]); j--)
-            order[j] = order[j - 1];
-        order[j] = x;
+        x[i] = p[2 * i];
+        y[i] = p[2 * i + 1];
+        if (x[i] < x[start] || (x[i] == x[start] && y[i] < y[start]))
+            start = i;
     }
-    if (n == 1) {
-        hull[0] = order[0];
-        return 1;
-    }
-    for (i = 0; i < n; i++) {
-        while (k >= 2 && lut8_turn(p, chain[k - 2], chain[k - 1], order[i]) <= 0.0)
-            k--;
-        chain[k++] = order[i];
-    }
-    lower = k + 1;
-    for (i = n - 1; i-- > 0;) {
-        while (k >= lower && lut8_turn(p, chain[k - 2], chain[k - 1], order[i]) <= 0.0)
-            k--;
-        chain[k++] = order[i];
-    }
-    /* The chain ends where it started. */
-    k--;
-    if (k > PMPD_PQ_LUT8_HULL)
-        return 0;
-    for (i = 0; i < k; i++)
-        hull[i] = chain[i];
+    cur = start;
+    do {
+        uint32_t next = cur;
+        double nx = 0.0, ny = 0.0, far = 0.0;
+        if (k == PMPD_PQ_LUT8_HULL)
+            return 0;
+        hull[k++] = cur;
+        /* The point with every other on its left (the farthest of those in
+         * line); nx, ny: next less cur. */
+        for (i = 0; i < n; i++) {
+            double ix = x[i] - x[cur], iy = y[i] - y[cur], turn = nx * iy - ny * ix, d = ix * ix + iy * iy;
+            if (d > 0.0 && (next == cur || turn < 0.0 || (turn == 0.0 && d > far))) {
+                next = i;
+                nx = ix;
+                ny = iy;
+                far = d;
+            }
+        }
+        cur = next;
+    } while (x[cur] != x[start] || y[cur] != y[start]);
     return k;
 }
 
