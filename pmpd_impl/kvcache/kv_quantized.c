@@ -33,6 +33,7 @@ pmpd_status pmpd_kv_quantized_init(pmpd_kv_quantized *q, pmpd_arena *arena, uint
                                    size_t capacity, uint32_t window)
 {
     const pmpd_model_info *info = &model->info;
+    pmpd_pq_cache first;
     pmpd_status st;
     void *p;
     uint32_t layer;
@@ -58,9 +59,13 @@ pmpd_status pmpd_kv_quantized_init(pmpd_kv_quantized *q, pmpd_arena *arena, uint
             pmpd_pq_codebook keys, values;
             pmpd_pq_cache shape, *cache = q->layers ? &q->layers[layer] : &shape;
             pmpd_pq_codebook_set_layer(&q->codebooks, layer, &keys, &values);
-            st = pmpd_pq_cache_init(cache, &keys, &values, info->n_kv_heads, (uint32_t)capacity, window, arena);
+            /* One codebook pair for every layer: one copy of its tables. */
+            st = pmpd_pq_cache_init_sharing(cache, &keys, &values, info->n_kv_heads, (uint32_t)capacity, window,
+                                            layer > 0 && q->codebooks.n_books == 1 ? &first : NULL, arena);
             if (st != PMPD_OK)
                 return st;
+            if (layer == 0)
+                first = *cache;
         }
         return PMPD_OK;
     }
