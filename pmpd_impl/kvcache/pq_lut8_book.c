@@ -12,18 +12,16 @@
  * and copies of a vertex are left out); returns their count, or 0 where
  * there are more than PMPD_PQ_LUT8_HULL.  n turn tests per vertex, in
  * double (the differences of floats and their products are exact there
- * unless the coordinates' exponents lie far apart): a sort of the points
- * first took a millisecond per layer. */
+ * unless the coordinates' exponents lie far apart), no array on the stack:
+ * a sort of the points first took a millisecond per layer. */
+#define LUT8_X(i) ((double)p[2 * (i)])
+#define LUT8_Y(i) ((double)p[2 * (i) + 1])
 static uint32_t lut8_hull(const float *p, uint32_t n, uint32_t *hull)
 {
-    double x[256], y[256];
     uint32_t start = 0, cur, i, k = 0;
-    for (i = 0; i < n; i++) {
-        x[i] = p[2 * i];
-        y[i] = p[2 * i + 1];
-        if (x[i] < x[start] || (x[i] == x[start] && y[i] < y[start]))
+    for (i = 1; i < n; i++)
+        if (LUT8_X(i) < LUT8_X(start) || (LUT8_X(i) == LUT8_X(start) && LUT8_Y(i) < LUT8_Y(start)))
             start = i;
-    }
     cur = start;
     do {
         uint32_t next = cur;
@@ -34,7 +32,8 @@ static uint32_t lut8_hull(const float *p, uint32_t n, uint32_t *hull)
         /* The point with every other on its left (the farthest of those in
          * line); nx, ny: next less cur. */
         for (i = 0; i < n; i++) {
-            double ix = x[i] - x[cur], iy = y[i] - y[cur], turn = nx * iy - ny * ix, d = ix * ix + iy * iy;
+            double ix = LUT8_X(i) - LUT8_X(cur), iy = LUT8_Y(i) - LUT8_Y(cur);
+            double turn = nx * iy - ny * ix, d = ix * ix + iy * iy;
             if (d > 0.0 && (next == cur || turn < 0.0 || (turn == 0.0 && d > far))) {
                 next = i;
                 nx = ix;
@@ -43,9 +42,11 @@ static uint32_t lut8_hull(const float *p, uint32_t n, uint32_t *hull)
             }
         }
         cur = next;
-    } while (x[cur] != x[start] || y[cur] != y[start]);
+    } while (LUT8_X(cur) != LUT8_X(start) || LUT8_Y(cur) != LUT8_Y(start));
     return k;
 }
+#undef LUT8_X
+#undef LUT8_Y
 
 void pmpd_pq_lut8_book(const pmpd_pq_codebook *book, float *tables)
 {
