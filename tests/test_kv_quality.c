@@ -17,6 +17,8 @@
 
 #include <math.h>
 
+#include "pmpd_impl/kvcache/pq_lut8.h"
+#include "pmpd_impl/kvcache/pq_values_bf16.h"
 #include "pmpd_impl/model/session.h"
 #include "tests/support/test_models.h"
 #include "tests/test_forward_fixture.h"
@@ -295,7 +297,10 @@ static void test_pq_needs_codebooks(void **state)
 
 /* The window option reaches the cache, and the session reports what it
  * holds: per token and layer n_kv_heads * (n_sub_k + n_sub_v) code bytes,
- * plus the window of f32 keys and values. */
+ * plus the window of f32 keys and values and, where the build uses them,
+ * the codebook tables made at init: bfloat16 value planes (head_dim * 512
+ * bytes) and the key codebook's tables (pmpd_pq_lut8_book_floats), once
+ * where all layers share one codebook pair. */
 static void test_pq_window_and_bytes(void **state)
 {
     /* 64: the whole context, where the window's scratch outgrows the codes'. */
@@ -319,6 +324,10 @@ static void test_pq_window_and_bytes(void **state)
         pmpd_session *s;
         void *block;
         size_t window = windows[w] ? windows[w] : info->head_dim, per_token = 2 * (info->head_dim / 4);
+        size_t tables = (PMPD_PQ_USE_VALUES_BF16 ? (size_t)info->head_dim * 512 : 0);
+        pmpd_pq_layout keys;
+        assert_int_equal(pmpd_pq_layout_init(&keys, info->head_dim, 4, 8), PMPD_OK);
+        tables += PMPD_PQ_USE_LUT8 ? pmpd_pq_lut8_book_floats(&keys) * sizeof(float) : 0;
         pmpd_session_config_init(&config);
         config.kv_type = PMPD_KV_PQ;
         config.context_length = 64;
@@ -327,8 +336,24 @@ static void test_pq_window_and_bytes(void **state)
         assert_int_equal(pmpd_session_prefill(s, prompt, 20, NULL), PMPD_OK);
         assert_int_equal(s->kv.quantized.layers[0].window, window);
         assert_int_equal(pmpd_session_kv_bytes(s, &bytes), PMPD_OK);
+        /* One codebook pair for all layers: its tables are made once. */
         assert_int_equal(bytes, (size_t)info->n_layers * info->n_kv_heads *
-                                    (20 * per_token + 2 * window * info->head_dim * sizeof(float)));
+                                        (20 * per_token + 2 * window * info->head_dim * sizeof(float)) +
+                                    tables);
+        assert_true(s->kv.quantized.layers[1].shares_tables && !s->kv.quantized.layers[0].shares_tables);
+        assert_ptr_equal(s->kv.quantized.layers[1].key_tables, s->kv.quantized.layers[0].key_tables);
+        assert_ptr_equal(s->kv.quantized.layers[1].value_planes, s->kv.quantized.layers[0].value_planes);
+        {
+            /* Tables of other codebooks are refused. */
+            pmpd_pq_cache other;
+            pmpd_arena none;
+            pmpd_pq_codebook swapped = s->kv.quantized.layers[0].values;
+            assert_int_equal(pmpd_arena_init(&none, NULL, SIZE_MAX), PMPD_OK);
+            swapped.layout = s->kv.quantized.layers[0].keys.layout;
+            assert_int_equal(pmpd_pq_cache_init_sharing(&other, &swapped, &s->kv.quantized.layers[0].values,
+                                                        info->n_kv_heads, 64, 8, &s->kv.quantized.layers[0], &none),
+                             PMPD_ERR_INVALID_ARGUMENT);
+        }
         test_session_close(s, block);
     }
     model->model.sections = NULL;

@@ -77,12 +77,14 @@ static double *lut8_scores(const pq_shape *sh, const pmpd_pq_cache *cache, const
     qt = malloc((size_t)sh->head_dim * lanes * sizeof(float));
     scores = malloc(n_coded * lanes * sizeof(float));
     out = malloc((size_t)sh->n_heads * n_coded * sizeof(double));
-    lut.work = malloc((size_t)kl->dim * kl->n_centroids * sizeof(float));
+    /* The cache made the tables (the scalar build reads their hulls). */
+    assert_non_null(cache->key_tables);
+    pmpd_pq_lut8_book_view(kl, cache->key_tables, &lut);
     lut.minimum = malloc((size_t)kl->n_sub * lanes * sizeof(float));
     lut.step = malloc(lanes * sizeof(float));
     lut.offset = malloc(lanes * sizeof(float));
     lut.table = malloc((size_t)kl->n_sub * lanes * 256);
-    assert_true(qt && scores && out && lut.work && lut.minimum && lut.step && lut.offset && lut.table);
+    assert_true(qt && scores && out && lut.minimum && lut.step && lut.offset && lut.table);
     assert_true(lanes <= 64);
     for (kv = 0; kv < sh->n_kv_heads; kv++) {
         pmpd_attn_transpose_query(q + (size_t)kv * group * sh->head_dim, sh->head_dim, group, sh->head_dim,
@@ -96,7 +98,6 @@ static double *lut8_scores(const pq_shape *sh, const pmpd_pq_cache *cache, const
     }
     free(qt);
     free(scores);
-    free(lut.work);
     free(lut.minimum);
     free(lut.step);
     free(lut.offset);

@@ -235,13 +235,14 @@ static void check_pq_kernels(uint32_t lanes, uint32_t sub_dim, uint32_t bits, ui
 /* The 8-bit key tables: the SIMD build and scores give the scalar ones'
  * bytes and floats exactly, and the scores stay within the documented
  * bound of the float tables' (n_sub * step / 2, plus float rounding). */
-static void check_lut8(uint32_t lanes, uint32_t sub_dim, uint32_t bits, uint32_t dim, size_t tokens)
+static void check_lut8(uint32_t lanes, uint32_t sub_dim, uint32_t bits, uint32_t dim, size_t tokens, int hulls,
+                       const float *given)
 {
     test_rng rng;
     pmpd_pq_codebook book;
     pmpd_pq_lut8 ref, simd;
     size_t table_floats, code_bytes, i;
-    float *centroids, *qt, *lut, *exact, *scores_ref, *scores, max_ref[16], max[16], max_exact[16];
+    float *centroids, *tables, *qt, *lut, *exact, *scores_ref, *scores, max_ref[16], max[16], max_exact[16];
     uint8_t *codes;
     uint32_t l;
     pmpd_pq_lut8 *both[2];
@@ -249,7 +250,14 @@ static void check_lut8(uint32_t lanes, uint32_t sub_dim, uint32_t bits, uint32_t
     assert_int_equal(pmpd_pq_layout_init(&book.layout, dim, sub_dim, bits), PMPD_OK);
     assert_true(pmpd_pq_lut8_fits(&book.layout));
     centroids = random_floats(&rng, pmpd_pq_codebook_floats(&book.layout), 1.0f);
+    if (given)
+        memcpy(centroids, given, pmpd_pq_codebook_floats(&book.layout) * sizeof(float));
     book.centroids = centroids;
+    /* The tables a cache makes at init; both builds take the ranges over
+     * the hulls (hulls) or over every centroid. */
+    tables = malloc(pmpd_pq_lut8_book_floats(&book.layout) * sizeof(float));
+    assert_non_null(tables);
+    pmpd_pq_lut8_book(&book, tables);
     qt = random_floats(&rng, (size_t)dim * lanes, 0.5f);
     table_floats = (size_t)book.layout.n_sub * book.layout.n_centroids * lanes;
     lut = malloc(table_floats * sizeof(float));
@@ -264,12 +272,14 @@ static void check_lut8(uint32_t lanes, uint32_t sub_dim, uint32_t bits, uint32_t
     both[0] = &ref;
     both[1] = &simd;
     for (i = 0; i < 2; i++) {
-        both[i]->work = malloc((size_t)dim * book.layout.n_centroids * sizeof(float));
+        pmpd_pq_lut8_book_view(&book.layout, tables, both[i]);
+        if (!hulls)
+            both[i]->hull_count = NULL;
         both[i]->minimum = malloc((size_t)book.layout.n_sub * lanes * sizeof(float));
         both[i]->step = malloc(lanes * sizeof(float));
         both[i]->offset = malloc(lanes * sizeof(float));
         both[i]->table = malloc((size_t)book.layout.n_sub * lanes * 256);
-        assert_true(both[i]->work && both[i]->minimum && both[i]->step && both[i]->offset && both[i]->table);
+        assert_true(both[i]->minimum && both[i]->step && both[i]->offset && both[i]->table);
         /* Bytes past n_centroids must be written too. */
         memset(both[i]->table, 0xa5, (size_t)book.layout.n_sub * lanes * 256);
     }
@@ -294,13 +304,13 @@ static void check_lut8(uint32_t lanes, uint32_t sub_dim, uint32_t bits, uint32_t
         assert_true(fabsf(scores[i] - exact[i]) <= bound * 1.001f + 1e-5f * (1.0f + fabsf(exact[i])));
     }
     for (i = 0; i < 2; i++) {
-        free(both[i]->work);
         free(both[i]->minimum);
         free(both[i]->step);
         free(both[i]->offset);
         free(both[i]->table);
     }
     free(centroids);
+    free(tables);
     free(qt);
     free(lut);
     free(exact);
@@ -386,14 +396,96 @@ static void test_lut8(void **state)
 #if PMPD_PQ_USE_LUT8
     /* Partial and whole 64-token blocks, one and three quads of lanes,
      * 2- and 4-dim subspaces, 256 and 32 centroids. */
-    check_lut8(4, 2, 8, 64, 300);
-    check_lut8(4, 4, 8, 64, 64);
-    check_lut8(12, 2, 8, 24, 37);
-    check_lut8(8, 4, 5, 20, 129);
-    check_lut8(4, 2, 8, 128, 1);
+    check_lut8(4, 2, 8, 64, 300, 1, NULL);
+    check_lut8(4, 2, 8, 64, 300, 0, NULL);
+    check_lut8(4, 4, 8, 64, 64, 1, NULL);
+    check_lut8(12, 2, 8, 24, 37, 1, NULL);
+    check_lut8(8, 4, 5, 20, 129, 1, NULL);
+    check_lut8(4, 2, 8, 128, 1, 1, NULL);
+    check_lut8(8, 2, 5, 16, 70, 1, NULL);
 #else
     skip();
 #endif
+}
+
+/* Awkward 2-dim codebooks for the hulls (pq_lut8_book.c): subspace 0
+ * random, 1 on a line, 2 one point repeated, 3 on a circle (more vertices
+ * than kept: every centroid is read), 4 a 16 x 16 grid (edges full of
+ * points that are no vertices), 5 a random cloud with duplicates. */
+static float *hull_codebook(test_rng *rng)
+{
+    float *c = malloc(6 * 256 * 2 * sizeof(float));
+    uint32_t i;
+    assert_non_null(c);
+    for (i = 0; i < 6 * 256 * 2; i++)
+        c[i] = (float)(test_rng_u32(rng) / 2147483648.0 - 1.0);
+    for (i = 0; i < 256; i++) {
+        float *p = c + 2 * (1 * 256 + i), *same = c + 2 * (2 * 256 + i), *circle = c + 2 * (3 * 256 + i);
+        float *grid = c + 2 * (4 * 256 + i), *dup = c + 2 * (5 * 256 + i);
+        p[0] = 0.25f * (float)(i % 37) - 3.0f;
+        p[1] = -0.5f * (float)(i % 37) + 1.0f;
+        same[0] = 0.75f;
+        same[1] = -0.25f;
+        circle[0] = (float)cos(i * 6.283185307179586 / 256.0);
+        circle[1] = (float)sin(i * 6.283185307179586 / 256.0);
+        grid[0] = (float)(i % 16) * 0.125f;
+        grid[1] = (float)(i / 16) * 0.5f;
+        if (i >= 128) {
+            dup[0] = c[2 * (5 * 256 + i - 128)];
+            dup[1] = c[2 * (5 * 256 + i - 128) + 1];
+        }
+    }
+    return c;
+}
+
+/* The hulls hold every subspace's least and largest q . c, in counts of
+ * whole vectors, and the byte tables built over them match the scalar
+ * reference bit for bit. */
+static void test_lut8_hull(void **state)
+{
+    test_rng rng;
+    pmpd_pq_codebook book;
+    pmpd_pq_lut8 view;
+    float *c, *tables;
+    uint32_t s, i, k;
+    (void)state;
+    test_rng_seed(&rng, 77);
+    c = hull_codebook(&rng);
+    assert_int_equal(pmpd_pq_layout_init(&book.layout, 12, 2, 8), PMPD_OK);
+    book.centroids = c;
+    tables = malloc(pmpd_pq_lut8_book_floats(&book.layout) * sizeof(float));
+    assert_non_null(tables);
+    pmpd_pq_lut8_book(&book, tables);
+    pmpd_pq_lut8_book_view(&book.layout, tables, &view);
+    assert_int_equal(view.hull_count[2], 16);
+    assert_int_equal(view.hull_count[3], 0);
+    assert_int_equal(view.hull_count[4], 16);
+    for (s = 0; s < 6; s++) {
+        uint32_t n = view.hull_count[s] ? view.hull_count[s] : 256;
+        const float *h = view.hull + (size_t)s * 2 * PMPD_PQ_LUT8_HULL;
+        assert_true(n % 16 == 0 && (n <= PMPD_PQ_LUT8_HULL || !view.hull_count[s]));
+        for (k = 0; k < 500 && view.hull_count[s]; k++) {
+            double q0 = test_rng_u32(&rng) / 4294967296.0 - 0.5, q1 = test_rng_u32(&rng) / 4294967296.0 - 0.5;
+            double lo = INFINITY, hi = -INFINITY, hull_lo = INFINITY, hull_hi = -INFINITY, x;
+            for (i = 0; i < 256; i++) {
+                x = q0 * c[2 * (s * 256 + i)] + q1 * c[2 * (s * 256 + i) + 1];
+                lo = x < lo ? x : lo;
+                hi = x > hi ? x : hi;
+            }
+            for (i = 0; i < n; i++) {
+                x = q0 * h[i] + q1 * h[PMPD_PQ_LUT8_HULL + i];
+                hull_lo = x < hull_lo ? x : hull_lo;
+                hull_hi = x > hull_hi ? x : hull_hi;
+            }
+            assert_true(fabs(hull_lo - lo) <= 1e-12 && fabs(hull_hi - hi) <= 1e-12);
+        }
+    }
+#if PMPD_PQ_USE_LUT8
+    check_lut8(4, 2, 8, 12, 200, 1, c);
+    check_lut8(8, 2, 8, 12, 65, 1, c);
+#endif
+    free(tables);
+    free(c);
 }
 
 static void test_row_kernels(void **state)
@@ -509,6 +601,7 @@ int main(void)
         cmocka_unit_test(test_exp),
         cmocka_unit_test(test_pq_kernels),
         cmocka_unit_test(test_lut8),
+        cmocka_unit_test(test_lut8_hull),
         cmocka_unit_test(test_values_bf16),
         cmocka_unit_test(test_f16_to_f32),
         cmocka_unit_test(test_nearest),

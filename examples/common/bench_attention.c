@@ -3,7 +3,7 @@
  * product-quantized codes (2- and 4-dim subspaces, 8-bit codes, a recent
  * window of head_dim tokens), on synthetic K/V of a real head shape:
  * 32 query heads x 64 dims sharing 8 KV heads.  Also the KV bytes per
- * token of every mode.
+ * token of every mode, and the f32/f16 row kernels alone on rows in L2.
  *
  * Each step is timed twice: warm (repeated, so a short context stays in
  * the caches) and from memory, with a buffer larger than any last-level
@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "examples/common/bench.h"
+#include "pmpd_impl/kvcache/attention_kernels.h"
 #include "pmpd_impl/kvcache/attention_partial.h"
 #include "pmpd_impl/kvcache/exact_attention.h"
 #include "pmpd_impl/kvcache/pq_cache.h"
@@ -188,6 +189,61 @@ static void bench_attn_flush(const bench_context *ctx, bench_attn_pq *pq, const 
     bench_row(ctx, "attention", name, best * 1e3, "ms", note);
 }
 
+#define BENCH_ATTN_ROWS 512
+
+/* The exact step's two row kernels alone (scores, then the weighted value
+ * sum), one KV head's 512 rows of 64 dims for its four query heads, in L2:
+ * ns per row, the compute each format needs once its bytes are near.
+ * which: 0 f32 scores, 1 f32 values, 2 f16 scores, 3 f16 values. */
+static double bench_attn_row_kernel(const bench_context *ctx, int which, const float *k32, const uint16_t *k16,
+                                    const float *qt, float *scores, float *acc)
+{
+    double best = 1e30, start = bench_now_seconds(), budget = ctx->quick ? 0.02 : 0.2;
+    float max[BENCH_ATTN_GROUP];
+    size_t i;
+    int runs = 0;
+    for (i = 0; i < (size_t)BENCH_ATTN_ROWS * BENCH_ATTN_GROUP; i++)
+        scores[i] = 1.0f / BENCH_ATTN_ROWS;
+    do {
+        double t0 = bench_now_seconds(), t;
+        for (i = 0; i < BENCH_ATTN_GROUP; i++)
+            max[i] = -INFINITY;
+        if (which == 0)
+            PMPD_KV_ROW_KERNEL(pmpd_kv_row_scores)(qt, BENCH_ATTN_GROUP, BENCH_ATTN_DIM, k32, BENCH_ATTN_DIM,
+                                                   BENCH_ATTN_ROWS, scores, max);
+        else if (which == 1)
+            PMPD_KV_ROW_KERNEL(pmpd_kv_row_accumulate)(scores, BENCH_ATTN_GROUP, BENCH_ATTN_DIM, k32, BENCH_ATTN_DIM,
+                                                       BENCH_ATTN_ROWS, acc);
+        else if (which == 2)
+            PMPD_KV_ROW_KERNEL(pmpd_kv_row_scores_f16)(qt, BENCH_ATTN_GROUP, BENCH_ATTN_DIM, k16, BENCH_ATTN_DIM,
+                                                       BENCH_ATTN_ROWS, scores, max);
+        else
+            PMPD_KV_ROW_KERNEL(pmpd_kv_row_accumulate_f16)(scores, BENCH_ATTN_GROUP, BENCH_ATTN_DIM, k16,
+                                                           BENCH_ATTN_DIM, BENCH_ATTN_ROWS, acc);
+        t = bench_now_seconds() - t0;
+        best = t < best ? t : best;
+        if (which == 0 || which == 2)
+            for (i = 0; i < (size_t)BENCH_ATTN_ROWS * BENCH_ATTN_GROUP; i++)
+                scores[i] = 1.0f / BENCH_ATTN_ROWS;
+        runs++;
+    } while (runs < 3 || bench_now_seconds() - start < budget);
+    return best * 1e9 / BENCH_ATTN_ROWS;
+}
+
+static void bench_attn_rows(const bench_context *ctx, const float *k32, const uint16_t *k16, const float *q)
+{
+    static const char *names[4] = {"f32 row scores, 512 rows in L2", "f32 row values, 512 rows in L2",
+                                   "f16 row scores, 512 rows in L2", "f16 row values, 512 rows in L2"};
+    float qt[BENCH_ATTN_DIM * BENCH_ATTN_GROUP], scores[BENCH_ATTN_ROWS * BENCH_ATTN_GROUP];
+    float acc[BENCH_ATTN_DIM * BENCH_ATTN_GROUP];
+    int which;
+    memset(acc, 0, sizeof acc);
+    pmpd_attn_transpose_query(q, BENCH_ATTN_DIM, BENCH_ATTN_GROUP, BENCH_ATTN_DIM, 0.125f, qt);
+    for (which = 0; which < 4; which++)
+        bench_row(ctx, "attention", names[which], bench_attn_row_kernel(ctx, which, k32, k16, qt, scores, acc),
+                  "ns/row", "4 query heads x 64 dims, one KV head");
+}
+
 int bench_attention(bench_context *ctx)
 {
     static const size_t contexts[] = {1024, 4096, 16384, 32768};
@@ -272,6 +328,7 @@ int bench_attention(bench_context *ctx)
             bench_row(ctx, "attention", name, tpq4 * 1e3, "ms", note);
         }
     }
+    bench_attn_rows(ctx, k32, k16, q);
     bench_attn_flush(ctx, &pq2, "pq 2-dim window flush (64 tok x 8 heads)");
     bench_attn_flush(ctx, &pq4, "pq 4-dim window flush (64 tok x 8 heads)");
     free(kv_block);

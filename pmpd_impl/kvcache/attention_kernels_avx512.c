@@ -99,15 +99,27 @@ KV512_INLINE __m512 kv512_sum16(__m512 a00, __m512 a01, __m512 a02, __m512 a03, 
     return _mm512_add_ps(_mm512_shuffle_f32x4(w0, w1, 0x88), _mm512_shuffle_f32x4(w0, w1, 0xDD));
 }
 
+/* The empty asm puts x in a register: GCC otherwise folds each use of a
+ * vector read from memory (a query or f32 key vector in the scores, an f32
+ * row vector in the value sums) into its FMA as a memory operand, 16 loads
+ * where 4 do. */
+#if defined(__GNUC__)
+#define KV512_IN_REGISTER(x) __asm__("" : "+v"(x))
+#else
+#define KV512_IN_REGISTER(x) (void)0
+#endif
+
 /* Row r's vector k times the four heads' query vectors. */
 #define KV512_SCORES_ROW(r, k)                                                                      \
     do {                                                                                           \
         __m512 k_ = (k);                                                                           \
+        KV512_IN_REGISTER(k_);                                                                     \
         a##r##0 = _mm512_fmadd_ps(q0, k_, a##r##0);                                                \
         a##r##1 = _mm512_fmadd_ps(q1, k_, a##r##1);                                                \
         a##r##2 = _mm512_fmadd_ps(q2, k_, a##r##2);                                                \
         a##r##3 = _mm512_fmadd_ps(q3, k_, a##r##3);                                                \
     } while (0)
+
 
 /* One 16-dim step of the scores: four rows' vectors (load(row, d)) times
  * four heads'.  Named accumulators: an array of them stayed in memory. */
@@ -115,6 +127,10 @@ KV512_INLINE __m512 kv512_sum16(__m512 a00, __m512 a01, __m512 a02, __m512 a03, 
     do {                                                                                           \
         __m512 q0 = _mm512_loadu_ps(q[0] + (d - d0)), q1 = _mm512_loadu_ps(q[1] + (d - d0));       \
         __m512 q2 = _mm512_loadu_ps(q[2] + (d - d0)), q3 = _mm512_loadu_ps(q[3] + (d - d0));       \
+        KV512_IN_REGISTER(q0);                                                                     \
+        KV512_IN_REGISTER(q1);                                                                     \
+        KV512_IN_REGISTER(q2);                                                                     \
+        KV512_IN_REGISTER(q3);                                                                     \
         KV512_SCORES_ROW(0, load(r0));                                                             \
         KV512_SCORES_ROW(1, load(r1));                                                             \
         KV512_SCORES_ROW(2, load(r2));                                                             \
@@ -209,6 +225,10 @@ KV512_INLINE void kv512_accumulate_slice(const float *weights, uint32_t lanes, u
             x0 = kv512_load16_masked(row, d, m0, half), x1 = kv512_load16_masked(row, d + 16, m1, half);
             x2 = kv512_load16_masked(row, d + 32, m2, half), x3 = kv512_load16_masked(row, d + 48, m3, half);
         }
+        KV512_IN_REGISTER(x0);
+        KV512_IN_REGISTER(x1);
+        KV512_IN_REGISTER(x2);
+        KV512_IN_REGISTER(x3);
         KV512_VALUES_LANE(0, w[0]);
         KV512_VALUES_LANE(1, w[1]);
         KV512_VALUES_LANE(2, w[2]);

@@ -33,6 +33,7 @@ pmpd_status pmpd_kv_quantized_init(pmpd_kv_quantized *q, pmpd_arena *arena, uint
                                    size_t capacity, uint32_t window)
 {
     const pmpd_model_info *info = &model->info;
+    pmpd_pq_cache first;
     pmpd_status st;
     void *p;
     uint32_t layer;
@@ -58,9 +59,13 @@ pmpd_status pmpd_kv_quantized_init(pmpd_kv_quantized *q, pmpd_arena *arena, uint
             pmpd_pq_codebook keys, values;
             pmpd_pq_cache shape, *cache = q->layers ? &q->layers[layer] : &shape;
             pmpd_pq_codebook_set_layer(&q->codebooks, layer, &keys, &values);
-            st = pmpd_pq_cache_init(cache, &keys, &values, info->n_kv_heads, (uint32_t)capacity, window, arena);
+            /* One codebook pair for every layer: one copy of its tables. */
+            st = pmpd_pq_cache_init_sharing(cache, &keys, &values, info->n_kv_heads, (uint32_t)capacity, window,
+                                            layer > 0 && q->codebooks.n_books == 1 ? &first : NULL, arena);
             if (st != PMPD_OK)
                 return st;
+            if (layer == 0)
+                first = *cache;
         }
         return PMPD_OK;
     }
@@ -168,11 +173,15 @@ void pmpd_kv_quantized_attend(const pmpd_kv_quantized *q, uint32_t layer, uint32
 
 size_t pmpd_kv_quantized_bytes_in_use(const pmpd_kv_quantized *q, size_t positions)
 {
-    size_t per_token, window_bytes;
+    size_t per_token, bytes;
+    uint32_t layer;
     if (q->type != PMPD_KV_PQ)
         return positions * q->n_layers * q->n_kv_heads * 2 * q->row_bytes;
     per_token = pmpd_pq_cache_bytes_per_token(&q->codebooks.keys, &q->codebooks.values, q->n_kv_heads);
-    /* The window is allocated once, whatever the position. */
-    window_bytes = q->layers ? (size_t)q->layers[0].window * q->n_kv_heads * q->head_dim * 2 * sizeof(float) : 0;
-    return q->n_layers * (positions * per_token + window_bytes);
+    bytes = q->n_layers * positions * per_token;
+    /* The window and the codebook tables are allocated once, whatever the position. */
+    if (q->layers)
+        for (layer = 0; layer < q->n_layers; layer++)
+            bytes += pmpd_pq_cache_fixed_bytes(&q->layers[layer]);
+    return bytes;
 }

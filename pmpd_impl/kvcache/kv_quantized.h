@@ -59,7 +59,8 @@ PMPD_INTERNAL void pmpd_kv_quantized_attend(const pmpd_kv_quantized *q, uint32_t
                                             const float *query, uint32_t heads, size_t n_visible, void *scratch,
                                             float *out);
 
-/* Bytes the stored positions [0, positions) occupy, all layers. */
+/* Bytes the stored positions [0, positions) occupy, all layers, plus PQ's
+ * fixed part (pmpd_pq_cache_fixed_bytes). */
 PMPD_INTERNAL size_t pmpd_kv_quantized_bytes_in_use(const pmpd_kv_quantized *q, size_t positions);
 
 #endif

@@ -23,8 +23,7 @@
 
 /* Scratch, in floats, one after another: the transposed query group, the
  * key LUT, the value bins, two partial results, the byte tables' minimum,
- * step and offset and their bytes (where pq_lut8.h is used; the
- * transposed codebook their build works on shares the key LUT's room), the bfloat16 weights of
+ * step and offset and their bytes (where pq_lut8.h is used), the bfloat16 weights of
  * pq_values_bf16.h (where used), then the token scores (shared by the
  * history and the window, which run one after the other). */
 typedef struct pq_attention_scratch {
@@ -61,7 +60,8 @@ static int pq_attention_layout(const pmpd_pq_cache *cache, uint32_t lanes, float
         out->recent.max = out->history.max + partial;
         out->recent.sum = out->recent.max + lanes;
         out->recent.acc = out->recent.sum + lanes;
-        out->lut8.work = out->lut;
+        if (cache->key_tables)
+            pmpd_pq_lut8_book_view(&cache->keys.layout, cache->key_tables, &out->lut8);
         out->lut8.minimum = out->recent.max + partial;
         out->lut8.step = out->lut8.minimum + (size_t)cache->keys.layout.n_sub * lanes;
         out->lut8.offset = out->lut8.step + lanes;
@@ -97,7 +97,7 @@ static void pq_attention_history(const pmpd_pq_cache *cache, uint32_t kv_head, s
     if (n == 0)
         return;
 #if PMPD_PQ_USE_LUT8
-    if (pmpd_pq_lut8_fits(kl)) {
+    if (cache->key_tables) {
         PMPD_PQ_LUT8_KERNEL(pmpd_pq_lut8_build)(&cache->keys, s->qt, lanes, &s->lut8);
         PMPD_PQ_LUT8_KERNEL(pmpd_pq_lut8_scores)(&s->lut8, kl, lanes, key_codes, n, s->scores, s->history.max);
     } else

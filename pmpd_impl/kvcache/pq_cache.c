@@ -5,6 +5,7 @@
 #include "pmpd_impl/kvcache/pq_cache.h"
 
 #include "pmpd_impl/core/checked.h"
+#include "pmpd_impl/kvcache/pq_lut8.h"
 #include "pmpd_impl/kvcache/pq_values_bf16.h"
 
 static pmpd_status pq_cache_alloc(pmpd_arena *arena, size_t a, size_t b, size_t c, void **out)
@@ -18,12 +19,22 @@ static pmpd_status pq_cache_alloc(pmpd_arena *arena, size_t a, size_t b, size_t 
 pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq_codebook *keys, const pmpd_pq_codebook *values,
                                uint32_t n_kv_heads, uint32_t capacity, uint32_t window, pmpd_arena *arena)
 {
+    return pmpd_pq_cache_init_sharing(cache, keys, values, n_kv_heads, capacity, window, NULL, arena);
+}
+
+pmpd_status pmpd_pq_cache_init_sharing(pmpd_pq_cache *cache, const pmpd_pq_codebook *keys,
+                                       const pmpd_pq_codebook *values, uint32_t n_kv_heads, uint32_t capacity,
+                                       uint32_t window, const pmpd_pq_cache *tables, pmpd_arena *arena)
+{
     size_t heads_tokens;
     uint32_t code_capacity;
-    void *key_codes, *value_codes, *key_recent, *value_recent, *value_planes = NULL;
+    void *key_codes, *value_codes, *key_recent, *value_recent, *value_planes = NULL, *key_tables = NULL;
     pmpd_status status;
     if (!cache || !keys || !values || !arena || n_kv_heads == 0 || capacity == 0 || window == 0 ||
-        window > capacity || keys->layout.dim == 0 || keys->layout.dim != values->layout.dim)
+        window > capacity || keys->layout.dim == 0 || keys->layout.dim != values->layout.dim ||
+        (tables && (tables->keys.centroids != keys->centroids || tables->values.centroids != values->centroids ||
+                    memcmp(&tables->keys.layout, &keys->layout, sizeof keys->layout) != 0 ||
+                    memcmp(&tables->values.layout, &values->layout, sizeof values->layout) != 0)))
         return PMPD_ERR_INVALID_ARGUMENT;
     /* Codes come in whole blocks of tokens: the last one may be partly used. */
     if (capacity > UINT32_MAX - (PMPD_PQ_BLOCK - 1))
@@ -37,9 +48,12 @@ pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq_codebook *key
                                  &key_recent)) != PMPD_OK ||
         (status = pq_cache_alloc(arena, (size_t)n_kv_heads * window, keys->layout.dim, sizeof(float),
                                  &value_recent)) != PMPD_OK ||
-        (PMPD_PQ_USE_VALUES_BF16 && pmpd_pq_bf16_fits(&values->layout) &&
+        (!tables && PMPD_PQ_USE_VALUES_BF16 && pmpd_pq_bf16_fits(&values->layout) &&
          (status = pq_cache_alloc(arena, pmpd_pq_bf16_plane_bytes(&values->layout), 1, 1, &value_planes)) !=
-             PMPD_OK))
+             PMPD_OK) ||
+        (!tables && PMPD_PQ_USE_LUT8 && pmpd_pq_lut8_fits(&keys->layout) &&
+         (status = pq_cache_alloc(arena, pmpd_pq_lut8_book_floats(&keys->layout), sizeof(float), 1,
+                                  &key_tables)) != PMPD_OK))
         return status;
     memset(cache, 0, sizeof *cache);
     cache->keys = *keys;
@@ -54,9 +68,17 @@ pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq_codebook *key
     cache->key_recent = (float *)key_recent;
     cache->value_recent = (float *)value_recent;
     cache->value_planes = (uint8_t *)value_planes;
+    cache->key_tables = (float *)key_tables;
+    if (tables) {
+        cache->value_planes = tables->value_planes;
+        cache->key_tables = tables->key_tables;
+        cache->shares_tables = 1;
+    }
     /* A measuring arena gives no memory to fill. */
     if (value_planes)
         pmpd_pq_bf16_planes(values, cache->value_planes);
+    if (key_tables)
+        pmpd_pq_lut8_book(keys, cache->key_tables);
     return PMPD_OK;
 }
 
@@ -64,6 +86,19 @@ void pmpd_pq_cache_reset(pmpd_pq_cache *cache)
 {
     cache->n_coded = 0;
     cache->n_recent = 0;
+}
+
+size_t pmpd_pq_cache_fixed_bytes(const pmpd_pq_cache *cache)
+{
+    /* Each was allocated with checked sizes, so their sum fits. */
+    size_t bytes = 2 * (size_t)cache->n_kv_heads * cache->window * cache->head_dim * sizeof(float);
+    if (cache->shares_tables)
+        return bytes;
+    if (cache->value_planes)
+        bytes += pmpd_pq_bf16_plane_bytes(&cache->values.layout);
+    if (cache->key_tables)
+        bytes += pmpd_pq_lut8_book_floats(&cache->keys.layout) * sizeof(float);
+    return bytes;
 }
 
 size_t pmpd_pq_cache_bytes_per_token(const pmpd_pq_layout *keys, const pmpd_pq_layout *values, uint32_t n_kv_heads)

@@ -38,6 +38,9 @@ typedef struct pmpd_pq_cache {
     uint8_t *value_codes;     /* [n_kv_heads][code_capacity * values.code_bytes] */
     uint8_t *value_planes;    /* the value codebook's bfloat16 planes (pq_values_bf16.h) where the
                                * build sums values through them, else NULL */
+    float *key_tables;        /* the key codebook's tables (pmpd_pq_lut8_book) where the build
+                               * scores keys through byte tables (pq_lut8.h), else NULL */
+    uint32_t shares_tables;   /* 1: value_planes and key_tables are another cache's (same codebooks) */
     float *key_recent;        /* [n_kv_heads][window][head_dim] */
     float *value_recent;
 } pmpd_pq_cache;
@@ -57,6 +60,16 @@ PMPD_INTERNAL pmpd_status pmpd_pq_cache_init(pmpd_pq_cache *cache, const pmpd_pq
                                              const pmpd_pq_codebook *values, uint32_t n_kv_heads,
                                              uint32_t capacity, uint32_t window, pmpd_arena *arena);
 
+/* As pmpd_pq_cache_init, but where tables is not NULL the cache reads the
+ * codebook tables (value planes, key tables) of that cache, made with the
+ * same codebooks (the same centroids: PMPD_ERR_INVALID_ARGUMENT
+ * otherwise), instead of making its own: layers that share one codebook
+ * pair need one copy. */
+PMPD_INTERNAL pmpd_status pmpd_pq_cache_init_sharing(pmpd_pq_cache *cache, const pmpd_pq_codebook *keys,
+                                                     const pmpd_pq_codebook *values, uint32_t n_kv_heads,
+                                                     uint32_t capacity, uint32_t window,
+                                                     const pmpd_pq_cache *tables, pmpd_arena *arena);
+
 /* The key and value (head_dim floats each) kv_head stores for token pos
  * (< n_coded + n_recent): the codes' centroids, or the window's floats. */
 PMPD_INTERNAL void pmpd_pq_cache_read(const pmpd_pq_cache *cache, uint32_t kv_head, size_t pos, float *key,
@@ -64,6 +77,11 @@ PMPD_INTERNAL void pmpd_pq_cache_read(const pmpd_pq_cache *cache, uint32_t kv_he
 
 /* Forgets every token (a new sequence). */
 PMPD_INTERNAL void pmpd_pq_cache_reset(pmpd_pq_cache *cache);
+
+/* Bytes the cache holds whatever its length: the window's K and V and the
+ * codebook tables built at init (value planes, key tables; not those it
+ * shares). */
+PMPD_INTERNAL size_t pmpd_pq_cache_fixed_bytes(const pmpd_pq_cache *cache);
 
 /* Code bytes one token takes in one layer (K and V, all KV heads); the
  * window is a fixed cost on top.  0 if the count overflows size_t. */

@@ -39,8 +39,24 @@
 /* Byte sums of one token's subspaces are kept in 16 bits. */
 #define PMPD_PQ_LUT8_MAX_SUB 257u
 
+/* Vertices kept per 2-dim subspace for the ranges (below); a subspace
+ * whose hull has more reads every centroid. */
+#define PMPD_PQ_LUT8_HULL 64u
+
 typedef struct pmpd_pq_lut8 {
-    float *work;    /* room for dim * n_centroids floats (the SIMD kernels' transposed codebook) */
+    /* The codebook transposed, columns[s][j][c] = coordinate j of centroid
+     * c of subspace s, so that sixteen centroids' coordinate j are one
+     * 64-byte load; the SIMD build reads it (the scalar build reads the
+     * codebook).  Made once with the cache (pmpd_pq_lut8_book) rather than
+     * per KV head, layer and decoded token. */
+    const float *columns;
+    /* 2-dim subspaces: the least and the largest T over a subspace's
+     * centroids are taken at vertices of their convex hull, so both builds
+     * take them over hull[s][j][i] (i < hull_count[s], a multiple of 16,
+     * the first vertex repeated up to it) where hull_count[s] is not 0, and
+     * over every centroid where it is 0 or hull_count is NULL. */
+    const float *hull;           /* [n_sub][2][PMPD_PQ_LUT8_HULL] */
+    const uint32_t *hull_count;  /* [n_sub] */
     float *minimum; /* [n_sub][lanes] */
     float *step;    /* [lanes] */
     float *offset;  /* [lanes] */
@@ -53,8 +69,45 @@ static inline int pmpd_pq_lut8_fits(const pmpd_pq_layout *layout)
     return !layout->packed && layout->n_sub <= PMPD_PQ_LUT8_MAX_SUB && layout->n_centroids % 16 == 0;
 }
 
+/* Floats of the tables pmpd_pq_lut8_book makes: the columns, then for
+ * 2-dim subspaces the hulls and their counts. */
+static inline size_t pmpd_pq_lut8_book_floats(const pmpd_pq_layout *layout)
+{
+    size_t hulls = layout->sub_dim == 2 ? (size_t)layout->n_sub * (2 * PMPD_PQ_LUT8_HULL + 1) : 0;
+    return (size_t)layout->dim * layout->n_centroids + hulls;
+}
+
+/* Fills tables (pmpd_pq_lut8_book_floats) from book. */
+PMPD_INTERNAL void pmpd_pq_lut8_book(const pmpd_pq_codebook *book, float *tables);
+
+/* Points lut's columns, hull and hull_count into tables. */
+static inline void pmpd_pq_lut8_book_view(const pmpd_pq_layout *layout, const float *tables, pmpd_pq_lut8 *lut)
+{
+    lut->columns = tables;
+    lut->hull = NULL;
+    lut->hull_count = NULL;
+    if (layout->sub_dim == 2) {
+        lut->hull = tables + (size_t)layout->dim * layout->n_centroids;
+        lut->hull_count = (const uint32_t *)(const void *)(lut->hull + (size_t)layout->n_sub * 2 * PMPD_PQ_LUT8_HULL);
+    }
+}
+
+/* The points the ranges of subspace s read: count of them, coordinate j
+ * of point i at points[j * stride + i]. */
+static inline const float *pmpd_pq_lut8_range_points(const pmpd_pq_lut8 *lut, const pmpd_pq_layout *layout,
+                                                     uint32_t s, uint32_t *count, uint32_t *stride)
+{
+    if (lut->hull_count && lut->hull_count[s]) {
+        *count = lut->hull_count[s];
+        *stride = PMPD_PQ_LUT8_HULL;
+        return lut->hull + (size_t)s * 2 * PMPD_PQ_LUT8_HULL;
+    }
+    *count = *stride = layout->n_centroids;
+    return lut->columns + (size_t)s * layout->sub_dim * layout->n_centroids;
+}
+
 #define PMPD_PQ_DECLARE_LUT8(isa)                                                                   \
-    /* Fills lut's work, minimum, step, offset and table for queries qt ([dim][lanes]). */         \
+    /* Fills lut's minimum, step, offset and table for queries qt ([dim][lanes]). */              \
     PMPD_INTERNAL void pmpd_pq_lut8_build_##isa(const pmpd_pq_codebook *book, const float *qt,      \
                                                 uint32_t lanes, const pmpd_pq_lut8 *lut);           \
     /* scores[t][l] as in the header comment for t < n (codes blocked); max[l] = max(max[l],    \

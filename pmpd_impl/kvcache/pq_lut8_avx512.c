@@ -18,38 +18,6 @@
 #define LUT8_INLINE static inline
 #endif
 
-/* Sixteen centroids' coordinate j (c0j c1j ...) from the codebook rows
- * [c][sub_dim] of 2- or 4-dim subspaces. */
-LUT8_INLINE __m512 lut8_column(const float *centroids, const uint32_t sub_dim, uint32_t j)
-{
-    if (sub_dim == 2) {
-        const __m512i pick = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-        return _mm512_permutex2var_ps(_mm512_loadu_ps(centroids), _mm512_add_epi32(pick, _mm512_set1_epi32((int)j)),
-                                      _mm512_loadu_ps(centroids + 16));
-    } else {
-        /* Eight centroids per pair of registers, the two halves joined. */
-        const __m512i pick = _mm512_add_epi32(
-            _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28), _mm512_set1_epi32((int)j));
-        __m512 lo = _mm512_permutex2var_ps(_mm512_loadu_ps(centroids), pick, _mm512_loadu_ps(centroids + 16));
-        __m512 hi = _mm512_permutex2var_ps(_mm512_loadu_ps(centroids + 32), pick, _mm512_loadu_ps(centroids + 48));
-        return _mm512_shuffle_f32x4(lo, hi, 0x44);
-    }
-}
-
-/* The codebook transposed, columns[s][j][c]: both passes below then read
- * sixteen centroids' coordinate with one load, for every quad of lanes. */
-LUT8_INLINE void lut8_columns(const pmpd_pq_codebook *book, float *columns, const uint32_t sd)
-{
-    const pmpd_pq_layout *lay = &book->layout;
-    const uint32_t nc = lay->n_centroids;
-    uint32_t s, c, j;
-    for (s = 0; s < lay->n_sub; s++)
-        for (c = 0; c < nc; c += 16)
-            for (j = 0; j < sd; j++)
-                _mm512_storeu_ps(columns + ((size_t)s * sd + j) * nc + c,
-                                 lut8_column(book->centroids + ((size_t)s * nc + c) * sd, sd, j));
-}
-
 /* Sixteen centroids' q . c from their columns (column[j * nc]), starting
  * from x (or from the first product where x is NULL), in dimension order. */
 LUT8_INLINE __m512 lut8_dot(const __m512 *q, const float *column, uint32_t nc, const __m512 *x, const uint32_t sd)
@@ -74,7 +42,7 @@ LUT8_INLINE void lut8_query(const float *qt, uint32_t lanes, uint32_t lane, uint
  * offset and range. */
 #define LUT8_RANGE_LANE(k)                                                                         \
     do {                                                                                           \
-        __m512 x_ = lut8_dot(q##k, column + c, nc, NULL, sd);                                      \
+        __m512 x_ = lut8_dot(q##k, points + c, stride, NULL, sd);                                  \
         low##k = _mm512_min_ps(low##k, x_);                                                        \
         high##k = _mm512_max_ps(high##k, x_);                                                      \
     } while (0)
@@ -86,19 +54,19 @@ LUT8_INLINE void lut8_query(const float *qt, uint32_t lanes, uint32_t lane, uint
         range[k] = hi_ - lo_ > range[k] ? hi_ - lo_ : range[k];                                    \
     } while (0)
 
-/* Lanes [l, l + 4): each subspace's minimum of T, the offsets, steps and
- * scales.  sd is a constant where this is inlined; the four lanes are
+/* Lanes [l, l + 4): each subspace's minimum of T (over the points of
+ * pmpd_pq_lut8_range_points), the offsets, steps and scales.  sd is a constant where this is inlined; the four lanes are
  * written out, so every vector stays in a register. */
-LUT8_INLINE void lut8_ranges4(const pmpd_pq_layout *lay, const float *columns, const float *qt, uint32_t lanes,
-                              uint32_t l, const pmpd_pq_lut8 *lut, float scale[4], const uint32_t sd)
+LUT8_INLINE void lut8_ranges4(const pmpd_pq_layout *lay, const float *qt, uint32_t lanes, uint32_t l,
+                              const pmpd_pq_lut8 *lut, float scale[4], const uint32_t sd)
 {
-    const uint32_t nc = lay->n_centroids;
     float range[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     uint32_t s, c, k;
     for (k = 0; k < 4; k++)
         lut->offset[l + k] = 0.0f;
     for (s = 0; s < lay->n_sub; s++) {
-        const float *column = columns + (size_t)s * sd * nc;
+        uint32_t count, stride;
+        const float *points = pmpd_pq_lut8_range_points(lut, lay, s, &count, &stride);
         __m512 q0[4], q1[4], q2[4], q3[4];
         __m512 low0 = _mm512_set1_ps(INFINITY), low1 = low0, low2 = low0, low3 = low0;
         __m512 high0 = _mm512_set1_ps(-INFINITY), high1 = high0, high2 = high0, high3 = high0;
@@ -106,7 +74,7 @@ LUT8_INLINE void lut8_ranges4(const pmpd_pq_layout *lay, const float *columns, c
         lut8_query(qt, lanes, l + 1, s, 1.0f, q1, sd);
         lut8_query(qt, lanes, l + 2, s, 1.0f, q2, sd);
         lut8_query(qt, lanes, l + 3, s, 1.0f, q3, sd);
-        for (c = 0; c < nc; c += 16) {
+        for (c = 0; c < count; c += 16) {
             LUT8_RANGE_LANE(0);
             LUT8_RANGE_LANE(1);
             LUT8_RANGE_LANE(2);
@@ -164,13 +132,12 @@ LUT8_INLINE void lut8_build(const pmpd_pq_codebook *book, const float *qt, uint3
                             const uint32_t sd)
 {
     uint32_t l;
-    lut8_columns(book, lut->work, sd);
     for (l = 0; l < lanes; l += 4) {
         float scale[4];
         uint32_t k;
-        lut8_ranges4(&book->layout, lut->work, qt, lanes, l, lut, scale, sd);
+        lut8_ranges4(&book->layout, qt, lanes, l, lut, scale, sd);
         for (k = 0; k < 4; k++)
-            lut8_bytes(&book->layout, lut->work, qt, lanes, l + k, lut, scale[k], sd);
+            lut8_bytes(&book->layout, lut->columns, qt, lanes, l + k, lut, scale[k], sd);
     }
 }
 

@@ -17,11 +17,16 @@ void pmpd_pq_lut8_build_scalar(const pmpd_pq_codebook *book, const float *qt, ui
         lut->offset[l] = 0.0f;
         for (s = 0; s < lay->n_sub; s++) {
             float lo = INFINITY, hi = -INFINITY;
-            for (c = 0; c < nc; c++) {
-                const float *centroid = book->centroids + ((size_t)s * nc + c) * sd;
-                float x = qt[(size_t)s * sd * lanes + l] * centroid[0];
+            /* Over the hull's vertices where the tables have them (pq_lut8.h). */
+            const uint32_t hull = lut->hull_count ? lut->hull_count[s] : 0, n = hull ? hull : nc;
+            for (c = 0; c < n; c++) {
+                /* Coordinate j of the point at point[j * apart]. */
+                const float *point = hull ? lut->hull + (size_t)s * 2 * PMPD_PQ_LUT8_HULL + c
+                                          : book->centroids + ((size_t)s * nc + c) * sd;
+                const size_t apart = hull ? PMPD_PQ_LUT8_HULL : 1;
+                float x = qt[(size_t)s * sd * lanes + l] * point[0];
                 for (j = 1; j < sd; j++)
-                    x = fmaf(qt[((size_t)s * sd + j) * lanes + l], centroid[j], x);
+                    x = fmaf(qt[((size_t)s * sd + j) * lanes + l], point[j * apart], x);
                 lo = x < lo ? x : lo;
                 hi = x > hi ? x : hi;
             }
