@@ -73,42 +73,31 @@ static void test_pycode_vocabulary_nested(void **state)
     test_opened_close(&m);
 }
 
-/* stories260K's 64 columns pad to 256: nested at 4 bits it would read 128
- * bytes a row against q8's 68, so it stays q8 with the option too. */
-static void test_narrow_vocabulary_stays_q8(void **state)
+/* stories260K through the in-memory converter (a llama2.c input nests
+ * every layer at once): its 64 columns pad to 256, so nested at 4 bits its
+ * vocabulary would read 128 bytes a row against q8's 68 and stays q8 when
+ * nesting is asked; q4 when q4 is asked; the layers nested either way. */
+static void test_stories_vocabulary(void **state)
 {
+    static const pmpd_tensor_type asked[2] = {PMPD_TENSOR_ANYPREC, PMPD_TENSOR_Q4};
+    static const pmpd_tensor_type got[2] = {PMPD_TENSOR_Q8, PMPD_TENSOR_Q4};
     pmpd_build_model b;
     pmpd_convert_options options;
     test_opened_model m;
+    unsigned i;
     (void)state;
     assert_false(pmpd_anyprec_build_nests_vocabulary(512, 64, 4));
     assert_true(pmpd_anyprec_build_nests_vocabulary(32000, 384, 4));
-    assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);
-    memset(&options, 0, sizeof options);
-    options.type = PMPD_TENSOR_ANYPREC;
-    options.anyprec_vocabulary = PMPD_TENSOR_ANYPREC;
-    assert_int_equal(test_open_built(&b, &options, &m), PMPD_OK);
-    assert_int_equal(tvoc_tensor_type(m.model, "token_embd.weight"), PMPD_TENSOR_Q8);
-    assert_int_equal(tvoc_tensor_type(m.model, "blk.0.attn_q.weight"), PMPD_TENSOR_ANYPREC);
-    test_opened_close(&m);
-}
-
-/* The in-memory converter (a llama2.c input nests every layer at once)
- * writes the vocabulary in q4 when asked, the layers stay nested. */
-static void test_vocabulary_q4(void **state)
-{
-    pmpd_build_model b;
-    pmpd_convert_options options;
-    test_opened_model m;
-    (void)state;
-    assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);
-    memset(&options, 0, sizeof options);
-    options.type = PMPD_TENSOR_ANYPREC;
-    options.anyprec_vocabulary = PMPD_TENSOR_Q4;
-    assert_int_equal(test_open_built(&b, &options, &m), PMPD_OK);
-    assert_int_equal(tvoc_tensor_type(m.model, "token_embd.weight"), PMPD_TENSOR_Q4);
-    assert_int_equal(tvoc_tensor_type(m.model, "blk.0.attn_q.weight"), PMPD_TENSOR_ANYPREC);
-    test_opened_close(&m);
+    for (i = 0; i < 2; i++) {
+        assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);
+        memset(&options, 0, sizeof options);
+        options.type = PMPD_TENSOR_ANYPREC;
+        options.anyprec_vocabulary = asked[i];
+        assert_int_equal(test_open_built(&b, &options, &m), PMPD_OK);
+        assert_int_equal(tvoc_tensor_type(m.model, "token_embd.weight"), got[i]);
+        assert_int_equal(tvoc_tensor_type(m.model, "blk.0.attn_q.weight"), PMPD_TENSOR_ANYPREC);
+        test_opened_close(&m);
+    }
 }
 
 static void test_vocabulary_other_types_refused(void **state)
@@ -130,8 +119,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pycode_vocabulary_nested),
-        cmocka_unit_test(test_narrow_vocabulary_stays_q8),
-        cmocka_unit_test(test_vocabulary_q4),
+        cmocka_unit_test(test_stories_vocabulary),
         cmocka_unit_test(test_vocabulary_other_types_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
