@@ -251,9 +251,12 @@ static void check_model(const char *model)
     /* No shadow: sharply worse (at least 10x the plain model's KL). */
     assert_true(kl[1] > 10.0 * kl[0]);
     /* Shadow: back within 2x the plain model's KL (+ a small floor), and
-     * its top-1 within 3 points. */
+     * its top-1 within 4 points.  Top-1 moves by whole positions (0.8
+     * points of 128) at near ties: stories260K's plain W8A8 agrees at 0.984
+     * on x86 and 1.000 on AArch64 (vector SwiGLU/RMSNorm round differently),
+     * its shadow path at 0.969 on both. */
     assert_true(kl[2] < 2.0 * kl[0] + 0.002);
-    assert_true(top1[2] > top1[0] - 0.03);
+    assert_true(top1[2] > top1[0] - 0.04);
     /* Fewer shadow tensors: between all and none. */
     assert_true(kl[3] < kl[1] && kl[4] < kl[1]);
     free(ref);
