@@ -109,8 +109,8 @@ static void convert_progress(void *context, uint64_t done, uint64_t total)
     label = !view ? "" : phase <= 2 && view->phases[phase - 1] ? view->phases[phase - 1] : view->label;
     step = total ? (unsigned)(20 * done / total) : 20;
     if (view && !view->tty) {
-        if (label == view->label || (step == last_step && done != total))
-            return; /* in a log: the allocation's phases only */
+        if (label == view->label || (step == last_step && done != total && done != 1))
+            return; /* in a log: the allocation's phases only, from the first step (its rate) */
         last_step = step;
     } else if (done != total && now - last_print < 0.2) {
         return;
