@@ -17,6 +17,7 @@
 #   MKGGUF_ARGS    shape options for pmpd-mkgguf (default: its TinyLlama shape)
 #   TOKENIZER      llama2.c tokenizer.bin for the vocabulary
 #                  (default ../shared/models/llama2_tokenizer.bin)
+#   PALETTE        the formats of the alloc cases (default q4,q2cb,nuq2,nuq3,nuq4)
 #   LLAMA_BENCH    path of a llama-bench binary to time instead of the npm package
 #   LLAMA_BENCH_LABEL  what that binary is (snapshot, build flags), for the table
 #   CASES          weights to time (default "q4 q8 w8a8 anyprec4 anyprec3 anyprec2 anyprec-static";
@@ -24,7 +25,12 @@
 #                  needs tens of minutes for the 1.1B model on 2 cores; anyprec-nv4,
 #                  -nv3, -nv2 and -nv-static are the nested weights converted with
 #                  --vocabulary nested, the classifier nested too, and anyprec-q4v4
-#                  .. -q4v-static with --vocabulary q4)
+#                  .. -q4v-static with --vocabulary q4; allocB, e.g.
+#                  alloc3.25, is the bit allocation at B bits per weight over
+#                  PALETTE, pmpd-convert --budget-bits B: over an hour on 2 busy
+#                  cores for the 1.1B model; allocBflat, e.g. alloc3.25flat, the
+#                  same with --palette-flat, no sensitivity run: about 25 minutes;
+#                  docs/palette.md)
 #
 # Writes BUILD/bench-compare.csv (metric,weights,threads,pmpd,llamacpp,ratio)
 # and BUILD/bench-compare-bandwidth.csv (the weight bytes each decoded token
@@ -38,6 +44,7 @@ THREADS=${THREADS:-$( [ "$ALL" -gt 1 ] && echo "1 $ALL" || echo 1 )}
 MKGGUF_ARGS=${MKGGUF_ARGS:-}
 TOKENIZER=${TOKENIZER:-../shared/models/llama2_tokenizer.bin}
 CASES=${CASES:-q4 q8 w8a8 anyprec4 anyprec3 anyprec2 anyprec-static}
+PALETTE=${PALETTE:-q4,q2cb,nuq2,nuq3,nuq4}
 LLAMA_BENCH=${LLAMA_BENCH:-}
 DECODE_TOKENS=128
 PREFILL_TOKENS=512
@@ -175,6 +182,16 @@ case_spec() {
     q2cb) echo "$(container q2cb --type q2cb)||-" ;;
     w8a8) echo "$(container w8a8 --type w8a8)||-" ;;
     anyprec*) nested_case "$1" ;;
+    alloc*flat)
+        bits=${1#alloc}
+        bits=${bits%flat}
+        echo "$(container "alloc-$bits-$(printf '%s' "$PALETTE" | tr -c 'A-Za-z0-9.' '_')-flat" --budget-bits "$bits" \
+            --palette "$PALETTE" --palette-flat --threads "$ALL")||-" ;;
+    alloc*)
+        # The file is named by budget and palette, so either change converts anew.
+        bits=${1#alloc}
+        echo "$(container "alloc-$bits-$(printf '%s' "$PALETTE" | tr -c 'A-Za-z0-9.' '_')" --budget-bits "$bits" \
+            --palette "$PALETTE" --threads "$ALL")||-" ;;
     *) die "unknown case $1" ;;
     esac
 }

@@ -53,6 +53,9 @@
  * stderr is a terminal, and (for the summary) each tensor's source type. */
 typedef struct convert_view {
     const char *label;
+    /* With a budget, the first phases' own labels (sensitivity runs,
+     * candidate errors), then label. */
+    const char *phases[2];
     int tty;
     const char **sources; /* n_sources entries, from the library's static table */
     uint32_t n_sources;
@@ -74,16 +77,23 @@ typedef struct convert_args {
 } convert_args;
 
 /* Work done, its rate and the time left since this phase began (the
- * converter reports rows while quantizing, then bytes while writing: a new
- * total or a smaller count starts a new phase).  At most 5 lines a second:
- * the nested quantizer reports every 64 rows. */
+ * converter reports rows while quantizing, then bytes while writing; under
+ * a budget first the sensitivity runs and the candidates' errors: a new
+ * total or a smaller count starts a new phase).  On a terminal at most 5
+ * updates a second on one line (the nested quantizer reports every 64
+ * rows); elsewhere (a log) one line per 5% of each phase, so a long
+ * allocation shows it is alive and how long each phase took (the
+ * conversion after it stays quiet there, as without a budget). */
 static void convert_progress(void *context, uint64_t done, uint64_t total)
 {
     const convert_view *view = (const convert_view *)context;
     static uint64_t phase_total, last_done;
     static double phase_start, last_print;
+    static unsigned phase, last_step;
     struct timespec ts;
     double now, rate;
+    const char *label;
+    unsigned step;
     if (done == total && total == phase_total && done == last_done)
         return; /* the end, reported again (after a tensor's last rows): printed once */
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -92,19 +102,28 @@ static void convert_progress(void *context, uint64_t done, uint64_t total)
         phase_total = total;
         phase_start = now;
         last_print = 0.0;
+        last_step = 0;
+        phase++;
     }
     last_done = done;
-    if (done != total && now - last_print < 0.2)
+    label = !view ? "" : phase <= 2 && view->phases[phase - 1] ? view->phases[phase - 1] : view->label;
+    step = total ? (unsigned)(20 * done / total) : 20;
+    if (view && !view->tty) {
+        if (label == view->label || (step == last_step && done != total && done != 1))
+            return; /* in a log: the allocation's phases only, from the first step (its rate) */
+        last_step = step;
+    } else if (done != total && now - last_print < 0.2) {
         return;
+    }
     last_print = now;
     rate = now > phase_start ? (double)done / (now - phase_start) : 0.0;
-    fprintf(stderr, "\rpmpd-convert: %s %llu / %llu (%3.0f%%), %.1f%s/s, %.0f s, %.0f s left   ",
-            view ? view->label : "", (unsigned long long)done, (unsigned long long)total,
+    fprintf(stderr, "%spmpd-convert: %s %llu / %llu (%3.0f%%), %.1f%s/s, %.0f s, %.0f s left%s",
+            view && !view->tty ? "" : "\r", label, (unsigned long long)done, (unsigned long long)total,
             total ? 100.0 * (double)done / (double)total : 100.0,
             rate >= 1e9 ? rate / 1e9 : rate >= 1e6 ? rate / 1e6 : rate >= 1e3 ? rate / 1e3 : rate,
             rate >= 1e9 ? "G" : rate >= 1e6 ? "M" : rate >= 1e3 ? "k" : "", now - phase_start,
-            rate > 0.0 ? (double)(total - done) / rate : 0.0);
-    if (done == total)
+            rate > 0.0 ? (double)(total - done) / rate : 0.0, view && !view->tty ? "\n" : "   ");
+    if (done == total && (!view || view->tty))
         fputc('\n', stderr);
 }
 
@@ -525,6 +544,14 @@ int main(int argc, char **argv)
     if (a.view.tty) {
         a.convert.progress = a.schedule.progress = convert_progress;
         a.schedule.step = convert_step;
+    }
+    if (allocating) {
+        /* The allocation's phases take minutes to an hour on a 1B model:
+         * their progress goes to a log too. */
+        a.convert.progress = convert_progress;
+        a.view.phases[0] = a.convert.palette_flat ? "candidate errors (groups x formats)"
+                                                  : "sensitivity runs (groups x noise energies)";
+        a.view.phases[1] = a.convert.palette_flat ? NULL : "candidate errors (groups x formats)";
     }
     a.schedule.seed_bits = a.convert.anyprec_seed_bits;
     a.schedule.parent_bits = a.convert.anyprec_parent_bits;

@@ -32,6 +32,8 @@
 
 #include "pmpd.h"
 #include "pmpd_impl/model/model.h"
+#include "pmpd_impl/weights/format.h"
+#include "pmpd_impl/offline/palette/distortion.h"
 #include "pmpd_impl/offline/palette/groups.h"
 #include "pmpd_impl/offline/palette/sensitivity.h"
 #include "tests/support/test_models.h"
@@ -571,10 +573,95 @@ static void test_budget_refused(void **state)
     assert_string_equal(pmpd_strerror(PMPD_ERR_BUDGET), "budget below the cheapest choice");
 }
 
+/* The restarted evaluations (each noisy run from its group's layer on the
+ * clean stream entering it, offline/palette/suffix.h) give the very KL
+ * values of the whole-model runs, bit for bit, for every group. */
+static void test_sensitivity_restart(void **state)
+{
+    pmpd_build_model b;
+    pmpd_palette_group *groups;
+    pmpd_palette_sensitivity_options options;
+    pmpd_palette_fit restarted[20], full[20];
+    pmpd_error err;
+    uint32_t n_groups, g, e;
+    (void)state;
+    assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);
+    assert_int_equal(pmpd_palette_groups(&b, &groups, &n_groups), PMPD_OK);
+    assert_int_equal(n_groups, 20);
+    pmpd_palette_sensitivity_defaults(&options);
+    if (reduced) {
+        options.n_sequences = 2;
+        options.length = 16;
+    }
+    options.threads = 2; /* the thread split is the same in both */
+    assert_int_equal(pmpd_palette_sensitivity(&b, groups, n_groups, &options, restarted, &err), PMPD_OK);
+    options.full_forward = 1;
+    assert_int_equal(pmpd_palette_sensitivity(&b, groups, n_groups, &options, full, &err), PMPD_OK);
+    for (g = 0; g < n_groups; g++) {
+        for (e = 0; e < options.n_energies; e++)
+            assert_memory_equal(&restarted[g].kl[e], &full[g].kl[e], sizeof(double));
+        assert_memory_equal(&restarted[g].slope, &full[g].slope, sizeof(double));
+    }
+    printf("restarted = whole-model KL on %u groups x %u energies (layer 4 down: slope %.6f)\n", (unsigned)n_groups,
+           (unsigned)options.n_energies, restarted[n_groups - 1].slope);
+    free(groups);
+    pmpd_build_free(&b);
+}
+
+/* The rotated formats' errors of a matrix whose columns (172) are fewer
+ * than its rotation (192), measured through the wide view of
+ * distortion.c, against the row lookup of the tensor as stored. */
+static void test_error_rotated_rows(void **state)
+{
+    static const pmpd_tensor_type types[] = {PMPD_TENSOR_NUQ, PMPD_TENSOR_NUQ, PMPD_TENSOR_VQ2, PMPD_TENSOR_TCQ};
+    static const unsigned widths[] = {2, 4, 10, 10};
+    pmpd_build_model b;
+    pmpd_palette_group *groups;
+    uint32_t n_groups, i;
+    (void)state;
+    assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);
+    assert_int_equal(pmpd_palette_groups(&b, &groups, &n_groups), PMPD_OK);
+    assert_int_equal(groups[3].kind, PMPD_PALETTE_GROUP_DOWN);
+    for (i = 0; i < sizeof types / sizeof types[0]; i++) {
+        const pmpd_build_tensor *t = &b.tensors[groups[3].tensors[0]];
+        const float *w = (const float *)(const void *)t->data;
+        size_t rows = (size_t)t->dims[0], cols = (size_t)t->dims[1], r, c;
+        pmpd_convert_options o;
+        pmpd_tensor tensor;
+        void *block;
+        float *row = (float *)malloc(cols * sizeof *row);
+        double fast, error = 0.0, norm = 0.0;
+        assert_int_equal(cols, 172);
+        memset(&o, 0, sizeof o);
+        o.nuq_bits = widths[i];
+        o.vq_quarter_bits = o.tcq_quarter_bits = widths[i];
+        assert_int_equal(pmpd_palette_group_error(&b, &groups[3], types[i], &o, &fast), PMPD_OK);
+        assert_int_equal(pmpd_palette_encode(t, types[i], &o, &block, &tensor), PMPD_OK);
+        assert_non_null(row);
+        for (r = 0; r < rows; r++) {
+            pmpd_weight_format_of(types[i])->row(&tensor, r, row);
+            for (c = 0; c < cols; c++) {
+                double x = w[r * cols + c], d = x - row[c];
+                error += d * d;
+                norm += x * x;
+            }
+        }
+        printf("%s width %u: error %.9f (wide view) %.9f (row lookup)\n", pmpd_tensor_type_name(types[i]),
+               widths[i], fast, error / norm);
+        assert_true(fabs(fast - error / norm) <= 1e-6 * (error / norm));
+        free(block);
+        free(row);
+    }
+    free(groups);
+    pmpd_build_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sensitivity),
+        cmocka_unit_test(test_sensitivity_restart),
+        cmocka_unit_test(test_error_rotated_rows),
         cmocka_unit_test(test_budget_conversion),
         cmocka_unit_test(test_budget_nuq),
         cmocka_unit_test(test_budget_vq),

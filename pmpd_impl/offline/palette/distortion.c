@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pmpd_impl/core/hadamard.h"
 #include "pmpd_impl/offline/weights/encoders.h"
 #include "pmpd_impl/weights/format.h"
 
@@ -75,6 +76,24 @@ PMPD_INTERNAL pmpd_status pmpd_palette_encode(const pmpd_build_tensor *t, uint32
     return st;
 }
 
+/* The rotated formats (nuq, vq, tcq) store each row as its Hadamard
+ * rotation of size pmpd_hadamard_size(cols), zeros beyond cols before the
+ * transform.  Their row lookup has only cols floats to write into (the
+ * runtime's embedding lookup), so when cols is below that size it rotates
+ * back by an O(cols x rotation) sum: for a 2048 x 5632 ffn_down about 25
+ * minutes a matrix.  Every layout is a function of the rotation size
+ * alone (weights/rotated/rotated.h), so the same bytes read as a matrix of
+ * rotation columns decode through the fast transform, and the first cols
+ * entries are the row: the same numbers up to float rounding (the
+ * lookup sums each entry in double; on stories260K the errors agree to
+ * 1e-6 relative and the allocation's bytes are identical). */
+static size_t palette_decode_width(uint32_t type, size_t cols)
+{
+    if (type != PMPD_TENSOR_NUQ && type != PMPD_TENSOR_VQ2 && type != PMPD_TENSOR_TCQ)
+        return cols;
+    return pmpd_hadamard_size(cols) > cols ? pmpd_hadamard_size(cols) : cols;
+}
+
 /* Squared error and squared norm of one matrix under type, decoded a row
  * at a time. */
 static pmpd_status palette_matrix_error(const pmpd_build_tensor *t, uint32_t type,
@@ -88,7 +107,8 @@ static pmpd_status palette_matrix_error(const pmpd_build_tensor *t, uint32_t typ
     pmpd_status st = pmpd_palette_encode(t, type, options, &block, &tensor);
     if (st != PMPD_OK)
         return st;
-    row = (float *)malloc(cols * sizeof *row);
+    tensor.dims[1] = palette_decode_width(type, cols);
+    row = (float *)malloc((size_t)tensor.dims[1] * sizeof *row);
     if (!row) {
         free(block);
         return PMPD_ERR_OUT_OF_MEMORY;

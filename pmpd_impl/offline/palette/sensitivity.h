@@ -33,6 +33,11 @@ typedef struct pmpd_palette_sensitivity_options {
     double energies[PMPD_PALETTE_MAX_ENERGIES]; /* relative noise energies e, > 0 */
     uint64_t seed;          /* the sequences' and the noise's */
     unsigned threads;       /* the session's threads (0: 1) */
+    /* 0: each noisy evaluation restarts at its group's layer from the
+     * clean stream entering it (suffix.h; the same logits bit for bit);
+     * 1: every evaluation runs the whole model (the reference the test
+     * compares with). */
+    int full_forward;
     /* After each noisy evaluation: done and total (groups x energies). */
     void (*progress)(void *context, uint64_t done, uint64_t total);
     void *progress_context;
