@@ -1,8 +1,9 @@
 #include "examples/common/trace_json.h"
 
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
+
+#include "pmpd_impl/core/error.h"
+#include "pmpd_impl/offline/format/atomic_file.h"
 
 /* Tensor names are file bytes: anything but printable ASCII is escaped. */
 static void trace_json_string(FILE *f, const char *s, size_t length)
@@ -52,33 +53,23 @@ static int trace_json_body(FILE *f, const pmpd_trace_event *events, size_t count
 int example_trace_write(const pmpd_session *session, unsigned n_threads, const char *path)
 {
     const pmpd_trace_event *events;
-    size_t count, dropped, length = strlen(path);
-    char *temporary = (char *)malloc(length + 5);
-    FILE *f;
-    int failed;
+    size_t count, dropped;
+    pmpd_atomic_file out;
+    pmpd_error err;
     pmpd_status st = pmpd_session_trace(session, &events, &count, &dropped);
-    if (st != PMPD_OK || !temporary) {
-        fprintf(stderr, "pmpd-run: --trace %s: %s\n", path, st != PMPD_OK ? pmpd_strerror(st) : "out of memory");
-        free(temporary);
-        return 1;
+    if (st == PMPD_OK)
+        st = pmpd_atomic_open(&out, path, &err);
+    else
+        pmpd_error_set(&err, st, PMPD_NO_OFFSET, "%s", pmpd_strerror(st));
+    if (st == PMPD_OK) {
+        st = trace_json_body(out.f, events, count, dropped, n_threads) != 0
+                 ? pmpd_error_set(&err, PMPD_ERR_IO, PMPD_NO_OFFSET, "cannot write %s", out.tmp)
+                 : PMPD_OK;
+        st = pmpd_atomic_finish(&out, st, &err);
     }
-    memcpy(temporary, path, length);
-    memcpy(temporary + length, ".tmp", 5);
-    f = fopen(temporary, "w");
-    if (!f) {
-        fprintf(stderr, "pmpd-run: --trace %s: %s\n", temporary, strerror(errno));
-        free(temporary);
-        return 1;
-    }
-    failed = trace_json_body(f, events, count, dropped, n_threads);
-    failed |= fclose(f) != 0;
-    if (!failed && rename(temporary, path) != 0)
-        failed = 1;
-    if (failed) {
-        fprintf(stderr, "pmpd-run: --trace %s: could not write the file (%s)\n", path, strerror(errno));
-        remove(temporary);
-    } else if (dropped)
+    if (st != PMPD_OK)
+        fprintf(stderr, "pmpd-run: --trace %s: %s\n", path, err.message);
+    else if (dropped)
         fprintf(stderr, "pmpd-run: --trace %s: %zu events written, %zu more did not fit\n", path, count, dropped);
-    free(temporary);
-    return failed;
+    return st != PMPD_OK;
 }
