@@ -321,7 +321,7 @@ void mca_tcq_avx512(const tcq_avx512_consts *c, const __m512i *lo, const __m512i
 void mca_tcq_avx512(const tcq_avx512_consts *c, const __m512i *lo, const __m512i *hi, const int8_t *q, const float *d,
                     __m512 *acc)
 {
-    __m512i w[4][4];
+    __m512i w[4][2];
     tcq_avx512_input in;
     MCA_BEGIN("tcq-avx512/512/128");
     tcq_avx512_unit(lo[0], hi[0], c, &c->shift[0], 0, w[0]);

@@ -38,7 +38,7 @@ void test_rotated_header(test_rotated_view view, const char *format, const unsig
     bad[0] = 'X';
     test_rotated_expect(view, format, bad, size, rows, cols, PMPD_ERR_FORMAT_MAGIC, 0, "magic");
     memcpy(bad, good, size);
-    pmpd_le_put_u32(bad + 4, 2);
+    pmpd_le_put_u32(bad + 4, pmpd_le_u32(good + 4) + 1);
     test_rotated_expect(view, format, bad, size, rows, cols, PMPD_ERR_FORMAT_VERSION, 4, "version");
     memcpy(bad, good, size);
     pmpd_le_put_u32(bad + 8, (uint32_t)rows + 1);

@@ -15,7 +15,7 @@
  *   h = S (S + 1) mod 2^32,  (a, b) = table[(h >> 6) & 511],
  *   value = (h bit 15 ? -a : a, b)
  * with table the 512 centroids of k-means on 2-D standard normal samples
- * (tcq_table.c, made offline by offline/tcq/tcq_table_build.c), in int16
+ * (tcq_table.c, made offline by offline/tcq/tcq_table_build.c), in int8
  * multiples of one unit.  W_r[r][c] = scale[r] * unit * value.
  *
  * Bits in bytes: r[k] is bit 7 - k % 8 of byte k / 8 (MSB first), so a
@@ -29,8 +29,9 @@
  * quarter bits q (6..16, 1.5 to 4 bits per weight): s1 = floor(q / 2),
  * s2 = ceil(q / 2).
  *
- * Layout (version 1), little-endian:
- *   64-byte header: "TCQW", u32 version 1, u32 rows, u32 cols, u32 s1,
+ * Layout (version 2: the table in int8 units; version 1 files, written
+ * with an int16 table, are refused), little-endian:
+ *   64-byte header: "TCQW", u32 version 2, u32 rows, u32 cols, u32 s1,
  *     u32 s2, u32 rotation (= pmpd_hadamard_size(cols)), u32 0, u64 seed
  *     of the signs, then zeros
  *   f32 scale[rows] (finite, >= 0), padded with zeros to 64 bytes
@@ -50,7 +51,7 @@
 #include "pmpd_impl/weights/rotated/rotated.h"
 
 #define PMPD_TCQ_HEADER_BYTES 64
-#define PMPD_TCQ_VERSION 1
+#define PMPD_TCQ_VERSION 2
 #define PMPD_TCQ_SEQUENCE 256   /* rotated columns per trellis sequence (T) */
 #define PMPD_TCQ_STEPS 128      /* steps (column pairs) per sequence */
 #define PMPD_TCQ_STATE_BITS 16  /* the window (L) */
@@ -116,8 +117,9 @@ static inline void pmpd_tcq_shifts(unsigned quarter_bits, unsigned *s1, unsigned
     *s2 = (quarter_bits + 1) / 2;
 }
 
-/* The value table: 512 pairs of int16 (first, second value of each
- * centroid), |entries| < 2^14, and the unit they are multiples of. */
+/* The value table: 512 pairs (first, second value of each centroid),
+ * each within -127..127 (int8 values in int16 storage), and the unit they
+ * are multiples of. */
 PMPD_INTERNAL const int16_t *pmpd_tcq_table(void);
 PMPD_INTERNAL float pmpd_tcq_unit(void);
 

@@ -1,7 +1,7 @@
 /* TCQ product with AVX-512 (PMPD_TCQ_USE_AVX512: F, BW, VNNI, VBMI,
  * VBMI2), the GEMV of decode and the token tiles of prefill; the AVX2
  * kernel (tcq_avx2.c) stays for the other x86 builds.  The layout is
- * tcq.h's, unchanged.
+ * tcq.h's.
  *
  * Only bits 6..15 of h = S (S + 1) are used, so h mod 2^16 does: the
  * states live in 16-bit lanes, 32 steps to a register.  A unit of 64 steps
@@ -12,30 +12,35 @@
  *            costs nothing) in each 16-bit lane, and VPSHLDVW by the
  *            lane's constant (i s) % 8 leaves the window;
  *   hash     VPADDW, VPMULLW;
- *   lookup   the table in byte planes (first value low and high byte,
- *            second low and high) of four sub-tables, by index bits 0-1,
- *            of 128 bytes, by index bits 2-8: h's high byte (index bits
- *            2-8 and the sign, which VPERMI2B ignores) is the sub-table
- *            index as it stands.  One VPERMI2B packs the two registers'
- *            high bytes into 64 byte lanes, one more their low bytes (index
- *            bits 0-1 in bits 6-7: two mask tests); each plane is then 4
- *            VPERMI2B (64 steps each) and 3 VPBLENDMB;
- *   values   VPUNPCKL/HBW put each plane's bytes back together as int16
- *            values in the lanes of the step's state (the packing perm
- *            follows the unpacks' order), and a masked VPSUBW negates the
- *            first value where h bit 15 (VPMOVW2M) is set;
- *   product  VPDPWSSD of the first values with the even activations and
- *            of the second with the odd ones, each sign-extended in its
- *            16-bit lane (3 shifts per 64 activations): every 32-bit lane
- *            sums 4 exact products of one block, the lanes 0-7 of one
- *            block, 8-15 of the next, so one conversion and one FMA with
- *            the two blocks' steps (VPERMPS) per 32 steps.
- * That is 22 VPERMI2B (16 of them the lookup) among about 66 operations
- * per unit and row on one token.  A VPGATHERDD per 16 steps would cost
- * more: gathers from the 2 KiB table took 0.85 cycles per element on Zen5
- * (14 cycles per 16), VPERMI2B runs 2 per cycle.
+ *   lookup   the table's values are int8 (tcq_table.c), kept as value
+ *            + 128 in two byte planes (first value, second) of four
+ *            sub-tables, by index bits 0-1, of 128 bytes, by index bits
+ *            2-8: h's high byte (index bits 2-8 and the sign, which
+ *            VPERMI2B ignores) is the sub-table index as it stands.  One
+ *            VPERMI2B packs the two registers' high bytes into 64 byte
+ *            lanes, one more their low bytes (index bits 0-1 in bits 6-7:
+ *            two mask tests); each plane is then 4 VPERMI2B (64 steps
+ *            each) and 3 VPBLENDMB;
+ *   values   a masked VPSUBB from zero negates the biased first value
+ *            where h bit 15 (bit 7 of the packed high byte) is set (-v
+ *            mod 256 is -value + 128), and VPUNPCKL/HBW interleave the two
+ *            planes into column order (the packing perm follows the
+ *            unpacks' order): 64 columns to a register;
+ *   product  VPDPBUSD of the biased values (unsigned) with the int8
+ *            activations, started from minus 128 times each lane's sum of
+ *            4 activations (made once per token, shared by the tile's
+ *            rows), so every 32-bit lane sums 4 exact products of one
+ *            block, lanes 0-7 of one block, 8-15 of the next: one
+ *            conversion and one FMA with the two blocks' steps (VPERMPS)
+ *            per 64 columns.
+ * That is 14 VPERMI2B (8 of them the lookup) among about 38 operations
+ * per unit and row on one token (version 1's int16 table took 22 among
+ * 66: four byte planes, sign-extended activations and VPDPWSSD; 1.5x
+ * slower).  A VPGATHERDD per 16 steps would cost more: gathers from the
+ * 2 KiB table took 0.85 cycles per element on Zen5 (14 cycles per 16),
+ * VPERMI2B runs 2 per cycle.
  *
- * The byte planes (2 KiB) and the shifts' window indices are built on the
+ * The byte planes (1 KiB) and the shifts' window indices are built on the
  * stack once per call.  Rows go in tiles of 4 (below), each through the
  * token tiles of rotated_simd.h (a sequence decoded once per tile of up to
  * 4 tokens), the float sums kept per row and token across the row. */
@@ -52,7 +57,7 @@
 #endif
 
 #define TCQ_AVX512_GROUPS (PMPD_TCQ_STEPS / 32) /* 32-step groups per sequence */
-#define TCQ_AVX512_PLANES 4                     /* first low, first high, second low, second high bytes */
+#define TCQ_AVX512_PLANES 2                     /* first and second values */
 #define TCQ_AVX512_SUBTABLES 4                  /* by index bits 0-1 */
 
 typedef struct tcq_avx512_shift {
@@ -92,6 +97,9 @@ static void tcq_avx512_shift_for(unsigned shift, tcq_avx512_shift *k)
     k->high_at = bytes > 64 ? 64 : 0;
 }
 
+/* The planes hold value + 128 as unsigned bytes (entries are within
+ * -127..127), VPDPBUSD's unsigned operand; negating such a byte modulo 256
+ * gives -value + 128, so the sign needs no unbiasing. */
 static void tcq_avx512_consts_for(const pmpd_tcq_matrix *m, tcq_avx512_consts *c)
 {
     const int16_t *table = pmpd_tcq_table();
@@ -99,15 +107,16 @@ static void tcq_avx512_consts_for(const pmpd_tcq_matrix *m, tcq_avx512_consts *c
     unsigned e, p, t, j;
     for (e = 0; e < PMPD_TCQ_TABLE_ENTRIES; e++)
         for (p = 0; p < TCQ_AVX512_PLANES; p++)
-            planes[p][e % 4][e / 4] = (uint8_t)((uint16_t)table[2 * e + p / 2] >> (8 * (p % 2)));
+            planes[p][e % 4][e / 4] = (uint8_t)(table[2 * e + p] + 128);
     for (p = 0; p < TCQ_AVX512_PLANES; p++)
         for (t = 0; t < TCQ_AVX512_SUBTABLES; t++) {
             c->planes[p][t][0] = _mm512_loadu_si512((const void *)planes[p][t]);
             c->planes[p][t][1] = _mm512_loadu_si512((const void *)(planes[p][t] + 64));
         }
     /* Byte 16 k + j of the packed lanes is lane 8 k + j of the first
-     * register, byte 16 k + 8 + j of the second (j < 8): VPUNPCKLBW then
-     * returns the first register's lane order, VPUNPCKHBW the second's. */
+     * register, byte 16 k + 8 + j of the second (j < 8): VPUNPCKLBW of the
+     * two values' bytes then gives the first register's steps in column
+     * order, VPUNPCKHBW the second's. */
     for (j = 0; j < 64; j++) {
         const unsigned lane = j / 16 * 8 + j % 8, from = (j % 16 < 8 ? 0 : 64) + 2 * lane;
         pack[0][j] = (uint8_t)(from + 1);
@@ -128,8 +137,8 @@ TCQ_AVX512_INLINE __m512i tcq_avx512_hash(__m512i lo, __m512i hi, const tcq_avx5
     return _mm512_mullo_epi16(state, _mm512_add_epi16(state, _mm512_set1_epi16(1)));
 }
 
-/* One byte plane of 64 packed steps: the sub-table by bits 0-1 (masks
- * bit0, bit1), its byte by index. */
+/* One value of 64 packed steps: the sub-table by bits 0-1 (masks bit0,
+ * bit1), its byte by index. */
 TCQ_AVX512_INLINE __m512i tcq_avx512_plane(const __m512i (*plane)[2], __m512i index, __mmask64 bit0,
                                            __mmask64 bit1)
 {
@@ -140,9 +149,9 @@ TCQ_AVX512_INLINE __m512i tcq_avx512_plane(const __m512i (*plane)[2], __m512i in
     return _mm512_mask_blend_epi8(bit1, _mm512_mask_blend_epi8(bit0, t0, t1), _mm512_mask_blend_epi8(bit0, t2, t3));
 }
 
-/* The values of unit u (steps 64 u..64 u + 63) of the sequence in lo, hi:
- * w[0], w[1] the first and second values of steps 64 u..64 u + 31, w[2],
- * w[3] of the next 32, step i in 16-bit lane i % 32. */
+/* The biased values of unit u (steps 64 u..64 u + 63, rotated columns
+ * 128 u..128 u + 127 of the sequence in lo, hi) in column order: w[0] the
+ * first 64 columns, w[1] the next. */
 TCQ_AVX512_INLINE void tcq_avx512_unit(__m512i lo, __m512i hi, const tcq_avx512_consts *c,
                                        const tcq_avx512_shift *k, unsigned u, __m512i *w)
 {
@@ -150,47 +159,43 @@ TCQ_AVX512_INLINE void tcq_avx512_unit(__m512i lo, __m512i hi, const tcq_avx512_
     const __m512i index = _mm512_permutex2var_epi8(h0, c->high_bytes, h1);
     const __m512i low = _mm512_permutex2var_epi8(h0, c->low_bytes, h1);
     const __mmask64 bit0 = _mm512_test_epi8_mask(low, _mm512_set1_epi8(0x40)), bit1 = _mm512_movepi8_mask(low);
-    const __m512i first_low = tcq_avx512_plane(c->planes[0], index, bit0, bit1);
-    const __m512i first_high = tcq_avx512_plane(c->planes[1], index, bit0, bit1);
-    const __m512i second_low = tcq_avx512_plane(c->planes[2], index, bit0, bit1);
-    const __m512i second_high = tcq_avx512_plane(c->planes[3], index, bit0, bit1);
-    const __m512i first0 = _mm512_unpacklo_epi8(first_low, first_high);
-    const __m512i first1 = _mm512_unpackhi_epi8(first_low, first_high);
-    const __m512i zero = _mm512_setzero_si512();
-    w[0] = _mm512_mask_sub_epi16(first0, _mm512_movepi16_mask(h0), zero, first0);
-    w[1] = _mm512_unpacklo_epi8(second_low, second_high);
-    w[2] = _mm512_mask_sub_epi16(first1, _mm512_movepi16_mask(h1), zero, first1);
-    w[3] = _mm512_unpackhi_epi8(second_low, second_high);
+    const __m512i first = tcq_avx512_plane(c->planes[0], index, bit0, bit1);
+    const __m512i second = tcq_avx512_plane(c->planes[1], index, bit0, bit1);
+    /* h bit 15, the sign, is bit 7 of index's bytes */
+    const __m512i signed_first =
+        _mm512_mask_sub_epi8(first, _mm512_movepi8_mask(index), _mm512_setzero_si512(), first);
+    w[0] = _mm512_unpacklo_epi8(signed_first, second);
+    w[1] = _mm512_unpackhi_epi8(signed_first, second);
 }
 
-/* One token's side of a unit (x, d at its first column and block): the
- * even and odd activations of each 64 columns sign-extended in 16-bit
- * lanes, and per 32-bit lane its block's step. */
+/* One token's side of a unit (x, d at its first column and block): its
+ * 128 activations, per 32-bit lane minus 128 times the sum of the lane's 4
+ * activations (what the weights' bias adds to VPDPBUSD's sums), and per
+ * 32-bit lane its block's step. */
 typedef struct tcq_avx512_input {
-    __m512i even[2], odd[2];
+    __m512i x[2], unbias[2];
     __m512 d[2];
 } tcq_avx512_input;
 
 TCQ_AVX512_INLINE void tcq_avx512_input_for(const int8_t *x, const float *d, tcq_avx512_input *in)
 {
     const __m512 steps = _mm512_castps128_ps512(_mm_loadu_ps(d));
+    const __m512i zero = _mm512_setzero_si512();
     unsigned i;
     for (i = 0; i < 2; i++) {
-        const __m512i pairs = _mm512_loadu_si512((const void *)(x + 64 * i));
-        in->even[i] = _mm512_srai_epi16(_mm512_slli_epi16(pairs, 8), 8);
-        in->odd[i] = _mm512_srai_epi16(pairs, 8);
+        in->x[i] = _mm512_loadu_si512((const void *)(x + 64 * i));
+        in->unbias[i] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8((char)0x80), in->x[i]));
     }
     in->d[0] = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), steps);
     in->d[1] = _mm512_permutexvar_ps(_mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3), steps);
 }
 
 /* acc + the unit's values w (tcq_avx512_unit) times the input, exactly in
- * int32 per pair of blocks. */
+ * int32 per pair of blocks (the bias taken off before the conversion). */
 TCQ_AVX512_INLINE __m512 tcq_avx512_dot(const __m512i *w, const tcq_avx512_input *in, __m512 acc)
 {
-    const __m512i zero = _mm512_setzero_si512();
-    const __m512i sums0 = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(zero, w[0], in->even[0]), w[1], in->odd[0]);
-    const __m512i sums1 = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(zero, w[2], in->even[1]), w[3], in->odd[1]);
+    const __m512i sums0 = _mm512_dpbusd_epi32(in->unbias[0], w[0], in->x[0]);
+    const __m512i sums1 = _mm512_dpbusd_epi32(in->unbias[1], w[1], in->x[1]);
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums0), in->d[0], acc);
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums1), in->d[1], acc);
 }
@@ -224,7 +229,7 @@ TCQ_AVX512_INLINE void tcq_avx512_tile(const pmpd_tcq_matrix *m, const tcq_avx51
             hi[i] = _mm512_maskz_loadu_epi8(k->load[1], (const void *)(sequence + k->high_at));
         }
         for (u = 0; u < 2; u++) {
-            __m512i w[TCQ_AVX512_ROWS][4];
+            __m512i w[TCQ_AVX512_ROWS][2];
             for (i = 0; i < nr; i++)
                 tcq_avx512_unit(lo[i], hi[i], c, k, u, w[i]);
             for (t = 0; t < nt; t++) {
