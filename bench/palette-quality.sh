@@ -6,7 +6,11 @@
 # the measured sensitivities ("measured"), with --palette-flat (each group
 # weighed by its share of the weights: what the sensitivities buy), both on
 # the default palette q8,q4,q2cb, and with the measured sensitivities on
-# q8,q4,q2cb,nuq2,nuq3,nuq4 ("nuq").
+# q8,q4,q2cb,nuq2,nuq3,nuq4 ("nuq"); at FULL_BUDGETS also with VQ and TCQ
+# in the palette ("full").  Beside them every single format of the
+# palette at each of its widths (q8, q4, q2cb, nuq2-4, vq2-4, tcq2-4 in
+# half bits) and the nested (any-precision 2:4) model decoded at 2, 3
+# and 4 bits.  bench/quality-plot.py draws the CSV as an SVG.
 #
 #   pycode21M: its held-out text pycode21M_val.txt.
 #   stories260K: no held-out text is shared, so the f32 model writes one
@@ -15,7 +19,9 @@
 # Environment (all optional):
 #   BUILD     build tree holding pmpd-convert, pmpd-eval, pmpd-run (default build)
 #   MODELS    folder of the checkpoints (default ../shared/models)
-#   BUDGETS   bits per weight to allocate (default "3.0 3.25 3.5 4.0 4.5 5.0")
+#   BUDGETS   bits per weight to allocate (default "2.5 3.0 3.25 3.5 4.0 4.5 5.0")
+#   FULL_BUDGETS  the budgets also allocated over the full palette
+#             (default "2.5 3.25")
 #   MODELS_TO "stories260K pycode21M" (default both)
 #   THREADS   sensitivity threads (default 2)
 #
@@ -23,12 +29,16 @@
 #   model,weights,bits_per_weight,predicted_kl,kl,top1,ppl
 # (bits_per_weight over the layer matrices; embedding and classifier q8 in
 # every row; predicted_kl is sum a_g * err_g, the flat rows' is their mean
-# relative error).  About 25 minutes on 2 cores, most of it pycode21M's
-# q2cb encodings (the error of every candidate) and sensitivity runs.
+# relative error; a nested row's bits are what a decode step at that width
+# reads of the layer matrices, per layer weight).  About an hour on 2
+# cores, most of it pycode21M's q2cb and TCQ encodings (the error of every
+# candidate) and sensitivity runs.
 set -eu
 BUILD=${BUILD:-build}
 MODELS=${MODELS:-../shared/models}
-BUDGETS=${BUDGETS:-"3.0 3.25 3.5 4.0 4.5 5.0"}
+BUDGETS=${BUDGETS:-"2.5 3.0 3.25 3.5 4.0 4.5 5.0"}
+FULL_BUDGETS=${FULL_BUDGETS:-"2.5 3.25"}
+FULL_PALETTE=q8,q4,q2cb,nuq2,nuq3,nuq4,vq2.5,vq3,vq3.5,tcq2,tcq2.5,tcq3,tcq3.5
 MODELS_TO=${MODELS_TO:-"stories260K pycode21M"}
 THREADS=${THREADS:-2}
 OUT=$BUILD/palette-quality
@@ -62,10 +72,13 @@ for model in $MODELS_TO; do
         done
     fi
     for b in $BUDGETS; do
-        for how in measured flat nuq; do
+        hows="measured flat nuq"
+        case " $FULL_BUDGETS " in *" $b "*) hows="$hows full" ;; esac
+        for how in $hows; do
             flag=""
             [ $how = flat ] && flag="--palette-flat"
             [ $how = nuq ] && flag="--palette q8,q4,q2cb,nuq2,nuq3,nuq4"
+            [ $how = full ] && flag="--palette $FULL_PALETTE"
             name=${model}_${how}_$b
             if "$BUILD/pmpd-convert" "$MODELS/$model.bin" "$OUT/$name.pmpd" --tokenizer "$tok" --budget-bits "$b" \
                 --threads "$THREADS" $flag > "$OUT/$name.log" 2>&1; then
@@ -81,15 +94,31 @@ for model in $MODELS_TO; do
     # over the layer weights the allocation reported.
     weights=$(grep -h 'layer weights' "$OUT/${model}"_measured_*.log "$OUT/${model}"_flat_*.log 2>/dev/null | head -1 |
               sed 's/.* over \([0-9]*\) layer weights.*/\1/')
-    for t in q4 q2cb q8 nuq2 nuq3 nuq4; do
-        "$BUILD/pmpd-convert" "$MODELS/$model.bin" "$OUT/${model}_$t.pmpd" --tokenizer "$tok" --type $t > "$OUT/${model}_$t.log"
+    vocab=
+    for t in q4 q2cb q8 nuq2 nuq3 nuq4 vq2 vq2.5 vq3 vq3.5 vq4 tcq2 tcq2.5 tcq3 tcq3.5 tcq4; do
+        "$BUILD/pmpd-convert" "$MODELS/$model.bin" "$OUT/${model}_$t.pmpd" --tokenizer "$tok" --type $t \
+            --threads "$THREADS" > "$OUT/${model}_$t.log"
         "$BUILD/pmpd-eval" "$OUT/${model}_$t.pmpd" "$text" --ref "$ref" --tokens 1024 --csv > "$OUT/${model}_$t.eval" 2>/dev/null
-        case $t in nuq*) word=nuq ;; *) word=$t ;; esac
+        word=$(echo $t | tr -d '0-9.')
+        [ $word = q ] && word=$t
         bytes=$(grep "tensors $word " "$OUT/${model}_$t.log" | awk '{print $4}')
-        vocab=$(grep "tensors q8 " "$OUT/${model}_q4.log" | awk '{print $4}')
+        [ -n "$vocab" ] || vocab=$(grep "tensors q8 " "$OUT/${model}_q4.log" | awk '{print $4}')
         [ $t = q8 ] && bytes=$((bytes - vocab))
         line=$(tail -1 "$OUT/${model}_$t.eval")
         echo "$model,uniform $t,$(awk -v b="$bytes" -v w="$weights" 'BEGIN { printf "%.4f", 8 * b / w }'),,$(echo "$line" | cut -d, -f6),$(echo "$line" | cut -d, -f7),$(echo "$line" | cut -d, -f4)" >> "$CSV"
+    done
+    # Nested weights (any-precision, seed 2 bits, parent 4), one file decoded at
+    # each width (the decode kernels, as generation runs them); the bits are the
+    # bytes a decode step at that width reads, less the vocabulary's.
+    nested=$OUT/${model}_anyprec.pmpd
+    "$BUILD/pmpd-convert" "$MODELS/$model.bin" "$nested" --tokenizer "$tok" --type anyprec --bits 2:4 \
+        --threads "$THREADS" > "$OUT/${model}_anyprec.log"
+    for k in 2 3 4; do
+        "$BUILD/pmpd-eval" "$nested" "$text" --ref "$ref" --tokens 1024 --bits 4:$k --decode --csv \
+            > "$OUT/${model}_anyprec$k.eval" 2>/dev/null
+        bytes=$("$BUILD/pmpd-run" "$nested" --bits 4:$k -n 3 -t 0 --ignore-eos 2>&1 >/dev/null | sed -n 's/^weights: \([0-9]*\) bytes.*/\1/p')
+        line=$(tail -1 "$OUT/${model}_anyprec$k.eval")
+        echo "$model,nested $k,$(awk -v b="$bytes" -v v="$vocab" -v w="$weights" 'BEGIN { printf "%.4f", 8 * (b - v) / w }'),,$(echo "$line" | cut -d, -f6),$(echo "$line" | cut -d, -f7),$(echo "$line" | cut -d, -f4)" >> "$CSV"
     done
 done
 cat "$CSV"
