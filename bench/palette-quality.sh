@@ -25,7 +25,7 @@
 #   MODELS_TO "stories260K pycode21M" (default both)
 #   THREADS   sensitivity threads (default 2)
 #
-# Writes BUILD/palette-quality/quality.csv:
+# Writes BUILD/palette-quality/quality.csv (and quality.svg where python3 is):
 #   model,weights,bits_per_weight,predicted_kl,kl,top1,ppl
 # (bits_per_weight over the layer matrices; embedding and classifier q8 in
 # every row; predicted_kl is sum a_g * err_g, the flat rows' is their mean
@@ -122,3 +122,6 @@ for model in $MODELS_TO; do
     done
 done
 cat "$CSV"
+if command -v python3 > /dev/null 2>&1; then
+    python3 "$(dirname "$0")/quality-plot.py" "$CSV" "$OUT/quality.svg" && echo "plot: $OUT/quality.svg"
+fi
