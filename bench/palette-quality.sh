@@ -6,8 +6,9 @@
 # the measured sensitivities ("measured"), with --palette-flat (each group
 # weighed by its share of the weights: what the sensitivities buy), both on
 # the default palette q8,q4,q2cb, and with the measured sensitivities on
-# q8,q4,q2cb,nuq2,nuq3,nuq4 ("nuq"); at FULL_BUDGETS also with VQ and TCQ
-# in the palette ("full").  Beside them every single format of the
+# q8,q4,q2cb,nuq2,nuq3,nuq4 ("nuq"); at FULL_BUDGETS also on q4, q2cb, nuq2,
+# nuq3, vq2.5, tcq2, tcq2.5, tcq3 ("full": a palette takes at most 8).
+# Beside them every single format of the
 # palette at each of its widths (q8, q4, q2cb, nuq2-4, vq2-4, tcq2-4 in
 # half bits) and the nested (any-precision 2:4) model decoded at 2, 3
 # and 4 bits.  bench/quality-plot.py draws the CSV as an SVG.
@@ -38,7 +39,7 @@ BUILD=${BUILD:-build}
 MODELS=${MODELS:-../shared/models}
 BUDGETS=${BUDGETS:-"2.5 3.0 3.25 3.5 4.0 4.5 5.0"}
 FULL_BUDGETS=${FULL_BUDGETS:-"2.5 3.25"}
-FULL_PALETTE=q8,q4,q2cb,nuq2,nuq3,nuq4,vq2.5,vq3,vq3.5,tcq2,tcq2.5,tcq3,tcq3.5
+FULL_PALETTE=q4,q2cb,nuq2,nuq3,vq2.5,tcq2,tcq2.5,tcq3 # at most 8 formats
 MODELS_TO=${MODELS_TO:-"stories260K pycode21M"}
 THREADS=${THREADS:-2}
 OUT=$BUILD/palette-quality
@@ -92,8 +93,8 @@ for model in $MODELS_TO; do
     # Uniform formats, their layer bits from the summary: the type's bytes
     # (q8's less the vocabulary's, which every quantized model stores as q8)
     # over the layer weights the allocation reported.
-    weights=$(grep -h 'layer weights' "$OUT/${model}"_measured_*.log "$OUT/${model}"_flat_*.log 2>/dev/null | head -1 |
-              sed 's/.* over \([0-9]*\) layer weights.*/\1/')
+    weights=$(sed -n 's/.* over \([0-9]*\) layer weights.*/\1/p' "$OUT/${model}"_measured_*.log \
+              "$OUT/${model}"_flat_*.log 2>/dev/null | head -1)
     vocab=
     for t in q4 q2cb q8 nuq2 nuq3 nuq4 vq2 vq2.5 vq3 vq3.5 vq4 tcq2 tcq2.5 tcq3 tcq3.5 tcq4; do
         "$BUILD/pmpd-convert" "$MODELS/$model.bin" "$OUT/${model}_$t.pmpd" --tokenizer "$tok" --type $t \

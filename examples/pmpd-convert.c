@@ -336,7 +336,7 @@ static int convert_parse(int argc, char **argv, convert_args *a)
             fprintf(stderr, "pmpd-convert: %s %s: %s\n", o, v,
                     !strcmp(o, "--kv-codebooks") ? "SUB must be 2 or 4 and BITS 1 to 8"
                     : !strcmp(o, "--type")       ? "not one of f32, f16, anyprec, q8, q4, q2cb, w8a8, nuq2, nuq3, nuq4, vq2, vq2.5, vq3, vq3.5, vq4, tcq1.5 .. tcq4 in steps of 0.25, keep-closest"
-                    : !strcmp(o, "--palette")    ? "not a comma-separated list of formats (f32, f16, q8, q4, q2cb, nuq2-4, vq2-4 in half bits, tcq1.5 .. tcq4)"
+                    : !strcmp(o, "--palette")    ? "not a comma-separated list of at most 8 formats (f32, f16, q8, q4, q2cb, nuq2-4, vq2-4 in half bits, tcq1.5 .. tcq4)"
                     : !strcmp(o, "--budget-bits") ? "not a number of bits per weight above 0"
                     : !strcmp(o, "--vocabulary")  ? "not one of q8, q4, nested"
                                                  : "not a valid value");
