@@ -33,6 +33,7 @@
 #include "pmpd.h"
 #include "pmpd_impl/model/model.h"
 #include "pmpd_impl/weights/format.h"
+#include "pmpd_impl/offline/import/import.h"
 #include "pmpd_impl/offline/palette/distortion.h"
 #include "pmpd_impl/offline/palette/groups.h"
 #include "pmpd_impl/offline/palette/sensitivity.h"
@@ -608,6 +609,40 @@ static void test_sensitivity_restart(void **state)
     pmpd_build_free(&b);
 }
 
+/* A one-layer model whose vocabulary (32) is shorter than the sequences:
+ * no suffix can run it (suffix.h), and the one-layer model never tried
+ * one before the first noisy run, which then failed with "not supported"
+ * (pmpd-convert --budget-bits on the fuzz seed).  Now it falls back to
+ * whole-model runs: the same fits as full_forward. */
+static void test_sensitivity_one_layer(void **state)
+{
+    pmpd_build_model b;
+    pmpd_palette_group *groups;
+    pmpd_palette_sensitivity_options options;
+    pmpd_palette_fit fits[4], full[4];
+    pmpd_error err;
+    uint32_t n_groups, g;
+    size_t size;
+    unsigned char *data = test_read_file("fuzz/corpus/llama2c/tiny_legacy_shared.bin", &size);
+    (void)state;
+    assert_non_null(data);
+    pmpd_build_init(&b);
+    assert_int_equal(pmpd_import_llama2c(data, size, &b, NULL), PMPD_OK);
+    free(data);
+    assert_int_equal(b.info.n_layers, 1);
+    assert_int_equal(pmpd_palette_groups(&b, &groups, &n_groups), PMPD_OK);
+    assert_int_equal(n_groups, 4);
+    pmpd_palette_sensitivity_defaults(&options);
+    assert_true(options.length > b.info.vocab_size);
+    assert_int_equal(pmpd_palette_sensitivity(&b, groups, n_groups, &options, fits, &err), PMPD_OK);
+    options.full_forward = 1;
+    assert_int_equal(pmpd_palette_sensitivity(&b, groups, n_groups, &options, full, &err), PMPD_OK);
+    for (g = 0; g < n_groups; g++)
+        assert_memory_equal(&fits[g].slope, &full[g].slope, sizeof(double));
+    free(groups);
+    pmpd_build_free(&b);
+}
+
 /* The rotated formats' errors of a matrix whose columns (172) are fewer
  * than its rotation (192), measured through the wide view of
  * distortion.c, against the row lookup of the tensor as stored. */
@@ -661,6 +696,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sensitivity),
         cmocka_unit_test(test_sensitivity_restart),
+        cmocka_unit_test(test_sensitivity_one_layer),
         cmocka_unit_test(test_error_rotated_rows),
         cmocka_unit_test(test_budget_conversion),
         cmocka_unit_test(test_budget_nuq),

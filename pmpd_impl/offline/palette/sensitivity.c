@@ -80,11 +80,19 @@ static pmpd_status palette_run(palette_probe *p, int clean, uint32_t layer, doub
     uint32_t s, t;
     double sum = 0.0;
     pmpd_status st = PMPD_OK;
-    const int restart = !clean && p->hidden;
+    int restart = !clean && p->hidden;
     if (restart && (p->suffix.length == 0 || p->suffix.first != layer)) {
         pmpd_palette_suffix_close(&p->suffix);
         st = pmpd_palette_suffix_open(p->opened.model, layer, p->opened.model->info.n_layers - layer, p->length,
                                       p->threads, &p->suffix);
+        if (st == PMPD_ERR_UNSUPPORTED) {
+            /* A one-layer model never tried a suffix in
+             * palette_probe_hidden: run from the embedding, as there. */
+            free(p->hidden);
+            p->hidden = NULL;
+            restart = 0;
+            st = PMPD_OK;
+        }
     }
     for (s = 0; s < p->n_sequences && st == PMPD_OK; s++) {
         float *ref = p->clean + (size_t)s * p->length * p->vocab;
