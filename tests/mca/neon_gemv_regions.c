@@ -7,10 +7,12 @@
  * bytes per bit).  q8 / q4 / q2cb: two 4-row groups of 32 (the GEMV's
  * even/odd pair), 136 / 72 / 42 bytes a group.  vq: two blocks of 16
  * pairs (the GEMV's even/odd pair) for one token, 4 p bytes at p index
- * bits per pair.  tcq: 32 columns of one sequence, two groups of 8 trellis
- * steps decoded and multiplied with one token (a step of shift s bits
- * holds 2 weights: 2 s bytes per 32 weights); the stack copy of the
- * sequence, once per 256 weights, is left out. */
+ * bits per pair.  tcq: 64 columns of one sequence for one token, as one
+ * iteration of tcq_neon_sequence's loop: the 32 steps hashed in the
+ * previous iteration looked up, the next 32 hashed, two blocks' products
+ * (a step of shift s bits holds 2 weights: 2 s bytes per 32 weights); the
+ * stack copy of the sequence, once per 256 weights, and the signed pair
+ * table, once per call, are left out. */
 #include "pmpd_impl/weights/grouped/arm_neon/qmatmul.c"
 #include "pmpd_impl/weights/anyprec/anyprec_gemv_neon.c"
 #include "pmpd_impl/weights/vq/vq_neon.c"
@@ -28,7 +30,8 @@ void mca_nested_4bit(const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_
 void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, const uint64_t *pairs, size_t g,
                    float32x4_t *acc);
 void mca_vq(const pmpd_vq_matrix *m, const int8_t *q, const float *d, float32x4_t *acc);
-void mca_tcq(unsigned shift, const uint8_t *bytes, const int8_t *x, int32x4_t *sum);
+void mca_tcq(unsigned shift, const tcq_neon_consts *consts, const uint8_t *bytes, const uint16_t *pairs, uint16x8_t *h,
+             const int8_t *x, const float *d, float32x4_t *acc);
 
 /* The tables stay in registers across superblocks, as in the real loop. */
 #define MCA_NESTED(bits, name)                                                                                       \
@@ -105,27 +108,49 @@ void mca_vq(const pmpd_vq_matrix *m, const int8_t *q, const float *d, float32x4_
     }
 }
 
-/* Columns 0..31 of a sequence whose bytes (with its first 16 after them)
- * are at bytes, as tcq_neon_decode and tcq_neon_token run them. */
+/* Columns 0..63 of a sequence whose bytes (with its first 16 after them)
+ * are at bytes, h the hashes of its first 32 steps, as one iteration of
+ * tcq_neon_sequence's loop runs them (consts: tcq_neon_consts_for(shift),
+ * in registers but unknown to the compiler, as in the kernel; pairs:
+ * tcq_neon_pairs' table; x, d: the token's activations and block
+ * steps). */
+/* The hashes and constants "made" at the region's start (an empty asm
+ * that may change them), so that the compiler cannot start the lookups
+ * (UMOV, UBFX) before the marker, which it otherwise does. */
+#define MCA_TCQ_OPAQUE(h, k)                                                                                         \
+    __asm__ volatile("" : "+w"(h[0]), "+w"(h[1]), "+w"(h[2]), "+w"(h[3]), "+w"(k.shuffle[0]), "+w"(k.shuffle[1]),  \
+                     "+w"(k.shift[0]), "+w"(k.shift[1]))
+
 #define MCA_TCQ(shift, name)                                                                                         \
     do {                                                                                                             \
         tcq_neon_consts k;                                                                                           \
-        int16x8_t w[4];                                                                                              \
-        tcq_neon_consts_for(shift, &k);                                                                              \
+        uint16x8_t current[4], next[4];                                                                              \
+        int8x16_t v[4];                                                                                              \
+        k = *consts;                                                                                                 \
+        current[0] = h[0];                                                                                           \
+        current[1] = h[1];                                                                                           \
+        current[2] = h[2];                                                                                           \
+        current[3] = h[3];                                                                                           \
         MCA_BEGIN(name);                                                                                             \
-        tcq_neon_group(bytes, table, &k, w);                                                                         \
-        tcq_neon_group(bytes + (shift), table, &k, w + 2);                                                           \
-        *sum = vaddq_s32(*sum, tcq_neon_block_sum(w, x));                                                            \
+        MCA_TCQ_OPAQUE(current, k);                                                                                  \
+        tcq_neon_hash32(bytes + 4 * (shift), shift, &k, next);                                                       \
+        tcq_neon_lookup(current, pairs, v);                                                                          \
+        tcq_neon_lookup(current + 2, pairs, v + 2);                                                                  \
+        *acc = tcq_neon_two_blocks(v, x, d, *acc);                                                                   \
         MCA_END(name);                                                                                               \
+        h[0] = next[0];                                                                                              \
+        h[1] = next[1];                                                                                              \
+        h[2] = next[2];                                                                                              \
+        h[3] = next[3];                                                                                              \
     } while (0)
 
-void mca_tcq(unsigned shift, const uint8_t *bytes, const int8_t *x, int32x4_t *sum)
+void mca_tcq(unsigned shift, const tcq_neon_consts *consts, const uint8_t *bytes, const uint16_t *pairs, uint16x8_t *h,
+             const int8_t *x, const float *d, float32x4_t *acc)
 {
-    const int16_t *table = pmpd_tcq_table();
     switch (shift) {
-    case 3: MCA_TCQ(3, "tcq1.5/32/6"); break;
-    case 4: MCA_TCQ(4, "tcq2/32/8"); break;
-    case 6: MCA_TCQ(6, "tcq3/32/12"); break;
-    default: MCA_TCQ(8, "tcq4/32/16"); break;
+    case 3: MCA_TCQ(3, "tcq1.5/64/12"); break;
+    case 4: MCA_TCQ(4, "tcq2/64/16"); break;
+    case 6: MCA_TCQ(6, "tcq3/64/24"); break;
+    default: MCA_TCQ(8, "tcq4/64/32"); break;
     }
 }
