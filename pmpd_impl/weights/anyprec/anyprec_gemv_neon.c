@@ -140,9 +140,13 @@ static uint8x16_t anyprec_neon_row_table(const pmpd_anyprec_matrix *m, unsigned 
  *           moving both pairs' fields into the first table's order took
  *           four or five.
  *   4 bits: as the GEMM's codes (anyprec_neon_codes), 16 columns of them:
- *           the second table is the one with the index halves swapped. */
+ *           the second table is the one with the index halves swapped.
+ *           Planes 2 and 3 are merged into eo at h = 0 and reused at h = 1
+ *           (the caller takes the two halves of a 16-column chunk in
+ *           turn): 4 of 7 operations per row and chunk saved at h = 1. */
 ANYPREC_NEON_INLINE void anyprec_neon_quarter_codes(const unsigned char *field, const unsigned char *const *plane,
-                                                    size_t at, unsigned h, uint8x16_t *codes, const unsigned bits)
+                                                    size_t at, unsigned h, uint8x16_t *codes, uint8x16_t *eo,
+                                                    const unsigned bits)
 {
     const uint8x16_t f = vld1q_u8(field + 32 * h);
     if (bits == 2) {
@@ -150,8 +154,14 @@ ANYPREC_NEON_INLINE void anyprec_neon_quarter_codes(const unsigned char *field, 
         codes[1] = f;
     } else if (bits == 4) {
         const uint8x16_t m33 = vdupq_n_u8(0x33), m55 = vdupq_n_u8(0x55);
-        const uint8x16_t b2 = vld1q_u8(plane[2] + at), b3 = vld1q_u8(plane[3] + at);
-        const uint8x16_t e = vbslq_u8(m55, b2, vshlq_n_u8(b3, 1)), o = vbslq_u8(m55, vshrq_n_u8(b2, 1), b3);
+        uint8x16_t e, o;
+        if (h == 0) {
+            const uint8x16_t b2 = vld1q_u8(plane[2] + at), b3 = vld1q_u8(plane[3] + at);
+            eo[0] = vbslq_u8(m55, b2, vshlq_n_u8(b3, 1));
+            eo[1] = vbslq_u8(m55, vshrq_n_u8(b2, 1), b3);
+        }
+        e = eo[0];
+        o = eo[1];
         codes[0] = vbslq_u8(m33, f, h ? e : vshlq_n_u8(e, 2));
         codes[1] = vbslq_u8(m33, h ? vshrq_n_u8(o, 2) : o, f);
     } else {
@@ -171,7 +181,7 @@ ANYPREC_NEON_INLINE void anyprec_neon_quarter_codes(const unsigned char *field, 
  * made clang spill. */
 ANYPREC_NEON_INLINE void anyprec_neon_block_quarter(int32x4_t *dot, const uint8x16_t *table, const unsigned char *field,
                                                     const unsigned char *const *plane, unsigned h, unsigned c,
-                                                    const int8_t *x, const unsigned bits)
+                                                    const int8_t *x, uint8x16_t (*eo)[2], const unsigned bits)
 {
     const uint8x16_t low = vdupq_n_u8(0x0F);
     uint8x16_t codes[PMPD_ANYPREC_ROW_BLOCK][2];
@@ -182,7 +192,7 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_quarter(int32x4_t *dot, const uint8x
         xv[k] = vld1q_s8(x + 32 * (4 * h + k) + 16 * c);
 #pragma GCC unroll 4
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-        anyprec_neon_quarter_codes(field + 64 * i + 16 * c, plane, 32 * i + 16 * c, h, codes[i], bits);
+        anyprec_neon_quarter_codes(field + 64 * i + 16 * c, plane, 32 * i + 16 * c, h, codes[i], eo[i], bits);
 #pragma GCC unroll 4
     for (k = 0; k < 4; k++)
 #pragma GCC unroll 4
@@ -194,10 +204,13 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_quarter(int32x4_t *dot, const uint8x
 
 /* Superblock s of the four rows of block r0, added to acc: the loop body
  * (and the region tests/mca/neon_gemv_regions.c measures), a quarter (4
- * groups, 16 columns of each) at a time, with a fence after each.  Half a
- * superblock at a time (32 columns of 4 groups, the previous kernel) cost
- * more spills and LDPs: llvm-mca's Cortex-A55 model issues an LDP of Q
- * registers in 6 cycles, two LDRs in 2. */
+ * groups, 16 columns of each) at a time, with a fence after each; at 4
+ * bits both halves of columns 0..15, then of 16..31, so the merged upper
+ * planes of a chunk serve two quarters (kept in registers across the
+ * fence; the other widths measured the same or 0.1 cycle worse in that
+ * order).  Half a superblock at a time (32 columns of 4 groups, the
+ * previous kernel) cost more spills and LDPs: llvm-mca's Cortex-A55 model
+ * issues an LDP of Q registers in 6 cycles, two LDRs in 2. */
 ANYPREC_NEON_INLINE void anyprec_neon_block_super(const pmpd_anyprec_matrix *m, const int8_t *xq,
                                                   const pmpd_anyprec_units *u, uint32_t r0, uint32_t s,
                                                   const uint8x16_t *table, float32x4_t *acc, const unsigned bits)
@@ -206,17 +219,17 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_super(const pmpd_anyprec_matrix *m, 
     const int8_t *x = pmpd_anyprec_super_input(xq, u, m->cols, s);
     const unsigned char *field = pmpd_anyprec_super_slices(m, r0, s, bits, plane);
     int32x4_t dot[PMPD_ANYPREC_ROW_BLOCK];
-    uint32_t i, h, c;
+    uint8x16_t eo[PMPD_ANYPREC_ROW_BLOCK][2];
+    uint32_t i, q;
 #pragma GCC unroll 4
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
         dot[i] = vdupq_n_s32(0);
-#pragma GCC unroll 2
-    for (h = 0; h < 2; h++)
-#pragma GCC unroll 2
-        for (c = 0; c < 2; c++) {
-            anyprec_neon_block_quarter(dot, table, field, plane, h, c, x, bits);
-            ANYPREC_NEON_FENCE(dot);
-        }
+#pragma GCC unroll 4
+    for (q = 0; q < 4; q++) {
+        anyprec_neon_block_quarter(dot, table, field, plane, bits == 4 ? q % 2 : q / 2, bits == 4 ? q / 2 : q % 2, x,
+                                   eo, bits);
+        ANYPREC_NEON_FENCE(dot);
+    }
 #pragma GCC unroll 4
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
         acc[i] = vfmaq_n_f32(acc[i], vcvtq_f32_s32(dot[i]), u->scale[s]);
