@@ -6,8 +6,11 @@
  * entries, and the GEMV multiplies with int8 activations (SDOT when the
  * target has it, widening multiplies otherwise) into int32 sums that
  * become float once per superblock (its groups share one activation
- * scale).  Four rows share the activation loads.  The GEMM widens the entries to float once per group and reuses
- * them for a tile of input vectors. */
+ * scale).  Four rows share the activation loads.  The GEMV goes 16
+ * columns of four groups at a time (anyprec_neon_block_quarter), at 3 bits
+ * with a cheaper bit placement read through a second table.  The GEMM
+ * widens the entries to float once per group and reuses them for a tile
+ * of input vectors. */
 #include "pmpd_impl/weights/anyprec/anyprec.h"
 
 #if PMPD_ANYPREC_USE_NEON
@@ -19,6 +22,18 @@
 #define ANYPREC_NEON_INLINE static inline __attribute__((always_inline))
 #else
 #define ANYPREC_NEON_INLINE static inline
+#endif
+/* A point no load moves across, and by which a block's four row sums are
+ * complete (an empty volatile asm that may read and write them): GCC
+ * otherwise hoists a superblock's 32 slice and activation loads to the top
+ * of the loop body, spills half of them and pairs them into LDPs, and clang
+ * (Armv8.0) leaves all the pairwise accumulations to the end, spilling
+ * their operands. */
+#if defined(__GNUC__)
+#define ANYPREC_NEON_FENCE(dot)                                                                                      \
+    __asm__ volatile("" : "+w"((dot)[0]), "+w"((dot)[1]), "+w"((dot)[2]), "+w"((dot)[3])::"memory")
+#else
+#define ANYPREC_NEON_FENCE(dot) (void)0
 #endif
 
 /* 32 bytes: columns 0..15 and 16..31 of a group, or of a slice row. */
@@ -34,7 +49,7 @@ ANYPREC_NEON_INLINE anyprec_neon_pair anyprec_neon_load(const unsigned char *p)
     return v;
 }
 
-/* The codes of pairs 2h and 2h+1 of one row's superblock (pair q: group 2q
+/* The GEMM's codes of pairs 2h and 2h+1 of one row's superblock (pair q: group 2q
  * in the low nibble of each byte, 2q+1 in the high one), from its 32 bytes
  * of the 2-bit slice's half h (groups 4h, 4h+2, 4h+1, 4h+3 at bit pairs 0,
  * 2, 4, 6) and 32 bytes of each upper plane at plane[p] + at (bit b: group
@@ -98,61 +113,6 @@ static int32x4_t anyprec_neon_dot(int32x4_t acc, uint8x16_t w, int8x16_t x)
 #endif
 }
 
-/* Group g of one row: entries of the nibbles looked up, dotted with the
- * activations, added to acc. */
-ANYPREC_NEON_INLINE int32x4_t anyprec_neon_group(int32x4_t acc, uint8x16_t table, anyprec_neon_pair idx,
-                                                 const int8_t *x, unsigned g)
-{
-    acc = anyprec_neon_dot(acc, vqtbl1q_u8(table, idx.lo), vld1q_s8(x + 32 * g));
-    return anyprec_neon_dot(acc, vqtbl1q_u8(table, idx.hi), vld1q_s8(x + 32 * g + 16));
-}
-
-/* Groups 2q and 2q+1 of one row (pair q's codes, the table they index). */
-ANYPREC_NEON_INLINE int32x4_t anyprec_neon_row_pair(int32x4_t acc, uint8x16_t table, anyprec_neon_pair codes,
-                                                    unsigned q, const int8_t *x)
-{
-    acc = anyprec_neon_group(acc, table, anyprec_neon_nibbles(codes, 0), x, 2 * q);
-    return anyprec_neon_group(acc, table, anyprec_neon_nibbles(codes, 1), x, 2 * q + 1);
-}
-
-/* At 2 bits a nibble of the 2-bit slice holds two codes whole (groups 4h
- * and 4h+2 low, 4h+1 and 4h+3 high), read by tables by low and by high
- * bits.  Groups 4h..4h+3 of one row. */
-ANYPREC_NEON_INLINE int32x4_t anyprec_neon_row_quad(int32x4_t acc, uint8x16_t by_low, uint8x16_t by_high,
-                                                    const unsigned char *field, unsigned h, const int8_t *x)
-{
-    anyprec_neon_pair f = anyprec_neon_load(field + 32 * h);
-    anyprec_neon_pair lo = anyprec_neon_nibbles(f, 0), hi = anyprec_neon_nibbles(f, 1);
-    acc = anyprec_neon_group(acc, by_low, lo, x, 4 * h);
-    acc = anyprec_neon_group(acc, by_high, lo, x, 4 * h + 2);
-    acc = anyprec_neon_group(acc, by_low, hi, x, 4 * h + 1);
-    return anyprec_neon_group(acc, by_high, hi, x, 4 * h + 3);
-}
-
-/* Four groups (pairs 2h and 2h+1, or quad h) of the four rows of a block,
- * rows innermost so each activation load serves four rows. */
-ANYPREC_NEON_INLINE void anyprec_neon_block_half(int32x4_t *dot, const uint8x16_t *table, const unsigned char *field,
-                                                 const unsigned char *const *plane, unsigned h, const int8_t *x,
-                                                 const unsigned bits)
-{
-    unsigned i, q;
-    if (bits == 2) {
-#pragma GCC unroll 4
-        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-            dot[i] = anyprec_neon_row_quad(dot[i], table[i], table[PMPD_ANYPREC_ROW_BLOCK + i], field + 64 * i, h, x);
-        return;
-    }
-#pragma GCC unroll 4
-    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
-        anyprec_neon_pair codes[2];
-        anyprec_neon_codes(field + 64 * i, plane, 32 * i, h, codes, bits);
-#pragma GCC unroll 2
-        for (q = 0; q < 2; q++)
-            dot[i] = anyprec_neon_row_pair(dot[i], anyprec_neon_pair_table(table, i, 2 * h + q, bits), codes[q],
-                                           2 * h + q, x);
-    }
-}
-
 /* Row r's table, zero past the last row (the padding rows of a block). */
 static uint8x16_t anyprec_neon_row_table(const pmpd_anyprec_matrix *m, unsigned bits, uint32_t r)
 {
@@ -161,8 +121,96 @@ static uint8x16_t anyprec_neon_row_table(const pmpd_anyprec_matrix *m, unsigned 
     return vld1q_u8(entries);
 }
 
+/* The codes of row i for groups 4h..4h+3, columns 16c..16c+15 of each:
+ * codes[0] holds group 4h's table index in the low nibble of each byte and
+ * 4h+1's in the high one, for the row's first table; codes[1] groups 4h+2
+ * and 4h+3 for its second (anyprec_neon_block_tables).  One AND or one
+ * shift per lookup takes an index out.
+ *   2 bits: a nibble of the slice holds two whole codes (groups 4h and
+ *           4h+2 low, 4h+1 and 4h+3 high), read by tables by low and by
+ *           high bits: both are the slice's bytes themselves.
+ *   3 bits: one bit select per pair of groups: groups 4h, 4h+1 take the
+ *           slice's fields at bit pairs 0 and 4 and plane 2 (shifted by 2
+ *           at h = 0) at bits 2 and 6; groups 4h+2, 4h+3 keep the slice's
+ *           fields where they lie (bits 2-3, 6-7) and take plane 2 (shifted
+ *           right by 2 at h = 1) at bits 1 and 5, which the second table
+ *           reads in that order.  The remaining bit of each nibble carries
+ *           whatever the operands held there, and both tables ignore it.
+ *           Three operations per row and 16 columns of four groups, where
+ *           moving both pairs' fields into the first table's order took
+ *           four or five.
+ *   4 bits: as the GEMM's codes (anyprec_neon_codes), 16 columns of them:
+ *           the second table is the one with the index halves swapped.
+ *           Planes 2 and 3 are merged into eo at h = 0 and reused at h = 1
+ *           (the caller takes the two halves of a 16-column chunk in
+ *           turn): 4 of 7 operations per row and chunk saved at h = 1. */
+ANYPREC_NEON_INLINE void anyprec_neon_quarter_codes(const unsigned char *field, const unsigned char *const *plane,
+                                                    size_t at, unsigned h, uint8x16_t *codes, uint8x16_t *eo,
+                                                    const unsigned bits)
+{
+    const uint8x16_t f = vld1q_u8(field + 32 * h);
+    if (bits == 2) {
+        codes[0] = f;
+        codes[1] = f;
+    } else if (bits == 4) {
+        const uint8x16_t m33 = vdupq_n_u8(0x33), m55 = vdupq_n_u8(0x55);
+        uint8x16_t e, o;
+        if (h == 0) {
+            const uint8x16_t b2 = vld1q_u8(plane[2] + at), b3 = vld1q_u8(plane[3] + at);
+            eo[0] = vbslq_u8(m55, b2, vshlq_n_u8(b3, 1));
+            eo[1] = vbslq_u8(m55, vshrq_n_u8(b2, 1), b3);
+        }
+        e = eo[0];
+        o = eo[1];
+        codes[0] = vbslq_u8(m33, f, h ? e : vshlq_n_u8(e, 2));
+        codes[1] = vbslq_u8(m33, h ? vshrq_n_u8(o, 2) : o, f);
+    } else {
+        const uint8x16_t m33 = vdupq_n_u8(0x33), b2 = vld1q_u8(plane[2] + at);
+        codes[0] = vbslq_u8(m33, f, h ? b2 : vshlq_n_u8(b2, 2));
+        codes[1] = vbslq_u8(m33, h ? vshrq_n_u8(b2, 2) : b2, f);
+    }
+}
+
+/* Groups 4h..4h+3, columns 16c..16c+15 of each, of the four rows of a
+ * block.  One 16-byte load per row and slice, none next to
+ * another (they lie 32 or 64 bytes apart, so no LDP pairs them), the
+ * activations of the four groups loaded once for the four rows, and the
+ * products issued row after row for each group, so that on an in-order
+ * core each SDOT's accumulator was written four SDOTs before.  Indices are
+ * taken out of the codes just before their lookup: all 16 live at once
+ * made clang spill. */
+ANYPREC_NEON_INLINE void anyprec_neon_block_quarter(int32x4_t *dot, const uint8x16_t *table, const unsigned char *field,
+                                                    const unsigned char *const *plane, unsigned h, unsigned c,
+                                                    const int8_t *x, uint8x16_t (*eo)[2], const unsigned bits)
+{
+    const uint8x16_t low = vdupq_n_u8(0x0F);
+    uint8x16_t codes[PMPD_ANYPREC_ROW_BLOCK][2];
+    int8x16_t xv[4];
+    unsigned i, k;
+#pragma GCC unroll 4
+    for (k = 0; k < 4; k++)
+        xv[k] = vld1q_s8(x + 32 * (4 * h + k) + 16 * c);
+#pragma GCC unroll 4
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+        anyprec_neon_quarter_codes(field + 64 * i + 16 * c, plane, 32 * i + 16 * c, h, codes[i], eo[i], bits);
+#pragma GCC unroll 4
+    for (k = 0; k < 4; k++)
+#pragma GCC unroll 4
+        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
+            const uint8x16_t idx = k % 2 ? vshrq_n_u8(codes[i][k / 2], 4) : vandq_u8(codes[i][k / 2], low);
+            dot[i] = anyprec_neon_dot(dot[i], vqtbl1q_u8(table[k < 2 ? i : PMPD_ANYPREC_ROW_BLOCK + i], idx), xv[k]);
+        }
+}
+
 /* Superblock s of the four rows of block r0, added to acc: the loop body
- * (and the region tests/mca/neon_gemv_regions.c measures). */
+ * (and the region tests/mca/neon_gemv_regions.c measures), a quarter (4
+ * groups, 16 columns of each) at a time, with a fence after each; at 4
+ * bits both halves of columns 0..15, then of 16..31, so the merged upper
+ * planes of a chunk serve two quarters (kept in registers across the
+ * fence; the other widths measured the same or 0.1 cycle worse in that
+ * order).  Half a superblock at a time (32 columns of 4 groups, the
+ * previous kernel) cost more spills and LDPs: llvm-mca's Cortex-A55 model
+ * issues an LDP of Q registers in 6 cycles, two LDRs in 2. */
 ANYPREC_NEON_INLINE void anyprec_neon_block_super(const pmpd_anyprec_matrix *m, const int8_t *xq,
                                                   const pmpd_anyprec_units *u, uint32_t r0, uint32_t s,
                                                   const uint8x16_t *table, float32x4_t *acc, const unsigned bits)
@@ -171,19 +219,25 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_super(const pmpd_anyprec_matrix *m, 
     const int8_t *x = pmpd_anyprec_super_input(xq, u, m->cols, s);
     const unsigned char *field = pmpd_anyprec_super_slices(m, r0, s, bits, plane);
     int32x4_t dot[PMPD_ANYPREC_ROW_BLOCK];
-    uint32_t i, h;
+    uint8x16_t eo[PMPD_ANYPREC_ROW_BLOCK][2];
+    uint32_t i, q;
 #pragma GCC unroll 4
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
         dot[i] = vdupq_n_s32(0);
-#pragma GCC unroll 2
-    for (h = 0; h < 2; h++)
-        anyprec_neon_block_half(dot, table, field, plane, h, x, bits);
+#pragma GCC unroll 4
+    for (q = 0; q < 4; q++) {
+        anyprec_neon_block_quarter(dot, table, field, plane, bits == 4 ? q % 2 : q / 2, bits == 4 ? q / 2 : q % 2, x,
+                                   eo, bits);
+        ANYPREC_NEON_FENCE(dot);
+    }
 #pragma GCC unroll 4
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
         acc[i] = vfmaq_n_f32(acc[i], vcvtq_f32_s32(dot[i]), u->scale[s]);
 }
 
-/* Entry n of the 2-bit tables by low / by high bits: entry n%4 / n/4.  A
+/* Entry n of the 2-bit tables by low / by high bits: entry n%4 / n/4; of
+ * the second 3-bit table, entry 4 * (n >> 1 & 1) + (n >> 2) (index bit 1
+ * plane 2, bits 2-3 planes 0-1; anyprec_neon_quarter_codes).  A
  * block without padding rows reads its entries straight from the matrix
  * (as the x86 kernels do): the padding rows' zeroed 16-byte copy costs a
  * stalled load per row and block. */
@@ -196,6 +250,7 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_tables(const pmpd_anyprec_matrix *m,
     static const uint8_t high_bits[16] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3};
     static const uint8_t repeat8[16] = {0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7};
     static const uint8_t swapped[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+    static const uint8_t plane2_low[16] = {0, 0, 4, 4, 1, 1, 5, 5, 2, 2, 6, 6, 3, 3, 7, 7};
     uint32_t i;
 #pragma GCC unroll 4
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
@@ -212,7 +267,8 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_tables(const pmpd_anyprec_matrix *m,
             t = vreinterpretq_u8_u32(vdupq_n_u32(four));
         }
         table[i] = bits == 2 ? vqtbl1q_u8(t, vld1q_u8(low_bits)) : bits == 3 ? vqtbl1q_u8(t, vld1q_u8(repeat8)) : t;
-        table[PMPD_ANYPREC_ROW_BLOCK + i] = vqtbl1q_u8(t, vld1q_u8(bits == 2 ? high_bits : swapped));
+        table[PMPD_ANYPREC_ROW_BLOCK + i] =
+            vqtbl1q_u8(t, vld1q_u8(bits == 2 ? high_bits : bits == 3 ? plane2_low : swapped));
     }
 }
 
