@@ -77,11 +77,11 @@ PMPD_NEON_INLINE float32x4_t pmpd_neon_gemv_group(uint32_t type, const unsigned 
 
 /* The q2cb GEMV in assembly (SDOT, little-endian), for the in-order
  * Cortex-A55: there TBL, SDOT and the shifts issue one 128-bit operation
- * per cycle with a 4-cycle latency (SDOT without accumulator forwarding),
- * nothing waits out of order and instructions complete in order, so the
- * instruction order is the schedule; neither GCC nor clang keeps one that
- * hides the latencies, and GCC 12 copies a two-register TBL table before
- * every use.
+ * per cycle with a 4-cycle latency (SDOT without accumulator forwarding)
+ * and nothing waits out of order (llvm-mca's model also completes them in
+ * order), so the instruction order is the schedule.  Neither GCC nor clang
+ * keeps one that hides the latencies, and GCC 12 copies a two-register
+ * TBL table before every use (docs/kernels.md has the figures).
  *
  * A step is groups g and g+1 of a row block (blocks blk, blk + 42) with
  * one token: x the group's 4 activation chunks and then g+1's (16 bytes
@@ -121,8 +121,9 @@ static void pmpd_neon_q2cb_luts_build(const pmpd_qmatrix *w, pmpd_neon_q2cb_luts
 /* One step; it advances blk, x, xs and n (its flags say whether n reached
  * 0).  Shared with tests/mca/neon_gemv_regions.c. */
 #define PMPD_NEON_Q2CB_STEP \
-    /* scalar work first: an integer operation issued within two cycles after \
-     * a vector one waits for it (the A55 completes in order) */ \
+    /* integer work first: in llvm-mca's A55 model instructions complete in \
+     * order, so an integer operation within two cycles after a vector one \
+     * waits for it */ \
     "ldrh w9, [%[blk], #8]\n\t" \
     "add x17, %[x], #16\n\t" \
     "ldrh w13, [%[blk], #50]\n\t" \
