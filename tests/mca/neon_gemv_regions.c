@@ -75,6 +75,36 @@ void mca_nested_4bit(const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_
         acc[1] = odd;                                                                                                \
     } while (0)
 
+/* q2cb: with dotprod (little-endian) the GEMV is an assembly loop over
+ * pairs of groups; the region is one pass of its body (which also
+ * finishes the previous pass's odd group), pointers set up before it as
+ * the loop keeps them in registers.  Never run: the vector registers the
+ * body expects (v10..v13) are not set up here. */
+#if PMPD_NEON_Q2CB_ASM
+#define MCA_Q2CB(name)                                                                                               \
+    do {                                                                                                             \
+        const unsigned char *block = pmpd_qformat_block(w, 0, g);                                                   \
+        const int8_t *x = pmpd_qact_chunk(act, 0, 4 * g);                                                            \
+        const float *xs = act->scale + g;                                                                            \
+        size_t n = 1;                                                                                                \
+        float32x4_t even = acc[0], odd = acc[1];                                                                      \
+        pmpd_neon_q2cb_luts luts;                                                                                    \
+        (void)pairs;                                                                                                 \
+        pmpd_neon_q2cb_luts_build(w, &luts);                                                                         \
+        MCA_BEGIN(name);                                                                                             \
+        __asm__ volatile("1:\n\t" PMPD_NEON_Q2CB_STEP "b.ne 1b"                                                      \
+                         : [blk] "+r"(block), [x] "+r"(x), [xs] "+r"(xs), [n] "+r"(n), [ev] "+w"(even),           \
+                           [od] "+w"(odd)                                                                            \
+                         : [lo] "r"(luts.lo), [hi] "r"(luts.hi)                                                      \
+                         : PMPD_NEON_Q2CB_CLOBBERS);                                                                 \
+        MCA_END(name);                                                                                               \
+        acc[0] = even;                                                                                               \
+        acc[1] = odd;                                                                                                \
+    } while (0)
+#else
+#define MCA_Q2CB(name) MCA_GROUPS(PMPD_TENSOR_Q2CB, name)
+#endif
+
 void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, const uint64_t *pairs, size_t g,
                    float32x4_t *acc)
 {
@@ -83,7 +113,7 @@ void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, c
     else if (type == PMPD_TENSOR_Q4)
         MCA_GROUPS(PMPD_TENSOR_Q4, "q4/256/144");
     else
-        MCA_GROUPS(PMPD_TENSOR_Q2CB, "q2cb/256/84");
+        MCA_Q2CB("q2cb/256/84");
 }
 
 /* Blocks 0 and 1 of row 0 at one width, as vq_neon_tile runs them. */

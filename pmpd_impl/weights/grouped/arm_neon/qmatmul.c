@@ -75,6 +75,213 @@ PMPD_NEON_INLINE float32x4_t pmpd_neon_gemv_group(uint32_t type, const unsigned 
                      vmulq_n_f32(b.scale, act->scale[t * act->n_groups + g]));
 }
 
+/* The q2cb GEMV in assembly (SDOT, little-endian), for the in-order
+ * Cortex-A55: there TBL, SDOT and the shifts issue one 128-bit operation
+ * per cycle with a 4-cycle latency (SDOT without accumulator forwarding)
+ * and nothing waits out of order (llvm-mca's model also completes them in
+ * order), so the instruction order is the schedule.  Neither GCC nor clang
+ * keeps one that hides the latencies, and GCC 12 copies a two-register
+ * TBL table before every use (docs/kernels.md has the figures).
+ *
+ * A step is groups g and g+1 of a row block (blocks blk, blk + 42) with
+ * one token: x the group's 4 activation chunks and then g+1's (16 bytes
+ * apart), xs the two activation scales.  Per row pair h and group, the id
+ * byte's two codebooks give two TBL register pairs (lo and hi tables), the
+ * 16 code bytes two 4-bit indices (SLI puts row 2h+1 at 16..31), and 4
+ * TBLs and 4 SDOTs.  Group g's two SDOT chains run first and group g+1's
+ * second, group g+1's loads and index shifts between them; group g+1's
+ * sums (v11, v12) and float scales (v10) are left to the next step, which
+ * adds them to odd while its own loads arrive, so no step ends waiting on
+ * a chain of latencies.  Registers: x9..x16 codebook ids, x17, x19..x24
+ * chunk addresses; v13 the row-2h+1 mask, v14/v15 group g+1's codes. */
+#if PMPD_USE_DOTPROD && !defined(__ARM_BIG_ENDIAN) && defined(__GNUC__)
+#define PMPD_NEON_Q2CB_ASM 1
+
+/* The step's tables, from the tensor's 16 codebooks (header bytes
+ * 4k..4k+3): lo[k][j] is level j & 3 of codebook k, hi[k][j] level j >> 2,
+ * so a 4-bit index holding two 2-bit codes (bits 0..1: chunk c, 2..3:
+ * chunk c+1) looks up either code without masking the other off.  512
+ * bytes, built per call. */
+typedef struct pmpd_neon_q2cb_luts {
+    int8_t lo[PMPD_Q2CB_CODEBOOKS][16];
+    int8_t hi[PMPD_Q2CB_CODEBOOKS][16];
+} pmpd_neon_q2cb_luts;
+
+static void pmpd_neon_q2cb_luts_build(const pmpd_qmatrix *w, pmpd_neon_q2cb_luts *luts)
+{
+    unsigned k, j;
+    for (k = 0; k < PMPD_Q2CB_CODEBOOKS; k++) {
+        for (j = 0; j < 16; j++) {
+            luts->lo[k][j] = (int8_t)w->data[k * PMPD_Q2CB_LEVELS + (j & 3u)];
+            luts->hi[k][j] = (int8_t)w->data[k * PMPD_Q2CB_LEVELS + (j >> 2)];
+        }
+    }
+}
+
+/* One step; it advances blk, x, xs and n (its flags say whether n reached
+ * 0).  Shared with tests/mca/neon_gemv_regions.c. */
+#define PMPD_NEON_Q2CB_STEP \
+    /* integer work first: in llvm-mca's A55 model instructions complete in \
+     * order, so an integer operation within two cycles after a vector one \
+     * waits for it */ \
+    "ldrh w9, [%[blk], #8]\n\t" \
+    "add x17, %[x], #16\n\t" \
+    "ldrh w13, [%[blk], #50]\n\t" \
+    "add x19, %[x], #32\n\t" \
+    "ldur q24, [%[blk], #10]\n\t" \
+    "add x20, %[x], #48\n\t" \
+    "ldur q26, [%[blk], #26]\n\t" \
+    "add x21, %[x], #64\n\t" \
+    "ldur q14, [%[blk], #52]\n\t" \
+    "add x22, %[x], #80\n\t" \
+    "ldur q15, [%[blk], #68]\n\t" \
+    "add x23, %[x], #96\n\t" \
+    "ldr d30, [%[blk]]\n\t" \
+    "add x24, %[x], #112\n\t" \
+    "ldr d31, [%[xs]]\n\t" \
+    "ubfx x10, x9, #4, #4\n\t" \
+    "ld1r {v0.2d}, [%[x]]\n\t" \
+    "ubfx x11, x9, #8, #4\n\t" \
+    "ubfx x12, x9, #12, #4\n\t" \
+    "and x9, x9, #15\n\t" \
+    "ubfx x14, x13, #4, #4\n\t" \
+    "ubfx x15, x13, #8, #4\n\t" \
+    "ubfx x16, x13, #12, #4\n\t" \
+    "and x13, x13, #15\n\t" \
+    "add %[blk], %[blk], #84\n\t" \
+    "add %[x], %[x], #128\n\t" \
+    "add %[xs], %[xs], #8\n\t" \
+    "subs %[n], %[n], #1\n\t" \
+    /* group g's tables and indices; the previous step's group g+1 */ \
+    "ldr q16, [%[lo], x9, lsl #4]\n\t" \
+    "addp v11.4s, v11.4s, v12.4s\n\t" \
+    "ldr q17, [%[lo], x10, lsl #4]\n\t" \
+    "ushr v25.16b, v24.16b, #4\n\t" \
+    "ldr q20, [%[lo], x11, lsl #4]\n\t" \
+    "ushr v27.16b, v26.16b, #4\n\t" \
+    "ldr q21, [%[lo], x12, lsl #4]\n\t" \
+    "sli v24.16b, v13.16b, #4\n\t" \
+    "ldr q18, [%[hi], x9, lsl #4]\n\t" \
+    "sli v26.16b, v13.16b, #4\n\t" \
+    "ldr q19, [%[hi], x10, lsl #4]\n\t" \
+    "scvtf v11.4s, v11.4s\n\t" \
+    "ldr q22, [%[hi], x11, lsl #4]\n\t" \
+    "sli v25.16b, v13.16b, #4\n\t" \
+    "ldr q23, [%[hi], x12, lsl #4]\n\t" \
+    "sli v27.16b, v13.16b, #4\n\t" \
+    "ld1r {v1.2d}, [x17]\n\t" \
+    "movi d28, #0\n\t" \
+    "ld1r {v2.2d}, [x19]\n\t" \
+    "movi d29, #0\n\t" \
+    "ld1r {v3.2d}, [x20]\n\t" \
+    /* group g: each SDOT 4 operations after the TBL it reads and after the \
+     * previous SDOT of its chain; group g+1's loads and indices as registers \
+     * come free */ \
+    "tbl v4.16b, {v16.16b, v17.16b}, v24.16b\n\t" \
+    "fmla %[od].4s, v11.4s, v10.4s\n\t" \
+    "tbl v5.16b, {v20.16b, v21.16b}, v26.16b\n\t" \
+    "fcvtl v30.4s, v30.4h\n\t" \
+    "tbl v6.16b, {v18.16b, v19.16b}, v24.16b\n\t" \
+    "tbl v7.16b, {v22.16b, v23.16b}, v26.16b\n\t" \
+    "sdot v28.4s, v4.16b, v0.16b\n\t" \
+    "tbl v4.16b, {v16.16b, v17.16b}, v25.16b\n\t" \
+    "ldr q16, [%[lo], x13, lsl #4]\n\t" \
+    "sdot v29.4s, v5.16b, v0.16b\n\t" \
+    "ldr q17, [%[lo], x14, lsl #4]\n\t" \
+    "tbl v5.16b, {v20.16b, v21.16b}, v27.16b\n\t" \
+    "ld1r {v0.2d}, [x21]\n\t" \
+    "sdot v28.4s, v6.16b, v1.16b\n\t" \
+    "ldr q20, [%[lo], x15, lsl #4]\n\t" \
+    "tbl v6.16b, {v18.16b, v19.16b}, v25.16b\n\t" \
+    "ldr q21, [%[lo], x16, lsl #4]\n\t" \
+    "sdot v29.4s, v7.16b, v1.16b\n\t" \
+    "ldr q18, [%[hi], x13, lsl #4]\n\t" \
+    "tbl v7.16b, {v22.16b, v23.16b}, v27.16b\n\t" \
+    "ldr q19, [%[hi], x14, lsl #4]\n\t" \
+    "sdot v28.4s, v4.16b, v2.16b\n\t" \
+    "ld1r {v1.2d}, [x22]\n\t" \
+    "ushr v25.16b, v14.16b, #4\n\t" \
+    "ldr q22, [%[hi], x15, lsl #4]\n\t" \
+    "sdot v29.4s, v5.16b, v2.16b\n\t" \
+    "ldr q23, [%[hi], x16, lsl #4]\n\t" \
+    "ushr v27.16b, v15.16b, #4\n\t" \
+    "ld1r {v2.2d}, [x23]\n\t" \
+    "sdot v28.4s, v6.16b, v3.16b\n\t" \
+    "movi d11, #0\n\t" \
+    "sli v14.16b, v13.16b, #4\n\t" \
+    "movi d12, #0\n\t" \
+    "sdot v29.4s, v7.16b, v3.16b\n\t" \
+    "sli v15.16b, v13.16b, #4\n\t" \
+    "fmul v30.4s, v30.4s, v31.s[0]\n\t" \
+    "sli v25.16b, v13.16b, #4\n\t" \
+    "ld1r {v3.2d}, [x24]\n\t" \
+    "sli v27.16b, v13.16b, #4\n\t" \
+    /* group g+1 (its sums stay in v11, v12 for the next step, its scales \
+     * in v10); group g's float sum */ \
+    "tbl v4.16b, {v16.16b, v17.16b}, v14.16b\n\t" \
+    "addp v28.4s, v28.4s, v29.4s\n\t" \
+    "tbl v5.16b, {v20.16b, v21.16b}, v15.16b\n\t" \
+    "ldur d24, [%[blk], #-42]\n\t" \
+    "tbl v6.16b, {v18.16b, v19.16b}, v14.16b\n\t" \
+    "tbl v7.16b, {v22.16b, v23.16b}, v15.16b\n\t" \
+    "sdot v11.4s, v4.16b, v0.16b\n\t" \
+    "scvtf v28.4s, v28.4s\n\t" \
+    "tbl v4.16b, {v16.16b, v17.16b}, v25.16b\n\t" \
+    "sdot v12.4s, v5.16b, v0.16b\n\t" \
+    "fcvtl v24.4s, v24.4h\n\t" \
+    "tbl v5.16b, {v20.16b, v21.16b}, v27.16b\n\t" \
+    "sdot v11.4s, v6.16b, v1.16b\n\t" \
+    "fmla %[ev].4s, v28.4s, v30.4s\n\t" \
+    "tbl v6.16b, {v18.16b, v19.16b}, v25.16b\n\t" \
+    "sdot v12.4s, v7.16b, v1.16b\n\t" \
+    "tbl v7.16b, {v22.16b, v23.16b}, v27.16b\n\t" \
+    "sdot v11.4s, v4.16b, v2.16b\n\t" \
+    "fmul v10.4s, v24.4s, v31.s[1]\n\t" \
+    "sdot v12.4s, v5.16b, v2.16b\n\t" \
+    "sdot v11.4s, v6.16b, v3.16b\n\t" \
+    "sdot v12.4s, v7.16b, v3.16b\n\t"
+
+#define PMPD_NEON_Q2CB_CLOBBERS                                                                                   \
+    "cc", "memory", "x9", "x10", "x11", "x12", "x13", "x14", "x15", "x16", "x17", "x19", "x20", "x21", "x22",    \
+        "x23", "x24", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v10", "v11", "v12", "v13", "v14", "v15",   \
+        "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30",  \
+        "v31"
+
+/* q2cb GEMV of row block rb with token t: the steps over pairs of groups
+ * in one loop, the last step's group g+1 added after it, an odd last
+ * group by the generic path. */
+PMPD_NEON_INLINE void pmpd_neon_q2cb_gemv(const pmpd_qmatrix *w, const pmpd_qact *act, const uint64_t *pairs,
+                                          const pmpd_neon_q2cb_luts *luts, size_t rb, size_t t, size_t row_end,
+                                          float *y, size_t ldy)
+{
+    const unsigned char *block = pmpd_qformat_block(w, rb, 0);
+    const int8_t *x = pmpd_qact_chunk(act, t, 0);
+    const float *xs = act->scale + t * act->n_groups;
+    size_t n = act->n_groups / 2;
+    float32x4_t even = vdupq_n_f32(0.0f), odd = vdupq_n_f32(0.0f);
+    float result[4];
+    if (n > 0)
+        __asm__("movi v13.16b, #1\n\t"
+                "mov v13.d[0], xzr\n\t"
+                "movi d10, #0\n\t"
+                "movi d11, #0\n\t"
+                "movi d12, #0\n"
+                "1:\n\t" PMPD_NEON_Q2CB_STEP "b.ne 1b\n\t"
+                "addp v11.4s, v11.4s, v12.4s\n\t"
+                "scvtf v11.4s, v11.4s\n\t"
+                "fmla %[od].4s, v11.4s, v10.4s"
+                : [blk] "+r"(block), [x] "+r"(x), [xs] "+r"(xs), [n] "+r"(n), [ev] "+w"(even), [od] "+w"(odd)
+                : [lo] "r"(luts->lo), [hi] "r"(luts->hi)
+                : PMPD_NEON_Q2CB_CLOBBERS);
+    if (act->n_groups % 2)
+        even = pmpd_neon_gemv_group(PMPD_TENSOR_Q2CB, block, act, pairs, t, act->n_groups - 1, even);
+    vst1q_f32(result, vaddq_f32(even, odd));
+    pmpd_qmatmul_store(y, ldy, t, rb * PMPD_QROWS, row_end, result);
+}
+#else
+#define PMPD_NEON_Q2CB_ASM 0
+#endif
+
 /* GEMV of row block rb with token t: even and odd groups go to separate
  * accumulators, halving the chain of dependent FMAs. */
 PMPD_NEON_INLINE void pmpd_neon_gemv(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
@@ -132,17 +339,31 @@ PMPD_NEON_INLINE void pmpd_neon_walk(uint32_t type, const pmpd_qmatrix *w, const
     /* 2 KB of stack, rebuilt per call (256 entries, less work than any
      * matrix's blocks); only q2cb reads it. */
     uint64_t pairs[256];
+#if PMPD_NEON_Q2CB_ASM
+    pmpd_neon_q2cb_luts luts; /* the assembly GEMV's tables, 512 bytes */
+#endif
     size_t rb, t0, first;
-    if (type == PMPD_TENSOR_Q2CB)
+    if (type == PMPD_TENSOR_Q2CB) {
         pmpd_q2cb_codebook_pairs(w, 0, pairs);
+#if PMPD_NEON_Q2CB_ASM
+        pmpd_neon_q2cb_luts_build(w, &luts);
+#endif
+    }
     for (first = 0; first < act->n_tokens; first += PMPD_QMATMUL_TOKEN_BLOCK) {
         size_t last = act->n_tokens - first < PMPD_QMATMUL_TOKEN_BLOCK ? act->n_tokens
                                                                        : first + PMPD_QMATMUL_TOKEN_BLOCK;
         for (rb = row_begin / PMPD_QROWS; rb * PMPD_QROWS < row_end; rb++) {
             for (t0 = first; t0 + PMPD_NEON_TOKENS <= last; t0 += PMPD_NEON_TOKENS)
                 pmpd_neon_gemm_tile(type, w, act, pairs, rb, t0, row_end, y, ldy);
-            for (; t0 < last; t0++)
+            for (; t0 < last; t0++) {
+#if PMPD_NEON_Q2CB_ASM
+                if (type == PMPD_TENSOR_Q2CB) {
+                    pmpd_neon_q2cb_gemv(w, act, pairs, &luts, rb, t0, row_end, y, ldy);
+                    continue;
+                }
+#endif
                 pmpd_neon_gemv(type, w, act, pairs, rb, t0, row_end, y, ldy);
+            }
         }
     }
 }
