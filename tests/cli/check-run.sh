@@ -13,7 +13,10 @@
 #     path fails with exit 1 and leaves no file;
 #   pmpd-convert --type keep-closest on a Q4_K_M GGUF lists each tensor's
 #     choice (Q4_K -> q4, Q6_K -> q8, norms f32); an unknown --type is a
-#     usage error that names keep-closest.
+#     usage error that names keep-closest;
+#   every container fuzz seed (fuzz/corpus/container/*.pmpd) loads and
+#     decodes, so a format version bump cannot leave the fuzzer stuck at
+#     the version check.
 set -u
 BUILD=${BUILD:-build}
 MODELS=${MODELS:-../shared/models}
