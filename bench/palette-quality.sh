@@ -100,8 +100,7 @@ for model in $MODELS_TO; do
         "$BUILD/pmpd-convert" "$MODELS/$model.bin" "$OUT/${model}_$t.pmpd" --tokenizer "$tok" --type $t \
             --threads "$THREADS" > "$OUT/${model}_$t.log"
         "$BUILD/pmpd-eval" "$OUT/${model}_$t.pmpd" "$text" --ref "$ref" --tokens 1024 --csv > "$OUT/${model}_$t.eval" 2>/dev/null
-        word=$(echo $t | tr -d '0-9.')
-        [ $word = q ] && word=$t
+        case $t in nuq*) word=nuq ;; vq*) word=vq ;; tcq*) word=tcq ;; *) word=$t ;; esac
         bytes=$(grep "tensors $word " "$OUT/${model}_$t.log" | awk '{print $4}')
         [ -n "$vocab" ] || vocab=$(grep "tensors q8 " "$OUT/${model}_q4.log" | awk '{print $4}')
         [ $t = q8 ] && bytes=$((bytes - vocab))

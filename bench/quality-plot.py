@@ -29,7 +29,8 @@ X_MIN, X_MAX = 1.5, 9.0
 def series_of(label):
     kind, _, name = label.partition(" ")
     if kind == "uniform":
-        return name.rstrip("0123456789.") or "q", name
+        family = name.rstrip("0123456789.")
+        return (family if family in ("nuq", "vq", "tcq") else "q"), name
     if kind == "nested":
         return "nested", name + "-bit"
     how, _, budget = name.rpartition(" ")
