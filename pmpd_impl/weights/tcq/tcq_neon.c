@@ -162,36 +162,6 @@ TCQ_NEON_INLINE void tcq_neon_hash32(const uint8_t *bytes, unsigned shift, const
     tcq_neon_hash(bytes + 2 * shift, shift, k, h + 2);
 }
 
-/* Sequence j of row r decoded into w (256 int8 values in column order).
- * Software-pipelined by 32 steps: the hashes of the next 32 are made
- * beside the lookups of the current 32, in one basic block (the last
- * lookups peeled, not behind a branch), so that the compiler may
- * interleave them; 32 steps rather than 16 give it more independent
- * work for an in-order core's two issue slots (llvm-mca, A55, GCC: 52
- * cycles per 32 weights against 62). */
-static void tcq_neon_decode(const pmpd_tcq_matrix *m, size_t r, size_t j, const tcq_neon_consts *consts,
-                            const uint16_t *pairs, int8_t *w)
-{
-    uint8_t bytes[16 * PMPD_TCQ_MAX_SHIFT + 16];
-    uint16x8_t h[4];
-    int8x16_t v[4];
-    unsigned shift, u, i;
-    const tcq_neon_consts *k = tcq_neon_bytes(m, r, j, consts, bytes, &shift);
-    tcq_neon_hash32(bytes, shift, k, h);
-    for (u = 0; u + 1 < PMPD_TCQ_STEPS / 32; u++) {
-        const uint16x8_t current[4] = {h[0], h[1], h[2], h[3]};
-        tcq_neon_hash32(bytes + (size_t)(u + 1) * 4 * shift, shift, k, h);
-        tcq_neon_lookup(current, pairs, v);
-        tcq_neon_lookup(current + 2, pairs, v + 2);
-        for (i = 0; i < 4; i++)
-            vst1q_s8(w + 64 * u + 16 * i, v[i]);
-    }
-    tcq_neon_lookup(h, pairs, v);
-    tcq_neon_lookup(h + 2, pairs, v + 2);
-    for (i = 0; i < 4; i++)
-        vst1q_s8(w + 64 * u + 16 * i, v[i]);
-}
-
 /* acc + the exact sums of the two blocks of 32 values in v with x, scaled
  * by their steps d[0], d[1]. */
 TCQ_NEON_INLINE float32x4_t tcq_neon_two_blocks(const int8x16_t *v, const int8_t *x, const float *d,
@@ -201,30 +171,61 @@ TCQ_NEON_INLINE float32x4_t tcq_neon_two_blocks(const int8x16_t *v, const int8_t
     return vfmaq_n_f32(acc, vcvtq_f32_s32(tcq_neon_block_sum(v + 2, x + 32)), d[1]);
 }
 
-/* One token's sum over sequence j of row r without the stack copy of its
- * values (decode, one token: x its 256 int8 columns, d its 8 block steps),
- * pipelined as tcq_neon_decode. */
-static float tcq_neon_sequence(const pmpd_tcq_matrix *m, size_t r, size_t j, const tcq_neon_consts *consts,
-                               const uint16_t *pairs, const int8_t *x, const float *d)
+/* The values of the 32 steps hashed in h (steps 32 u..32 u + 31): stored
+ * at w (prefill), or with w NULL multiplied with one token's x, d in
+ * registers and added to acc (decode). */
+TCQ_NEON_INLINE float32x4_t tcq_neon_use(const uint16x8_t *h, const uint16_t *pairs, unsigned u, int8_t *w,
+                                         const int8_t *x, const float *d, float32x4_t acc)
+{
+    int8x16_t v[4];
+    unsigned i;
+    tcq_neon_lookup(h, pairs, v);
+    tcq_neon_lookup(h + 2, pairs, v + 2);
+    if (!w)
+        return tcq_neon_two_blocks(v, x + 64 * u, d + 2 * u, acc);
+    for (i = 0; i < 4; i++)
+        vst1q_s8(w + 64 * u + 16 * i, v[i]);
+    return acc;
+}
+
+/* Sequence j of row r through tcq_neon_use (w, or x and d).
+ * Software-pipelined by 32 steps: the hashes of the next 32 are made
+ * beside the lookups of the current 32, in one basic block (the last
+ * lookups peeled, not behind a branch), so that the compiler may
+ * interleave them; 32 steps rather than 16 give it more independent
+ * work for an in-order core's two issue slots (llvm-mca, A55, GCC: 52
+ * cycles per 32 weights against 62).  Inlined into its two callers, so
+ * that each compiles without the other's branch. */
+TCQ_NEON_INLINE float tcq_neon_walk(const pmpd_tcq_matrix *m, size_t r, size_t j, const tcq_neon_consts *consts,
+                                    const uint16_t *pairs, int8_t *w, const int8_t *x, const float *d)
 {
     uint8_t bytes[16 * PMPD_TCQ_MAX_SHIFT + 16];
     float32x4_t acc = vdupq_n_f32(0.0f);
     uint16x8_t h[4];
-    int8x16_t v[4];
     unsigned shift, u;
     const tcq_neon_consts *k = tcq_neon_bytes(m, r, j, consts, bytes, &shift);
     tcq_neon_hash32(bytes, shift, k, h);
     for (u = 0; u + 1 < PMPD_TCQ_STEPS / 32; u++) {
         const uint16x8_t current[4] = {h[0], h[1], h[2], h[3]};
         tcq_neon_hash32(bytes + (size_t)(u + 1) * 4 * shift, shift, k, h);
-        tcq_neon_lookup(current, pairs, v);
-        tcq_neon_lookup(current + 2, pairs, v + 2);
-        acc = tcq_neon_two_blocks(v, x + 64 * u, d + 2 * u, acc);
+        acc = tcq_neon_use(current, pairs, u, w, x, d, acc);
     }
-    tcq_neon_lookup(h, pairs, v);
-    tcq_neon_lookup(h + 2, pairs, v + 2);
-    acc = tcq_neon_two_blocks(v, x + 64 * u, d + 2 * u, acc);
-    return vaddvq_f32(acc);
+    return vaddvq_f32(tcq_neon_use(h, pairs, u, w, x, d, acc));
+}
+
+/* Sequence j of row r decoded into w (256 int8 values in column order). */
+static void tcq_neon_decode(const pmpd_tcq_matrix *m, size_t r, size_t j, const tcq_neon_consts *consts,
+                            const uint16_t *pairs, int8_t *w)
+{
+    (void)tcq_neon_walk(m, r, j, consts, pairs, w, NULL, NULL);
+}
+
+/* One token's sum over sequence j of row r without the stack copy of its
+ * values (decode, one token: x its 256 int8 columns, d its 8 block steps). */
+static float tcq_neon_sequence(const pmpd_tcq_matrix *m, size_t r, size_t j, const tcq_neon_consts *consts,
+                               const uint16_t *pairs, const int8_t *x, const float *d)
+{
+    return tcq_neon_walk(m, r, j, consts, pairs, NULL, x, d);
 }
 
 /* One token's sum over a decoded sequence: x its 256 int8 columns, d its
