@@ -610,10 +610,11 @@ static void test_sensitivity_restart(void **state)
 }
 
 /* A one-layer model whose vocabulary (32) is shorter than the sequences:
- * no suffix can run it (suffix.h), and the one-layer model never tried
- * one before the first noisy run, which then failed with "not supported"
- * (pmpd-convert --budget-bits on the fuzz seed).  Now it falls back to
- * whole-model runs: the same fits as full_forward. */
+ * no suffix can run it (suffix.h).  The clean-stream pass asked only
+ * the layers before the last, so a one-layer model was never asked and
+ * its first noisy run failed with "not supported" (pmpd-convert
+ * --budget-bits on the fuzz seed).  Now it runs the whole model: the same
+ * fits as full_forward. */
 static void test_sensitivity_one_layer(void **state)
 {
     pmpd_build_model b;

@@ -80,19 +80,11 @@ static pmpd_status palette_run(palette_probe *p, int clean, uint32_t layer, doub
     uint32_t s, t;
     double sum = 0.0;
     pmpd_status st = PMPD_OK;
-    int restart = !clean && p->hidden;
+    const int restart = !clean && p->hidden;
     if (restart && (p->suffix.length == 0 || p->suffix.first != layer)) {
         pmpd_palette_suffix_close(&p->suffix);
         st = pmpd_palette_suffix_open(p->opened.model, layer, p->opened.model->info.n_layers - layer, p->length,
                                       p->threads, &p->suffix);
-        if (st == PMPD_ERR_UNSUPPORTED) {
-            /* A one-layer model never tried a suffix in
-             * palette_probe_hidden: run from the embedding, as there. */
-            free(p->hidden);
-            p->hidden = NULL;
-            restart = 0;
-            st = PMPD_OK;
-        }
     }
     for (s = 0; s < p->n_sequences && st == PMPD_OK; s++) {
         float *ref = p->clean + (size_t)s * p->length * p->vocab;
@@ -115,7 +107,8 @@ static pmpd_status palette_run(palette_probe *p, int clean, uint32_t layer, doub
 /* The clean stream entering every layer: the embedding rows, then each
  * layer run alone on the previous stream (one-layer suffixes).  Where a
  * suffix cannot run (suffix.h), hidden stays NULL and every evaluation
- * runs the whole model. */
+ * runs the whole model; the last layer's suffix is opened too, though its
+ * output is not needed, so that a one-layer model is asked as well. */
 static pmpd_status palette_probe_hidden(palette_probe *p)
 {
     const pmpd_model *m = p->opened.model;
@@ -130,9 +123,9 @@ static pmpd_status palette_probe_hidden(palette_probe *p)
         for (t = 0; t < p->length; t++)
             pmpd_linear_row(m->tok_embedding, (size_t)p->tokens[(size_t)s * p->length + t],
                             p->hidden + ((size_t)s * p->length + t) * dim);
-    for (layer = 0; layer + 1 < m->info.n_layers && st == PMPD_OK; layer++) {
+    for (layer = 0; layer < m->info.n_layers && st == PMPD_OK; layer++) {
         st = pmpd_palette_suffix_open(m, layer, 1, p->length, p->threads, &one);
-        for (s = 0; s < p->n_sequences && st == PMPD_OK; s++)
+        for (s = 0; layer + 1 < m->info.n_layers && s < p->n_sequences && st == PMPD_OK; s++)
             st = pmpd_palette_suffix_run(&one, palette_hidden(p, layer, s), NULL,
                                          (float *)(uintptr_t)palette_hidden(p, layer + 1, s));
         pmpd_palette_suffix_close(&one);
