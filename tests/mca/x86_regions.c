@@ -10,9 +10,9 @@
  *                   AVX2 kernel; nested-kbit-avx512 the AVX-512 one);
  *   nuqK-avx512     one pair step of a decode tile: 64 rotated columns of
  *                   4 rows, the token's activations permuted for it
- *                   included (3 bits; 2 and 4 bits at a row's end);
- *   nuqK-wide-avx512  a wide step of a decode tile at 2 or 4 bits (256 or
- *                   128 columns of 4 rows), the bulk of those rows;
+ *                   included (a row's end);
+ *   nuqK-wide-avx512  a wide step of a decode tile (256 columns of 4 rows
+ *                   at 2 bits, 128 at 3 and 4), the bulk of a row;
  *   tcq-avx512      one 64-step unit of a TCQ decode tile: 128 rotated
  *                   columns of 4 rows, the token's activations included
  *                   (the same operations at every width: bytes at 2 bits);
@@ -157,7 +157,7 @@ void mca_nuq_avx512(const pmpd_nuq_matrix *m, const int8_t *q, const float *d, s
     } while (0)
 
 /* The decode tile's steps: 4 rows (4 streams) x 64 columns (or a wide
- * step's 256, 128), one token. */
+ * step's 256 or 128), one token. */
 void mca_nuq_avx512(const pmpd_nuq_matrix *m, const int8_t *q, const float *d, size_t n_blocks, size_t b,
                     size_t stride, pmpd_rotated_avx512_sums acc)
 {
@@ -166,6 +166,7 @@ void mca_nuq_avx512(const pmpd_nuq_matrix *m, const int8_t *q, const float *d, s
         MCA_NUQ_WIDE_AVX512(2, "nuq2-wide-avx512/1024/256");
     } else if (m->bits == 3) {
         MCA_NUQ_AVX512(3, "nuq3-avx512/256/96");
+        MCA_NUQ_WIDE_AVX512(3, "nuq3-wide-avx512/512/192");
     } else {
         MCA_NUQ_AVX512(4, "nuq4-avx512/256/128");
         MCA_NUQ_WIDE_AVX512(4, "nuq4-wide-avx512/512/256");

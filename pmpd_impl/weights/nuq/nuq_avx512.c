@@ -2,8 +2,8 @@
  * of decode and the token tiles of prefill; the AVX2 kernel (nuq_avx2.c)
  * stays for AVX2-only builds.  The layout is nuq.h's, unchanged.
  *
- * At 2 and 4 bits most of a row goes in wide steps of 64 code bytes
- * (8 or 4 blocks, below); the rest, and 3 bits, in steps of a pair of
+ * Most of a row goes in wide steps of 8 blocks at 2 bits, 4 at 3 and 4
+ * bits (64 or 48 code bytes, below); the rest in steps of a pair of
  * blocks (64 rotated columns): one load covers the pair's codes and one or
  * two operations spread them to 64 bytes, each byte's low bits a code:
  *   4 bits: the 32 bytes in both 256-bit halves, the upper half shifted by
@@ -26,9 +26,10 @@
  * (rotated_simd.h).
  *
  * Per row and pair that is 5 vector operations at 2 and 4 bits (shift,
- * lookup, VPDPBUSD, conversion, FMA; the load broadcasts) and 7 at 3 bits,
- * against the AVX2 kernel's 2 x 9 to 2 x 13 for the same 64 weights (the
- * wide steps: 3.5 and 4).  The tiles (4 rows, one per quarter of the
+ * lookup, VPDPBUSD, conversion, FMA; the load broadcasts) and 7 at 3 bits
+ * plus the codes' trip through general registers, against the AVX2
+ * kernel's 2 x 9 to 2 x 13 for the same 64 weights (the wide steps: 3.5,
+ * 7.5 and 4 at 2, 3 and 4 bits).  The tiles (4 rows, one per quarter of the
  * caller's rows, x 2 tokens) are rotated_simd.h's: each lookup serves both
  * tokens, each token's permuted activations the 4 rows, and the 8
  * accumulators are independent chains.  From RAM on one Zen5 thread
@@ -42,6 +43,10 @@
 #include <immintrin.h>
 #include <string.h>
 
+/* Blocks per wide step: 64 code bytes at 2 and 4 bits, 48 at 3. */
+#define NUQ_AVX512_WIDE_BLOCKS(bits) ((bits) == 2 ? 8u : 4u)
+#define NUQ_AVX512_SELECT 0xCA /* VPTERNLOGD: a ? b : c, bitwise */
+
 #if defined(__GNUC__)
 #define NUQ_AVX512_INLINE static inline __attribute__((always_inline))
 #else
@@ -54,6 +59,12 @@ typedef struct nuq_avx512_consts {
     __m512i select; /* VPMULTISHIFTQB control (3 bits) */
     __m512i order;  /* VPERMB index: the pair column under each code byte */
     __m512i lanes;  /* VPERMPS index: the block (0, 1) of each dword lane */
+    /* 3-bit wide steps (nuq_avx512_wide3_weights) */
+    __m512i signed_table; /* 128 + level of every 3-bit code, repeated */
+    __m512i low_bytes;    /* VPERMB: block s's 8 low-plane bytes, twice, to lane s */
+    __m512i sign_words;   /* VPERMB: block s's sign word to qwords 2s, 2s + 1 */
+    __m512i half_shifts[2];  /* VPSRLVQ: 0, 2 (columns 0-15) and 4, 6 (16-31) */
+    __m512i sign_select[2];  /* VPMULTISHIFTQB: the column's sign bit to bit 2 */
 } nuq_avx512_consts;
 
 /* The column (0..63) of a pair of blocks whose code lands in byte p. */
@@ -65,6 +76,35 @@ static unsigned nuq_avx512_column(unsigned bits, unsigned p)
     if (bits == 2)
         return (j / 8) * 32 + 8 * lane + j % 8;
     return (p / 32) * 32 + 8 * (p % 4) + (p % 32) / 4;
+}
+
+/* The 3-bit wide step's constants.  Byte p of its weight vector v (0, 1)
+ * is column 16 v + j of block s = p / 16, j = p % 16: the low-plane byte
+ * j % 8 of block s shifted by 2 (2 v + j / 8), and the sign bit 4 (j % 8)
+ * + 2 v + j / 8 of its sign word, which qword p / 8 = 2 s + j / 8 holds. */
+static void nuq_avx512_init_wide3(const int8_t *levels, nuq_avx512_consts *k)
+{
+    unsigned char table[64], low_bytes[64], sign_words[64], sign_select[2][64];
+    long long shifts[2][8];
+    unsigned p, v;
+    for (p = 0; p < 64; p++) {
+        const unsigned s = p / 16, j = p % 16;
+        table[p] = (unsigned char)(128 + levels[p % 8]);
+        low_bytes[p] = (unsigned char)(3 * PMPD_NUQ_BLOCK / 8 * s + j % 8);
+        sign_words[p] = (unsigned char)(3 * PMPD_NUQ_BLOCK / 8 * s + 8 + p % 4);
+        for (v = 0; v < 2; v++)
+            sign_select[v][p] = (unsigned char)((4 * (j % 8) + 2 * v + j / 8 + 64 - 2) % 64);
+    }
+    for (p = 0; p < 8; p++)
+        for (v = 0; v < 2; v++)
+            shifts[v][p] = (long long)(4 * v + 2 * (p % 2));
+    k->signed_table = _mm512_loadu_si512((const void *)table);
+    k->low_bytes = _mm512_loadu_si512((const void *)low_bytes);
+    k->sign_words = _mm512_loadu_si512((const void *)sign_words);
+    for (v = 0; v < 2; v++) {
+        k->half_shifts[v] = _mm512_loadu_si512((const void *)shifts[v]);
+        k->sign_select[v] = _mm512_loadu_si512((const void *)sign_select[v]);
+    }
 }
 
 static void nuq_avx512_init(unsigned bits, nuq_avx512_consts *k)
@@ -90,6 +130,8 @@ static void nuq_avx512_init(unsigned bits, nuq_avx512_consts *k)
     k->select = _mm512_loadu_si512((const void *)select);
     k->lanes = _mm512_loadu_si512((const void *)lanes);
     k->shifts = _mm512_loadu_si512((const void *)shifts);
+    if (bits == 3)
+        nuq_avx512_init_wide3(levels, k);
 }
 
 static inline uint64_t nuq_avx512_load64(const uint8_t *p)
@@ -181,13 +223,42 @@ NUQ_AVX512_INLINE void nuq_avx512_wide_weights(const uint8_t *codes, unsigned bi
     }
 }
 
+/* A 3-bit wide step: 4 blocks (48 code bytes, 128 columns) of one row as
+ * the wide input of 4 blocks takes them (w[v] lane s = columns 16 v..16 v
+ * + 15 of block s).  The bytes come in a 32- and a 16-byte load (exactly
+ * the step's); VPERMB puts each block's low-plane bytes twice into its
+ * lane and its sign word into the lane's qwords; per vector a VPSRLVQ
+ * leaves each column's two low bits at the bottom of its byte, a
+ * VPMULTISHIFTQB brings its sign bit to bit 2 of a second byte, a
+ * VPTERNLOGD takes that bit into the code and VPERMB looks the signed
+ * level up (the table repeats every 8 bytes, so the neighbours' bits
+ * above bit 2 do not matter).  7.5 operations per row and 64 weights, the
+ * products included, all in vector registers; the pair step moves its
+ * codes and sign words through general registers. */
+NUQ_AVX512_INLINE void nuq_avx512_wide3_weights(const uint8_t *codes, const nuq_avx512_consts *k, __m512i *w)
+{
+    const __m512i stored = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)codes)),
+        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(codes + 32))), 1);
+    const __m512i low = _mm512_permutexvar_epi8(k->low_bytes, stored);
+    const __m512i signs = _mm512_permutexvar_epi8(k->sign_words, stored);
+    const __m512i bit2 = _mm512_set1_epi8(4);
+    unsigned v;
+    for (v = 0; v < 2; v++) {
+        const __m512i magnitude = _mm512_srlv_epi64(low, k->half_shifts[v]);
+        const __m512i sign = _mm512_multishift_epi64_epi8(k->sign_select[v], signs);
+        w[v] = _mm512_permutexvar_epi8(_mm512_ternarylogic_epi32(bit2, sign, magnitude, NUQ_AVX512_SELECT),
+                                       k->signed_table);
+    }
+}
+
 /* The wide step from block b of the tile's rows into acc. */
 NUQ_AVX512_INLINE void nuq_avx512_wide_step(const pmpd_nuq_matrix *m, const nuq_avx512_consts *k, unsigned bits,
                                             const int8_t *q, const float *d, size_t n_blocks, size_t b, size_t r0,
                                             size_t stride, size_t nr, size_t t0, size_t nt,
                                             pmpd_rotated_avx512_sums acc)
 {
-    const unsigned blocks = 16 / bits;
+    const unsigned blocks = NUQ_AVX512_WIDE_BLOCKS(bits);
     pmpd_rotated_avx512_wide in[PMPD_ROTATED_AVX512_TOKENS];
     size_t i, t;
 #pragma GCC unroll 2
@@ -196,8 +267,12 @@ NUQ_AVX512_INLINE void nuq_avx512_wide_step(const pmpd_nuq_matrix *m, const nuq_
                                        blocks, &in[t]);
 #pragma GCC unroll 4
     for (i = 0; i < nr; i++) {
+        const uint8_t *codes = m->index + (r0 + i * stride) * m->row_bytes + b * 4 * (size_t)bits;
         __m512i w[PMPD_ROTATED_AVX512_WIDE];
-        nuq_avx512_wide_weights(m->index + (r0 + i * stride) * m->row_bytes + b * 4 * (size_t)bits, bits, k, w);
+        if (bits == 3)
+            nuq_avx512_wide3_weights(codes, k, w);
+        else
+            nuq_avx512_wide_weights(codes, bits, k, w);
 #pragma GCC unroll 2
         for (t = 0; t < nt; t++)
             acc[i][t] = pmpd_rotated_avx512_wide_dot(w, blocks, &in[t], acc[i][t]);
@@ -216,11 +291,9 @@ NUQ_AVX512_INLINE void nuq_avx512_tile(const pmpd_nuq_matrix *m, const nuq_avx51
 #pragma GCC unroll 2
         for (t = 0; t < nt; t++)
             acc[i][t] = _mm512_setzero_ps();
-    /* Wide steps at 2 and 4 bits, then pairs; every load takes the
-     * step's bytes exactly. */
-    if (bits != 3)
-        for (; b + 16 / bits <= n_blocks; b += 16 / bits)
-            nuq_avx512_wide_step(m, k, bits, q, d, n_blocks, b, r0, stride, nr, t0, nt, acc);
+    /* Wide steps, then pairs; every load takes the step's bytes exactly. */
+    for (; b + NUQ_AVX512_WIDE_BLOCKS(bits) <= n_blocks; b += NUQ_AVX512_WIDE_BLOCKS(bits))
+        nuq_avx512_wide_step(m, k, bits, q, d, n_blocks, b, r0, stride, nr, t0, nt, acc);
 #define NUQ_AVX512_STEP(b, blocks, bounded)                                                                          \
     nuq_avx512_step(m, k, bits, q, d, n_blocks, b, blocks, r0, stride, nr, t0, nt, acc)
     PMPD_ROTATED_AVX512_STEPS(b, n_blocks, n_blocks, NUQ_AVX512_STEP);
@@ -265,4 +338,6 @@ PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const void *act, si
 }
 
 #undef NUQ_AVX512_INLINE
+#undef NUQ_AVX512_WIDE_BLOCKS
+#undef NUQ_AVX512_SELECT
 #endif
