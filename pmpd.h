@@ -486,6 +486,10 @@ typedef struct pmpd_palette_report {
                                    0: costs rounded up to units (never over budget) */
 } pmpd_palette_report;
 
+/* The most formats a bit allocation chooses among (n_palette below); a
+ * longer palette fails with PMPD_ERR_INVALID_ARGUMENT. */
+#define PMPD_PALETTE_MAX_FORMATS 8
+
 typedef struct pmpd_convert_options {
     const char *tokenizer_path;   /* llama2.c tokenizer.bin, or NULL */
     pmpd_tensor_type type;        /* PMPD_TENSOR_F32 or _F16 for the matrices, or _Q8, _Q4,
@@ -561,7 +565,7 @@ typedef struct pmpd_convert_options {
      * library was built with (weights read from memory, as in decode). */
     double budget_latency_us;
     const pmpd_tensor_type *palette; /* candidates among f32, f16, q8, q4, q2cb, nuq, vq, tcq; NULL: q8, q4, q2cb */
-    uint32_t n_palette;
+    uint32_t n_palette;              /* at most PMPD_PALETTE_MAX_FORMATS */
     /* [n_palette] or NULL: the width of each entry: PMPD_TENSOR_NUQ entries
      * in bits (2-4), PMPD_TENSOR_VQ2 entries in quarter bits (8, 10, 12,
      * 14, 16) and PMPD_TENSOR_TCQ entries in quarter bits (6-16), so one

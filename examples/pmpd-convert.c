@@ -47,6 +47,9 @@
 
 /* Tensor types the summary counts (f32 ... tcq, type 9). */
 #define CONVERT_SUMMARY_TYPES 16
+/* A macro's value as a string literal, for messages that quote a limit. */
+#define CONVERT_STRING_(x) #x
+#define CONVERT_STRING(x) CONVERT_STRING_(x)
 #define CONVERT_SUMMARY_ARENA_BYTES ((size_t)16 << 20)
 
 /* What the convert step's callbacks share: the progress label, whether
@@ -61,13 +64,10 @@ typedef struct convert_view {
     uint32_t n_sources;
 } convert_view;
 
-/* Room for --palette's formats. */
-#define CONVERT_MAX_PALETTE 8
-
 typedef struct convert_args {
     const char *in, *out;
-    pmpd_tensor_type palette[CONVERT_MAX_PALETTE];
-    unsigned palette_bits[CONVERT_MAX_PALETTE]; /* nuq entries' widths in bits, vq's and tcq's in quarter bits */
+    pmpd_tensor_type palette[PMPD_PALETTE_MAX_FORMATS];
+    unsigned palette_bits[PMPD_PALETTE_MAX_FORMATS]; /* nuq entries' widths in bits, vq's and tcq's in quarter bits */
     pmpd_convert_options convert;
     int calibrate, kv;
     unsigned kv_sub, kv_bits;
@@ -238,7 +238,7 @@ static int convert_parse_palette(const char *list, convert_args *a)
     while (*list) {
         size_t n = strcspn(list, ",");
         pmpd_tensor_type *type = &a->palette[a->convert.n_palette];
-        if (n == 0 || n >= sizeof name || a->convert.n_palette == CONVERT_MAX_PALETTE)
+        if (n == 0 || n >= sizeof name || a->convert.n_palette == PMPD_PALETTE_MAX_FORMATS)
             return 0;
         memcpy(name, list, n);
         name[n] = '\0';
@@ -336,7 +336,7 @@ static int convert_parse(int argc, char **argv, convert_args *a)
             fprintf(stderr, "pmpd-convert: %s %s: %s\n", o, v,
                     !strcmp(o, "--kv-codebooks") ? "SUB must be 2 or 4 and BITS 1 to 8"
                     : !strcmp(o, "--type")       ? "not one of f32, f16, anyprec, q8, q4, q2cb, w8a8, nuq2, nuq3, nuq4, vq2, vq2.5, vq3, vq3.5, vq4, tcq1.5 .. tcq4 in steps of 0.25, keep-closest"
-                    : !strcmp(o, "--palette")    ? "not a comma-separated list of at most 8 formats (f32, f16, q8, q4, q2cb, nuq2-4, vq2-4 in half bits, tcq1.5 .. tcq4)"
+                    : !strcmp(o, "--palette")    ? "not a comma-separated list of at most " CONVERT_STRING(PMPD_PALETTE_MAX_FORMATS) " formats (f32, f16, q8, q4, q2cb, nuq2-4, vq2-4 in half bits, tcq1.5 .. tcq4)"
                     : !strcmp(o, "--budget-bits") ? "not a number of bits per weight above 0"
                     : !strcmp(o, "--vocabulary")  ? "not one of q8, q4, nested"
                                                  : "not a valid value");

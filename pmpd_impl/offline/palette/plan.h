@@ -16,8 +16,6 @@
 
 #if PMPD_OFFLINE
 
-#define PMPD_PALETTE_MAX_FORMATS 8u
-
 typedef struct pmpd_palette_plan {
     uint32_t n_tensors;
     uint32_t *formats; /* [n_tensors]: the palette index of a group's matrix, else UINT32_MAX */
