@@ -1,7 +1,7 @@
 /* Hadamard transforms (pmpd_impl/core/hadamard.h) against a brute-force
  * product with the matrix built independently: Sylvester's recursion
  * H_2p = [[H_p, H_p], [H_p, -H_p]] for the power-of-two part, times the
- * Paley matrices (checked orthogonal here) for 12, 20 and 28, on every size
+ * Paley matrices (checked orthogonal here) for 12, 20, 28 and 44, on every size
  * from 1 to 4096 the transform takes; the compiled kernel against the
  * scalar oracle bit for bit; and the padding sizes. */
 #include <math.h>
@@ -44,10 +44,10 @@ static int small_entry(unsigned m, unsigned i, unsigned j)
 
 static void test_small_matrices_are_hadamard(void **state)
 {
-    static const unsigned orders[3] = {12, 20, 28};
+    static const unsigned orders[4] = {12, 20, 28, 44};
     unsigned k, i, j, l;
     (void)state;
-    for (k = 0; k < 3; k++) {
+    for (k = 0; k < 4; k++) {
         unsigned m = orders[k];
         for (i = 0; i < m; i++) {
             assert_int_equal(pmpd_hadamard_small_row(m, i) >> m, 0);
@@ -68,15 +68,18 @@ static void test_sizes(void **state)
     assert_int_equal(pmpd_hadamard_order(192), 12);
     assert_int_equal(pmpd_hadamard_order(14336), 28);
     assert_int_equal(pmpd_hadamard_order(2560), 20);
+    assert_int_equal(pmpd_hadamard_order(5632), 44); /* TinyLlama's feed-forward width */
     assert_int_equal(pmpd_hadamard_order(172), 0);
+    assert_int_equal(pmpd_hadamard_order(88 * 3), 0);
     assert_int_equal(pmpd_hadamard_order(36), 0);
     assert_int_equal(pmpd_hadamard_order(0), 0);
     assert_int_equal(pmpd_hadamard_order(PMPD_HADAMARD_MAX * 2), 0);
     assert_int_equal(pmpd_hadamard_size(1), 1);
     assert_int_equal(pmpd_hadamard_size(5), 8);
     assert_int_equal(pmpd_hadamard_size(13), 16);
-    assert_int_equal(pmpd_hadamard_size(172), 192); /* stories260K's feed-forward width */
-    assert_int_equal(pmpd_hadamard_size(11008), 12288);
+    assert_int_equal(pmpd_hadamard_size(172), 176); /* stories260K's feed-forward width */
+    assert_int_equal(pmpd_hadamard_size(11008), 11264); /* Llama 2 7B's */
+    assert_int_equal(pmpd_hadamard_size(5632), 5632);
     assert_int_equal(pmpd_hadamard_size(4096), 4096);
     assert_int_equal(pmpd_hadamard_size(PMPD_HADAMARD_MAX), PMPD_HADAMARD_MAX);
     assert_int_equal(pmpd_hadamard_size(PMPD_HADAMARD_MAX + 1), 0);
@@ -132,8 +135,8 @@ static void test_against_brute_force(void **state)
                 assert_true(fabs(z[i] - x[i]) <= 1e-5 * sqrt(norm));
         }
     }
-    /* 13 powers of two, 9 + 8 + 8 multiples of 12, 20, 28. */
-    assert_int_equal(checked, 38);
+    /* 13 powers of two, 9 + 8 + 8 + 7 multiples of 12, 20, 28, 44. */
+    assert_int_equal(checked, 45);
     free(sylvester);
     free(x);
     free(y);
@@ -143,7 +146,7 @@ static void test_against_brute_force(void **state)
 /* Sizes beyond the brute force: the kernel still equals the oracle. */
 static void test_large_sizes_match_the_oracle(void **state)
 {
-    static const size_t sizes[4] = {16384, 12288, 14336, PMPD_HADAMARD_MAX};
+    static const size_t sizes[5] = {16384, 12288, 14336, 11264, PMPD_HADAMARD_MAX};
     float *y = (float *)malloc(PMPD_HADAMARD_MAX * sizeof(float));
     float *z = (float *)malloc(PMPD_HADAMARD_MAX * sizeof(float));
     test_rng rng;
@@ -151,7 +154,7 @@ static void test_large_sizes_match_the_oracle(void **state)
     (void)state;
     assert_true(y && z);
     test_rng_seed(&rng, 3);
-    for (k = 0; k < 4; k++) {
+    for (k = 0; k < 5; k++) {
         for (i = 0; i < sizes[k]; i++)
             y[i] = z[i] = test_rng_normal(&rng);
         pmpd_hadamard_scalar(y, sizes[k], 1);

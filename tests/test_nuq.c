@@ -132,7 +132,7 @@ static void brute_row(const pmpd_nuq_matrix *m, size_t r, double *w)
 
 static const size_t shape_rows[] = {1, 3, 5, 7, 13};
 /* Rotations of 1 to 32 blocks, odd counts among them (20: 1, 90 -> 96: 3,
- * 160: 5, 200 -> 224: 7), padded ones (172 -> 192), and for the AVX-512
+ * 160: 5, 200 -> 224: 7), padded ones (172 -> 176 = 44 * 4), and for the AVX-512
  * kernel's steps wide ones (8 blocks at 2 bits, 4 at 4) followed by pairs
  * and a lone block (160, 192, 200, 300 -> 320, 1000 -> 1024). */
 static const size_t shape_cols[] = {1, 5, 12, 20, 28, 33, 64, 90, 100, 160, 172, 192, 200, 300, 1000};
@@ -422,6 +422,20 @@ static void test_stories260k_quality(void **state)
     free(ref);
 }
 
+/* A tensor stored at 192 rotated columns for 172 (as before order 44,
+ * which now gives 176) still loads and multiplies as written. */
+static void test_older_rotation_size(void **state)
+{
+    test_rng rng;
+    size_t size;
+    unsigned char *data;
+    (void)state;
+    test_rng_seed(&rng, 15);
+    data = encode_random(5, 192, 3, &rng, NULL, &size);
+    test_rotated_older_rotation(PMPD_TENSOR_NUQ, data, size, 5, 192, 172);
+    free(data);
+}
+
 /* pmpd_convert_file streams nuq3 (pmpd-convert --type nuq3): every layer
  * matrix a 3-bit NUQ tensor, the vocabulary q8. */
 static void test_streamed_conversion(void **state)
@@ -438,7 +452,7 @@ static void test_streamed_conversion(void **state)
     m = f.model;
     pmpd_nuq_bind(m->layers[0].w_down->data, m->layers[0].w_down->dims[0], m->layers[0].w_down->dims[1], &nm);
     assert_int_equal(nm.bits, 3);
-    assert_int_equal(nm.rotation, 192); /* 172 columns padded to 12 * 16 */
+    assert_int_equal(nm.rotation, 176); /* 172 columns padded to 44 * 4 */
     /* A bad width is refused. */
     options.nuq_bits = 5;
     assert_int_equal(test_rotated_convert_stories(&options, "nuq", &refused), PMPD_ERR_INVALID_ARGUMENT);
@@ -452,6 +466,7 @@ int main(void)
         cmocka_unit_test(test_kernels_and_oracles),
         cmocka_unit_test(test_prepared_input),
         cmocka_unit_test(test_malformed_tensors),
+        cmocka_unit_test(test_older_rotation_size),
         cmocka_unit_test(test_stories260k_quality),
         cmocka_unit_test(test_streamed_conversion),
     };

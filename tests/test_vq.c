@@ -59,6 +59,20 @@ static unsigned char *encode_random(size_t rows, size_t cols, unsigned quarter_b
     return out;
 }
 
+/* A tensor stored at 192 rotated columns for 172 (as before order 44,
+ * which now gives 176) still loads and multiplies as written. */
+static void test_older_rotation_size(void **state)
+{
+    test_rng rng;
+    size_t size;
+    unsigned char *data;
+    (void)state;
+    test_rng_seed(&rng, 15);
+    data = encode_random(5, 192, 10, &rng, NULL, &size);
+    test_rotated_older_rotation(PMPD_TENSOR_VQ2, data, size, 5, 192, 172);
+    free(data);
+}
+
 /* The MSE per coordinate of N(0, 1) that vq_codebooks.c records for each
  * book (1,000,000 pairs). */
 static const double book_mse[5] = {0.107537, 0.057231, 0.029746, 0.015323, 0.007804};
@@ -235,7 +249,7 @@ static void brute_row(const pmpd_vq_matrix *m, size_t r, double *w)
 
 static const size_t shape_rows[] = {1, 3, 5, 7, 13};
 /* Rotations of 1 to 10 blocks, odd counts among them (20: 1, 90 -> 96: 3,
- * 160: 5, 200 -> 224: 7), padded ones (172 -> 192), and for the AVX-512
+ * 160: 5, 200 -> 224: 7), padded ones (172 -> 176 = 44 * 4), and for the AVX-512
  * kernel's steps wide ones (8 blocks at 4 index bits, 4 at 8) followed by
  * pairs and a lone block (160, 172, 200, 300 -> 320). */
 static const size_t shape_cols[] = {1, 5, 12, 20, 28, 33, 64, 90, 100, 160, 172, 200, 300};
@@ -470,7 +484,7 @@ static void test_streamed_conversion(void **state)
     m = f.model;
     pmpd_vq_bind(m->layers[0].w_down->data, m->layers[0].w_down->dims[0], m->layers[0].w_down->dims[1], &vm);
     assert_int_equal(vm.pair_bits, 5);
-    assert_int_equal(vm.rotation, 192); /* 172 columns padded to 12 * 16 */
+    assert_int_equal(vm.rotation, 176); /* 172 columns padded to 44 * 4 */
     /* A bad width is refused. */
     options.vq_quarter_bits = 9;
     assert_int_equal(test_rotated_convert_stories(&options, "vq", &refused), PMPD_ERR_INVALID_ARGUMENT);
@@ -485,6 +499,7 @@ int main(void)
         cmocka_unit_test(test_nearest_points),
         cmocka_unit_test(test_kernels_and_oracles),
         cmocka_unit_test(test_malformed_tensors),
+        cmocka_unit_test(test_older_rotation_size),
         cmocka_unit_test(test_stories260k_quality),
         cmocka_unit_test(test_streamed_conversion),
     };

@@ -4,10 +4,10 @@
 
 #include <math.h>
 
-/* Rows of H_12, H_20 (Paley I: I + S with S the skew conference matrix of
- * the quadratic residues mod 11, 19) and H_28 (Paley II from the residues
- * mod 13), bit j set where entry j is -1; orthogonality is checked by
- * tests/test_hadamard.c. */
+/* Rows of H_12, H_20, H_44 (Paley I: I + S with S the skew conference
+ * matrix of the quadratic residues mod 11, 19, 43) and H_28 (Paley II from
+ * the residues mod 13), bit j set where entry j is -1; orthogonality is
+ * checked by tests/test_hadamard.c. */
 static const uint32_t pmpd_hadamard_12[12] = {0x000, 0xb89, 0x713, 0xe25, 0xc4b, 0x897,
                                               0x12f, 0x25d, 0x4b9, 0x971, 0x2e3, 0x5c5};
 static const uint32_t pmpd_hadamard_20[20] = {0x00000, 0x9ea19, 0x3d433, 0x7a865, 0xf50c9, 0xea193, 0xd4327,
@@ -17,18 +17,27 @@ static const uint32_t pmpd_hadamard_28[28] = {
     0x0000002, 0xaaaaaab, 0x30ff0c8, 0x9a55a6e, 0xc3fc320, 0x69569ba, 0x0ff0c8c, 0xa55a6e6, 0x3fc3230, 0x9569b9a,
     0xff0c8c0, 0x55a6e6a, 0xfc3230c, 0x569b9a6, 0xf0c8c3c, 0x5a6e696, 0xc3230fc, 0x69b9a56, 0x0c8c3fc, 0xa6e6956,
     0x3230ff0, 0x9b9a55a, 0xc8c3fc0, 0x6e6956a, 0x230ff0c, 0xb9a55a6, 0x8c3fc30, 0xe69569a};
+static const uint64_t pmpd_hadamard_44[44] = {
+    0x00000000000, 0x94ef8b82359, 0x29df17046b3, 0x53be2e08d65, 0xa77c5c11ac9, 0x4ef8b823593, 0x9df17046b25,
+    0x3be2e08d64b, 0x77c5c11ac95, 0xef8b8235929, 0xdf17046b253, 0xbe2e08d64a7, 0x7c5c11ac94f, 0xf8b8235929d,
+    0xf17046b253b, 0xe2e08d64a77, 0xc5c11ac94ef, 0x8b8235929df, 0x17046b253bf, 0x2e08d64a77d, 0x5c11ac94ef9,
+    0xb8235929df1, 0x7046b253be3, 0xe08d64a77c5, 0xc11ac94ef8b, 0x8235929df17, 0x046b253be2f, 0x08d64a77c5d,
+    0x11ac94ef8b9, 0x235929df171, 0x46b253be2e1, 0x8d64a77c5c1, 0x1ac94ef8b83, 0x35929df1705, 0x6b253be2e09,
+    0xd64a77c5c11, 0xac94ef8b823, 0x5929df17047, 0xb253be2e08d, 0x64a77c5c11b, 0xc94ef8b8235, 0x929df17046b,
+    0x253be2e08d7, 0x4a77c5c11ad};
 
 /* Columns of the m x 2^k matrix mixed per pass: m x this many floats on
- * the stack (7 KiB at m = 28). */
-#define HADAMARD_MIX_CHUNK 64
+ * the stack (5.5 KiB at m = 44). */
+#define HADAMARD_MIX_CHUNK 32
+#define HADAMARD_MIX_MAX_ORDER 44
 
 PMPD_INTERNAL unsigned pmpd_hadamard_order(size_t n)
 {
-    static const unsigned orders[4] = {1, 12, 20, 28};
+    static const unsigned orders[5] = {1, 12, 20, 28, 44};
     unsigned i;
     if (n == 0 || n > PMPD_HADAMARD_MAX)
         return 0;
-    for (i = 0; i < 4; i++) {
+    for (i = 0; i < 5; i++) {
         size_t p = n / orders[i];
         if (n % orders[i] == 0 && (p & (p - 1)) == 0)
             return orders[i];
@@ -46,9 +55,13 @@ PMPD_INTERNAL size_t pmpd_hadamard_size(size_t cols)
     return n;
 }
 
-PMPD_INTERNAL uint32_t pmpd_hadamard_small_row(unsigned m, unsigned i)
+PMPD_INTERNAL uint64_t pmpd_hadamard_small_row(unsigned m, unsigned i)
 {
-    return m == 12 ? pmpd_hadamard_12[i] : m == 20 ? pmpd_hadamard_20[i] : m == 28 ? pmpd_hadamard_28[i] : 0;
+    return m == 12   ? pmpd_hadamard_12[i]
+           : m == 20 ? pmpd_hadamard_20[i]
+           : m == 28 ? pmpd_hadamard_28[i]
+           : m == 44 ? pmpd_hadamard_44[i]
+                     : 0;
 }
 
 PMPD_INTERNAL void pmpd_hadamard_pow2_scalar(float *x, size_t p)
@@ -69,7 +82,7 @@ PMPD_INTERNAL void pmpd_hadamard_pow2_scalar(float *x, size_t p)
  * loops across columns (each column's sum keeps its order): the mix of a
  * 5,632-wide token (7,168 = 28 x 256) took 30 of its 35 us of rotation
  * and quantization on Zen5 while its loops ran scalar. */
-static inline void hadamard_mix_row(float *out, float (*in)[HADAMARD_MIX_CHUNK], uint32_t negatives,
+static inline void hadamard_mix_row(float *out, float (*in)[HADAMARD_MIX_CHUNK], uint64_t negatives,
                                     unsigned m, float scale, size_t width)
 {
     size_t j;
@@ -94,7 +107,7 @@ static inline void hadamard_mix_row(float *out, float (*in)[HADAMARD_MIX_CHUNK],
  * is this one. */
 static void hadamard_mix(float *x, unsigned m, size_t p, int transpose)
 {
-    float in[28][HADAMARD_MIX_CHUNK];
+    float in[HADAMARD_MIX_MAX_ORDER][HADAMARD_MIX_CHUNK];
     float scale = (float)(1.0 / sqrt((double)m * (double)p));
     size_t j0, j, width;
     unsigned i, l;
@@ -110,7 +123,7 @@ static void hadamard_mix(float *x, unsigned m, size_t p, int transpose)
                 in[l][j] = x[l * p + j0 + j];
         for (i = 0; i < m; i++) {
             /* Row i of H_m (column i for H_m^T): bit l set where entry l is -1. */
-            uint32_t negatives = 0;
+            uint64_t negatives = 0;
             for (l = 0; l < m; l++)
                 negatives |= (transpose ? pmpd_hadamard_small_row(m, l) >> i & 1
                                         : pmpd_hadamard_small_row(m, i) >> l & 1)
@@ -155,3 +168,4 @@ PMPD_INTERNAL void pmpd_hadamard_pow2(float *x, size_t p)
 #endif
 
 #undef HADAMARD_MIX_CHUNK
+#undef HADAMARD_MIX_MAX_ORDER

@@ -6,19 +6,20 @@
  * rotating its input once, x' = H (x o s), so the transform runs once per
  * input vector, not per weight.
  *
- * Sizes n = m * 2^k with m in {1, 12, 20, 28}: H = H_m (x) H_{2^k} / sqrt(n),
- * where H_{2^k} is Sylvester's matrix (the fast Walsh-Hadamard butterflies)
- * and H_m a fixed Hadamard matrix of order m (Paley's constructions: order
- * 12 and 20 from the quadratic residues mod 11 and 19, order 28 from those
- * mod 13, hadamard.c).  Element i * 2^k + j of x is entry (i, j) of an
- * m x 2^k matrix: the butterflies run along each of its m rows, then H_m
- * mixes the rows column by column.  Other lengths are padded with zeros to
- * pmpd_hadamard_size(): from 16 columns on, at most 25% more (the steps
- * 2^k, 1.25 * 2^k = 20 * 2^(k-4), 1.5 * 2^k, 1.75 * 2^k, 2^(k+1)) where
- * powers of two alone can nearly double a row (11008 -> 16384; here
- * 12288 = 12 * 2^10; 14336 = 28 * 2^9 needs none).
+ * Sizes n = m * 2^k with m in {1, 12, 20, 28, 44}: H = H_m (x) H_{2^k} /
+ * sqrt(n), where H_{2^k} is Sylvester's matrix (the fast Walsh-Hadamard
+ * butterflies) and H_m a fixed Hadamard matrix of order m (Paley's
+ * constructions: orders 12, 20 and 44 from the quadratic residues mod 11,
+ * 19 and 43, order 28 from those mod 13, hadamard.c).  Element i * 2^k + j
+ * of x is entry (i, j) of an m x 2^k matrix: the butterflies run along
+ * each of its m rows, then H_m mixes the rows column by column.  Other
+ * lengths are padded with zeros to pmpd_hadamard_size(): from 16 columns
+ * on, at most 25% more (the steps 2^k, 1.25 * 2^k = 20 * 2^(k-4), 1.375 *
+ * 2^k = 44 * 2^(k-5), 1.5 * 2^k, 1.75 * 2^k, 2^(k+1)) where powers of two
+ * alone can nearly double a row (Llama 2 7B's 11008 -> 16384; here 11264 =
+ * 44 * 2^8; TinyLlama's 5632 = 44 * 2^7 and 14336 = 28 * 2^9 need none).
  *
- * Sylvester's matrix is symmetric, H_12 and H_20 are not (H_28 is), so the
+ * Sylvester's matrix is symmetric, H_12, H_20 and H_44 are not (H_28 is), so the
  * transpose is a separate flag: the encoder rotates rows with H, the row
  * lookup of a stored matrix undoes it with H^T.
  */
@@ -33,7 +34,7 @@
 /* The longest transform: 2^17 (weight formats have at most 2^17 columns). */
 #define PMPD_HADAMARD_MAX ((size_t)1 << 17)
 
-/* The odd part m of a size n this file transforms (1, 12, 20 or 28), or 0
+/* The odd part m of a size n this file transforms (1, 12, 20, 28 or 44), or 0
  * when n is not m * 2^k with such an m, or n is 0 or above the maximum. */
 PMPD_INTERNAL unsigned pmpd_hadamard_order(size_t n);
 
@@ -42,8 +43,8 @@ PMPD_INTERNAL unsigned pmpd_hadamard_order(size_t n);
 PMPD_INTERNAL size_t pmpd_hadamard_size(size_t cols);
 
 /* Row i of H_m as a bit mask (bit j set: entry (i, j) is -1), m in {12, 20,
- * 28}, i < m; entries of H_1 are +1. */
-PMPD_INTERNAL uint32_t pmpd_hadamard_small_row(unsigned m, unsigned i);
+ * 28, 44}, i < m; entries of H_1 are +1. */
+PMPD_INTERNAL uint64_t pmpd_hadamard_small_row(unsigned m, unsigned i);
 
 /* x (n floats, pmpd_hadamard_order(n) != 0) becomes H x, or H^T x with
  * transpose, H normalized (orthonormal).  The compiled kernel (AVX2 or

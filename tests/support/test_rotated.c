@@ -1,6 +1,7 @@
 /* The rotated formats' shared test steps (test_rotated.h). */
 #include "tests/support/test_rotated.h"
 
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,9 +11,11 @@
 
 #include <cmocka.h>
 
+#include "pmpd_impl/core/hadamard.h"
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/model/model.h"
 #include "pmpd_impl/weights/format.h"
+#include "pmpd_impl/weights/rotated/rotated.h"
 #include "tests/support/test_support.h"
 
 void test_rotated_expect(test_rotated_view view, const char *format, const unsigned char *data, size_t size,
@@ -100,6 +103,70 @@ void test_rotated_streamed(const pmpd_convert_options *options, const char *form
     assert_int_equal(m->layers[0].wq->type, options->type);
     assert_int_equal(m->layers[0].w_down->type, options->type);
     assert_int_equal(m->classifier->type, PMPD_TENSOR_Q8);
+}
+
+void test_rotated_older_rotation(uint32_t type, unsigned char *data, size_t size, size_t rows, size_t wide,
+                                 size_t cols)
+{
+    const pmpd_weight_format *format = pmpd_weight_format_of(type);
+    pmpd_tensor t;
+    pmpd_error err;
+    size_t scratch_bytes = 0, r, c;
+    float *wide_row = (float *)malloc(wide * sizeof(float)), *w = (float *)malloc(rows * cols * sizeof(float));
+    float *x = (float *)malloc(cols * sizeof(float)), *y = (float *)malloc(rows * sizeof(float));
+    void *scratch;
+    assert_non_null(format);
+    assert_true(wide_row && w && x && y);
+    assert_true(pmpd_hadamard_size(cols) < wide && pmpd_rotated_rotation_fits(cols, wide));
+    memset(&t, 0, sizeof t);
+    t.type = type;
+    t.n_dims = 2;
+    t.dims[0] = rows;
+    t.dims[1] = wide;
+    t.data = data;
+    t.size = size;
+    assert_int_equal(format->check(data, size, 2, t.dims, 0, "w", 1, &err), PMPD_OK);
+    for (r = 0; r < rows; r++) {
+        format->row(&t, r, wide_row);
+        memcpy(w + r * cols, wide_row, cols * sizeof(float));
+    }
+    pmpd_le_put_u32(data + 12, (uint32_t)cols);
+    t.dims[1] = cols;
+    assert_int_equal(format->check(data, size, 2, t.dims, 0, "w", 1, &err), PMPD_OK);
+    for (r = 0; r < rows; r++) {
+        double largest = 0;
+        format->row(&t, r, wide_row);
+        for (c = 0; c < cols; c++)
+            largest = fmax(largest, fabs(w[r * cols + c]));
+        /* The two decode paths sum the rotation in other orders. */
+        for (c = 0; c < cols; c++)
+            if (fabs(wide_row[c] - w[r * cols + c]) > 1e-4 * largest)
+                fail_msg("%s row %zu col %zu at %zu columns: %g, stored as %zu: %g", format->name, r, c, cols,
+                         (double)wide_row[c], wide, (double)w[r * cols + c]);
+    }
+    assert_int_equal(format->scratch_bytes(&t, 1, 1, &scratch_bytes), PMPD_OK);
+    scratch = malloc(scratch_bytes);
+    assert_non_null(scratch);
+    for (c = 0; c < cols; c++)
+        x[c] = (float)sin(0.37 * (double)c + 1.0);
+    format->prepare(&t, x, 1, scratch, 0, 1, 0);
+    format->rows(&t, scratch, x, 1, y, 0, rows, 0);
+    for (r = 0; r < rows; r++) {
+        double exact = 0, wn = 0, xn = 0;
+        for (c = 0; c < cols; c++) {
+            exact += (double)w[r * cols + c] * x[c];
+            wn += (double)w[r * cols + c] * w[r * cols + c];
+            xn += (double)x[c] * x[c];
+        }
+        if (fabs(y[r] - exact) > 0.01 * sqrt(wn * xn))
+            fail_msg("%s row %zu at %zu columns stored as %zu: product %g, dense %g", format->name, r, cols, wide,
+                     (double)y[r], exact);
+    }
+    free(scratch);
+    free(wide_row);
+    free(w);
+    free(x);
+    free(y);
 }
 
 double test_rotated_error(uint32_t type, const float *values, size_t rows, size_t cols, const unsigned char *data,

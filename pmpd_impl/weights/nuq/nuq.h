@@ -12,7 +12,7 @@
  *
  * with s in {-1, +1}^n and H the normalized Hadamard matrix of size n =
  * rotation >= cols (core/hadamard.h; W is padded with zero columns up to
- * n when cols is not a size H takes: 172 -> 192 = 12 * 16).  The product
+ * n when cols is not a size H takes: 172 -> 176 = 44 * 4).  The product
  * rotates its input once, x' = H (x o s) (x padded with zeros), and then
  * y[r] = scale[r] * sum_c L[idx[r][c]] x'[c] over the n rotated columns
  * (with x' in int8 per block of 32 and L in int8 units, below):
@@ -21,7 +21,7 @@
  *
  * Layout (version 1), little-endian:
  *   64-byte header: "NUQW", u32 version 1, u32 rows, u32 cols, u32 bits (2,
- *     3 or 4), u32 rotation (= pmpd_hadamard_size(cols)), u64 seed of the
+ *     3 or 4), u32 rotation (pmpd_rotated_rotation_fits), u64 seed of the
  *     signs, then zeros
  *   f32 scale[rows] (finite, >= 0), padded with zeros to 64 bytes
  *   codes: rows x row_bytes, row_bytes = ceil(rotation / 32) blocks of

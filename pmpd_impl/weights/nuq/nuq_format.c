@@ -43,11 +43,8 @@ static int pmpd_nuq_shares(const pmpd_tensor *a, const pmpd_tensor *b)
 
 static pmpd_status pmpd_nuq_scratch(const pmpd_tensor *w, size_t n_tokens, unsigned n_threads, size_t *bytes)
 {
-    pmpd_nuq_layout layout;
-    /* The width does not change the prepared input's size. */
-    if (pmpd_nuq_compute_layout(w->dims[0], w->dims[1], PMPD_NUQ_MAX_BITS, &layout) != PMPD_OK)
-        return PMPD_ERR_OVERFLOW;
-    return pmpd_rotated_scratch_bytes(layout.padded, n_tokens, n_threads, bytes);
+    /* The tensor's stored rotation size sets the prepared input's. */
+    return pmpd_rotated_scratch_bytes(pmpd_nuq_rotated_of(w).padded, n_tokens, n_threads, bytes);
 }
 
 static void pmpd_nuq_format_row(const pmpd_tensor *w, size_t r, float *out)

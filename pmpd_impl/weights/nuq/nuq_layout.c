@@ -23,7 +23,7 @@ PMPD_INTERNAL void pmpd_nuq_bind(const void *data, uint64_t rows, uint64_t cols,
     uint32_t bits = pmpd_le_u32(p + 16);
     /* Accepted by pmpd_nuq_view before: the layout cannot fail. */
     memset(&layout, 0, sizeof layout);
-    pmpd_nuq_compute_layout(rows, cols, bits, &layout);
+    pmpd_rotated_layout_at(rows, pmpd_le_u32(p + 20), 4 * (size_t)bits, &layout);
     m->rows = (uint32_t)rows;
     m->cols = (uint32_t)cols;
     m->bits = bits;

@@ -56,11 +56,24 @@ typedef struct pmpd_rotated_layout {
 #define PMPD_ROTATED_HEADER_BYTES 64
 #define PMPD_ROTATED_MAX_ROWS (UINT64_C(1) << 31)
 
-/* The layout of rows x cols with block_bytes per 32 rotated columns
- * (shape already checked: 0 < rows <= PMPD_ROTATED_MAX_ROWS, 0 < cols <=
+/* The layout of rows x cols with block_bytes per 32 rotated columns, as
+ * the encoders write it: rotation = pmpd_hadamard_size(cols) (shape
+ * already checked: 0 < rows <= PMPD_ROTATED_MAX_ROWS, 0 < cols <=
  * PMPD_HADAMARD_MAX).  Errors: PMPD_ERR_OVERFLOW. */
 PMPD_INTERNAL pmpd_status pmpd_rotated_compute_layout(uint64_t rows, uint64_t cols, size_t block_bytes,
                                                       pmpd_rotated_layout *out);
+
+/* The same at a given rotation size: a stored tensor's, which an older
+ * encoder may have chosen larger (pmpd_rotated_rotation_fits). */
+PMPD_INTERNAL pmpd_status pmpd_rotated_layout_at(uint64_t rows, size_t rotation, size_t block_bytes,
+                                                 pmpd_rotated_layout *out);
+
+/* 1 when a stored tensor of cols columns may have rotation size rotation:
+ * a size pmpd_hadamard transforms, at least cols and below 2 cols (the
+ * next power of two always is).  Encoders choose pmpd_hadamard_size(cols);
+ * files whose encoder knew fewer Hadamard orders (5632 columns rotated at
+ * 6144 before order 44) still load and multiply as they were written. */
+PMPD_INTERNAL int pmpd_rotated_rotation_fits(uint64_t cols, uint64_t rotation);
 
 static inline size_t pmpd_rotated_act_bytes(const pmpd_rotated *r, size_t n_tokens)
 {
@@ -132,7 +145,8 @@ PMPD_INTERNAL void pmpd_rotated_prepare_scratch(const pmpd_rotated *r, const flo
 typedef pmpd_rotated (*pmpd_rotated_of)(const pmpd_tensor *w);
 
 /* The table rows' share step (rotated_format.c): two tensors share a
- * prepared input when their input widths and sign seeds agree. */
+ * prepared input when their input widths, rotation sizes and sign seeds
+ * agree. */
 PMPD_INTERNAL int pmpd_rotated_shares(const pmpd_tensor *a, const pmpd_tensor *b, pmpd_rotated_of rotated_of);
 
 /* The table rows' check of a tensor entry's shape before its bytes:
@@ -145,7 +159,8 @@ PMPD_INTERNAL pmpd_status pmpd_rotated_check_matrix(uint32_t n_dims, uint64_t of
  * at file offset base_offset, around the format's own check of its width
  * field (offset 16), messages naming format ("nuq"): first the header's
  * size, magic, version and shape against the tensor entry's; then, given
- * the status of the format's layout for that width and the layout, the
+ * the status of the format's layout for that width and the layout (the
+ * encoders', moved to the stored rotation size when that differs), the
  * shape's limits, the rotation field, the header's zero bytes, the
  * tensor's size, the scales and their padding. */
 PMPD_INTERNAL pmpd_status pmpd_rotated_check_header(const unsigned char *p, uint64_t size, uint64_t rows,
@@ -153,7 +168,7 @@ PMPD_INTERNAL pmpd_status pmpd_rotated_check_header(const unsigned char *p, uint
                                                     uint64_t base_offset, const char *format, pmpd_error *err);
 PMPD_INTERNAL pmpd_status pmpd_rotated_check_layout(const unsigned char *p, uint64_t size, uint64_t rows,
                                                     uint64_t cols, pmpd_status layout_status,
-                                                    const pmpd_rotated_layout *layout, uint64_t base_offset,
+                                                    pmpd_rotated_layout *layout, uint64_t base_offset,
                                                     const char *format, pmpd_error *err);
 
 /* Checks rows f32 scales at p + at (finite: PMPD_ERR_FORMAT_NONFINITE;

@@ -13,8 +13,19 @@
 PMPD_INTERNAL pmpd_status pmpd_rotated_compute_layout(uint64_t rows, uint64_t cols, size_t block_bytes,
                                                       pmpd_rotated_layout *out)
 {
+    return pmpd_rotated_layout_at(rows, pmpd_hadamard_size((size_t)cols), block_bytes, out);
+}
+
+PMPD_INTERNAL int pmpd_rotated_rotation_fits(uint64_t cols, uint64_t rotation)
+{
+    return rotation >= cols && rotation < 2 * cols && pmpd_hadamard_order((size_t)rotation) != 0;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_rotated_layout_at(uint64_t rows, size_t rotation, size_t block_bytes,
+                                                 pmpd_rotated_layout *out)
+{
     size_t scale_bytes, index_bytes;
-    out->rotation = pmpd_hadamard_size((size_t)cols);
+    out->rotation = rotation;
     out->padded = (out->rotation + PMPD_ROTATED_BLOCK - 1) / PMPD_ROTATED_BLOCK * PMPD_ROTATED_BLOCK;
     out->row_bytes = out->padded / PMPD_ROTATED_BLOCK * block_bytes;
     if (!pmpd_checked_mul((size_t)rows, sizeof(float), &scale_bytes) ||
@@ -92,18 +103,24 @@ PMPD_INTERNAL pmpd_status pmpd_rotated_check_header(const unsigned char *p, uint
 
 PMPD_INTERNAL pmpd_status pmpd_rotated_check_layout(const unsigned char *p, uint64_t size, uint64_t rows,
                                                     uint64_t cols, pmpd_status layout_status,
-                                                    const pmpd_rotated_layout *layout, uint64_t base_offset,
+                                                    pmpd_rotated_layout *layout, uint64_t base_offset,
                                                     const char *format, pmpd_error *err)
 {
+    const uint32_t rotation = pmpd_le_u32(p + 20);
     size_t i;
     if (layout_status != PMPD_OK)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 8,
                               "%s shape %llux%llu is too large (at most 2^31 rows and 2^17 columns)", format,
                               (unsigned long long)rows, (unsigned long long)cols);
-    if (pmpd_le_u32(p + 20) != layout->rotation)
+    if (!pmpd_rotated_rotation_fits(cols, rotation))
         return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 20,
-                              "%s rotation size %u is not %zu, the Hadamard size for %llu columns", format,
-                              (unsigned)pmpd_le_u32(p + 20), layout->rotation, (unsigned long long)cols);
+                              "%s rotation size %u is not a Hadamard size from %llu up to twice that", format,
+                              (unsigned)rotation, (unsigned long long)cols);
+    if (rotation != layout->rotation &&
+        pmpd_rotated_layout_at(rows, rotation, layout->row_bytes / (layout->padded / PMPD_ROTATED_BLOCK), layout) !=
+            PMPD_OK)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 20, "%s rotation size %u is too large",
+                              format, (unsigned)rotation);
     for (i = 32; i < PMPD_ROTATED_HEADER_BYTES; i++)
         if (p[i] != 0)
             return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + i, "%s header byte %zu is not zero",
@@ -119,7 +136,7 @@ PMPD_INTERNAL pmpd_status pmpd_rotated_check_layout(const unsigned char *p, uint
 PMPD_INTERNAL int pmpd_rotated_shares(const pmpd_tensor *a, const pmpd_tensor *b, pmpd_rotated_of rotated_of)
 {
     const pmpd_rotated ra = rotated_of(a), rb = rotated_of(b);
-    return ra.cols == rb.cols && ra.seed == rb.seed;
+    return ra.cols == rb.cols && ra.rotation == rb.rotation && ra.seed == rb.seed;
 }
 
 PMPD_INTERNAL pmpd_status pmpd_rotated_check_matrix(uint32_t n_dims, uint64_t offset, const char *format,

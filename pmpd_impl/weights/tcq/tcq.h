@@ -32,7 +32,7 @@
  * Layout (version 2: the table in int8 units; version 1 files, written
  * with an int16 table, are refused), little-endian:
  *   64-byte header: "TCQW", u32 version 2, u32 rows, u32 cols, u32 s1,
- *     u32 s2, u32 rotation (= pmpd_hadamard_size(cols)), u32 0, u64 seed
+ *     u32 s2, u32 rotation (pmpd_rotated_rotation_fits), u32 0, u64 seed
  *     of the signs, then zeros
  *   f32 scale[rows] (finite, >= 0), padded with zeros to 64 bytes
  *   bitstreams: rows x row_bytes, row_bytes = n1 16 s1 + (n - n1) 16 s2

@@ -39,11 +39,8 @@ static int pmpd_tcq_shares(const pmpd_tensor *a, const pmpd_tensor *b)
 
 static pmpd_status pmpd_tcq_scratch(const pmpd_tensor *w, size_t n_tokens, unsigned n_threads, size_t *bytes)
 {
-    pmpd_tcq_layout layout;
-    /* The shifts do not change the prepared input's size. */
-    if (pmpd_tcq_compute_layout(w->dims[0], w->dims[1], PMPD_TCQ_MAX_SHIFT, PMPD_TCQ_MAX_SHIFT, &layout) != PMPD_OK)
-        return PMPD_ERR_OVERFLOW;
-    return pmpd_rotated_scratch_bytes(layout.padded, n_tokens, n_threads, bytes);
+    /* The tensor's stored rotation size sets the prepared input's. */
+    return pmpd_rotated_scratch_bytes(pmpd_tcq_rotated_of(w).padded, n_tokens, n_threads, bytes);
 }
 
 static void pmpd_tcq_format_row(const pmpd_tensor *w, size_t r, float *out)

@@ -9,14 +9,12 @@
 
 #define TCQ_MAX_ROWS (UINT64_C(1) << 31)
 
-PMPD_INTERNAL pmpd_status pmpd_tcq_compute_layout(uint64_t rows, uint64_t cols, uint64_t s1, uint64_t s2,
-                                                  pmpd_tcq_layout *out)
+/* The layout at a rotation size: the encoders' (pmpd_hadamard_size) or a
+ * stored one (pmpd_rotated_rotation_fits). */
+static pmpd_status tcq_layout_at(uint64_t rows, size_t rotation, uint64_t s1, uint64_t s2, pmpd_tcq_layout *out)
 {
     size_t scale_bytes, bits_bytes;
-    if (rows == 0 || cols == 0 || rows > TCQ_MAX_ROWS || cols > PMPD_HADAMARD_MAX || s1 < PMPD_TCQ_MIN_SHIFT ||
-        s2 > PMPD_TCQ_MAX_SHIFT || (s2 != s1 && s2 != s1 + 1))
-        return PMPD_ERR_INVALID_ARGUMENT;
-    out->rotation = pmpd_hadamard_size((size_t)cols);
+    out->rotation = rotation;
     out->padded = (out->rotation + PMPD_TCQ_SEQUENCE - 1) / PMPD_TCQ_SEQUENCE * PMPD_TCQ_SEQUENCE;
     out->sequences = out->padded / PMPD_TCQ_SEQUENCE;
     out->first_half = out->sequences / 2;
@@ -30,6 +28,15 @@ PMPD_INTERNAL pmpd_status pmpd_tcq_compute_layout(uint64_t rows, uint64_t cols, 
     return PMPD_OK;
 }
 
+PMPD_INTERNAL pmpd_status pmpd_tcq_compute_layout(uint64_t rows, uint64_t cols, uint64_t s1, uint64_t s2,
+                                                  pmpd_tcq_layout *out)
+{
+    if (rows == 0 || cols == 0 || rows > TCQ_MAX_ROWS || cols > PMPD_HADAMARD_MAX || s1 < PMPD_TCQ_MIN_SHIFT ||
+        s2 > PMPD_TCQ_MAX_SHIFT || (s2 != s1 && s2 != s1 + 1))
+        return PMPD_ERR_INVALID_ARGUMENT;
+    return tcq_layout_at(rows, pmpd_hadamard_size((size_t)cols), s1, s2, out);
+}
+
 PMPD_INTERNAL void pmpd_tcq_bind(const void *data, uint64_t rows, uint64_t cols, pmpd_tcq_matrix *m)
 {
     const unsigned char *p = (const unsigned char *)data;
@@ -38,7 +45,7 @@ PMPD_INTERNAL void pmpd_tcq_bind(const void *data, uint64_t rows, uint64_t cols,
     memset(&layout, 0, sizeof layout);
     m->shift[0] = pmpd_le_u32(p + 16);
     m->shift[1] = pmpd_le_u32(p + 20);
-    pmpd_tcq_compute_layout(rows, cols, m->shift[0], m->shift[1], &layout);
+    tcq_layout_at(rows, pmpd_le_u32(p + 24), m->shift[0], m->shift[1], &layout);
     m->rows = (uint32_t)rows;
     m->cols = (uint32_t)cols;
     m->rotation = (uint32_t)layout.rotation;
@@ -56,7 +63,7 @@ PMPD_INTERNAL void pmpd_tcq_bind(const void *data, uint64_t rows, uint64_t cols,
 static pmpd_status tcq_check_header(const unsigned char *p, uint64_t rows, uint64_t cols, uint64_t base_offset,
                                     pmpd_tcq_layout *layout, pmpd_error *err)
 {
-    uint32_t s1, s2;
+    uint32_t s1, s2, rotation;
     size_t i;
     if (memcmp(p, "TCQW", 4) != 0)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_MAGIC, base_offset, "tcq tensor lacks its TCQW magic");
@@ -81,10 +88,14 @@ static pmpd_status tcq_check_header(const unsigned char *p, uint64_t rows, uint6
         return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 8,
                               "tcq shape %llux%llu is too large (at most 2^31 rows and 2^17 columns)",
                               (unsigned long long)rows, (unsigned long long)cols);
-    if (pmpd_le_u32(p + 24) != layout->rotation)
+    rotation = pmpd_le_u32(p + 24);
+    if (!pmpd_rotated_rotation_fits(cols, rotation))
         return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 24,
-                              "tcq rotation size %u is not %zu, the Hadamard size for %llu columns",
-                              (unsigned)pmpd_le_u32(p + 24), layout->rotation, (unsigned long long)cols);
+                              "tcq rotation size %u is not a Hadamard size from %llu up to twice that",
+                              (unsigned)rotation, (unsigned long long)cols);
+    if (rotation != layout->rotation && tcq_layout_at(rows, rotation, s1, s2, layout) != PMPD_OK)
+        return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 24, "tcq rotation size %u is too large",
+                              (unsigned)rotation);
     for (i = 28; i < PMPD_TCQ_HEADER_BYTES; i++)
         if (i / 8 != 4 && p[i] != 0) /* bytes 32..39 are the seed */
             return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + i, "tcq header byte %zu is not zero", i);

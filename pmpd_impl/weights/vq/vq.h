@@ -18,7 +18,7 @@
  *
  * Layout (version 1), little-endian:
  *   64-byte header: "VQ2W", u32 version 1, u32 rows, u32 cols, u32 p (4..8
- *     index bits per pair), u32 rotation (= pmpd_hadamard_size(cols)), u64
+ *     index bits per pair), u32 rotation (pmpd_rotated_rotation_fits), u64
  *     seed of the signs (as NUQ's), then zeros
  *   f32 scale[rows] (finite, >= 0), padded with zeros to 64 bytes
  *   indices: rows x row_bytes, row_bytes = ceil(rotation / 32) blocks of

@@ -40,10 +40,8 @@ static int pmpd_vq_shares(const pmpd_tensor *a, const pmpd_tensor *b)
 
 static pmpd_status pmpd_vq_scratch(const pmpd_tensor *w, size_t n_tokens, unsigned n_threads, size_t *bytes)
 {
-    pmpd_vq_layout layout;
-    if (pmpd_vq_compute_layout(w->dims[0], w->dims[1], PMPD_VQ_MAX_PAIR_BITS, &layout) != PMPD_OK)
-        return PMPD_ERR_OVERFLOW;
-    return pmpd_rotated_scratch_bytes(layout.padded, n_tokens, n_threads, bytes);
+    /* The tensor's stored rotation size sets the prepared input's. */
+    return pmpd_rotated_scratch_bytes(pmpd_vq_rotated_of(w).padded, n_tokens, n_threads, bytes);
 }
 
 static void pmpd_vq_format_row(const pmpd_tensor *w, size_t r, float *out)

@@ -23,7 +23,7 @@ PMPD_INTERNAL void pmpd_vq_bind(const void *data, uint64_t rows, uint64_t cols, 
     uint32_t pair_bits = pmpd_le_u32(p + 16);
     /* Accepted by pmpd_vq_view before: the layout cannot fail. */
     memset(&layout, 0, sizeof layout);
-    pmpd_vq_compute_layout(rows, cols, pair_bits, &layout);
+    pmpd_rotated_layout_at(rows, pmpd_le_u32(p + 20), 2 * (size_t)pair_bits, &layout);
     m->rows = (uint32_t)rows;
     m->cols = (uint32_t)cols;
     m->pair_bits = pair_bits;
