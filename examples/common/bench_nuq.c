@@ -96,6 +96,7 @@ static int bench_nuq_shape(bench_context *ctx, const bench_pools *pools, uint32_
     job.tensor.dims[0] = rows;
     job.tensor.dims[1] = cols;
     job.tensor.size = bytes;
+    job.tensor.data = one; /* its header sizes the scratch (the stored rotation) */
     job.stride = (bytes + 4095) & ~(size_t)4095;
     copies = ctx->stream_bytes / (job.stride ? job.stride : 1) + 1;
     if (copies * job.stride > BENCH_NUQ_MAX_TOTAL)

@@ -27,7 +27,7 @@ static const uint64_t pmpd_hadamard_44[44] = {
     0x253be2e08d7, 0x4a77c5c11ad};
 
 /* Columns of the m x 2^k matrix mixed per pass: m x this many floats on
- * the stack (5.5 KiB at m = 44). */
+ * the stack (5.5 KiB at m = 44, beside the m rows' signs). */
 #define HADAMARD_MIX_CHUNK 32
 #define HADAMARD_MIX_MAX_ORDER 44
 
@@ -80,25 +80,27 @@ PMPD_INTERNAL void pmpd_hadamard_pow2_scalar(float *x, size_t p)
  * in order of +-in[l][j], the signs the bits of negatives.  Called with
  * width a constant for full chunks, so that the compiler vectorizes the
  * loops across columns (each column's sum keeps its order): the mix of a
- * 5,632-wide token (7,168 = 28 x 256) took 30 of its 35 us of rotation
- * and quantization on Zen5 while its loops ran scalar. */
+ * 5,632-wide token took 30 of its 35 us of rotation and quantization on
+ * Zen5 while its loops ran scalar.  The sign is a factor of +-1, not a
+ * branch (a product with +-1 is exact, so the sums are the same): the
+ * branch on each (row, input row) sign, as random as the matrix, cost the
+ * 44-point mix of 5,632 floats 39 us on Zen5, 4x the 12-point mix of
+ * 6,144. */
 static inline void hadamard_mix_row(float *out, float (*in)[HADAMARD_MIX_CHUNK], uint64_t negatives,
                                     unsigned m, float scale, size_t width)
 {
+    float sum[HADAMARD_MIX_CHUNK];
     size_t j;
     unsigned l;
     for (j = 0; j < width; j++)
-        out[j] = negatives & 1 ? -in[0][j] : in[0][j];
+        sum[j] = negatives & 1 ? -in[0][j] : in[0][j];
     for (l = 1; l < m; l++) {
-        if (negatives >> l & 1)
-            for (j = 0; j < width; j++)
-                out[j] -= in[l][j];
-        else
-            for (j = 0; j < width; j++)
-                out[j] += in[l][j];
+        const float sign = negatives >> l & 1 ? -1.0f : 1.0f;
+        for (j = 0; j < width; j++)
+            sum[j] += sign * in[l][j];
     }
     for (j = 0; j < width; j++)
-        out[j] *= scale;
+        out[j] = sum[j] * scale;
 }
 
 /* Entry (i, j) of the m x p matrix x becomes sum_l H_m[i][l] x[l][j]
@@ -108,6 +110,7 @@ static inline void hadamard_mix_row(float *out, float (*in)[HADAMARD_MIX_CHUNK],
 static void hadamard_mix(float *x, unsigned m, size_t p, int transpose)
 {
     float in[HADAMARD_MIX_MAX_ORDER][HADAMARD_MIX_CHUNK];
+    uint64_t negatives[HADAMARD_MIX_MAX_ORDER];
     float scale = (float)(1.0 / sqrt((double)m * (double)p));
     size_t j0, j, width;
     unsigned i, l;
@@ -116,22 +119,30 @@ static void hadamard_mix(float *x, unsigned m, size_t p, int transpose)
             x[j] *= scale;
         return;
     }
+    /* Row i of H_m (column i for H_m^T): bit l set where entry l is -1. */
+    for (i = 0; i < m; i++) {
+        negatives[i] = 0;
+        for (l = 0; l < m; l++)
+            negatives[i] |= (transpose ? pmpd_hadamard_small_row(m, l) >> i & 1 : pmpd_hadamard_small_row(m, i) >> l & 1)
+                            << l;
+    }
     for (j0 = 0; j0 < p; j0 += width) {
         width = p - j0 < HADAMARD_MIX_CHUNK ? p - j0 : HADAMARD_MIX_CHUNK;
         for (l = 0; l < m; l++)
             for (j = 0; j < width; j++)
                 in[l][j] = x[l * p + j0 + j];
         for (i = 0; i < m; i++) {
-            /* Row i of H_m (column i for H_m^T): bit l set where entry l is -1. */
-            uint64_t negatives = 0;
-            for (l = 0; l < m; l++)
-                negatives |= (transpose ? pmpd_hadamard_small_row(m, l) >> i & 1
-                                        : pmpd_hadamard_small_row(m, i) >> l & 1)
-                             << l;
+            /* p is a power of two: a chunk is 32 columns or all p of them. */
             if (width == HADAMARD_MIX_CHUNK)
-                hadamard_mix_row(x + i * p + j0, in, negatives, m, scale, HADAMARD_MIX_CHUNK);
+                hadamard_mix_row(x + i * p + j0, in, negatives[i], m, scale, HADAMARD_MIX_CHUNK);
+            else if (width == 16)
+                hadamard_mix_row(x + i * p + j0, in, negatives[i], m, scale, 16);
+            else if (width == 8)
+                hadamard_mix_row(x + i * p + j0, in, negatives[i], m, scale, 8);
+            else if (width == 4)
+                hadamard_mix_row(x + i * p + j0, in, negatives[i], m, scale, 4);
             else
-                hadamard_mix_row(x + i * p + j0, in, negatives, m, scale, width);
+                hadamard_mix_row(x + i * p + j0, in, negatives[i], m, scale, width);
         }
     }
 }

@@ -27,8 +27,9 @@
 #include "pmpd_impl/exec/pool.h"
 #include "pmpd_impl/model/model.h"
 
-/* Scratch bytes pmpd_linear needs for w at up to n_tokens tokens with up
- * to n_threads threads.  Errors: PMPD_ERR_UNSUPPORTED (a tensor type this
+/* Scratch bytes pmpd_linear needs for w (its data included: a rotated
+ * format reads its header) at up to n_tokens tokens with up to n_threads
+ * threads.  Errors: PMPD_ERR_UNSUPPORTED (a tensor type this
  * build has no kernel for), PMPD_ERR_OVERFLOW. */
 PMPD_INTERNAL pmpd_status pmpd_linear_scratch_bytes(const pmpd_tensor *w, size_t n_tokens,
                                                     unsigned n_threads, size_t *bytes);

@@ -49,7 +49,9 @@ typedef struct pmpd_weight_format {
                          uint64_t offset, const char *name, uint32_t name_length, pmpd_error *err);
 
     /* Working memory of linear() for w at up to n_tokens tokens with up to
-     * n_threads threads (see model/linear.h).  NULL: none. */
+     * n_threads threads (see model/linear.h), from w's shape and, for the
+     * rotated formats, its header (w->data, accepted by check: the stored
+     * rotation size).  NULL: none. */
     pmpd_status (*scratch_bytes)(const pmpd_tensor *w, size_t n_tokens, unsigned n_threads, size_t *bytes);
 
     /* Y = X W^T over n_tokens tokens, split over the pool (see
