@@ -14,6 +14,7 @@
 #include "pmpd_impl/core/hadamard.h"
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/model/model.h"
+#include "pmpd_impl/offline/weights/encoders.h"
 #include "pmpd_impl/weights/format.h"
 #include "pmpd_impl/weights/rotated/rotated.h"
 #include "tests/support/test_support.h"
@@ -105,33 +106,58 @@ void test_rotated_streamed(const pmpd_convert_options *options, const char *form
     assert_int_equal(m->classifier->type, PMPD_TENSOR_Q8);
 }
 
-void test_rotated_older_rotation(uint32_t type, unsigned char *data, size_t size, size_t rows, size_t wide,
-                                 size_t cols)
+/* A rows x cols tensor of type over data (size bytes), for the format
+ * table's functions. */
+static pmpd_tensor test_rotated_tensor(uint32_t type, size_t rows, size_t cols, const unsigned char *data,
+                                       size_t size)
 {
-    const pmpd_weight_format *format = pmpd_weight_format_of(type);
     pmpd_tensor t;
-    pmpd_error err;
-    size_t scratch_bytes = 0, r, c;
-    float *wide_row = (float *)malloc(wide * sizeof(float)), *w = (float *)malloc(rows * cols * sizeof(float));
-    float *x = (float *)malloc(cols * sizeof(float)), *y = (float *)malloc(rows * sizeof(float));
-    void *scratch;
-    assert_non_null(format);
-    assert_true(wide_row && w && x && y);
-    assert_true(pmpd_hadamard_size(cols) < wide && pmpd_rotated_rotation_fits(cols, wide));
     memset(&t, 0, sizeof t);
     t.type = type;
     t.n_dims = 2;
     t.dims[0] = rows;
-    t.dims[1] = wide;
+    t.dims[1] = cols;
     t.data = data;
     t.size = size;
+    return t;
+}
+
+void test_rotated_older_rotation(uint32_t type, unsigned bits)
+{
+    const size_t rows = 5, wide = 192, cols = 172;
+    const pmpd_weight_format *format = pmpd_weight_format_of(type);
+    pmpd_convert_options options;
+    pmpd_tensor t;
+    pmpd_error err;
+    test_rng rng;
+    uint64_t size = 0, dims[2] = {rows, wide};
+    size_t scratch_bytes = 0, r, c;
+    float *wide_row = (float *)malloc(rows * wide * sizeof(float)), *w = (float *)malloc(rows * cols * sizeof(float));
+    float *x = (float *)malloc(cols * sizeof(float)), *y = (float *)malloc(rows * sizeof(float));
+    unsigned char *data;
+    void *scratch;
+    assert_non_null(format);
+    assert_true(wide_row && w && x && y);
+    assert_true(pmpd_hadamard_size(cols) < wide && pmpd_rotated_rotation_fits(cols, wide));
+    memset(&options, 0, sizeof options);
+    options.nuq_bits = type == PMPD_TENSOR_NUQ ? bits : 0;
+    options.vq_quarter_bits = type == PMPD_TENSOR_VQ2 ? bits : 0;
+    options.tcq_quarter_bits = type == PMPD_TENSOR_TCQ ? bits : 0;
+    test_rng_seed(&rng, 15);
+    for (c = 0; c < rows * wide; c++)
+        wide_row[c] = test_rng_normal(&rng);
+    assert_int_equal(pmpd_weight_stream_bytes(&options, type, 2, dims, &size), PMPD_OK);
+    data = (unsigned char *)malloc((size_t)size);
+    assert_non_null(data);
+    assert_int_equal(pmpd_weight_encode_matrix(&options, type, wide_row, rows, wide, data, (size_t)size), PMPD_OK);
+    t = test_rotated_tensor(type, rows, wide, data, (size_t)size);
     assert_int_equal(format->check(data, size, 2, t.dims, 0, "w", 1, &err), PMPD_OK);
     for (r = 0; r < rows; r++) {
         format->row(&t, r, wide_row);
         memcpy(w + r * cols, wide_row, cols * sizeof(float));
     }
     pmpd_le_put_u32(data + 12, (uint32_t)cols);
-    t.dims[1] = cols;
+    t = test_rotated_tensor(type, rows, cols, data, (size_t)size);
     assert_int_equal(format->check(data, size, 2, t.dims, 0, "w", 1, &err), PMPD_OK);
     for (r = 0; r < rows; r++) {
         double largest = 0;
@@ -163,6 +189,7 @@ void test_rotated_older_rotation(uint32_t type, unsigned char *data, size_t size
                      (double)y[r], exact);
     }
     free(scratch);
+    free(data);
     free(wide_row);
     free(w);
     free(x);
@@ -179,13 +206,7 @@ double test_rotated_error(uint32_t type, const float *values, size_t rows, size_
     size_t r, c;
     assert_non_null(format);
     assert_non_null(w);
-    memset(&t, 0, sizeof t);
-    t.type = type;
-    t.n_dims = 2;
-    t.dims[0] = rows;
-    t.dims[1] = cols;
-    t.data = data;
-    t.size = size;
+    t = test_rotated_tensor(type, rows, cols, data, size);
     for (r = 0; r < rows; r++) {
         format->row(&t, r, w);
         for (c = 0; c < cols; c++) {

@@ -49,15 +49,15 @@ double test_rotated_error(uint32_t type, const float *values, size_t rows, size_
                           size_t size);
 
 /* A tensor an older encoder stored with a larger rotation size than
- * pmpd_hadamard_size(cols) now gives: data (size bytes, rows x wide, wide
- * = that rotation, so nothing was padded) relabelled as rows x cols, its
- * header's cols field at offset 12.  Through the format table of type it
- * must be accepted, each row equal the first cols values of the wide
- * tensor's row (same codes, signs and rotation), and the product of one
- * token equal the dense product with those rows (int8 activations: within
- * 1% of |w| |x|).  data is left relabelled. */
-void test_rotated_older_rotation(uint32_t type, unsigned char *data, size_t size, size_t rows, size_t wide,
-                                 size_t cols);
+ * pmpd_hadamard_size(cols) now gives: 5 rows x 192 random normals
+ * encoded by the converter's encoder for type at bits (nuq's bits, vq's
+ * and tcq's quarter bits), rotation 192, then relabelled as 172 columns
+ * (the header's cols field), as a converter before order 44 stored 172
+ * columns.  Through the format table it must be accepted, each row equal
+ * the first 172 values of the 192-column tensor's row (same codes, signs
+ * and rotation), and the product of one token equal the dense product
+ * with those rows (int8 activations: within 1% of |w| |x|). */
+void test_rotated_older_rotation(uint32_t type, unsigned bits);
 
 /* KL (mean over positions) and top-1 agreement of model's teacher-forced
  * logits on ids[0..n) against ref (n x the vocabulary). */
