@@ -411,13 +411,16 @@ static void test_stories260k_quality(void **state)
     print_message("stories260K, %zu teacher-forced positions, KL / top-1 vs f32:\n"
                   "  nuq4 %.5f / %.3f\n  nuq3 %.5f / %.3f\n  nuq2 %.5f / %.3f\n  q4   %.5f / %.3f\n",
                   n, kl[0], top1[0], kl[1], top1[1], kl[2], top1[2], kl[3], top1[3]);
-    /* Each bit less costs KL; nuq4 stays near q4 (measured 0.074 against
-     * 0.054: one scale per row against q4's one per 32 weights, on rows of
-     * 64 and 172 columns where the rotation has few columns to spread an
-     * outlier over). */
+    /* Each bit less costs KL; nuq4 stays near q4 (measured 0.078 against
+     * 0.054 over 128 positions, 0.049 against 0.025 over the reduced run's
+     * 32: one scale per row against q4's one per 32 weights, on rows of 64
+     * and 172 columns where the rotation has few columns to spread an
+     * outlier over).  The 172-column rows rotate in 176 columns since order
+     * 44 (4.09 bits per weight there); in 192 (4.47 bits) nuq4 measured
+     * 0.074 and 0.030, so the bound is 2.2x q4's KL, was 2x. */
     assert_true(kl[0] < kl[1]);
     assert_true(kl[1] < kl[2]);
-    assert_true(kl[0] < 0.1 && kl[0] < 2.0 * kl[3]);
+    assert_true(kl[0] < 0.1 && kl[0] < 2.2 * kl[3]);
     assert_true(top1[0] > 0.75);
     free(ref);
 }

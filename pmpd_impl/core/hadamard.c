@@ -79,13 +79,13 @@ PMPD_INTERNAL void pmpd_hadamard_pow2_scalar(float *x, size_t p)
 /* Row i of the mix for one chunk of columns: out[j] = scale * sum over l
  * in order of +-in[l][j], the signs the bits of negatives.  Called with
  * width a constant for full chunks, so that the compiler vectorizes the
- * loops across columns (each column's sum keeps its order): the mix of a
- * 5,632-wide token took 30 of its 35 us of rotation and quantization on
- * Zen5 while its loops ran scalar.  The sign is a factor of +-1, not a
- * branch (a product with +-1 is exact, so the sums are the same): the
- * branch on each (row, input row) sign, as random as the matrix, cost the
- * 44-point mix of 5,632 floats 39 us on Zen5, 4x the 12-point mix of
- * 6,144. */
+ * loops across columns (each column's sum keeps its order); while they
+ * ran scalar the mix took 30 of a 5,632-wide token's 35 us of rotation and
+ * quantization on Zen5.  The sign is a factor of +-1, not a branch (a
+ * product with +-1 is exact, so the sums are the same): a branch per
+ * (row, input row), as random as the matrix, and each row's signs rebuilt
+ * per chunk held the 44-point transform of 5,632 floats at 39 us on Zen5
+ * (6.8 us now). */
 static inline void hadamard_mix_row(float *out, float (*in)[HADAMARD_MIX_CHUNK], uint64_t negatives,
                                     unsigned m, float scale, size_t width)
 {
