@@ -163,7 +163,8 @@ void test_rotated_older_rotation(uint32_t type, unsigned bits)
         double largest = 0;
         format->row(&t, r, wide_row);
         for (c = 0; c < cols; c++)
-            largest = fmax(largest, fabs(w[r * cols + c]));
+            if (fabs(w[r * cols + c]) > largest) /* not fmax: gcc 12's aarch64 vectorizer crashed on it */
+                largest = fabs(w[r * cols + c]);
         /* The two decode paths sum the rotation in other orders. */
         for (c = 0; c < cols; c++)
             if (fabs(wide_row[c] - w[r * cols + c]) > 1e-4 * largest)
