@@ -46,10 +46,17 @@
 #include <immintrin.h>
 #include <string.h>
 
+/* With VNNI the 2- and 4-bit tables hold 128 + level (unsigned) and each
+ * product starts from -128 times its activations' sum (per token), so
+ * that VPDPBUSD takes the weights and activations as they are. */
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
 #define NUQ_AVX2_DPBUSD _mm256_dpbusd_epi32
+#define NUQ_AVX2_BIAS 128
 #elif PMPD_USE_AVXVNNI
 #define NUQ_AVX2_DPBUSD _mm256_dpbusd_avx_epi32
+#define NUQ_AVX2_BIAS 128
+#else
+#define NUQ_AVX2_BIAS 0
 #endif
 
 #define NUQ_AVX2_INLINE static inline __attribute__((always_inline))
@@ -59,7 +66,7 @@ typedef struct nuq_avx2_consts {
     __m256i table[2]; /* 4 bits: the 16 levels; 2 and 3 bits: the level (3 bits: magnitude) of a nibble's low and high pair */
     __m256i low4;     /* 0x0F in every byte */
     __m256i lanes;    /* 2 and 3 bits: VPSRLVQ counts 0, 0, 4, 4 */
-    __m256i count[2]; /* 3 bits: VPSLLVD counts taking the sign of w[j]'s bytes to bit 7 */
+    __m256i count;    /* 3 bits: VPSLLVD counts taking the sign of w[1]'s bytes to bit 7 (w[0]'s to 6) */
     __m256i spread;   /* 3 bits: PSHUFB index, the shifted sign byte under each weight byte */
     __m256i ones;     /* int16 ones for VPMADDWD */
 } nuq_avx2_consts;
@@ -68,6 +75,7 @@ typedef struct nuq_avx2_consts {
 typedef struct nuq_avx2_input {
     __m256i x[2]; /* the activations in the order of w[0] and w[1] */
     __m256i u[2]; /* |x| (2 and 4 bits) or -x (3 bits) */
+    __m256i start; /* the int32 sums' start: 0, or with VNNI at 2 and 4 bits -128 sum(x) per lane */
     __m256 d;     /* each int32 lane's block step */
 } nuq_avx2_input;
 
@@ -76,27 +84,25 @@ static void nuq_avx2_init(unsigned bits, nuq_avx2_consts *k)
     const int8_t *levels = pmpd_nuq_levels_int8(bits);
     int8_t table[2][16];
     unsigned char spread[32];
-    int32_t count[2][8];
+    int32_t count[8];
     unsigned p;
     for (p = 0; p < 16; p++) {
-        table[0][p] = bits == 4 ? levels[p] : levels[p & 3];
-        table[1][p] = levels[p >> 2];
+        const int bias = bits == 3 ? 0 : NUQ_AVX2_BIAS;
+        table[0][p] = (int8_t)(uint8_t)(bias + (bits == 4 ? levels[p] : levels[p & 3]));
+        table[1][p] = (int8_t)(uint8_t)(bias + levels[p >> 2]);
     }
     for (p = 0; p < 32; p++) {
         /* Byte p: lane l = p / 16, qword (block) q, column i of the 8:
          * its sign byte i / 2 in dword q + 2 (i & 1), whose bit
-         * 4 (i & 1) + 2 l + j the count brings to 7. */
+         * 4 (i & 1) + 2 l + j is w[j]'s sign. */
         const unsigned q = p % 16 / 8, i = p % 8;
         spread[p] = (unsigned char)(4 * (q + 2 * (i & 1)) + i / 2);
     }
-    for (p = 0; p < 8; p++) {
-        count[0][p] = (int32_t)(7 - 4 * (p % 4 / 2) - 2 * (p / 4));
-        count[1][p] = count[0][p] - 1;
-    }
-    for (p = 0; p < 2; p++) {
+    for (p = 0; p < 8; p++)
+        count[p] = (int32_t)(6 - 4 * (p % 4 / 2) - 2 * (p / 4));
+    for (p = 0; p < 2; p++)
         k->table[p] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)table[p]));
-        k->count[p] = _mm256_loadu_si256((const __m256i *)(const void *)count[p]);
-    }
+    k->count = _mm256_loadu_si256((const __m256i *)(const void *)count);
     k->spread = _mm256_loadu_si256((const __m256i *)(const void *)spread);
     k->low4 = _mm256_set1_epi8(15);
     k->lanes = _mm256_setr_epi64x(0, 0, 4, 4);
@@ -110,9 +116,22 @@ static inline uint32_t nuq_avx2_load32(const uint8_t *p)
     return v;
 }
 
+/* The exact int32 products of the unsigned bytes u and signed bytes s, in
+ * groups of 4, added to acc. */
+NUQ_AVX2_INLINE __m256i nuq_avx2_dot(__m256i acc, __m256i u, __m256i s, const nuq_avx2_consts *k)
+{
+#ifdef NUQ_AVX2_DPBUSD
+    (void)k;
+    return NUQ_AVX2_DPBUSD(acc, u, s);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), k->ones));
+#endif
+}
+
 /* Blocks b and b + 1 of one token (x and d at block b's), or with blocks
  * == 1 block b alone, the other block's activations and step zero. */
-NUQ_AVX2_INLINE nuq_avx2_input nuq_avx2_input_pair(const int8_t *x, const float *d, unsigned bits, unsigned blocks)
+NUQ_AVX2_INLINE nuq_avx2_input nuq_avx2_input_pair(const int8_t *x, const float *d, unsigned bits, unsigned blocks,
+                                                   const nuq_avx2_consts *k)
 {
     const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)x);
     const __m256i b = blocks == 2 ? _mm256_loadu_si256((const __m256i *)(const void *)(x + 32)) : _mm256_setzero_si256();
@@ -130,8 +149,14 @@ NUQ_AVX2_INLINE nuq_avx2_input nuq_avx2_input_pair(const int8_t *x, const float 
         in.d = _mm256_setr_m128(pair, pair);
         in.d = _mm256_unpacklo_ps(in.d, in.d);
     }
-    for (j = 0; j < 2; j++)
+    in.start = _mm256_setzero_si256();
+    for (j = 0; j < 2; j++) {
         in.u[j] = bits == 3 ? _mm256_sub_epi8(_mm256_setzero_si256(), in.x[j]) : _mm256_abs_epi8(in.x[j]);
+        if (bits != 3 && NUQ_AVX2_BIAS)
+            in.start = nuq_avx2_dot(in.start, _mm256_set1_epi8(-128), in.x[j], k);
+    }
+    if (bits != 3 && NUQ_AVX2_BIAS)
+        in.start = _mm256_sub_epi32(_mm256_setzero_si256(), in.start);
     return in;
 }
 
@@ -161,26 +186,14 @@ NUQ_AVX2_INLINE void nuq_avx2_weights(const uint8_t *codes, unsigned bits, unsig
         if (bits == 3) {
             const uint64_t signs = (uint64_t)nuq_avx2_load32(codes + 8) |
                                    (blocks == 2 ? (uint64_t)nuq_avx2_load32(codes + next + 8) << 32 : 0);
-            const __m256i s = _mm256_set1_epi64x((long long)signs);
-            for (j = 0; j < 2; j++)
-                negative[j] = _mm256_shuffle_epi8(_mm256_sllv_epi32(s, k->count[j]), k->spread);
+            negative[1] = _mm256_shuffle_epi8(_mm256_sllv_epi32(_mm256_set1_epi64x((long long)signs), k->count),
+                                              k->spread);
+            negative[0] = _mm256_add_epi8(negative[1], negative[1]); /* w[0]'s sign bit was one below */
         }
     }
     c = _mm256_and_si256(_mm256_srlv_epi64(c, k->lanes), k->low4);
     for (j = 0; j < 2; j++)
         w[j] = _mm256_shuffle_epi8(k->table[j], c);
-}
-
-/* The exact int32 products of the unsigned bytes u and signed bytes s, in
- * groups of 4, added to acc. */
-NUQ_AVX2_INLINE __m256i nuq_avx2_dot(__m256i acc, __m256i u, __m256i s, const nuq_avx2_consts *k)
-{
-#ifdef NUQ_AVX2_DPBUSD
-    (void)k;
-    return NUQ_AVX2_DPBUSD(acc, u, s);
-#else
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), k->ones));
-#endif
 }
 
 /* A tile's accumulators, [row][token]. */
@@ -198,7 +211,7 @@ NUQ_AVX2_INLINE void nuq_avx2_step(const pmpd_nuq_matrix *m, const nuq_avx2_cons
 #pragma GCC unroll 2
     for (t = 0; t < nt; t++)
         in[t] = nuq_avx2_input_pair(q + (t0 + t) * m->padded + b * PMPD_NUQ_BLOCK, d + (t0 + t) * n_blocks + b, bits,
-                                    blocks);
+                                    blocks, k);
 #pragma GCC unroll 4
     for (i = 0; i < nr; i++) {
         __m256i w[2], negative[2];
@@ -206,10 +219,14 @@ NUQ_AVX2_INLINE void nuq_avx2_step(const pmpd_nuq_matrix *m, const nuq_avx2_cons
                          negative);
 #pragma GCC unroll 2
         for (t = 0; t < nt; t++) {
-            __m256i sum = _mm256_setzero_si256();
+            __m256i sum = in[t].start;
             for (j = 0; j < 2; j++)
-                sum = bits == 3 ? nuq_avx2_dot(sum, w[j], _mm256_blendv_epi8(in[t].x[j], in[t].u[j], negative[j]), k)
-                                : nuq_avx2_dot(sum, in[t].u[j], _mm256_sign_epi8(w[j], in[t].x[j]), k);
+                if (bits == 3)
+                    sum = nuq_avx2_dot(sum, w[j], _mm256_blendv_epi8(in[t].x[j], in[t].u[j], negative[j]), k);
+                else if (NUQ_AVX2_BIAS)
+                    sum = nuq_avx2_dot(sum, w[j], in[t].x[j], k);
+                else
+                    sum = nuq_avx2_dot(sum, in[t].u[j], _mm256_sign_epi8(w[j], in[t].x[j]), k);
             acc[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), in[t].d, acc[i][t]);
         }
     }
@@ -277,4 +294,5 @@ PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const void *act, si
 #undef NUQ_AVX2_TOKENS
 #undef NUQ_AVX2_INLINE
 #undef NUQ_AVX2_DPBUSD
+#undef NUQ_AVX2_BIAS
 #endif
