@@ -24,21 +24,30 @@
  * VPMADDUBSW's int16).  VPMADDUBSW multiplies unsigned by signed bytes;
  * the unsigned side is shared where it can be:
  *   2 and 4 bits: |x| (per token, once per tile) times w with x's sign
- *           (VPSIGNB, one per row);
+ *           (VPSIGNB, one per row and vector);
  *   3 bits: the looked-up magnitude times x, negated under the code's sign
  *           bit (VPBLENDVB between x and -x, the latter per token).  The
- *           sign word's bit 4 i + v (column 8 v + i, nuq.h) goes to bit 7
- *           of its byte: one VPSLLVD of the two sign words (each dword
- *           shifted by one of the four amounts a lane needs) and one
- *           PSHUFB per weight vector.
- * VPMADDWD with ones then widens to int32, or VPDPBUSD does both where the
- * target has VNNI (AVX-VNNI, or AVX-512 VNNI and VL in a build with
- * AVX-512 kernels off).
+ *           sign word's bit 4 i + v (column 8 v + i, nuq.h) is brought to
+ *           bit 7 of its weight's byte by one VPSLLVD of the pair's two
+ *           sign words (each dword by one of the four counts a lane needs)
+ *           and one PSHUFB for w[1]; w[0]'s sign sits one bit lower, so
+ *           one VPADDB doubles the bytes into its mask.
+ * VPMADDWD with ones then widens to int32 and the two vectors' sums add.
+ * Where the target has VNNI (AVX-VNNI, or AVX-512 VNNI and VL in a build
+ * with the AVX-512 kernels off) VPDPBUSD does the three, and at 2 and 4
+ * bits the tables hold 128 + level (unsigned), each row's sums starting
+ * from -128 times the activations' sums (per token): no VPSIGNB.
  *
  * Per row and pair of blocks that is 14 vector operations at 4 bits, 13
- * at 2 and 19 at 3 (VNNI: 11, 10, 16), against the former kernel's (one
- * row at a time, a block per step, the weights' magnitude per row) 18, 18
- * and 28. */
+ * at 2 and 20 at 3 (VNNI: 9, 8, 17), against 18, 18 and 28 for the former
+ * kernel (one row at a time, a block per step, the weights' magnitude and
+ * the activations' sign per row and block).  Without VNNI the loop is
+ * bound by the 4 vector pipes (llvm-mca -mcpu=znver3: 11.8 cycles per
+ * 4-row step at 4 bits, where 68 vector operations take 17 on the FP
+ * pipes; skylake 19, ports 0 and 1).  On one Zen5 thread (AVX2 build) it
+ * ran 1.3x the former kernel at 2 and 4 bits and 1.45x at 3 bits, in L2
+ * as from RAM (48, 48, 32 G weights/s); with AVX-512 VNNI 1.7-1.9x at 2
+ * and 4 bits (60-70 G weights/s). */
 #include "pmpd_impl/weights/nuq/nuq.h"
 #include "pmpd_impl/weights/rotated/rotated_simd.h"
 
@@ -63,7 +72,9 @@
 #define NUQ_AVX2_TOKENS 2
 
 typedef struct nuq_avx2_consts {
-    __m256i table[2]; /* 4 bits: the 16 levels; 2 and 3 bits: the level (3 bits: magnitude) of a nibble's low and high pair */
+    /* 4 bits: the 16 levels; 2 and 3 bits: the level (3 bits: its
+     * magnitude) of a nibble's low pair, of its high pair */
+    __m256i table[2];
     __m256i low4;     /* 0x0F in every byte */
     __m256i lanes;    /* 2 and 3 bits: VPSRLVQ counts 0, 0, 4, 4 */
     __m256i count;    /* 3 bits: VPSLLVD counts taking the sign of w[1]'s bytes to bit 7 (w[0]'s to 6) */
@@ -134,7 +145,8 @@ NUQ_AVX2_INLINE nuq_avx2_input nuq_avx2_input_pair(const int8_t *x, const float 
                                                    const nuq_avx2_consts *k)
 {
     const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)x);
-    const __m256i b = blocks == 2 ? _mm256_loadu_si256((const __m256i *)(const void *)(x + 32)) : _mm256_setzero_si256();
+    const __m256i b =
+        blocks == 2 ? _mm256_loadu_si256((const __m256i *)(const void *)(x + 32)) : _mm256_setzero_si256();
     const __m128 d0 = _mm_set1_ps(d[0]), d1 = blocks == 2 ? _mm_set1_ps(d[1]) : _mm_setzero_ps();
     nuq_avx2_input in;
     unsigned j;
@@ -152,10 +164,10 @@ NUQ_AVX2_INLINE nuq_avx2_input nuq_avx2_input_pair(const int8_t *x, const float 
     in.start = _mm256_setzero_si256();
     for (j = 0; j < 2; j++) {
         in.u[j] = bits == 3 ? _mm256_sub_epi8(_mm256_setzero_si256(), in.x[j]) : _mm256_abs_epi8(in.x[j]);
-        if (bits != 3 && NUQ_AVX2_BIAS)
+        if (bits != 3 && NUQ_AVX2_BIAS != 0)
             in.start = nuq_avx2_dot(in.start, _mm256_set1_epi8(-128), in.x[j], k);
     }
-    if (bits != 3 && NUQ_AVX2_BIAS)
+    if (bits != 3 && NUQ_AVX2_BIAS != 0)
         in.start = _mm256_sub_epi32(_mm256_setzero_si256(), in.start);
     return in;
 }
@@ -223,7 +235,7 @@ NUQ_AVX2_INLINE void nuq_avx2_step(const pmpd_nuq_matrix *m, const nuq_avx2_cons
             for (j = 0; j < 2; j++)
                 if (bits == 3)
                     sum = nuq_avx2_dot(sum, w[j], _mm256_blendv_epi8(in[t].x[j], in[t].u[j], negative[j]), k);
-                else if (NUQ_AVX2_BIAS)
+                else if (NUQ_AVX2_BIAS != 0)
                     sum = nuq_avx2_dot(sum, w[j], in[t].x[j], k);
                 else
                     sum = nuq_avx2_dot(sum, in[t].u[j], _mm256_sign_epi8(w[j], in[t].x[j]), k);
@@ -275,7 +287,8 @@ NUQ_AVX2_INLINE void nuq_avx2_rows(const pmpd_nuq_matrix *m, unsigned bits, cons
     const size_t n_blocks = m->padded / PMPD_NUQ_BLOCK;
     nuq_avx2_consts k;
     nuq_avx2_init(bits, &k);
-#define NUQ_AVX2_ROW_TILE(r0, stride, nr) nuq_avx2_row_tile(m, &k, bits, q, d, n_blocks, n_tokens, r0, stride, nr, y, ldy)
+#define NUQ_AVX2_ROW_TILE(r0, stride, nr)                                                                            \
+    nuq_avx2_row_tile(m, &k, bits, q, d, n_blocks, n_tokens, r0, stride, nr, y, ldy)
     PMPD_ROTATED_ROW_TILES(row_begin, row_end, NUQ_AVX2_ROW_TILE);
 #undef NUQ_AVX2_ROW_TILE
 }
