@@ -1,14 +1,53 @@
-/* NUQ product with AVX2: a block's 32 codes become 32 bytes in column
- * order (4 bits: the low and high nibbles of 16 bytes as the two 128-bit
- * lanes, from one broadcast load; 2 bits: the 8 bytes in each 64-bit lane shifted by 0, 2, 4, 6;
- * 3 bits: those, plus the sign plane's bits spread to the bytes by PSHUFB
- * and tested with a per-byte mask), one PSHUFB turns them into 32 int8
- * levels, and VPMADDUBSW / VPMADDWD multiply them with the int8
- * activations exactly (|level| <= 127 and |q| <= 127: a pair of products
- * fits int16), as q4's kernel does.  Each block's 8 int32 sums become
- * floats times the block's activation step, added into one float vector
- * per token.  A tile is one row x up to 4 tokens: the levels are looked up
- * once per tile and used for every token (prefill). */
+/* NUQ product with AVX2 (builds without AVX-512; else nuq_avx512.c).  The
+ * layout is nuq.h's, unchanged.
+ *
+ * A tile is 4 rows, one from each quarter of the caller's rows (4 long
+ * sequential streams, rotated_simd.h), times up to 2 tokens; a step is a
+ * pair of blocks (64 rotated columns), an odd last block alone.  Per
+ * step a row's codes become two vectors of 32 int8 weights, w[0] and w[1],
+ * in an order of the layout's making, and each token's activations are
+ * loaded once per tile in the same order:
+ *   4 bits: the 32 code bytes, low and high nibbles (one shift, two
+ *           masks): 128-bit lane k = block b + k, w[0] columns 0-15 and
+ *           w[1] columns 16-31 (the activations: two VPERM2I128);
+ *   2 and 3 bits: the two 8-byte 2-bit planes side by side in both lanes,
+ *           the upper lane shifted by a nibble (VPSRLVQ) and masked; each
+ *           byte's nibble holds the codes of columns i, 8 + i (low lane)
+ *           or 16 + i, 24 + i (upper lane), so two PSHUFB tables (level of
+ *           the nibble's low pair, of its high pair) give w[0] and w[1]:
+ *           qword k of lane l = block b + k, columns 16 l + 8 j + i for
+ *           w[j] (the activations: VPUNPCK[LH]QDQ).
+ * With the step's d vector laid out to match, the two products of a row
+ * add up in int32 before one conversion and one FMA per row and token.
+ *
+ * The products are exact (|level|, |x| <= 127: a pair of products fits
+ * VPMADDUBSW's int16).  VPMADDUBSW multiplies unsigned by signed bytes;
+ * the unsigned side is shared where it can be:
+ *   2 and 4 bits: |x| (per token, once per tile) times w with x's sign
+ *           (VPSIGNB, one per row and vector);
+ *   3 bits: the looked-up magnitude times x, negated under the code's sign
+ *           bit (VPBLENDVB between x and -x, the latter per token).  The
+ *           sign word's bit 4 i + v (column 8 v + i, nuq.h) is brought to
+ *           bit 7 of its weight's byte by one VPSLLVD of the pair's two
+ *           sign words (each dword by one of the four counts a lane needs)
+ *           and one PSHUFB for w[1]; w[0]'s sign sits one bit lower, so
+ *           one VPADDB doubles the bytes into its mask.
+ * VPMADDWD with ones then widens to int32 and the two vectors' sums add.
+ * Where the target has VNNI (AVX-VNNI, or AVX-512 VNNI and VL in a build
+ * with the AVX-512 kernels off) VPDPBUSD does the three, and at 2 and 4
+ * bits the tables hold 128 + level (unsigned), each row's sums starting
+ * from -128 times the activations' sums (per token): no VPSIGNB.
+ *
+ * Per row and pair of blocks that is 14 vector operations at 4 bits, 13
+ * at 2 and 20 at 3 (VNNI: 9, 8, 17), against 18, 18 and 28 for the former
+ * kernel (one row at a time, a block per step, the weights' magnitude and
+ * the activations' sign per row and block).  Without VNNI the loop is
+ * bound by the 4 vector pipes (llvm-mca -mcpu=znver3: 11.8 cycles per
+ * 4-row step at 4 bits, where 68 vector operations take 17 on the FP
+ * pipes; skylake 19, ports 0 and 1).  On one Zen5 thread (AVX2 build) it
+ * ran 1.3x the former kernel at 2 and 4 bits and 1.45x at 3 bits, in L2
+ * as from RAM (48, 48, 32 G weights/s); with AVX-512 VNNI 1.7-1.9x at 2
+ * and 4 bits (60-70 G weights/s). */
 #include "pmpd_impl/weights/nuq/nuq.h"
 #include "pmpd_impl/weights/rotated/rotated_simd.h"
 
@@ -16,107 +55,242 @@
 #include <immintrin.h>
 #include <string.h>
 
-#define NUQ_AVX2_TILE PMPD_ROTATED_TILE
+/* With VNNI the 2- and 4-bit tables hold 128 + level (unsigned) and each
+ * product starts from -128 times its activations' sum (per token), so
+ * that VPDPBUSD takes the weights and activations as they are. */
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#define NUQ_AVX2_DPBUSD _mm256_dpbusd_epi32
+#define NUQ_AVX2_BIAS 128
+#elif PMPD_USE_AVXVNNI
+#define NUQ_AVX2_DPBUSD _mm256_dpbusd_avx_epi32
+#define NUQ_AVX2_BIAS 128
+#else
+#define NUQ_AVX2_BIAS 0
+#endif
+
+#define NUQ_AVX2_INLINE static inline __attribute__((always_inline))
+#define NUQ_AVX2_TOKENS 2
 
 typedef struct nuq_avx2_consts {
-    __m256i table;     /* the 16 int8 levels, in both lanes */
-    __m256i low2;      /* 0x03 in every byte */
-    __m256i low4;      /* 0x0F in every byte */
-    __m256i shifts;    /* 0, 2, 4, 6 per 64-bit lane */
-    __m256i nibble;    /* 0, 0, 4, 4 per 64-bit lane */
-    __m256i spread;    /* byte L: the sign plane's byte (L % 8) / 2 */
-    __m256i bit;       /* byte L: 1 << (4 ((L % 8) & 1) + L / 8) */
-    __m256i sign;      /* 0x04 in every byte: the 3-bit code's sign */
-    __m256i ones;      /* int16 ones for VPMADDWD */
+    /* 4 bits: the 16 levels; 2 and 3 bits: the level (3 bits: its
+     * magnitude) of a nibble's low pair, of its high pair */
+    __m256i table[2];
+    __m256i low4;     /* 0x0F in every byte */
+    __m256i lanes;    /* 2 and 3 bits: VPSRLVQ counts 0, 0, 4, 4 */
+    __m256i count;    /* 3 bits: VPSLLVD counts taking the sign of w[1]'s bytes to bit 7 (w[0]'s to 6) */
+    __m256i spread;   /* 3 bits: PSHUFB index, the shifted sign byte under each weight byte */
+    __m256i ones;     /* int16 ones for VPMADDWD */
 } nuq_avx2_consts;
 
-/* The 32 int8 levels of one block, in column order. */
-static inline __attribute__((always_inline)) __m256i nuq_avx2_levels(const uint8_t *block, unsigned bits,
-                                                                     const nuq_avx2_consts *k)
+/* One token's side of a step. */
+typedef struct nuq_avx2_input {
+    __m256i x[2]; /* the activations in the order of w[0] and w[1] */
+    __m256i u[2]; /* |x| (2 and 4 bits) or -x (3 bits) */
+    __m256i start; /* the int32 sums' start: 0, or with VNNI at 2 and 4 bits -128 sum(x) per lane */
+    __m256 d;     /* each int32 lane's block step */
+} nuq_avx2_input;
+
+static void nuq_avx2_init(unsigned bits, nuq_avx2_consts *k)
 {
-    __m256i codes;
+    const int8_t *levels = pmpd_nuq_levels_int8(bits);
+    int8_t table[2][16];
+    unsigned char spread[32];
+    int32_t count[8];
+    unsigned p;
+    for (p = 0; p < 16; p++) {
+        const int bias = bits == 3 ? 0 : NUQ_AVX2_BIAS;
+        table[0][p] = (int8_t)(uint8_t)(bias + (bits == 4 ? levels[p] : levels[p & 3]));
+        table[1][p] = (int8_t)(uint8_t)(bias + levels[p >> 2]);
+    }
+    for (p = 0; p < 32; p++) {
+        /* Byte p: lane l = p / 16, qword (block) q, column i of the 8:
+         * its sign byte i / 2 in dword q + 2 (i & 1), whose bit
+         * 4 (i & 1) + 2 l + j is w[j]'s sign. */
+        const unsigned q = p % 16 / 8, i = p % 8;
+        spread[p] = (unsigned char)(4 * (q + 2 * (i & 1)) + i / 2);
+    }
+    for (p = 0; p < 8; p++)
+        count[p] = (int32_t)(6 - 4 * (p % 4 / 2) - 2 * (p / 4));
+    for (p = 0; p < 2; p++)
+        k->table[p] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)table[p]));
+    k->count = _mm256_loadu_si256((const __m256i *)(const void *)count);
+    k->spread = _mm256_loadu_si256((const __m256i *)(const void *)spread);
+    k->low4 = _mm256_set1_epi8(15);
+    k->lanes = _mm256_setr_epi64x(0, 0, 4, 4);
+    k->ones = _mm256_set1_epi16(1);
+}
+
+static inline uint32_t nuq_avx2_load32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* The exact int32 products of the unsigned bytes u and signed bytes s, in
+ * groups of 4, added to acc. */
+NUQ_AVX2_INLINE __m256i nuq_avx2_dot(__m256i acc, __m256i u, __m256i s, const nuq_avx2_consts *k)
+{
+#ifdef NUQ_AVX2_DPBUSD
+    (void)k;
+    return NUQ_AVX2_DPBUSD(acc, u, s);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), k->ones));
+#endif
+}
+
+/* Blocks b and b + 1 of one token (x and d at block b's), or with blocks
+ * == 1 block b alone, the other block's activations and step zero. */
+NUQ_AVX2_INLINE nuq_avx2_input nuq_avx2_input_pair(const int8_t *x, const float *d, unsigned bits, unsigned blocks,
+                                                   const nuq_avx2_consts *k)
+{
+    const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)x);
+    const __m256i b =
+        blocks == 2 ? _mm256_loadu_si256((const __m256i *)(const void *)(x + 32)) : _mm256_setzero_si256();
+    const __m128 d0 = _mm_set1_ps(d[0]), d1 = blocks == 2 ? _mm_set1_ps(d[1]) : _mm_setzero_ps();
+    nuq_avx2_input in;
+    unsigned j;
     if (bits == 4) {
-        /* The 16 bytes in both lanes, the upper lane's shifted by a nibble:
-         * a broadcast load, one shift, one mask. */
-        __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)block));
-        codes = _mm256_and_si256(_mm256_srlv_epi64(b, k->nibble), k->low4);
+        in.x[0] = _mm256_permute2x128_si256(a, b, 0x20);
+        in.x[1] = _mm256_permute2x128_si256(a, b, 0x31);
+        in.d = _mm256_setr_m128(d0, d1);
     } else {
-        int64_t low;
-        memcpy(&low, block, 8);
-        codes = _mm256_and_si256(_mm256_srlv_epi64(_mm256_set1_epi64x(low), k->shifts), k->low2);
+        const __m128 pair = _mm_unpacklo_ps(d0, d1);
+        in.x[0] = _mm256_unpacklo_epi64(a, b);
+        in.x[1] = _mm256_unpackhi_epi64(a, b);
+        in.d = _mm256_setr_m128(pair, pair);
+        in.d = _mm256_unpacklo_ps(in.d, in.d);
+    }
+    in.start = _mm256_setzero_si256();
+    for (j = 0; j < 2; j++) {
+        in.u[j] = bits == 3 ? _mm256_sub_epi8(_mm256_setzero_si256(), in.x[j]) : _mm256_abs_epi8(in.x[j]);
+        if (bits != 3 && NUQ_AVX2_BIAS != 0)
+            in.start = nuq_avx2_dot(in.start, _mm256_set1_epi8(-128), in.x[j], k);
+    }
+    if (bits != 3 && NUQ_AVX2_BIAS != 0)
+        in.start = _mm256_sub_epi32(_mm256_setzero_si256(), in.start);
+    return in;
+}
+
+/* The pair's weights of one row (codes at block b's): w as the file
+ * header describes, and at 3 bits the sign masks (bit 7 of each byte). */
+NUQ_AVX2_INLINE void nuq_avx2_weights(const uint8_t *codes, unsigned bits, unsigned blocks, const nuq_avx2_consts *k,
+                                      __m256i *w, __m256i *negative)
+{
+    __m256i c;
+    unsigned j;
+    if (bits == 4) {
+        const __m256i v = blocks == 2 ? _mm256_loadu_si256((const __m256i *)(const void *)codes)
+                                      : _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)codes));
+        w[0] = _mm256_shuffle_epi8(k->table[0], _mm256_and_si256(v, k->low4));
+        w[1] = _mm256_shuffle_epi8(k->table[0], _mm256_and_si256(_mm256_srli_epi16(v, 4), k->low4));
+        return;
+    }
+    {
+        const size_t next = 4 * (size_t)bits;
+        const __m128i planes =
+            bits == 2 && blocks == 2
+                ? _mm_loadu_si128((const __m128i *)(const void *)codes) /* the two planes are adjacent */
+                : _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(const void *)codes),
+                                     blocks == 2 ? _mm_loadl_epi64((const __m128i *)(const void *)(codes + next))
+                                                 : _mm_setzero_si128());
+        c = _mm256_broadcastsi128_si256(planes);
         if (bits == 3) {
-            int32_t high;
-            __m256i spread;
-            memcpy(&high, block + 8, 4);
-            spread = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(high), k->spread), k->bit);
-            codes = _mm256_or_si256(codes, _mm256_and_si256(_mm256_cmpeq_epi8(spread, k->bit), k->sign));
+            const uint64_t signs = (uint64_t)nuq_avx2_load32(codes + 8) |
+                                   (blocks == 2 ? (uint64_t)nuq_avx2_load32(codes + next + 8) << 32 : 0);
+            negative[1] = _mm256_shuffle_epi8(_mm256_sllv_epi32(_mm256_set1_epi64x((long long)signs), k->count),
+                                              k->spread);
+            negative[0] = _mm256_add_epi8(negative[1], negative[1]); /* w[0]'s sign bit was one below */
         }
     }
-    return _mm256_shuffle_epi8(k->table, codes);
+    c = _mm256_and_si256(_mm256_srlv_epi64(c, k->lanes), k->low4);
+    for (j = 0; j < 2; j++)
+        w[j] = _mm256_shuffle_epi8(k->table[j], c);
 }
 
-/* Block b of row into acc[t] for tokens t0..t0+nt-1. */
-static inline __attribute__((always_inline)) void nuq_avx2_block(const uint8_t *row, const nuq_avx2_consts *k,
-                                                                 unsigned bits, const int8_t *q, const float *d,
-                                                                 size_t stride, size_t n_blocks, size_t b, size_t t0,
-                                                                 size_t nt, __m256 *acc)
+/* A tile's accumulators, [row][token]. */
+typedef __m256 nuq_avx2_sums[PMPD_ROTATED_ROWS][NUQ_AVX2_TOKENS];
+
+/* One pair of blocks from b (or the last lone block) of the rows r0 + i
+ * stride, i < nr, against tokens t0..t0+nt-1 into acc[i][token]. */
+NUQ_AVX2_INLINE void nuq_avx2_step(const pmpd_nuq_matrix *m, const nuq_avx2_consts *k, unsigned bits, const int8_t *q,
+                                   const float *d, size_t n_blocks, size_t b, unsigned blocks, size_t r0,
+                                   size_t stride, size_t nr, size_t t0, size_t nt, nuq_avx2_sums acc)
 {
-    const __m256i w = nuq_avx2_levels(row + b * 4 * (size_t)bits, bits, k);
-    const __m256i magnitude = _mm256_sign_epi8(w, w);
-    size_t t;
-#pragma GCC unroll 4
+    nuq_avx2_input in[NUQ_AVX2_TOKENS];
+    size_t i, t;
+    unsigned j;
+#pragma GCC unroll 2
     for (t = 0; t < nt; t++)
-        acc[t] = pmpd_rotated_avx2_dot(w, magnitude, q + (t0 + t) * stride + b * PMPD_NUQ_BLOCK,
-                                       d[(t0 + t) * n_blocks + b], k->ones, acc[t]);
+        in[t] = nuq_avx2_input_pair(q + (t0 + t) * m->padded + b * PMPD_NUQ_BLOCK, d + (t0 + t) * n_blocks + b, bits,
+                                    blocks, k);
+#pragma GCC unroll 4
+    for (i = 0; i < nr; i++) {
+        __m256i w[2], negative[2];
+        nuq_avx2_weights(m->index + (r0 + i * stride) * m->row_bytes + b * 4 * (size_t)bits, bits, blocks, k, w,
+                         negative);
+#pragma GCC unroll 2
+        for (t = 0; t < nt; t++) {
+            __m256i sum = in[t].start;
+            for (j = 0; j < 2; j++)
+                if (bits == 3)
+                    sum = nuq_avx2_dot(sum, w[j], _mm256_blendv_epi8(in[t].x[j], in[t].u[j], negative[j]), k);
+                else if (NUQ_AVX2_BIAS != 0)
+                    sum = nuq_avx2_dot(sum, w[j], in[t].x[j], k);
+                else
+                    sum = nuq_avx2_dot(sum, in[t].u[j], _mm256_sign_epi8(w[j], in[t].x[j]), k);
+            acc[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), in[t].d, acc[i][t]);
+        }
+    }
 }
 
-/* Row r times tokens t0..t0+nt-1 (nt <= 4).  Even and odd blocks go to
- * two accumulators per token: one chain of dependent FMAs held a GEMV at
- * one block per FMA latency. */
-static inline __attribute__((always_inline)) void nuq_avx2_tile(const pmpd_nuq_matrix *m, const nuq_avx2_consts *k,
-                                                                unsigned bits, const int8_t *q, const float *d,
-                                                                size_t n_blocks, size_t r, size_t t0, size_t nt,
-                                                                float *y, size_t ldy)
+/* Rows r0 + i stride (i < nr <= 4) times tokens t0..t0+nt-1 (nt <= 2). */
+NUQ_AVX2_INLINE void nuq_avx2_tile(const pmpd_nuq_matrix *m, const nuq_avx2_consts *k, unsigned bits, const int8_t *q,
+                                   const float *d, size_t n_blocks, size_t r0, size_t stride, size_t nr, size_t t0,
+                                   size_t nt, float *y, size_t ldy)
 {
-    const uint8_t *row = m->index + r * m->row_bytes;
-    const float out = m->scale[r] * pmpd_nuq_unit(bits);
-    __m256 even[NUQ_AVX2_TILE], odd[NUQ_AVX2_TILE];
-    size_t t;
+    const float unit = pmpd_nuq_unit(bits);
+    nuq_avx2_sums acc;
+    size_t i, t, b;
 #pragma GCC unroll 4
-    for (t = 0; t < nt; t++)
-        even[t] = odd[t] = _mm256_setzero_ps();
-#define NUQ_AVX2_BLOCK(b, acc) nuq_avx2_block(row, k, bits, q, d, m->padded, n_blocks, b, t0, nt, acc)
-    PMPD_ROTATED_BLOCKS(n_blocks, NUQ_AVX2_BLOCK, even, odd);
-#undef NUQ_AVX2_BLOCK
-    for (t = 0; t < nt; t++)
-        y[(t0 + t) * ldy + r] = out * pmpd_rotated_avx2_sum(_mm256_add_ps(even[t], odd[t]));
+    for (i = 0; i < nr; i++)
+#pragma GCC unroll 2
+        for (t = 0; t < nt; t++)
+            acc[i][t] = _mm256_setzero_ps();
+    for (b = 0; b + 2 <= n_blocks; b += 2)
+        nuq_avx2_step(m, k, bits, q, d, n_blocks, b, 2, r0, stride, nr, t0, nt, acc);
+    if (b < n_blocks)
+        nuq_avx2_step(m, k, bits, q, d, n_blocks, b, 1, r0, stride, nr, t0, nt, acc);
+    for (i = 0; i < nr; i++)
+        for (t = 0; t < nt; t++)
+            y[(t0 + t) * ldy + r0 + i * stride] = m->scale[r0 + i * stride] * unit * pmpd_rotated_avx2_sum(acc[i][t]);
+}
+
+/* Rows r0 + i stride (i < nr) against every token. */
+NUQ_AVX2_INLINE void nuq_avx2_row_tile(const pmpd_nuq_matrix *m, const nuq_avx2_consts *k, unsigned bits,
+                                       const int8_t *q, const float *d, size_t n_blocks, size_t n_tokens, size_t r0,
+                                       size_t stride, size_t nr, float *y, size_t ldy)
+{
+    size_t t0;
+    for (t0 = 0; t0 + NUQ_AVX2_TOKENS <= n_tokens; t0 += NUQ_AVX2_TOKENS)
+        nuq_avx2_tile(m, k, bits, q, d, n_blocks, r0, stride, nr, t0, NUQ_AVX2_TOKENS, y, ldy);
+    if (t0 < n_tokens)
+        nuq_avx2_tile(m, k, bits, q, d, n_blocks, r0, stride, nr, t0, 1, y, ldy);
 }
 
 /* One width's loop, with bits a constant after inlining. */
-static inline __attribute__((always_inline)) void nuq_avx2_rows(const pmpd_nuq_matrix *m, unsigned bits,
-                                                                const void *act, size_t n_tokens, size_t row_begin,
-                                                                size_t row_end, float *y, size_t ldy)
+NUQ_AVX2_INLINE void nuq_avx2_rows(const pmpd_nuq_matrix *m, unsigned bits, const void *act, size_t n_tokens,
+                                   size_t row_begin, size_t row_end, float *y, size_t ldy)
 {
     const int8_t *q = pmpd_nuq_act_q(m, act, n_tokens);
     const float *d = pmpd_nuq_act_d(m, act, n_tokens);
     const size_t n_blocks = m->padded / PMPD_NUQ_BLOCK;
     nuq_avx2_consts k;
-    size_t r;
-    k.table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)pmpd_nuq_levels_int8(bits)));
-    k.low2 = _mm256_set1_epi8(3);
-    k.low4 = _mm256_set1_epi8(15);
-    k.shifts = _mm256_setr_epi64x(0, 2, 4, 6);
-    k.nibble = _mm256_setr_epi64x(0, 0, 4, 4);
-    k.spread = _mm256_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2,
-                                2, 3, 3);
-    k.bit = _mm256_setr_epi8(1, 16, 1, 16, 1, 16, 1, 16, 2, 32, 2, 32, 2, 32, 2, 32, 4, 64, 4, 64, 4, 64, 4, 64,
-                             8, -128, 8, -128, 8, -128, 8, -128);
-    k.sign = _mm256_set1_epi8(4);
-    k.ones = _mm256_set1_epi16(1);
-#define NUQ_AVX2_CALL(t0, nt) nuq_avx2_tile(m, &k, bits, q, d, n_blocks, r, t0, nt, y, ldy)
-    for (r = row_begin; r < row_end; r++)
-        PMPD_ROTATED_TILES(n_tokens, NUQ_AVX2_CALL);
-#undef NUQ_AVX2_CALL
+    nuq_avx2_init(bits, &k);
+#define NUQ_AVX2_ROW_TILE(r0, stride, nr)                                                                            \
+    nuq_avx2_row_tile(m, &k, bits, q, d, n_blocks, n_tokens, r0, stride, nr, y, ldy)
+    PMPD_ROTATED_ROW_TILES(row_begin, row_end, NUQ_AVX2_ROW_TILE);
+#undef NUQ_AVX2_ROW_TILE
 }
 
 PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,
@@ -130,5 +304,8 @@ PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const void *act, si
         nuq_avx2_rows(m, 2, act, n_tokens, row_begin, row_end, y, ldy);
 }
 
-#undef NUQ_AVX2_TILE
+#undef NUQ_AVX2_TOKENS
+#undef NUQ_AVX2_INLINE
+#undef NUQ_AVX2_DPBUSD
+#undef NUQ_AVX2_BIAS
 #endif

@@ -42,6 +42,26 @@
             BLOCK(pmpd_b_, even);                                                                                  \
     } while (0)
 
+/* The row loop of a kernel that runs tiles of 4 rows (the AVX-512
+ * kernels, nuq/nuq_avx2.c): the tile's rows are one from each quarter of
+ * the caller's rows, so that the weights are read as 4 long sequential
+ * streams, as the q4 kernel does (x86_avx512/qmatmul.c): nuq4 streamed 15
+ * GB/s from RAM on one Zen5 thread with 4 adjacent rows (4 streams of one
+ * row each), 20 with software prefetch one tile ahead, 34 quartered (where
+ * prefetching gained nothing).  ROWS(r0, stride, nr) for the rows r0 + i
+ * stride, i < nr: row j of each quarter of [row_begin, row_end) (nr 4),
+ * then the rows left over one at a time (nr 1). */
+#define PMPD_ROTATED_ROWS 4
+#define PMPD_ROTATED_ROW_TILES(row_begin, row_end, ROWS)                                                           \
+    do {                                                                                                           \
+        const size_t pmpd_quarter_ = ((row_end) - (row_begin)) / PMPD_ROTATED_ROWS;                                \
+        size_t pmpd_r_;                                                                                            \
+        for (pmpd_r_ = (row_begin); pmpd_r_ < (row_begin) + pmpd_quarter_; pmpd_r_++)                              \
+            ROWS(pmpd_r_, pmpd_quarter_, PMPD_ROTATED_ROWS);                                                       \
+        for (pmpd_r_ = (row_begin) + PMPD_ROTATED_ROWS * pmpd_quarter_; pmpd_r_ < (row_end); pmpd_r_++)            \
+            ROWS(pmpd_r_, 0, 1);                                                                                   \
+    } while (0)
+
 #if PMPD_USE_AVX2
 #include <immintrin.h>
 
@@ -68,27 +88,11 @@ static inline __attribute__((always_inline)) __m256 pmpd_rotated_avx2_dot(__m256
 
 #if PMPD_USE_AVX512
 /* The AVX-512 kernels' tiles (nuq/nuq_avx512.c, vq/vq_avx512.c): 4 rows x
- * 2 tokens, a step a pair of blocks.  The tile's rows are one from each
- * quarter of the caller's rows, so that the weights are read as 4 long
- * sequential streams, as the q4 kernel does (x86_avx512/qmatmul.c): nuq4
- * streamed 15 GB/s from RAM on one Zen5 thread with 4 adjacent rows (4
- * streams of one row each), 20 with software prefetch one tile ahead, 34
- * quartered (where prefetching gained nothing). */
-#define PMPD_ROTATED_AVX512_ROWS 4
+ * 2 tokens, the rows quartered (PMPD_ROTATED_ROW_TILES), a step a pair of
+ * blocks. */
+#define PMPD_ROTATED_AVX512_ROWS PMPD_ROTATED_ROWS
 #define PMPD_ROTATED_AVX512_TOKENS 2
-
-/* ROWS(r0, stride, nr) for the rows r0 + i stride, i < nr: row j of each
- * quarter of [row_begin, row_end) (nr 4), then the rows left over one at a
- * time (nr 1). */
-#define PMPD_ROTATED_AVX512_ROW_TILES(row_begin, row_end, ROWS)                                                    \
-    do {                                                                                                           \
-        const size_t pmpd_quarter_ = ((row_end) - (row_begin)) / PMPD_ROTATED_AVX512_ROWS;                       \
-        size_t pmpd_r_;                                                                                            \
-        for (pmpd_r_ = (row_begin); pmpd_r_ < (row_begin) + pmpd_quarter_; pmpd_r_++)                              \
-            ROWS(pmpd_r_, pmpd_quarter_, PMPD_ROTATED_AVX512_ROWS);                                                \
-        for (pmpd_r_ = (row_begin) + PMPD_ROTATED_AVX512_ROWS * pmpd_quarter_; pmpd_r_ < (row_end); pmpd_r_++)     \
-            ROWS(pmpd_r_, 0, 1);                                                                                   \
-    } while (0)
+#define PMPD_ROTATED_AVX512_ROW_TILES PMPD_ROTATED_ROW_TILES
 
 /* TILE(t0, nt) for the tokens [0, n_tokens) in tiles of 2, the last nt
  * (1) a constant at its call. */
