@@ -127,7 +127,7 @@ void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, c
     do {                                                                                                             \
         const uint8_t *rows[PMPD_ROTATED_NEON_ROWS];                                                                 \
         pmpd_rotated_neon_sums sums;                                                                                 \
-        int8x16x2_t w[PMPD_ROTATED_NEON_ROWS];                                                                       \
+        int8x16_t w[2][PMPD_ROTATED_NEON_ROWS];                                                                       \
         size_t i;                                                                                                    \
         for (i = 0; i < PMPD_ROTATED_NEON_ROWS; i++) {                                                               \
             rows[i] = m->index + i * m->row_bytes;                                                                   \

@@ -50,24 +50,26 @@ static inline __attribute__((always_inline)) void nuq_neon_make_consts(unsigned 
  * before the next (their chains interleave on an in-order core). */
 static inline __attribute__((always_inline)) void nuq_neon_weights(const uint8_t *const *rows, size_t n, size_t b,
                                                                    unsigned bits, const nuq_neon_consts *k,
-                                                                   int8x16x2_t *w)
+                                                                   int8x16_t w[2][PMPD_ROTATED_NEON_ROWS])
 {
     const size_t at = b * 4 * (size_t)bits;
-    uint8x16_t idx[PMPD_ROTATED_NEON_ROWS][2];
+    uint8x16_t idx[2][PMPD_ROTATED_NEON_ROWS];
     size_t i, h;
 #pragma GCC unroll 4
     for (i = 0; i < n; i++) {
         if (bits == 4) {
             const uint8x16_t codes = vld1q_u8(rows[i] + at);
-            idx[i][0] = vandq_u8(codes, vdupq_n_u8(15));
-            idx[i][1] = vshrq_n_u8(codes, 4);
+            idx[0][i] = vandq_u8(codes, vdupq_n_u8(15));
+            idx[1][i] = vshrq_n_u8(codes, 4);
         } else {
             const uint8x16_t codes = vreinterpretq_u8_u64(vld1q_dup_u64((const uint64_t *)(const void *)(rows[i] + at)));
 #pragma GCC unroll 2
             for (h = 0; h < 2; h++)
-                idx[i][h] = vandq_u8(vshlq_u8(codes, k->shift[h]), vdupq_n_u8(3));
+                idx[h][i] = vandq_u8(vshlq_u8(codes, k->shift[h]), vdupq_n_u8(3));
         }
     }
+    PMPD_ROTATED_NEON_FENCE(idx[0], n);
+    PMPD_ROTATED_NEON_FENCE(idx[1], n);
     if (bits == 3) {
 #pragma GCC unroll 4
         for (i = 0; i < n; i++) {
@@ -77,14 +79,18 @@ static inline __attribute__((always_inline)) void nuq_neon_weights(const uint8_t
             const uint8x16_t bytes = vqtbl1q_u8(word, k->spread);
 #pragma GCC unroll 2
             for (h = 0; h < 2; h++)
-                idx[i][h] = vbslq_u8(vdupq_n_u8(4), vtstq_u8(bytes, k->sign[h]), idx[i][h]);
+                idx[h][i] = vbslq_u8(vdupq_n_u8(4), vtstq_u8(bytes, k->sign[h]), idx[h][i]);
         }
     }
-#pragma GCC unroll 4
-    for (i = 0; i < n; i++)
+    PMPD_ROTATED_NEON_FENCE(idx[0], n);
+    PMPD_ROTATED_NEON_FENCE(idx[1], n);
 #pragma GCC unroll 2
-        for (h = 0; h < 2; h++)
-            w[i].val[h] = vqtbl1q_s8(k->levels, idx[i][h]);
+    for (h = 0; h < 2; h++) {
+#pragma GCC unroll 4
+        for (i = 0; i < n; i++)
+            w[h][i] = vqtbl1q_s8(k->levels, idx[h][i]);
+        PMPD_ROTATED_NEON_FENCE(w[h], n);
+    }
 }
 
 /* Rows r0 + i stride (i < nr) times tokens t0..t0+nt-1. */

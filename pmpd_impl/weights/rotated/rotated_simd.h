@@ -130,7 +130,9 @@ static inline __attribute__((always_inline)) void pmpd_rotated_avx512_store(pmpd
                                                                            size_t ldy)
 {
     size_t i, t;
+#pragma GCC unroll 4
     for (i = 0; i < nr; i++)
+#pragma GCC unroll 4
         for (t = 0; t < nt; t++)
             y[(t0 + t) * ldy + r0 + i * stride] = scale[r0 + i * stride] * unit * _mm512_reduce_add_ps(acc[i][t]);
 }
@@ -295,7 +297,7 @@ typedef float32x4_t pmpd_rotated_neon_sums[PMPD_ROTATED_NEON_ROWS][PMPD_ROTATED_
 
 /* The block loop of a tile of nr rows x nt tokens: for each block b,
  * WEIGHTS(b, i, n, w) puts rows i..i+n-1's 32 weights of block b into
- * w[0..n) (first the 16 that meet activations 0..15, then the others),
+ * w[0][0..n) (the 16 that meet activations 0..15) and w[1][0..n),
  * and pmpd_rotated_neon_block adds their products.  With one token the
  * rows go together (their chains interleave); with more, one at a time,
  * each row's lookups serving the nt tokens (4 rows' weights beside 16
@@ -305,22 +307,39 @@ typedef float32x4_t pmpd_rotated_neon_sums[PMPD_ROTATED_NEON_ROWS][PMPD_ROTATED_
         const size_t pmpd_group_ = (nt) == 1 ? (nr) : 1;                                                           \
         size_t pmpd_b_, pmpd_i_;                                                                                   \
         for (pmpd_b_ = 0; pmpd_b_ < (n_blocks); pmpd_b_++)                                                         \
-            for (pmpd_i_ = 0; pmpd_i_ < (nr); pmpd_i_ += pmpd_group_) {                                            \
-                int8x16x2_t pmpd_w_[PMPD_ROTATED_NEON_ROWS];                                                       \
+            _Pragma("GCC unroll 4") for (pmpd_i_ = 0; pmpd_i_ < (nr); pmpd_i_ += pmpd_group_) {                    \
+                int8x16_t pmpd_w_[2][PMPD_ROTATED_NEON_ROWS];                                                      \
                 WEIGHTS(pmpd_b_, pmpd_i_, pmpd_group_, pmpd_w_);                                                   \
                 pmpd_rotated_neon_block(pmpd_w_, pmpd_group_, (q) + pmpd_b_ * PMPD_ROTATED_BLOCK, (stride),        \
                                         (d) + pmpd_b_, (n_blocks), (nt), (acc) + pmpd_i_);                         \
             }                                                                                                      \
     } while (0)
 
-/* acc[i][t] += d[t * n_blocks] * (w[i] times token t's 32 activations at
+/* The end of one step of a 4-row tile's block (an empty volatile asm
+ * that may change the 4 rows' vectors v[0..3], ordered after the previous
+ * fence): every row's operation of a step issues before any of the next
+ * step, so that each result is used 4 operations (4 cycles of the A55's
+ * one 128-bit operation a cycle, its latency) after it is made.  Without
+ * it gcc 12 and clang 14 (scheduling for no core in particular) put each
+ * consumer right after its producer, and the A55 waits on each. */
+#if defined(__GNUC__)
+#define PMPD_ROTATED_NEON_FENCE(v, n)                                                                              \
+    do {                                                                                                           \
+        if ((n) == PMPD_ROTATED_NEON_ROWS)                                                                         \
+            __asm__ volatile("" : "+w"((v)[0]), "+w"((v)[1]), "+w"((v)[2]), "+w"((v)[3]));                         \
+    } while (0)
+#else
+#define PMPD_ROTATED_NEON_FENCE(v, n) (void)0
+#endif
+
+/* acc[i][t] += d[t * n_blocks] * (w[.][i] times token t's 32 activations at
  * x + t stride), for rows i < nr and tokens t < nt, exactly in int32
  * before the float step: SDOT where the target has the dot-product
  * extension, else SMULL + SMLAL2 (two products of at most 127 * 127 fit
  * an int16 lane) and SADALP.  Each step is written for all rows before the
  * next, so that the in-order A55 issues the rows' independent operations
  * back to back. */
-static inline __attribute__((always_inline)) void pmpd_rotated_neon_block(const int8x16x2_t *w, size_t nr,
+static inline __attribute__((always_inline)) void pmpd_rotated_neon_block(int8x16_t w[2][PMPD_ROTATED_NEON_ROWS], size_t nr,
                                                                           const int8_t *x, size_t stride,
                                                                           const float *d, size_t n_blocks,
                                                                           size_t nt, pmpd_rotated_neon_sums acc)
@@ -331,32 +350,55 @@ static inline __attribute__((always_inline)) void pmpd_rotated_neon_block(const 
         const int8x16_t x0 = vld1q_s8(x + t * stride), x1 = vld1q_s8(x + t * stride + 16);
         const float step = d[t * n_blocks];
         int32x4_t sums[PMPD_ROTATED_NEON_ROWS];
+        float32x4_t sumsf[PMPD_ROTATED_NEON_ROWS];
 #if PMPD_USE_DOTPROD
+        /* SDOT accumulates: a zero per row, made before (else each is a
+         * MOV of one zero right before its SDOT). */
 #pragma GCC unroll 4
         for (i = 0; i < nr; i++)
-            sums[i] = vdotq_s32(vdupq_n_s32(0), w[i].val[0], x0);
+            sums[i] = vdupq_n_s32(0);
+        PMPD_ROTATED_NEON_FENCE(sums, nr);
 #pragma GCC unroll 4
         for (i = 0; i < nr; i++)
-            sums[i] = vdotq_s32(sums[i], w[i].val[1], x1);
+            sums[i] = vdotq_s32(sums[i], w[0][i], x0);
+        PMPD_ROTATED_NEON_FENCE(sums, nr);
+#pragma GCC unroll 4
+        for (i = 0; i < nr; i++)
+            sums[i] = vdotq_s32(sums[i], w[1][i], x1);
 #else
         int16x8_t p0[PMPD_ROTATED_NEON_ROWS], p1[PMPD_ROTATED_NEON_ROWS];
 #pragma GCC unroll 4
-        for (i = 0; i < nr; i++) {
-            p0[i] = vmull_s8(vget_low_s8(w[i].val[0]), vget_low_s8(x0));
-            p1[i] = vmull_s8(vget_low_s8(w[i].val[1]), vget_low_s8(x1));
-        }
-#pragma GCC unroll 4
-        for (i = 0; i < nr; i++) {
-            p0[i] = vmlal_high_s8(p0[i], w[i].val[0], x0);
-            p1[i] = vmlal_high_s8(p1[i], w[i].val[1], x1);
-        }
+        for (i = 0; i < nr; i++)
+            p0[i] = vmull_s8(vget_low_s8(w[0][i]), vget_low_s8(x0));
+        PMPD_ROTATED_NEON_FENCE(p0, nr);
 #pragma GCC unroll 4
         for (i = 0; i < nr; i++)
-            sums[i] = vpadalq_s16(vpaddlq_s16(p0[i]), p1[i]);
+            p1[i] = vmull_s8(vget_low_s8(w[1][i]), vget_low_s8(x1));
+        PMPD_ROTATED_NEON_FENCE(p1, nr);
+#pragma GCC unroll 4
+        for (i = 0; i < nr; i++)
+            p0[i] = vmlal_high_s8(p0[i], w[0][i], x0);
+        PMPD_ROTATED_NEON_FENCE(p0, nr);
+#pragma GCC unroll 4
+        for (i = 0; i < nr; i++)
+            p1[i] = vmlal_high_s8(p1[i], w[1][i], x1);
+        PMPD_ROTATED_NEON_FENCE(p1, nr);
+#pragma GCC unroll 4
+        for (i = 0; i < nr; i++)
+            sums[i] = vpaddlq_s16(p0[i]);
+        PMPD_ROTATED_NEON_FENCE(sums, nr);
+#pragma GCC unroll 4
+        for (i = 0; i < nr; i++)
+            sums[i] = vpadalq_s16(sums[i], p1[i]);
 #endif
+        PMPD_ROTATED_NEON_FENCE(sums, nr);
 #pragma GCC unroll 4
         for (i = 0; i < nr; i++)
-            acc[i][t] = vfmaq_n_f32(acc[i][t], vcvtq_f32_s32(sums[i]), step);
+            sumsf[i] = vcvtq_f32_s32(sums[i]);
+        PMPD_ROTATED_NEON_FENCE(sumsf, nr);
+#pragma GCC unroll 4
+        for (i = 0; i < nr; i++)
+            acc[i][t] = vfmaq_n_f32(acc[i][t], sumsf[i], step);
     }
 }
 
@@ -369,7 +411,9 @@ static inline __attribute__((always_inline)) void pmpd_rotated_neon_store(pmpd_r
                                                                           size_t ldy)
 {
     size_t i, t;
+#pragma GCC unroll 4
     for (i = 0; i < nr; i++)
+#pragma GCC unroll 4
         for (t = 0; t < nt; t++)
             y[(t0 + t) * ldy + r0 + i * stride] = scale[r0 + i * stride] * unit * vaddvq_f32(acc[i][t]);
 }

@@ -98,7 +98,7 @@ static inline __attribute__((always_inline)) int8x16_t vq_neon_lookup(const int8
  * rows before the next (their chains interleave on an in-order core). */
 static inline __attribute__((always_inline)) void vq_neon_weights(const uint8_t *const *rows, size_t n, size_t b,
                                                                   unsigned pair_bits, const vq_neon_tables *k,
-                                                                  int8x16x2_t *w)
+                                                                  int8x16_t w[2][PMPD_ROTATED_NEON_ROWS])
 {
     uint8x16_t idx[PMPD_ROTATED_NEON_ROWS];
     size_t i;
@@ -107,10 +107,10 @@ static inline __attribute__((always_inline)) void vq_neon_weights(const uint8_t 
         idx[i] = vq_neon_indices(rows[i] + b * 2 * (size_t)pair_bits, pair_bits);
 #pragma GCC unroll 4
     for (i = 0; i < n; i++)
-        w[i].val[0] = vq_neon_lookup(k->first, pair_bits, idx[i]);
+        w[0][i] = vq_neon_lookup(k->first, pair_bits, idx[i]);
 #pragma GCC unroll 4
     for (i = 0; i < n; i++)
-        w[i].val[1] = vq_neon_lookup(k->second, pair_bits, idx[i]);
+        w[1][i] = vq_neon_lookup(k->second, pair_bits, idx[i]);
 }
 
 /* Rows r0 + i stride (i < nr) times tokens t0..t0+nt-1. */
