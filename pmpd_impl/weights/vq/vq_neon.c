@@ -45,72 +45,99 @@ static void vq_neon_load_tables(unsigned pair_bits, vq_neon_tables *k)
         }
 }
 
-/* The 16 indices of one block, in pair order. */
-static inline __attribute__((always_inline)) uint8x16_t vq_neon_indices(const uint8_t *block, unsigned pair_bits)
+/* The 16 indices of block b of rows rows[0..n), in pair order, each step
+ * for all rows before the next. */
+static inline __attribute__((always_inline)) void vq_neon_indices(const uint8_t *const *rows, size_t n, size_t b,
+                                                                  unsigned pair_bits,
+                                                                  uint8x16_t idx[PMPD_ROTATED_NEON_ROWS])
 {
     static const uint8_t bit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
     /* Plane i's low byte to lanes 0-7, its high byte to lanes 8-15. */
     static const uint8_t spread[3][16] = {{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
                                           {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
                                           {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5}};
-    uint8x8_t low;
-    uint8x16_t idx;
-    uint16x8_t words = vdupq_n_u16(0);
+    const size_t at = b * 2 * (size_t)pair_bits;
+    uint16x8_t words[PMPD_ROTATED_NEON_ROWS];
+    uint8x16_t bits[PMPD_ROTATED_NEON_ROWS];
+    size_t i;
     unsigned plane;
-    if (pair_bits == 8)
-        return vld1q_u8(block);
-    low = vld1_u8(block);
-    idx = vcombine_u8(vand_u8(low, vdup_n_u8(15)), vshr_n_u8(low, 4));
-    /* The planes as u16 lanes (never past the block's end), then per
-     * plane one TBL spreads its bits to the 16 lanes, CMTST makes each
-     * lane's bit a mask and BSL sets index bit 4 + plane from it. */
-    words = vld1q_lane_u16((const uint16_t *)(const void *)(block + 8), words, 0);
-    if (pair_bits >= 6)
-        words = vld1q_lane_u16((const uint16_t *)(const void *)(block + 10), words, 1);
-    if (pair_bits == 7)
-        words = vld1q_lane_u16((const uint16_t *)(const void *)(block + 12), words, 2);
-    for (plane = 0; plane + 4 < pair_bits; plane++) {
-        const uint8x16_t bytes = vqtbl1q_u8(vreinterpretq_u8_u16(words), vld1q_u8(spread[plane]));
-        idx = vbslq_u8(vdupq_n_u8((uint8_t)(16u << plane)), vtstq_u8(bytes, vld1q_u8(bit)), idx);
+    if (pair_bits == 8) {
+#pragma GCC unroll 4
+        for (i = 0; i < n; i++)
+            idx[i] = vld1q_u8(rows[i] + at);
+        return;
     }
-    return idx;
+#pragma GCC unroll 4
+    for (i = 0; i < n; i++) {
+        const uint8x8_t low = vld1_u8(rows[i] + at);
+        idx[i] = vcombine_u8(vand_u8(low, vdup_n_u8(15)), vshr_n_u8(low, 4));
+        /* The planes as u16 lanes (never past the block's end). */
+        words[i] = vld1q_lane_u16((const uint16_t *)(const void *)(rows[i] + at + 8), vdupq_n_u16(0), 0);
+        if (pair_bits >= 6)
+            words[i] = vld1q_lane_u16((const uint16_t *)(const void *)(rows[i] + at + 10), words[i], 1);
+        if (pair_bits == 7)
+            words[i] = vld1q_lane_u16((const uint16_t *)(const void *)(rows[i] + at + 12), words[i], 2);
+    }
+    /* Per plane one TBL spreads its bits to the 16 lanes, CMTST makes each
+     * lane's bit a mask and BSL sets index bit 4 + plane from it. */
+#pragma GCC unroll 3
+    for (plane = 0; plane + 4 < pair_bits; plane++) {
+#pragma GCC unroll 4
+        for (i = 0; i < n; i++)
+            bits[i] = vqtbl1q_u8(vreinterpretq_u8_u16(words[i]), vld1q_u8(spread[plane]));
+        PMPD_ROTATED_NEON_FENCE(bits, n);
+#pragma GCC unroll 4
+        for (i = 0; i < n; i++)
+            bits[i] = vtstq_u8(bits[i], vld1q_u8(bit));
+        PMPD_ROTATED_NEON_FENCE(bits, n);
+#pragma GCC unroll 4
+        for (i = 0; i < n; i++)
+            idx[i] = vbslq_u8(vdupq_n_u8((uint8_t)(16u << plane)), bits[i], idx[i]);
+    }
 }
 
-/* Coordinates of the 16 points: one TBL, then a TBX per further chunk. */
-static inline __attribute__((always_inline)) int8x16_t vq_neon_lookup(const int8x16x4_t *table, unsigned pair_bits,
-                                                                      uint8x16_t idx)
+/* One chunk of 64 points (or the whole book of 16 or 32): TBL, or TBX
+ * (merge) on lanes whose index minus 64 chunk lies in it. */
+static inline __attribute__((always_inline)) int8x16_t vq_neon_chunk(const int8x16x4_t *table, unsigned pair_bits,
+                                                                     unsigned chunk, int8x16_t w, uint8x16_t idx)
 {
-    int8x16_t w;
-    unsigned c;
     if (pair_bits == 4)
         return vqtbl1q_s8(table[0].val[0], idx);
     if (pair_bits == 5) {
         int8x16x2_t two = {{table[0].val[0], table[0].val[1]}};
         return vqtbl2q_s8(two, idx);
     }
-    w = vqtbl4q_s8(table[0], idx);
-    for (c = 1; c < 1u << (pair_bits - 6); c++)
-        w = vqtbx4q_s8(w, table[c], vsubq_u8(idx, vdupq_n_u8((uint8_t)(64 * c))));
-    return w;
+    return chunk == 0 ? vqtbl4q_s8(table[0], idx) : vqtbx4q_s8(w, table[chunk], idx);
 }
 
 /* Rows rows[0..n)'s 32 coordinates of block b, each step written for all
- * rows before the next (their chains interleave on an in-order core). */
+ * rows before the next (their chains interleave on an in-order core):
+ * the indices, then per chunk of the book both coordinates' lookups. */
 static inline __attribute__((always_inline)) void vq_neon_weights(const uint8_t *const *rows, size_t n, size_t b,
                                                                   unsigned pair_bits, const vq_neon_tables *k,
                                                                   int8x16_t w[2][PMPD_ROTATED_NEON_ROWS])
 {
-    uint8x16_t idx[PMPD_ROTATED_NEON_ROWS];
+    const unsigned chunks = pair_bits <= 6 ? 1 : 1u << (pair_bits - 6);
+    uint8x16_t idx[PMPD_ROTATED_NEON_ROWS], at[PMPD_ROTATED_NEON_ROWS];
     size_t i;
+    unsigned c;
+    vq_neon_indices(rows, n, b, pair_bits, idx);
+    PMPD_ROTATED_NEON_FENCE(idx, n);
 #pragma GCC unroll 4
-    for (i = 0; i < n; i++)
-        idx[i] = vq_neon_indices(rows[i] + b * 2 * (size_t)pair_bits, pair_bits);
+    for (c = 0; c < chunks; c++) {
 #pragma GCC unroll 4
-    for (i = 0; i < n; i++)
-        w[0][i] = vq_neon_lookup(k->first, pair_bits, idx[i]);
+        for (i = 0; i < n; i++)
+            at[i] = c == 0 ? idx[i] : vsubq_u8(idx[i], vdupq_n_u8((uint8_t)(64 * c)));
+        PMPD_ROTATED_NEON_FENCE(at, n);
 #pragma GCC unroll 4
-    for (i = 0; i < n; i++)
-        w[1][i] = vq_neon_lookup(k->second, pair_bits, idx[i]);
+        for (i = 0; i < n; i++)
+            w[0][i] = vq_neon_chunk(k->first, pair_bits, c, w[0][i], at[i]);
+        PMPD_ROTATED_NEON_FENCE(w[0], n);
+#pragma GCC unroll 4
+        for (i = 0; i < n; i++)
+            w[1][i] = vq_neon_chunk(k->second, pair_bits, c, w[1][i], at[i]);
+        PMPD_ROTATED_NEON_FENCE(w[1], n);
+    }
 }
 
 /* Rows r0 + i stride (i < nr) times tokens t0..t0+nt-1. */
