@@ -5,9 +5,12 @@
  * weights and bytes per cycle follow from llvm-mca's cycles per iteration.
  * Nested: one 256-column superblock of a 4-row block at 2, 3, 4 bits (128
  * bytes per bit).  q8 / q4 / q2cb: two 4-row groups of 32 (the GEMV's
- * even/odd pair), 136 / 72 / 42 bytes a group.  vq: two blocks of 16
- * pairs (the GEMV's even/odd pair) for one token, 4 p bytes at p index
- * bits per pair.  tcq: 64 columns of one sequence for one token, as one
+ * even/odd pair), 136 / 72 / 42 bytes a group.  vq and nuq: one block of
+ * 32 columns of a 4-row tile for one token, as one step of the GEMV's
+ * block loop (PMPD_ROTATED_NEON_TILE_BLOCKS): 4 x 2 p bytes at p index
+ * bits per pair, 4 x 4 b bytes at b bits; the tables are in registers
+ * before the region, as the loop keeps them (made opaque by an empty asm,
+ * so that the compiler cannot start the lookups before the marker).  tcq: 64 columns of one sequence for one token, as one
  * iteration of tcq_neon_sequence's loop: the 32 steps hashed in the
  * previous iteration looked up, the next 32 hashed, two blocks' products
  * (a step of shift s bits holds 2 weights: 2 s bytes per 32 weights); the
@@ -16,6 +19,7 @@
 #include "pmpd_impl/weights/grouped/arm_neon/qmatmul.c"
 #include "pmpd_impl/weights/anyprec/anyprec_gemv_neon.c"
 #include "pmpd_impl/weights/vq/vq_neon.c"
+#include "pmpd_impl/weights/nuq/nuq_neon.c"
 #include "pmpd_impl/weights/tcq/tcq_neon.c"
 
 #define MCA_BEGIN(name) __asm__ volatile("# LLVM-MCA-BEGIN " name ::: "memory")
@@ -30,6 +34,7 @@ void mca_nested_4bit(const pmpd_anyprec_matrix *m, const int8_t *xq, const pmpd_
 void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, const uint64_t *pairs, size_t g,
                    float32x4_t *acc);
 void mca_vq(const pmpd_vq_matrix *m, const int8_t *q, const float *d, float32x4_t *acc);
+void mca_nuq(const pmpd_nuq_matrix *m, const int8_t *q, const float *d, float32x4_t *acc);
 void mca_tcq(unsigned shift, const tcq_neon_consts *consts, const uint8_t *bytes, const uint16_t *pairs, uint16x8_t *h,
              const int8_t *x, const float *d, float32x4_t *acc);
 
@@ -116,25 +121,69 @@ void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, c
         MCA_Q2CB("q2cb/256/84");
 }
 
-/* Blocks 0 and 1 of row 0 at one width, as vq_neon_tile runs them. */
-#define MCA_VQ(pair_bits, name)                                                                                      \
+/* Block 0 of rows 0..3 for one token, as vq_neon_tile and nuq_neon_tile
+ * run a step: WEIGHTS(rows, w) looks them up. */
+#define MCA_ROTATED(name, WEIGHTS)                                                                                   \
     do {                                                                                                             \
+        const uint8_t *rows[PMPD_ROTATED_NEON_ROWS];                                                                 \
+        pmpd_rotated_neon_sums sums;                                                                                 \
+        int8x16_t w[2][PMPD_ROTATED_NEON_ROWS];                                                                       \
+        size_t i;                                                                                                    \
+        for (i = 0; i < PMPD_ROTATED_NEON_ROWS; i++) {                                                               \
+            rows[i] = m->index + i * m->row_bytes;                                                                   \
+            sums[i][0] = acc[i];                                                                                     \
+        }                                                                                                            \
+        MCA_BEGIN(name);                                                                                             \
+        WEIGHTS(rows, w);                                                                                            \
+        pmpd_rotated_neon_block(w, PMPD_ROTATED_NEON_ROWS, q, m->padded, d, 1, 1, sums);                             \
+        MCA_END(name);                                                                                               \
+        for (i = 0; i < PMPD_ROTATED_NEON_ROWS; i++)                                                                 \
+            acc[i] = sums[i][0];                                                                                     \
+    } while (0)
+
+/* The first chunk of each coordinate's table in registers (the loop's
+ * hoisted tables; further chunks of 128 and 256 points are read from the
+ * stack, as the loop does). */
+#define MCA_VQ(p, name)                                                                                              \
+    do {                                                                                                             \
+        const unsigned pair_bits = (p);                                                                              \
         vq_neon_tables k;                                                                                            \
         vq_neon_load_tables(pair_bits, &k);                                                                          \
-        MCA_BEGIN(name);                                                                                             \
-        vq_neon_block(m->index, &k, pair_bits, q, d, m->padded, 2, 0, 0, 1, &acc[0]);                                \
-        vq_neon_block(m->index, &k, pair_bits, q, d, m->padded, 2, 1, 0, 1, &acc[1]);                                \
-        MCA_END(name);                                                                                               \
+        __asm__ volatile("" : "+w"(k.first[0].val[0]), "+w"(k.first[0].val[1]), "+w"(k.first[0].val[2]),          \
+                         "+w"(k.first[0].val[3]), "+w"(k.second[0].val[0]), "+w"(k.second[0].val[1]),             \
+                         "+w"(k.second[0].val[2]), "+w"(k.second[0].val[3]));                                     \
+        MCA_ROTATED(name, MCA_VQ_WEIGHTS);                                                                           \
     } while (0)
+#define MCA_VQ_WEIGHTS(rows, w) vq_neon_weights(rows, PMPD_ROTATED_NEON_ROWS, 0, pair_bits, &k, w)
 
 void mca_vq(const pmpd_vq_matrix *m, const int8_t *q, const float *d, float32x4_t *acc)
 {
     switch (m->pair_bits) {
-    case 4: MCA_VQ(4, "vq2/64/16"); break;
-    case 5: MCA_VQ(5, "vq2.5/64/20"); break;
-    case 6: MCA_VQ(6, "vq3/64/24"); break;
-    case 7: MCA_VQ(7, "vq3.5/64/28"); break;
-    default: MCA_VQ(8, "vq4/64/32"); break;
+    case 4: MCA_VQ(4, "vq2/128/32"); break;
+    case 5: MCA_VQ(5, "vq2.5/128/40"); break;
+    case 6: MCA_VQ(6, "vq3/128/48"); break;
+    case 7: MCA_VQ(7, "vq3.5/128/56"); break;
+    default: MCA_VQ(8, "vq4/128/64"); break;
+    }
+}
+
+#define MCA_NUQ(b, name)                                                                                             \
+    do {                                                                                                             \
+        const unsigned bits = (b);                                                                                   \
+        nuq_neon_consts k;                                                                                           \
+        nuq_neon_make_consts(bits, &k);                                                                              \
+        __asm__ volatile("" : "+w"(k.levels), "+w"(k.shift[0]), "+w"(k.shift[1]), "+w"(k.spread), "+w"(k.sign[0]), \
+                         "+w"(k.sign[1]));                                                                           \
+        MCA_ROTATED(name, MCA_NUQ_WEIGHTS);                                                                          \
+    } while (0)
+#define MCA_NUQ_WEIGHTS(rows, w) nuq_neon_weights(rows, PMPD_ROTATED_NEON_ROWS, 0, bits, &k, w)
+
+void mca_nuq(const pmpd_nuq_matrix *m, const int8_t *q, const float *d, float32x4_t *acc)
+{
+    switch (m->bits) {
+    case 2: MCA_NUQ(2, "nuq2/128/32"); break;
+    case 3: MCA_NUQ(3, "nuq3/128/48"); break;
+    default: MCA_NUQ(4, "nuq4/128/64"); break;
     }
 }
 

@@ -1,92 +1,119 @@
-/* NUQ product with NEON (AArch64): a block's 32 codes become 32 bytes in
- * column order (two q registers: columns 0-15 and 16-31) with one shift
- * and mask per 8 or 16 of them, TBL turns them into int8 levels, and the
- * levels are multiplied with the int8 activations exactly: SDOT where the
- * target has the dot-product extension, else SMULL + SMLAL2 (two products
- * of at most 127 * 127 fit an int16 lane) and SADALP.  Each block's int32
- * sums become floats times the block's activation step, added into one
- * float vector per token.  A tile is one row x up to 4 tokens, the
- * lookups shared by the tokens. */
+/* NUQ product with NEON (AArch64), in the rotated formats' NEON tiles
+ * (rotated_simd.h): 4 rows, one from each quarter of the caller's rows, x
+ * up to 4 tokens, one block of 32 columns a step.  A row's 32 codes of a
+ * block become two q registers of codes in column order (columns 0-15 and
+ * 16-31), one TBL each turns them into int8 levels:
+ *   4 bits: the 16 code bytes, masked and shifted (one AND, one USHR);
+ *   2 bits: the 8 code bytes loaded into both halves (LD1R), one USHL by
+ *     per-lane amounts and one AND per register (byte j % 8, bits 2 (j / 8));
+ *   3 bits: the same, then the sign bit of each lane from the block's u32
+ *     sign word (spread to the lanes by one TBL, tested by CMTST against
+ *     each lane's bit, inserted as bit 2 by BSL).
+ * The levels meet the activations in rotated_simd.h's exact int32 sums
+ * (SDOT, or SMULL + SMLAL2 + SADALP on Armv8.0), one SCVTF and one FMLA
+ * with the block's activation step per row and token. */
 #include "pmpd_impl/weights/nuq/nuq.h"
 #include "pmpd_impl/weights/rotated/rotated_simd.h"
 
 #if PMPD_USE_NEON && defined(__aarch64__) && !PMPD_USE_AVX2
 #include <arm_neon.h>
-#include <string.h>
 
-#define NUQ_NEON_TILE PMPD_ROTATED_TILE
+/* The per-call constants of one width: the level table and the 2- and
+ * 3-bit unpacking's shifts and sign bits. */
+typedef struct nuq_neon_consts {
+    int8x16_t levels;
+    int8x16_t shift[2];  /* 2, 3 bits: right shifts of register k's lanes */
+    uint8x16_t spread;   /* 3 bits: sign word byte of each lane */
+    uint8x16_t sign[2];  /* 3 bits: register k's lane j: its sign bit in that byte */
+} nuq_neon_consts;
 
-/* The 32 codes of a block, in column order. */
-static inline __attribute__((always_inline)) void nuq_neon_indices(const uint8_t *block, unsigned bits,
-                                                                   uint8x16_t idx[2])
+static inline __attribute__((always_inline)) void nuq_neon_make_consts(unsigned bits, nuq_neon_consts *k)
 {
-    if (bits == 4) {
-        uint8x16_t b = vld1q_u8(block);
-        idx[0] = vandq_u8(b, vdupq_n_u8(15));
-        idx[1] = vshrq_n_u8(b, 4);
-    } else {
-        const uint8x8_t three = vdup_n_u8(3);
-        uint8x8_t b = vld1_u8(block);
-        uint8x8_t g0 = vand_u8(b, three), g1 = vand_u8(vshr_n_u8(b, 2), three);
-        uint8x8_t g2 = vand_u8(vshr_n_u8(b, 4), three), g3 = vshr_n_u8(b, 6);
-        if (bits == 3) {
-            /* Lane j of group k: bit 4 j + k of the high plane, i.e. bit
-             * 4 (j & 1) + k of its byte j / 2. */
-            static const uint8_t spread[8] = {0, 0, 1, 1, 2, 2, 3, 3};
-            static const int8_t shift[8] = {0, -4, 0, -4, 0, -4, 0, -4};
-            const uint8x8_t one = vdup_n_u8(1);
-            uint32_t high32;
-            uint8x8_t high, base;
-            memcpy(&high32, block + 8, 4); /* AArch64 is little-endian here (pmpd's files are) */
-            high = vtbl1_u8(vcreate_u8((uint64_t)high32), vld1_u8(spread));
-            base = vshl_u8(high, vld1_s8(shift));
-            g0 = vorr_u8(g0, vshl_n_u8(vand_u8(base, one), 2));
-            g1 = vorr_u8(g1, vshl_n_u8(vand_u8(vshr_n_u8(base, 1), one), 2));
-            g2 = vorr_u8(g2, vshl_n_u8(vand_u8(vshr_n_u8(base, 2), one), 2));
-            g3 = vorr_u8(g3, vshl_n_u8(vand_u8(vshr_n_u8(base, 3), one), 2));
+    /* Column j of register k (column 16 k + j) is field (16 k + j) / 8 of
+     * byte j % 8: shifted right by 2 (2 k + j / 8). */
+    static const int8_t shift[2][16] = {{0, 0, 0, 0, 0, 0, 0, 0, -2, -2, -2, -2, -2, -2, -2, -2},
+                                        {-4, -4, -4, -4, -4, -4, -4, -4, -6, -6, -6, -6, -6, -6, -6, -6}};
+    /* Column c's sign: bit 4 (c % 8) + c / 8 of the u32, i.e. of byte
+     * (c % 8) / 2 the bit 4 (c % 2) + c / 8. */
+    static const uint8_t spread[16] = {0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3};
+    static const uint8_t sign[2][16] = {{1, 16, 1, 16, 1, 16, 1, 16, 2, 32, 2, 32, 2, 32, 2, 32},
+                                        {4, 64, 4, 64, 4, 64, 4, 64, 8, 128, 8, 128, 8, 128, 8, 128}};
+    k->levels = vld1q_s8(pmpd_nuq_levels_int8(bits));
+    k->shift[0] = vld1q_s8(shift[0]);
+    k->shift[1] = vld1q_s8(shift[1]);
+    k->spread = vld1q_u8(spread);
+    k->sign[0] = vld1q_u8(sign[0]);
+    k->sign[1] = vld1q_u8(sign[1]);
+}
+
+/* Rows rows[0..n)'s 32 levels of block b, each step written for all rows
+ * before the next (their chains interleave on an in-order core). */
+static inline __attribute__((always_inline)) void nuq_neon_weights(const uint8_t *const *rows, size_t n, size_t b,
+                                                                   unsigned bits, const nuq_neon_consts *k,
+                                                                   int8x16_t w[2][PMPD_ROTATED_NEON_ROWS])
+{
+    const size_t at = b * 4 * (size_t)bits;
+    uint8x16_t idx[2][PMPD_ROTATED_NEON_ROWS];
+    size_t i, h;
+#pragma GCC unroll 4
+    for (i = 0; i < n; i++) {
+        if (bits == 4) {
+            const uint8x16_t codes = vld1q_u8(rows[i] + at);
+            idx[0][i] = vandq_u8(codes, vdupq_n_u8(15));
+            idx[1][i] = vshrq_n_u8(codes, 4);
+        } else {
+            const uint8x16_t codes = vreinterpretq_u8_u64(vld1q_dup_u64((const uint64_t *)(const void *)(rows[i] + at)));
+#pragma GCC unroll 2
+            for (h = 0; h < 2; h++)
+                idx[h][i] = vandq_u8(vshlq_u8(codes, k->shift[h]), vdupq_n_u8(3));
         }
-        idx[0] = vcombine_u8(g0, g1);
-        idx[1] = vcombine_u8(g2, g3);
+    }
+    PMPD_ROTATED_NEON_FENCE(idx[0], n);
+    PMPD_ROTATED_NEON_FENCE(idx[1], n);
+    if (bits == 3) {
+#pragma GCC unroll 4
+        for (i = 0; i < n; i++) {
+            /* The u32 sign word in each 4-byte lane; one TBL puts byte
+             * (c % 8) / 2 under each column. */
+            const uint8x16_t word = vreinterpretq_u8_u32(vld1q_dup_u32((const uint32_t *)(const void *)(rows[i] + at + 8)));
+            const uint8x16_t bytes = vqtbl1q_u8(word, k->spread);
+#pragma GCC unroll 2
+            for (h = 0; h < 2; h++)
+                idx[h][i] = vbslq_u8(vdupq_n_u8(4), vtstq_u8(bytes, k->sign[h]), idx[h][i]);
+        }
+    }
+    PMPD_ROTATED_NEON_FENCE(idx[0], n);
+    PMPD_ROTATED_NEON_FENCE(idx[1], n);
+#pragma GCC unroll 2
+    for (h = 0; h < 2; h++) {
+#pragma GCC unroll 4
+        for (i = 0; i < n; i++)
+            w[h][i] = vqtbl1q_s8(k->levels, idx[h][i]);
+        PMPD_ROTATED_NEON_FENCE(w[h], n);
     }
 }
 
-/* Block b of row into acc[t] for tokens t0..t0+nt-1. */
-static inline __attribute__((always_inline)) void nuq_neon_block(const uint8_t *row, int8x16_t table, unsigned bits,
-                                                                 const int8_t *q, const float *d, size_t stride,
-                                                                 size_t n_blocks, size_t b, size_t t0, size_t nt,
-                                                                 float32x4_t *acc)
-{
-    uint8x16_t idx[2];
-    int8x16_t w0, w1;
-    size_t t;
-    nuq_neon_indices(row + b * 4 * (size_t)bits, bits, idx);
-    w0 = vqtbl1q_s8(table, idx[0]);
-    w1 = vqtbl1q_s8(table, idx[1]);
-#pragma GCC unroll 4
-    for (t = 0; t < nt; t++)
-        acc[t] = pmpd_rotated_neon_dot(w0, w1, q + (t0 + t) * stride + b * PMPD_NUQ_BLOCK, d[(t0 + t) * n_blocks + b],
-                                       acc[t]);
-}
-
-/* Row r times tokens t0..t0+nt-1 (nt <= 4), even and odd blocks into two
- * accumulators per token (two chains of dependent FMAs). */
-static inline __attribute__((always_inline)) void nuq_neon_tile(const pmpd_nuq_matrix *m, int8x16_t table,
+/* Rows r0 + i stride (i < nr) times tokens t0..t0+nt-1. */
+static inline __attribute__((always_inline)) void nuq_neon_tile(const pmpd_nuq_matrix *m, const nuq_neon_consts *k,
                                                                 unsigned bits, const int8_t *q, const float *d,
-                                                                size_t n_blocks, size_t r, size_t t0, size_t nt,
-                                                                float *y, size_t ldy)
+                                                                size_t n_blocks, size_t r0, size_t stride, size_t nr,
+                                                                size_t t0, size_t nt, float *y, size_t ldy)
 {
-    const uint8_t *row = m->index + r * m->row_bytes;
-    const float out = m->scale[r] * pmpd_nuq_unit(bits);
-    float32x4_t even[NUQ_NEON_TILE], odd[NUQ_NEON_TILE];
-    size_t t;
+    const uint8_t *rows[PMPD_ROTATED_NEON_ROWS];
+    pmpd_rotated_neon_sums acc;
+    size_t i, t;
 #pragma GCC unroll 4
-    for (t = 0; t < nt; t++)
-        even[t] = odd[t] = vdupq_n_f32(0.0f);
-#define NUQ_NEON_BLOCK(b, acc) nuq_neon_block(row, table, bits, q, d, m->padded, n_blocks, b, t0, nt, acc)
-    PMPD_ROTATED_BLOCKS(n_blocks, NUQ_NEON_BLOCK, even, odd);
-#undef NUQ_NEON_BLOCK
-    for (t = 0; t < nt; t++)
-        y[(t0 + t) * ldy + r] = out * vaddvq_f32(vaddq_f32(even[t], odd[t]));
+    for (i = 0; i < nr; i++) {
+        rows[i] = m->index + (r0 + i * stride) * m->row_bytes;
+#pragma GCC unroll 4
+        for (t = 0; t < nt; t++)
+            acc[i][t] = vdupq_n_f32(0.0f);
+    }
+#define NUQ_NEON_WEIGHTS(b, first, n, w) nuq_neon_weights(rows + (first), n, b, bits, k, w)
+    PMPD_ROTATED_NEON_TILE_BLOCKS(n_blocks, nr, nt, q + t0 * m->padded, d + t0 * n_blocks, m->padded,
+                                  NUQ_NEON_WEIGHTS, acc);
+#undef NUQ_NEON_WEIGHTS
+    pmpd_rotated_neon_store(acc, m->scale, pmpd_nuq_unit(bits), r0, stride, nr, t0, nt, y, ldy);
 }
 
 static inline __attribute__((always_inline)) void nuq_neon_rows(const pmpd_nuq_matrix *m, unsigned bits,
@@ -96,12 +123,17 @@ static inline __attribute__((always_inline)) void nuq_neon_rows(const pmpd_nuq_m
     const int8_t *q = pmpd_nuq_act_q(m, act, n_tokens);
     const float *d = pmpd_nuq_act_d(m, act, n_tokens);
     const size_t n_blocks = m->padded / PMPD_NUQ_BLOCK;
-    const int8x16_t table = vld1q_s8(pmpd_nuq_levels_int8(bits));
-    size_t r;
-#define NUQ_NEON_CALL(t0, nt) nuq_neon_tile(m, table, bits, q, d, n_blocks, r, t0, nt, y, ldy)
-    for (r = row_begin; r < row_end; r++)
-        PMPD_ROTATED_TILES(n_tokens, NUQ_NEON_CALL);
-#undef NUQ_NEON_CALL
+    nuq_neon_consts k;
+    nuq_neon_make_consts(bits, &k);
+#define NUQ_NEON_TOKENS(t0, nt) nuq_neon_tile(m, &k, bits, q, d, n_blocks, r0, stride, nr, t0, nt, y, ldy)
+#define NUQ_NEON_ROWS(r0_, stride_, nr_)                                                                           \
+    do {                                                                                                           \
+        const size_t r0 = (r0_), stride = (stride_), nr = (nr_);                                                   \
+        PMPD_ROTATED_TILES(n_tokens, NUQ_NEON_TOKENS);                                                             \
+    } while (0)
+    PMPD_ROTATED_NEON_ROW_TILES(row_begin, row_end, NUQ_NEON_ROWS);
+#undef NUQ_NEON_ROWS
+#undef NUQ_NEON_TOKENS
 }
 
 PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,
@@ -114,6 +146,4 @@ PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const void *act, si
     else
         nuq_neon_rows(m, 2, act, n_tokens, row_begin, row_end, y, ldy);
 }
-
-#undef NUQ_NEON_TILE
 #endif

@@ -134,7 +134,9 @@ static inline __attribute__((always_inline)) void pmpd_rotated_avx512_store(pmpd
                                                                            size_t ldy)
 {
     size_t i, t;
+#pragma GCC unroll 4
     for (i = 0; i < nr; i++)
+#pragma GCC unroll 4
         for (t = 0; t < nt; t++)
             y[(t0 + t) * ldy + r0 + i * stride] = scale[r0 + i * stride] * unit * _mm512_reduce_add_ps(acc[i][t]);
 }
@@ -269,23 +271,155 @@ static inline __attribute__((always_inline)) __m512 pmpd_rotated_avx512_dot(__m5
 #if PMPD_USE_NEON && defined(__aarch64__) && !PMPD_USE_AVX2
 #include <arm_neon.h>
 
-/* acc + d * (the int8 weights w0, w1 times the 32 int8 activations at x,
- * exactly in int32: SDOT where the target has the dot-product extension,
- * else SMULL + SMLAL2, two products of at most 127 * 127 fitting an int16
- * lane, and SADALP). */
-static inline __attribute__((always_inline)) float32x4_t pmpd_rotated_neon_dot(int8x16_t w0, int8x16_t w1,
-                                                                               const int8_t *x, float d,
-                                                                               float32x4_t acc)
-{
-    const int8x16_t x0 = vld1q_s8(x), x1 = vld1q_s8(x + 16);
-#if PMPD_USE_DOTPROD
-    int32x4_t sums = vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, x0), w1, x1);
+/* The NEON kernels' tiles (nuq/nuq_neon.c, vq/vq_neon.c): up to 4 rows x
+ * up to PMPD_ROTATED_TILE tokens, a step one block of 32 columns.  The
+ * tile's rows are one from each quarter of the caller's rows, so that the
+ * weights stream as 4 sequential reads (as the AVX-512 tiles'), and each
+ * activation load serves the 4 rows.  Per row and block the kernel looks
+ * up 32 int8 weights; their exact int32 products with the activations
+ * (two SDOTs from zero) become float and meet the block's step in one FMA
+ * per (row, token): with one token the 4 rows' chains (load, unpack, TBL,
+ * SDOT, SCVTF, FMLA, 4 cycles each on the Cortex-A55) interleave, which
+ * one row's two blocks could not (docs/kernels.md). */
+#define PMPD_ROTATED_NEON_ROWS 4
+
+/* ROWS(r0, stride, nr) for the rows r0 + i stride, i < nr: row j of each
+ * quarter of [row_begin, row_end) (nr 4), then the rows left over one at a
+ * time (nr 1). */
+#define PMPD_ROTATED_NEON_ROW_TILES(row_begin, row_end, ROWS)                                                      \
+    do {                                                                                                           \
+        const size_t pmpd_quarter_ = ((row_end) - (row_begin)) / PMPD_ROTATED_NEON_ROWS;                         \
+        size_t pmpd_r_;                                                                                            \
+        for (pmpd_r_ = (row_begin); pmpd_r_ < (row_begin) + pmpd_quarter_; pmpd_r_++)                              \
+            ROWS(pmpd_r_, pmpd_quarter_, PMPD_ROTATED_NEON_ROWS);                                                  \
+        for (pmpd_r_ = (row_begin) + PMPD_ROTATED_NEON_ROWS * pmpd_quarter_; pmpd_r_ < (row_end); pmpd_r_++)       \
+            ROWS(pmpd_r_, 0, 1);                                                                                   \
+    } while (0)
+
+/* A tile's accumulators, [row][token]. */
+typedef float32x4_t pmpd_rotated_neon_sums[PMPD_ROTATED_NEON_ROWS][PMPD_ROTATED_TILE];
+
+/* The block loop of a tile of nr rows x nt tokens: for each block b,
+ * WEIGHTS(b, i, n, w) puts rows i..i+n-1's 32 weights of block b into
+ * w[0][0..n) (the 16 that meet activations 0..15) and w[1][0..n),
+ * and pmpd_rotated_neon_block adds their products.  With one token the
+ * rows go together (their chains interleave); with more, one at a time,
+ * each row's lookups serving the nt tokens (4 rows' weights beside 16
+ * accumulators and the tables would not fit the 32 registers). */
+#define PMPD_ROTATED_NEON_TILE_BLOCKS(n_blocks, nr, nt, q, d, stride, WEIGHTS, acc)                                \
+    do {                                                                                                           \
+        const size_t pmpd_group_ = (nt) == 1 ? (nr) : 1;                                                           \
+        size_t pmpd_b_, pmpd_i_;                                                                                   \
+        for (pmpd_b_ = 0; pmpd_b_ < (n_blocks); pmpd_b_++)                                                         \
+            _Pragma("GCC unroll 4") for (pmpd_i_ = 0; pmpd_i_ < (nr); pmpd_i_ += pmpd_group_) {                    \
+                int8x16_t pmpd_w_[2][PMPD_ROTATED_NEON_ROWS];                                                      \
+                WEIGHTS(pmpd_b_, pmpd_i_, pmpd_group_, pmpd_w_);                                                   \
+                pmpd_rotated_neon_block(pmpd_w_, pmpd_group_, (q) + pmpd_b_ * PMPD_ROTATED_BLOCK, (stride),        \
+                                        (d) + pmpd_b_, (n_blocks), (nt), (acc) + pmpd_i_);                         \
+            }                                                                                                      \
+    } while (0)
+
+/* The end of one step of a 4-row tile's block (an empty volatile asm
+ * that may change the 4 rows' vectors v[0..3], ordered after the previous
+ * fence): every row's operation of a step issues before any of the next
+ * step, so that each result is used 4 operations (4 cycles of the A55's
+ * one 128-bit operation a cycle, its latency) after it is made.  Without
+ * it gcc 12 and clang 14 (scheduling for no core in particular) put each
+ * consumer right after its producer, and the A55 waits on each. */
+#if defined(__GNUC__)
+#define PMPD_ROTATED_NEON_FENCE(v, n)                                                                              \
+    do {                                                                                                           \
+        if ((n) == PMPD_ROTATED_NEON_ROWS)                                                                         \
+            __asm__ volatile("" : "+w"((v)[0]), "+w"((v)[1]), "+w"((v)[2]), "+w"((v)[3]));                         \
+    } while (0)
 #else
-    int16x8_t p0 = vmlal_high_s8(vmull_s8(vget_low_s8(w0), vget_low_s8(x0)), w0, x0);
-    int16x8_t p1 = vmlal_high_s8(vmull_s8(vget_low_s8(w1), vget_low_s8(x1)), w1, x1);
-    int32x4_t sums = vpadalq_s16(vpaddlq_s16(p0), p1);
+#define PMPD_ROTATED_NEON_FENCE(v, n) (void)0
 #endif
-    return vfmaq_n_f32(acc, vcvtq_f32_s32(sums), d);
+
+/* acc[i][t] += d[t * n_blocks] * (w[.][i] times token t's 32 activations at
+ * x + t stride), for rows i < nr and tokens t < nt, exactly in int32
+ * before the float step: SDOT where the target has the dot-product
+ * extension, else SMULL + SMLAL2 (two products of at most 127 * 127 fit
+ * an int16 lane) and SADALP.  Each step is written for all rows before the
+ * next, so that the in-order A55 issues the rows' independent operations
+ * back to back. */
+static inline __attribute__((always_inline)) void pmpd_rotated_neon_block(int8x16_t w[2][PMPD_ROTATED_NEON_ROWS], size_t nr,
+                                                                          const int8_t *x, size_t stride,
+                                                                          const float *d, size_t n_blocks,
+                                                                          size_t nt, pmpd_rotated_neon_sums acc)
+{
+    size_t t, i;
+#pragma GCC unroll 4
+    for (t = 0; t < nt; t++) {
+        const int8x16_t x0 = vld1q_s8(x + t * stride), x1 = vld1q_s8(x + t * stride + 16);
+        const float step = d[t * n_blocks];
+        int32x4_t sums[PMPD_ROTATED_NEON_ROWS];
+        float32x4_t sumsf[PMPD_ROTATED_NEON_ROWS];
+#if PMPD_USE_DOTPROD
+        /* SDOT accumulates: a zero per row, made before (else each is a
+         * MOV of one zero right before its SDOT). */
+#pragma GCC unroll 4
+        for (i = 0; i < nr; i++)
+            sums[i] = vdupq_n_s32(0);
+        PMPD_ROTATED_NEON_FENCE(sums, nr);
+#pragma GCC unroll 4
+        for (i = 0; i < nr; i++)
+            sums[i] = vdotq_s32(sums[i], w[0][i], x0);
+        PMPD_ROTATED_NEON_FENCE(sums, nr);
+#pragma GCC unroll 4
+        for (i = 0; i < nr; i++)
+            sums[i] = vdotq_s32(sums[i], w[1][i], x1);
+#else
+        int16x8_t p0[PMPD_ROTATED_NEON_ROWS], p1[PMPD_ROTATED_NEON_ROWS];
+#pragma GCC unroll 4
+        for (i = 0; i < nr; i++)
+            p0[i] = vmull_s8(vget_low_s8(w[0][i]), vget_low_s8(x0));
+        PMPD_ROTATED_NEON_FENCE(p0, nr);
+#pragma GCC unroll 4
+        for (i = 0; i < nr; i++)
+            p1[i] = vmull_s8(vget_low_s8(w[1][i]), vget_low_s8(x1));
+        PMPD_ROTATED_NEON_FENCE(p1, nr);
+#pragma GCC unroll 4
+        for (i = 0; i < nr; i++)
+            p0[i] = vmlal_high_s8(p0[i], w[0][i], x0);
+        PMPD_ROTATED_NEON_FENCE(p0, nr);
+#pragma GCC unroll 4
+        for (i = 0; i < nr; i++)
+            p1[i] = vmlal_high_s8(p1[i], w[1][i], x1);
+        PMPD_ROTATED_NEON_FENCE(p1, nr);
+#pragma GCC unroll 4
+        for (i = 0; i < nr; i++)
+            sums[i] = vpaddlq_s16(p0[i]);
+        PMPD_ROTATED_NEON_FENCE(sums, nr);
+#pragma GCC unroll 4
+        for (i = 0; i < nr; i++)
+            sums[i] = vpadalq_s16(sums[i], p1[i]);
+#endif
+        PMPD_ROTATED_NEON_FENCE(sums, nr);
+#pragma GCC unroll 4
+        for (i = 0; i < nr; i++)
+            sumsf[i] = vcvtq_f32_s32(sums[i]);
+        PMPD_ROTATED_NEON_FENCE(sumsf, nr);
+#pragma GCC unroll 4
+        for (i = 0; i < nr; i++)
+            acc[i][t] = vfmaq_n_f32(acc[i][t], sumsf[i], step);
+    }
+}
+
+/* y[(t0 + t) * ldy + r0 + i stride] = scale * unit * the lanes' sum of
+ * acc[i][t], for i < nr and t < nt. */
+static inline __attribute__((always_inline)) void pmpd_rotated_neon_store(pmpd_rotated_neon_sums acc,
+                                                                          const float *scale, float unit,
+                                                                          size_t r0, size_t stride, size_t nr,
+                                                                          size_t t0, size_t nt, float *y,
+                                                                          size_t ldy)
+{
+    size_t i, t;
+#pragma GCC unroll 4
+    for (i = 0; i < nr; i++)
+#pragma GCC unroll 4
+        for (t = 0; t < nt; t++)
+            y[(t0 + t) * ldy + r0 + i * stride] = scale[r0 + i * stride] * unit * vaddvq_f32(acc[i][t]);
 }
 #endif
 

@@ -1,14 +1,18 @@
-/* VQ product with NEON (AArch64).  A block's 16 indices land in one q
- * register (vq.h's layout); TBL looks them up in the book's first and
- * second coordinates, held as 64-entry tables of four registers each: a
- * book of up to 64 points takes one TBL per coordinate, 128 and 256
- * points two and four, each further TBX on index - 64 c filling the lanes
- * whose index lies in its chunk (TBX leaves out-of-range lanes as they
- * are).  The 16 first coordinates meet the block's first 16 prepared
- * activations and the second coordinates the other 16 (vq.h), exactly in
- * int32: SDOT where the target has the dot-product extension, else SMULL
- * + SMLAL2 and SADALP, as NUQ's kernel (nuq_neon.c).  A tile is one row x
- * up to 4 tokens, the lookups shared by the tokens. */
+/* VQ product with NEON (AArch64), in the rotated formats' NEON tiles
+ * (rotated_simd.h): 4 rows, one from each quarter of the caller's rows, x
+ * up to 4 tokens, one block of 16 pairs a step.  A block's 16 indices land
+ * in one q register (vq.h's layout): the low nibbles by one AND and one
+ * shift, each further index bit by one TBL that spreads its plane's bytes
+ * to the lanes, a CMTST against each lane's bit and a BSL.  TBL looks the
+ * indices up in the book's first and second coordinates, held as 64-entry
+ * tables of four registers each: a book of up to 64 points takes one TBL
+ * per coordinate, 128 and 256 points two and four, each further TBX on
+ * index - 64 c filling the lanes whose index lies in its chunk (TBX leaves
+ * out-of-range lanes as they are).  The 16 first coordinates meet the
+ * block's first 16 prepared activations and the second coordinates the
+ * other 16 (vq.h) in rotated_simd.h's exact int32 sums (SDOT, or SMULL +
+ * SMLAL2 + SADALP on Armv8.0), one SCVTF and one FMLA with the block's
+ * activation step per row and token. */
 #include "pmpd_impl/weights/rotated/rotated_simd.h"
 #include "pmpd_impl/weights/vq/vq.h"
 
@@ -16,7 +20,6 @@
 #include <arm_neon.h>
 #include <string.h>
 
-#define VQ_NEON_TILE PMPD_ROTATED_TILE
 #define VQ_NEON_CHUNKS 4 /* of 64 points, at 256 points */
 
 typedef struct vq_neon_tables {
@@ -42,89 +45,122 @@ static void vq_neon_load_tables(unsigned pair_bits, vq_neon_tables *k)
         }
 }
 
-/* The 16 indices of one block, in pair order. */
-static inline __attribute__((always_inline)) uint8x16_t vq_neon_indices(const uint8_t *block, unsigned pair_bits)
+/* The 16 indices of block b of rows rows[0..n), in pair order, each step
+ * for all rows before the next. */
+static inline __attribute__((always_inline)) void vq_neon_indices(const uint8_t *const *rows, size_t n, size_t b,
+                                                                  unsigned pair_bits,
+                                                                  uint8x16_t idx[PMPD_ROTATED_NEON_ROWS])
 {
     static const uint8_t bit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
     /* Plane i's low byte to lanes 0-7, its high byte to lanes 8-15. */
     static const uint8_t spread[3][16] = {{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
                                           {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
                                           {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5}};
-    uint8x8_t low;
-    uint8x16_t idx, planes;
-    uint16x4_t words = vdup_n_u16(0);
+    const size_t at = b * 2 * (size_t)pair_bits;
+    uint16x8_t words[PMPD_ROTATED_NEON_ROWS];
+    uint8x16_t bits[PMPD_ROTATED_NEON_ROWS];
+    size_t i;
     unsigned plane;
-    if (pair_bits == 8)
-        return vld1q_u8(block);
-    low = vld1_u8(block);
-    idx = vcombine_u8(vand_u8(low, vdup_n_u8(15)), vshr_n_u8(low, 4));
-    /* The planes as u16 lanes (never past the block's end), then one TBL
-     * per plane spreads its bits to the 16 lanes. */
-    words = vld1_lane_u16((const uint16_t *)(const void *)(block + 8), words, 0);
-    if (pair_bits >= 6)
-        words = vld1_lane_u16((const uint16_t *)(const void *)(block + 10), words, 1);
-    if (pair_bits == 7)
-        words = vld1_lane_u16((const uint16_t *)(const void *)(block + 12), words, 2);
-    planes = vcombine_u8(vreinterpret_u8_u16(words), vreinterpret_u8_u16(words));
-    for (plane = 0; plane + 4 < pair_bits; plane++) {
-        const uint8x16_t bytes = vqtbl1q_u8(planes, vld1q_u8(spread[plane]));
-        idx = vorrq_u8(idx, vandq_u8(vtstq_u8(bytes, vld1q_u8(bit)), vdupq_n_u8((uint8_t)(16u << plane))));
+    if (pair_bits == 8) {
+#pragma GCC unroll 4
+        for (i = 0; i < n; i++)
+            idx[i] = vld1q_u8(rows[i] + at);
+        return;
     }
-    return idx;
+#pragma GCC unroll 4
+    for (i = 0; i < n; i++) {
+        const uint8x8_t low = vld1_u8(rows[i] + at);
+        idx[i] = vcombine_u8(vand_u8(low, vdup_n_u8(15)), vshr_n_u8(low, 4));
+        /* The planes as u16 lanes (never past the block's end). */
+        words[i] = vld1q_lane_u16((const uint16_t *)(const void *)(rows[i] + at + 8), vdupq_n_u16(0), 0);
+        if (pair_bits >= 6)
+            words[i] = vld1q_lane_u16((const uint16_t *)(const void *)(rows[i] + at + 10), words[i], 1);
+        if (pair_bits == 7)
+            words[i] = vld1q_lane_u16((const uint16_t *)(const void *)(rows[i] + at + 12), words[i], 2);
+    }
+    /* Per plane one TBL spreads its bits to the 16 lanes, CMTST makes each
+     * lane's bit a mask and BSL sets index bit 4 + plane from it. */
+#pragma GCC unroll 3
+    for (plane = 0; plane + 4 < pair_bits; plane++) {
+#pragma GCC unroll 4
+        for (i = 0; i < n; i++)
+            bits[i] = vqtbl1q_u8(vreinterpretq_u8_u16(words[i]), vld1q_u8(spread[plane]));
+        PMPD_ROTATED_NEON_FENCE(bits, n);
+#pragma GCC unroll 4
+        for (i = 0; i < n; i++)
+            bits[i] = vtstq_u8(bits[i], vld1q_u8(bit));
+        PMPD_ROTATED_NEON_FENCE(bits, n);
+#pragma GCC unroll 4
+        for (i = 0; i < n; i++)
+            idx[i] = vbslq_u8(vdupq_n_u8((uint8_t)(16u << plane)), bits[i], idx[i]);
+    }
 }
 
-/* Coordinates of the 16 points: one TBL, then a TBX per further chunk. */
-static inline __attribute__((always_inline)) int8x16_t vq_neon_lookup(const int8x16x4_t *table, unsigned pair_bits,
-                                                                      uint8x16_t idx)
+/* One chunk of 64 points (or the whole book of 16 or 32): TBL, or TBX
+ * (merge) on lanes whose index minus 64 chunk lies in it. */
+static inline __attribute__((always_inline)) int8x16_t vq_neon_chunk(const int8x16x4_t *table, unsigned pair_bits,
+                                                                     unsigned chunk, int8x16_t w, uint8x16_t idx)
 {
-    int8x16_t w;
-    unsigned c;
     if (pair_bits == 4)
         return vqtbl1q_s8(table[0].val[0], idx);
     if (pair_bits == 5) {
         int8x16x2_t two = {{table[0].val[0], table[0].val[1]}};
         return vqtbl2q_s8(two, idx);
     }
-    w = vqtbl4q_s8(table[0], idx);
-    for (c = 1; c < 1u << (pair_bits - 6); c++)
-        w = vqtbx4q_s8(w, table[c], vsubq_u8(idx, vdupq_n_u8((uint8_t)(64 * c))));
-    return w;
+    return chunk == 0 ? vqtbl4q_s8(table[0], idx) : vqtbx4q_s8(w, table[chunk], idx);
 }
 
-/* Block b of row into acc[t] for tokens t0..t0+nt-1. */
-static inline __attribute__((always_inline)) void vq_neon_block(const uint8_t *row, const vq_neon_tables *k,
-                                                                unsigned pair_bits, const int8_t *q, const float *d,
-                                                                size_t stride, size_t n_blocks, size_t b, size_t t0,
-                                                                size_t nt, float32x4_t *acc)
+/* Rows rows[0..n)'s 32 coordinates of block b, each step written for all
+ * rows before the next (their chains interleave on an in-order core):
+ * the indices, then per chunk of the book both coordinates' lookups. */
+static inline __attribute__((always_inline)) void vq_neon_weights(const uint8_t *const *rows, size_t n, size_t b,
+                                                                  unsigned pair_bits, const vq_neon_tables *k,
+                                                                  int8x16_t w[2][PMPD_ROTATED_NEON_ROWS])
 {
-    const uint8x16_t idx = vq_neon_indices(row + b * 2 * (size_t)pair_bits, pair_bits);
-    const int8x16_t w0 = vq_neon_lookup(k->first, pair_bits, idx), w1 = vq_neon_lookup(k->second, pair_bits, idx);
-    size_t t;
+    const unsigned chunks = pair_bits <= 6 ? 1 : 1u << (pair_bits - 6);
+    uint8x16_t idx[PMPD_ROTATED_NEON_ROWS], at[PMPD_ROTATED_NEON_ROWS];
+    size_t i;
+    unsigned c;
+    vq_neon_indices(rows, n, b, pair_bits, idx);
+    PMPD_ROTATED_NEON_FENCE(idx, n);
 #pragma GCC unroll 4
-    for (t = 0; t < nt; t++)
-        acc[t] = pmpd_rotated_neon_dot(w0, w1, q + (t0 + t) * stride + b * PMPD_VQ_BLOCK, d[(t0 + t) * n_blocks + b],
-                                       acc[t]);
+    for (c = 0; c < chunks; c++) {
+#pragma GCC unroll 4
+        for (i = 0; i < n; i++)
+            at[i] = c == 0 ? idx[i] : vsubq_u8(idx[i], vdupq_n_u8((uint8_t)(64 * c)));
+        PMPD_ROTATED_NEON_FENCE(at, n);
+#pragma GCC unroll 4
+        for (i = 0; i < n; i++)
+            w[0][i] = vq_neon_chunk(k->first, pair_bits, c, w[0][i], at[i]);
+        PMPD_ROTATED_NEON_FENCE(w[0], n);
+#pragma GCC unroll 4
+        for (i = 0; i < n; i++)
+            w[1][i] = vq_neon_chunk(k->second, pair_bits, c, w[1][i], at[i]);
+        PMPD_ROTATED_NEON_FENCE(w[1], n);
+    }
 }
 
-/* Row r times tokens t0..t0+nt-1 (nt <= 4), even and odd blocks into two
- * accumulators per token (two chains of dependent FMAs). */
+/* Rows r0 + i stride (i < nr) times tokens t0..t0+nt-1. */
 static inline __attribute__((always_inline)) void vq_neon_tile(const pmpd_vq_matrix *m, const vq_neon_tables *k,
                                                                unsigned pair_bits, const int8_t *q, const float *d,
-                                                               size_t n_blocks, size_t r, size_t t0, size_t nt,
-                                                               float *y, size_t ldy)
+                                                               size_t n_blocks, size_t r0, size_t stride, size_t nr,
+                                                               size_t t0, size_t nt, float *y, size_t ldy)
 {
-    const uint8_t *row = m->index + r * m->row_bytes;
-    const float out = m->scale[r] * pmpd_vq_unit(pair_bits);
-    float32x4_t even[VQ_NEON_TILE], odd[VQ_NEON_TILE];
-    size_t t;
+    const uint8_t *rows[PMPD_ROTATED_NEON_ROWS];
+    pmpd_rotated_neon_sums acc;
+    size_t i, t;
 #pragma GCC unroll 4
-    for (t = 0; t < nt; t++)
-        even[t] = odd[t] = vdupq_n_f32(0.0f);
-#define VQ_NEON_BLOCK(b, acc) vq_neon_block(row, k, pair_bits, q, d, m->padded, n_blocks, b, t0, nt, acc)
-    PMPD_ROTATED_BLOCKS(n_blocks, VQ_NEON_BLOCK, even, odd);
-#undef VQ_NEON_BLOCK
-    for (t = 0; t < nt; t++)
-        y[(t0 + t) * ldy + r] = out * vaddvq_f32(vaddq_f32(even[t], odd[t]));
+    for (i = 0; i < nr; i++) {
+        rows[i] = m->index + (r0 + i * stride) * m->row_bytes;
+#pragma GCC unroll 4
+        for (t = 0; t < nt; t++)
+            acc[i][t] = vdupq_n_f32(0.0f);
+    }
+#define VQ_NEON_WEIGHTS(b, first, n, w) vq_neon_weights(rows + (first), n, b, pair_bits, k, w)
+    PMPD_ROTATED_NEON_TILE_BLOCKS(n_blocks, nr, nt, q + t0 * m->padded, d + t0 * n_blocks, m->padded,
+                                  VQ_NEON_WEIGHTS, acc);
+#undef VQ_NEON_WEIGHTS
+    pmpd_rotated_neon_store(acc, m->scale, pmpd_vq_unit(pair_bits), r0, stride, nr, t0, nt, y, ldy);
 }
 
 static inline __attribute__((always_inline)) void vq_neon_rows(const pmpd_vq_matrix *m, unsigned pair_bits,
@@ -136,24 +172,27 @@ static inline __attribute__((always_inline)) void vq_neon_rows(const pmpd_vq_mat
     const float *d;
     const size_t n_blocks = m->padded / PMPD_VQ_BLOCK;
     vq_neon_tables k;
-    size_t r;
     q = pmpd_rotated_act_q(act);
     d = pmpd_rotated_act_d(&rotated, act, n_tokens);
     vq_neon_load_tables(pair_bits, &k);
-#define VQ_NEON_CALL(t0, nt) vq_neon_tile(m, &k, pair_bits, q, d, n_blocks, r, t0, nt, y, ldy)
-    for (r = row_begin; r < row_end; r++)
-        PMPD_ROTATED_TILES(n_tokens, VQ_NEON_CALL);
-#undef VQ_NEON_CALL
+#define VQ_NEON_TOKENS(t0, nt) vq_neon_tile(m, &k, pair_bits, q, d, n_blocks, r0, stride, nr, t0, nt, y, ldy)
+#define VQ_NEON_ROWS(r0_, stride_, nr_)                                                                            \
+    do {                                                                                                           \
+        const size_t r0 = (r0_), stride = (stride_), nr = (nr_);                                                   \
+        PMPD_ROTATED_TILES(n_tokens, VQ_NEON_TOKENS);                                                              \
+    } while (0)
+    PMPD_ROTATED_NEON_ROW_TILES(row_begin, row_end, VQ_NEON_ROWS);
+#undef VQ_NEON_ROWS
+#undef VQ_NEON_TOKENS
 }
 
 PMPD_INTERNAL void pmpd_vq_matmul(const pmpd_vq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,
                                   size_t row_end, float *y, size_t ldy)
 {
-#define VQ_NEON_ROWS(p) vq_neon_rows(m, p, act, n_tokens, row_begin, row_end, y, ldy)
-    PMPD_VQ_DISPATCH(m->pair_bits, VQ_NEON_ROWS);
-#undef VQ_NEON_ROWS
+#define VQ_NEON_DISPATCH(p) vq_neon_rows(m, p, act, n_tokens, row_begin, row_end, y, ldy)
+    PMPD_VQ_DISPATCH(m->pair_bits, VQ_NEON_DISPATCH);
+#undef VQ_NEON_DISPATCH
 }
 
-#undef VQ_NEON_TILE
 #undef VQ_NEON_CHUNKS
 #endif
