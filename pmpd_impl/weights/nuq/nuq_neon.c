@@ -131,7 +131,7 @@ static inline __attribute__((always_inline)) void nuq_neon_rows(const pmpd_nuq_m
         const size_t r0 = (r0_), stride = (stride_), nr = (nr_);                                                   \
         PMPD_ROTATED_TILES(n_tokens, NUQ_NEON_TOKENS);                                                             \
     } while (0)
-    PMPD_ROTATED_NEON_ROW_TILES(row_begin, row_end, NUQ_NEON_ROWS);
+    PMPD_ROTATED_ROW_TILES(row_begin, row_end, NUQ_NEON_ROWS);
 #undef NUQ_NEON_ROWS
 #undef NUQ_NEON_TOKENS
 }

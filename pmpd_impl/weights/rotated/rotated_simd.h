@@ -43,7 +43,7 @@
     } while (0)
 
 /* The row loop of a kernel that runs tiles of 4 rows (the AVX-512
- * kernels, nuq/nuq_avx2.c): the tile's rows are one from each quarter of
+ * kernels, nuq/nuq_avx2.c, the NEON ones): the tile's rows are one from each quarter of
  * the caller's rows, so that the weights are read as 4 long sequential
  * streams, as the q4 kernel does (x86_avx512/qmatmul.c): nuq4 streamed 15
  * GB/s from RAM on one Zen5 thread with 4 adjacent rows (4 streams of one
@@ -281,20 +281,7 @@ static inline __attribute__((always_inline)) __m512 pmpd_rotated_avx512_dot(__m5
  * per (row, token): with one token the 4 rows' chains (load, unpack, TBL,
  * SDOT, SCVTF, FMLA, 4 cycles each on the Cortex-A55) interleave, which
  * one row's two blocks could not (docs/kernels.md). */
-#define PMPD_ROTATED_NEON_ROWS 4
-
-/* ROWS(r0, stride, nr) for the rows r0 + i stride, i < nr: row j of each
- * quarter of [row_begin, row_end) (nr 4), then the rows left over one at a
- * time (nr 1). */
-#define PMPD_ROTATED_NEON_ROW_TILES(row_begin, row_end, ROWS)                                                      \
-    do {                                                                                                           \
-        const size_t pmpd_quarter_ = ((row_end) - (row_begin)) / PMPD_ROTATED_NEON_ROWS;                         \
-        size_t pmpd_r_;                                                                                            \
-        for (pmpd_r_ = (row_begin); pmpd_r_ < (row_begin) + pmpd_quarter_; pmpd_r_++)                              \
-            ROWS(pmpd_r_, pmpd_quarter_, PMPD_ROTATED_NEON_ROWS);                                                  \
-        for (pmpd_r_ = (row_begin) + PMPD_ROTATED_NEON_ROWS * pmpd_quarter_; pmpd_r_ < (row_end); pmpd_r_++)       \
-            ROWS(pmpd_r_, 0, 1);                                                                                   \
-    } while (0)
+#define PMPD_ROTATED_NEON_ROWS PMPD_ROTATED_ROWS /* rows quartered by PMPD_ROTATED_ROW_TILES */
 
 /* A tile's accumulators, [row][token]. */
 typedef float32x4_t pmpd_rotated_neon_sums[PMPD_ROTATED_NEON_ROWS][PMPD_ROTATED_TILE];

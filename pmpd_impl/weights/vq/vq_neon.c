@@ -181,7 +181,7 @@ static inline __attribute__((always_inline)) void vq_neon_rows(const pmpd_vq_mat
         const size_t r0 = (r0_), stride = (stride_), nr = (nr_);                                                   \
         PMPD_ROTATED_TILES(n_tokens, VQ_NEON_TOKENS);                                                              \
     } while (0)
-    PMPD_ROTATED_NEON_ROW_TILES(row_begin, row_end, VQ_NEON_ROWS);
+    PMPD_ROTATED_ROW_TILES(row_begin, row_end, VQ_NEON_ROWS);
 #undef VQ_NEON_ROWS
 #undef VQ_NEON_TOKENS
 }
