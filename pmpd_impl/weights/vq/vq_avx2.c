@@ -144,8 +144,10 @@ VQ_AVX2_INLINE void vq_avx2_weights(const uint8_t *low, const uint8_t *high, uns
         const __m256i stored = _mm256_inserti128_si256(_mm256_castsi128_si256(first),
                                                        _mm_loadu_si128((const __m128i *)(const void *)high), 1);
         const __m256i flipped = _mm256_xor_si256(stored, _mm256_set1_epi8(-128));
+#pragma GCC unroll 3
         for (plane = 0; plane < 3; plane++)
             mask[plane] = _mm256_slli_epi16(stored, (int)(3 - plane));
+#pragma GCC unroll 2
         for (coord = 0; coord < 2; coord++)
             w[coord] = _mm256_or_si256(vq_avx2_tree(k, coord, stored, mask, 0, 8),
                                        vq_avx2_tree(k, coord, flipped, mask, 8, 8));
@@ -155,8 +157,10 @@ VQ_AVX2_INLINE void vq_avx2_weights(const uint8_t *low, const uint8_t *high, uns
                             : _mm256_inserti128_si256(_mm256_castsi128_si256(first),
                                                       _mm_loadu_si128((const __m128i *)(const void *)high), 1);
     idx = _mm256_and_si256(_mm256_srlv_epi64(_mm256_shuffle_epi8(loaded, k->nibbles), k->shifts), k->low4);
+#pragma GCC unroll 3
     for (plane = 0; plane + 4 < pair_bits; plane++)
         mask[plane] = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(loaded, k->spread[plane]), k->bit), k->bit);
+#pragma GCC unroll 2
     for (coord = 0; coord < 2; coord++)
         w[coord] = vq_avx2_tree(k, coord, idx, mask, 0, 1u << (pair_bits - 4));
 }
@@ -180,6 +184,7 @@ VQ_AVX2_INLINE void vq_avx2_input_make(const int8_t *x, const float *d, unsigned
     const __m256i zero = _mm256_setzero_si256();
     const __m128 d0 = _mm_set1_ps(d[0]);
     unsigned coord;
+#pragma GCC unroll 2
     for (coord = 0; coord < 2; coord++) {
         const __m128i lower = _mm_loadu_si128((const __m128i *)(const void *)(x + 16 * coord));
         in->x[coord] = blocks == 2 ? _mm256_inserti128_si256(
