@@ -23,7 +23,11 @@
  * p = 6, 43 at p = 7 and 67 at p = 8, against the former kernel's 12 to
  * 96 (a row at a time, its lanes the two coordinates of one block: each
  * index operation served 16 pairs, and chunks went by a subtraction,
- * lookup and XOR each).
+ * lookup and XOR each).  Every VPSHUFB loads its table (the tables are
+ * its data operand, not its memory one): at p = 8 the 32 table loads per
+ * row and step, the blends and the spills bound the loop (llvm-mca
+ * znver3: the vector load pipes), and it runs no faster than the former
+ * kernel's (measured on Zen5; p = 5..7 1.7-1.9x, p = 4 1.5x).
  *
  * The dot product: the activations are permuted to the weights' order
  * once per token and step (x[k]: coordinate k of block b | of block b +
