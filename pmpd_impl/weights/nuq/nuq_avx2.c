@@ -69,7 +69,7 @@
 #endif
 
 #define NUQ_AVX2_INLINE static inline __attribute__((always_inline))
-#define NUQ_AVX2_TOKENS 2
+#define NUQ_AVX2_TOKENS 2 /* tokens of a tile (PMPD_ROTATED_TOKENS_BY_2) */
 
 typedef struct nuq_avx2_consts {
     /* 4 bits: the 16 levels; 2 and 3 bits: the level (3 bits: its
@@ -266,18 +266,6 @@ NUQ_AVX2_INLINE void nuq_avx2_tile(const pmpd_nuq_matrix *m, const nuq_avx2_cons
             y[(t0 + t) * ldy + r0 + i * stride] = m->scale[r0 + i * stride] * unit * pmpd_rotated_avx2_sum(acc[i][t]);
 }
 
-/* Rows r0 + i stride (i < nr) against every token. */
-NUQ_AVX2_INLINE void nuq_avx2_row_tile(const pmpd_nuq_matrix *m, const nuq_avx2_consts *k, unsigned bits,
-                                       const int8_t *q, const float *d, size_t n_blocks, size_t n_tokens, size_t r0,
-                                       size_t stride, size_t nr, float *y, size_t ldy)
-{
-    size_t t0;
-    for (t0 = 0; t0 + NUQ_AVX2_TOKENS <= n_tokens; t0 += NUQ_AVX2_TOKENS)
-        nuq_avx2_tile(m, k, bits, q, d, n_blocks, r0, stride, nr, t0, NUQ_AVX2_TOKENS, y, ldy);
-    if (t0 < n_tokens)
-        nuq_avx2_tile(m, k, bits, q, d, n_blocks, r0, stride, nr, t0, 1, y, ldy);
-}
-
 /* One width's loop, with bits a constant after inlining. */
 NUQ_AVX2_INLINE void nuq_avx2_rows(const pmpd_nuq_matrix *m, unsigned bits, const void *act, size_t n_tokens,
                                    size_t row_begin, size_t row_end, float *y, size_t ldy)
@@ -287,10 +275,9 @@ NUQ_AVX2_INLINE void nuq_avx2_rows(const pmpd_nuq_matrix *m, unsigned bits, cons
     const size_t n_blocks = m->padded / PMPD_NUQ_BLOCK;
     nuq_avx2_consts k;
     nuq_avx2_init(bits, &k);
-#define NUQ_AVX2_ROW_TILE(r0, stride, nr)                                                                            \
-    nuq_avx2_row_tile(m, &k, bits, q, d, n_blocks, n_tokens, r0, stride, nr, y, ldy)
-    PMPD_ROTATED_ROW_TILES(row_begin, row_end, NUQ_AVX2_ROW_TILE);
-#undef NUQ_AVX2_ROW_TILE
+#define NUQ_AVX2_TILE(r0, stride, nr, t0, nt) nuq_avx2_tile(m, &k, bits, q, d, n_blocks, r0, stride, nr, t0, nt, y, ldy)
+    PMPD_ROTATED_TILE_GRID(row_begin, row_end, PMPD_ROTATED_ROWS, n_tokens, PMPD_ROTATED_TOKENS_BY_2, NUQ_AVX2_TILE);
+#undef NUQ_AVX2_TILE
 }
 
 PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,

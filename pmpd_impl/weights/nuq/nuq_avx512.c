@@ -301,16 +301,6 @@ NUQ_AVX512_INLINE void nuq_avx512_tile(const pmpd_nuq_matrix *m, const nuq_avx51
     pmpd_rotated_avx512_store(acc, m->scale, pmpd_nuq_unit(bits), r0, stride, nr, t0, nt, y, ldy);
 }
 
-/* Rows r0 + i stride (i < nr) against every token. */
-NUQ_AVX512_INLINE void nuq_avx512_row_tile(const pmpd_nuq_matrix *m, const nuq_avx512_consts *k, unsigned bits,
-                                           const int8_t *q, const float *d, size_t n_blocks, size_t n_tokens,
-                                           size_t r0, size_t stride, size_t nr, float *y, size_t ldy)
-{
-#define NUQ_AVX512_TILE(t0, nt) nuq_avx512_tile(m, k, bits, q, d, n_blocks, r0, stride, nr, t0, nt, y, ldy)
-    PMPD_ROTATED_AVX512_TOKEN_TILES(n_tokens, NUQ_AVX512_TILE);
-#undef NUQ_AVX512_TILE
-}
-
 /* One width's loop, with bits a constant after inlining. */
 NUQ_AVX512_INLINE void nuq_avx512_rows(const pmpd_nuq_matrix *m, unsigned bits, const void *act, size_t n_tokens,
                                        size_t row_begin, size_t row_end, float *y, size_t ldy)
@@ -320,10 +310,11 @@ NUQ_AVX512_INLINE void nuq_avx512_rows(const pmpd_nuq_matrix *m, unsigned bits, 
     const size_t n_blocks = m->padded / PMPD_NUQ_BLOCK;
     nuq_avx512_consts k;
     nuq_avx512_init(bits, &k);
-#define NUQ_AVX512_ROW_TILE(r0, stride, nr)                                                                          \
-    nuq_avx512_row_tile(m, &k, bits, q, d, n_blocks, n_tokens, r0, stride, nr, y, ldy)
-    PMPD_ROTATED_AVX512_ROW_TILES(row_begin, row_end, NUQ_AVX512_ROW_TILE);
-#undef NUQ_AVX512_ROW_TILE
+#define NUQ_AVX512_TILE(r0, stride, nr, t0, nt)                                                                      \
+    nuq_avx512_tile(m, &k, bits, q, d, n_blocks, r0, stride, nr, t0, nt, y, ldy)
+    PMPD_ROTATED_TILE_GRID(row_begin, row_end, PMPD_ROTATED_AVX512_ROWS, n_tokens, PMPD_ROTATED_TOKENS_BY_2,
+                           NUQ_AVX512_TILE);
+#undef NUQ_AVX512_TILE
 }
 
 PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,

@@ -125,15 +125,9 @@ static inline __attribute__((always_inline)) void nuq_neon_rows(const pmpd_nuq_m
     const size_t n_blocks = m->padded / PMPD_NUQ_BLOCK;
     nuq_neon_consts k;
     nuq_neon_make_consts(bits, &k);
-#define NUQ_NEON_TOKENS(t0, nt) nuq_neon_tile(m, &k, bits, q, d, n_blocks, r0, stride, nr, t0, nt, y, ldy)
-#define NUQ_NEON_ROWS(r0_, stride_, nr_)                                                                           \
-    do {                                                                                                           \
-        const size_t r0 = (r0_), stride = (stride_), nr = (nr_);                                                   \
-        PMPD_ROTATED_TILES(n_tokens, NUQ_NEON_TOKENS);                                                             \
-    } while (0)
-    PMPD_ROTATED_ROW_TILES(row_begin, row_end, NUQ_NEON_ROWS);
-#undef NUQ_NEON_ROWS
-#undef NUQ_NEON_TOKENS
+#define NUQ_NEON_TILE(r0, stride, nr, t0, nt) nuq_neon_tile(m, &k, bits, q, d, n_blocks, r0, stride, nr, t0, nt, y, ldy)
+    PMPD_ROTATED_TILE_GRID(row_begin, row_end, PMPD_ROTATED_ROWS, n_tokens, PMPD_ROTATED_TOKENS_BY_4, NUQ_NEON_TILE);
+#undef NUQ_NEON_TILE
 }
 
 PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,

@@ -11,21 +11,29 @@
 
 #include "pmpd_impl/core/config.h"
 
-/* The token loop of a kernel's row: TILE(t0, nt) for the tokens
- * [0, n_tokens) in tiles of PMPD_ROTATED_TILE, the last tile's nt (3, 2
- * or 1) a constant at its call so that the tile's loops unroll. */
+/* The token loops of a tile of rows: TILE(r0, stride, nr, t0, nt) for the
+ * tokens [0, n_tokens) in tiles of 4 (PMPD_ROTATED_TILE) or of 2, the
+ * last tile's nt a constant at its call so that the tile's loops unroll. */
 #define PMPD_ROTATED_TILE 4
-#define PMPD_ROTATED_TILES(n_tokens, TILE)                                                                         \
+#define PMPD_ROTATED_TOKENS_BY_4(n_tokens, TILE, r0, stride, nr)                                                   \
     do {                                                                                                           \
         size_t pmpd_t0_;                                                                                           \
         for (pmpd_t0_ = 0; pmpd_t0_ + PMPD_ROTATED_TILE <= (n_tokens); pmpd_t0_ += PMPD_ROTATED_TILE)              \
-            TILE(pmpd_t0_, PMPD_ROTATED_TILE);                                                                     \
+            TILE(r0, stride, nr, pmpd_t0_, PMPD_ROTATED_TILE);                                                     \
         switch ((n_tokens) - pmpd_t0_) {                                                                           \
-        case 3: TILE(pmpd_t0_, 3); break;                                                                          \
-        case 2: TILE(pmpd_t0_, 2); break;                                                                          \
-        case 1: TILE(pmpd_t0_, 1); break;                                                                          \
+        case 3: TILE(r0, stride, nr, pmpd_t0_, 3); break;                                                          \
+        case 2: TILE(r0, stride, nr, pmpd_t0_, 2); break;                                                          \
+        case 1: TILE(r0, stride, nr, pmpd_t0_, 1); break;                                                          \
         default: break;                                                                                            \
         }                                                                                                          \
+    } while (0)
+#define PMPD_ROTATED_TOKENS_BY_2(n_tokens, TILE, r0, stride, nr)                                                   \
+    do {                                                                                                           \
+        size_t pmpd_t0_;                                                                                           \
+        for (pmpd_t0_ = 0; pmpd_t0_ + 2 <= (n_tokens); pmpd_t0_ += 2)                                              \
+            TILE(r0, stride, nr, pmpd_t0_, 2);                                                                     \
+        if (pmpd_t0_ < (n_tokens))                                                                                 \
+            TILE(r0, stride, nr, pmpd_t0_, 1);                                                                     \
     } while (0)
 
 /* The block loop of a kernel's tile: BLOCK(b, acc) for the blocks
@@ -42,24 +50,24 @@
             BLOCK(pmpd_b_, even);                                                                                  \
     } while (0)
 
-/* The row loop of a kernel that runs tiles of 4 rows (the AVX-512
- * kernels, nuq/nuq_avx2.c, the NEON ones): the tile's rows are one from each quarter of
- * the caller's rows, so that the weights are read as 4 long sequential
- * streams, as the q4 kernel does (x86_avx512/qmatmul.c): nuq4 streamed 15
- * GB/s from RAM on one Zen5 thread with 4 adjacent rows (4 streams of one
- * row each), 20 with software prefetch one tile ahead, 34 quartered (where
- * prefetching gained nothing).  ROWS(r0, stride, nr) for the rows r0 + i
- * stride, i < nr: row j of each quarter of [row_begin, row_end) (nr 4),
- * then the rows left over one at a time (nr 1). */
-#define PMPD_ROTATED_ROWS 4
-#define PMPD_ROTATED_ROW_TILES(row_begin, row_end, ROWS)                                                           \
+/* Every tile of a kernel's rows and tokens: TOKENS(n_tokens, TILE, r0,
+ * stride, nr) (PMPD_ROTATED_TOKENS_BY_4 or _BY_2) for the rows r0 + i
+ * stride, i < nr: row j of each of parts parts of [row_begin, row_end) (nr
+ * = parts), then the rows left over one at a time (nr 1).  Rows from
+ * different parts read the weights as parts long sequential streams, as
+ * the q4 kernel does (x86_avx512/qmatmul.c): nuq4 streamed 15 GB/s from
+ * RAM on one Zen5 thread with 4 adjacent rows (4 streams of one row each),
+ * 20 with software prefetch one tile ahead, 34 quartered (where
+ * prefetching gained nothing). */
+#define PMPD_ROTATED_ROWS 4 /* rows of a tile, the parts of most kernels */
+#define PMPD_ROTATED_TILE_GRID(row_begin, row_end, parts, n_tokens, TOKENS, TILE)                                  \
     do {                                                                                                           \
-        const size_t pmpd_quarter_ = ((row_end) - (row_begin)) / PMPD_ROTATED_ROWS;                                \
+        const size_t pmpd_part_ = ((row_end) - (row_begin)) / (parts);                                             \
         size_t pmpd_r_;                                                                                            \
-        for (pmpd_r_ = (row_begin); pmpd_r_ < (row_begin) + pmpd_quarter_; pmpd_r_++)                              \
-            ROWS(pmpd_r_, pmpd_quarter_, PMPD_ROTATED_ROWS);                                                       \
-        for (pmpd_r_ = (row_begin) + PMPD_ROTATED_ROWS * pmpd_quarter_; pmpd_r_ < (row_end); pmpd_r_++)            \
-            ROWS(pmpd_r_, 0, 1);                                                                                   \
+        for (pmpd_r_ = (row_begin); pmpd_r_ < (row_begin) + pmpd_part_; pmpd_r_++)                                 \
+            TOKENS(n_tokens, TILE, pmpd_r_, pmpd_part_, (parts));                                                  \
+        for (pmpd_r_ = (row_begin) + (parts) * pmpd_part_; pmpd_r_ < (row_end); pmpd_r_++)                         \
+            TOKENS(n_tokens, TILE, pmpd_r_, 0, 1);                                                                 \
     } while (0)
 
 #if PMPD_USE_AVX2
@@ -88,23 +96,10 @@ static inline __attribute__((always_inline)) __m256 pmpd_rotated_avx2_dot(__m256
 
 #if PMPD_USE_AVX512
 /* The AVX-512 kernels' tiles (nuq/nuq_avx512.c, vq/vq_avx512.c): 4 rows x
- * 2 tokens, the rows quartered (PMPD_ROTATED_ROW_TILES), a step a pair of
- * blocks. */
+ * 2 tokens (PMPD_ROTATED_TILE_GRID, PMPD_ROTATED_TOKENS_BY_2), a step a
+ * pair of blocks. */
 #define PMPD_ROTATED_AVX512_ROWS PMPD_ROTATED_ROWS
 #define PMPD_ROTATED_AVX512_TOKENS 2
-#define PMPD_ROTATED_AVX512_ROW_TILES PMPD_ROTATED_ROW_TILES
-
-/* TILE(t0, nt) for the tokens [0, n_tokens) in tiles of 2, the last nt
- * (1) a constant at its call. */
-#define PMPD_ROTATED_AVX512_TOKEN_TILES(n_tokens, TILE)                                                            \
-    do {                                                                                                           \
-        const size_t pmpd_tile_ = PMPD_ROTATED_AVX512_TOKENS;                                                      \
-        size_t pmpd_t0_;                                                                                           \
-        for (pmpd_t0_ = 0; pmpd_t0_ + pmpd_tile_ <= (n_tokens); pmpd_t0_ += pmpd_tile_)                            \
-            TILE(pmpd_t0_, PMPD_ROTATED_AVX512_TOKENS);                                                            \
-        if (pmpd_t0_ < (n_tokens))                                                                                 \
-            TILE(pmpd_t0_, 1);                                                                                     \
-    } while (0)
 
 /* STEP(b, blocks, bounded) for the blocks [first, n_blocks) in pairs from
  * b (blocks 2), an odd last one alone (blocks 1); bounded is 0 for the
@@ -281,7 +276,7 @@ static inline __attribute__((always_inline)) __m512 pmpd_rotated_avx512_dot(__m5
  * per (row, token): with one token the 4 rows' chains (load, unpack, TBL,
  * SDOT, SCVTF, FMLA, 4 cycles each on the Cortex-A55) interleave, which
  * one row's two blocks could not (docs/kernels.md). */
-#define PMPD_ROTATED_NEON_ROWS PMPD_ROTATED_ROWS /* rows quartered by PMPD_ROTATED_ROW_TILES */
+#define PMPD_ROTATED_NEON_ROWS PMPD_ROTATED_ROWS /* rows quartered by PMPD_ROTATED_TILE_GRID */
 
 /* A tile's accumulators, [row][token]. */
 typedef float32x4_t pmpd_rotated_neon_sums[PMPD_ROTATED_NEON_ROWS][PMPD_ROTATED_TILE];

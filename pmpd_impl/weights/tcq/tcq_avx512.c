@@ -263,21 +263,12 @@ PMPD_INTERNAL void pmpd_tcq_matmul(const pmpd_tcq_matrix *m, const void *act, si
     const int8_t *q = pmpd_rotated_act_q(act);
     const float *d = pmpd_rotated_act_d(&rotated, act, n_tokens);
     const size_t n_blocks = m->padded / PMPD_ROTATED_BLOCK;
-    const size_t part = (row_end - row_begin) / TCQ_AVX512_ROWS;
     tcq_avx512_consts consts;
-    size_t r;
     tcq_avx512_consts_for(m, &consts);
-#define TCQ_AVX512_TILE(t0, nt)                                                                                     \
-    tcq_avx512_tile(m, &consts, r, rows_stride, rows, q + (t0) * m->padded, d + (t0) * n_blocks, n_blocks, nt,     \
+#define TCQ_AVX512_TILE(r0, stride, nr, t0, nt)                                                                     \
+    tcq_avx512_tile(m, &consts, r0, stride, nr, q + (t0) * m->padded, d + (t0) * n_blocks, n_blocks, nt,           \
                     y + (t0) * ldy, ldy)
-    for (r = row_begin; r < row_begin + part; r++) {
-        const size_t rows = TCQ_AVX512_ROWS, rows_stride = part;
-        PMPD_ROTATED_TILES(n_tokens, TCQ_AVX512_TILE);
-    }
-    for (r = row_begin + TCQ_AVX512_ROWS * part; r < row_end; r++) {
-        const size_t rows = 1, rows_stride = 0;
-        PMPD_ROTATED_TILES(n_tokens, TCQ_AVX512_TILE);
-    }
+    PMPD_ROTATED_TILE_GRID(row_begin, row_end, TCQ_AVX512_ROWS, n_tokens, PMPD_ROTATED_TOKENS_BY_4, TCQ_AVX512_TILE);
 #undef TCQ_AVX512_TILE
 }
 

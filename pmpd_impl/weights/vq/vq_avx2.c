@@ -278,19 +278,6 @@ VQ_AVX2_INLINE void vq_avx2_tile(const pmpd_vq_matrix *m, const vq_avx2_consts *
                 m->scale[r0 + i * stride] * k->unit * pmpd_rotated_avx2_sum(acc[i][t]);
 }
 
-/* ROWS(r0, stride, nr) for the rows r0 + i stride, i < nr: row j of each
- * of parts parts of [row_begin, row_end) (nr = parts), then the rows left
- * over one at a time (nr 1). */
-#define VQ_AVX2_ROW_TILES(row_begin, row_end, parts, ROWS)                                                         \
-    do {                                                                                                           \
-        const size_t vq_part_ = ((row_end) - (row_begin)) / (parts);                                               \
-        size_t vq_r_;                                                                                              \
-        for (vq_r_ = (row_begin); vq_r_ < (row_begin) + vq_part_; vq_r_++)                                         \
-            ROWS(vq_r_, vq_part_, parts);                                                                          \
-        for (vq_r_ = (row_begin) + (parts) * vq_part_; vq_r_ < (row_end); vq_r_++)                                 \
-            ROWS(vq_r_, 0, 1);                                                                                     \
-    } while (0)
-
 /* One width's loop, with pair_bits a constant after inlining. */
 VQ_AVX2_INLINE void vq_avx2_rows(const pmpd_vq_matrix *m, unsigned pair_bits, const void *act, size_t n_tokens,
                                  size_t row_begin, size_t row_end, float *y, size_t ldy)
@@ -301,20 +288,12 @@ VQ_AVX2_INLINE void vq_avx2_rows(const pmpd_vq_matrix *m, unsigned pair_bits, co
     const size_t n_blocks = m->padded / PMPD_VQ_BLOCK;
     vq_avx2_consts k;
     vq_avx2_init(pair_bits, &k);
-#define VQ_AVX2_GEMV(r0, stride, nr) vq_avx2_tile(m, &k, pair_bits, q, d, n_blocks, r0, stride, nr, 0, 1, y, ldy)
-#define VQ_AVX2_GEMM(t0, nt) vq_avx2_tile(m, &k, pair_bits, q, d, n_blocks, vq_r0_, vq_stride_, vq_nr_, t0, nt, y, ldy)
-#define VQ_AVX2_TOKENS(r0, stride, nr)                                                                             \
-    do {                                                                                                           \
-        const size_t vq_r0_ = (r0), vq_stride_ = (stride), vq_nr_ = (nr);                                          \
-        PMPD_ROTATED_TILES(n_tokens, VQ_AVX2_GEMM);                                                                \
-    } while (0)
-    if (n_tokens == 1)
-        VQ_AVX2_ROW_TILES(row_begin, row_end, VQ_AVX2_GEMV_ROWS, VQ_AVX2_GEMV);
+#define VQ_AVX2_TILE(r0, stride, nr, t0, nt) vq_avx2_tile(m, &k, pair_bits, q, d, n_blocks, r0, stride, nr, t0, nt, y, ldy)
+    if (n_tokens == 1) /* the literal 1 leaves one single-token call per tile */
+        PMPD_ROTATED_TILE_GRID(row_begin, row_end, VQ_AVX2_GEMV_ROWS, 1, PMPD_ROTATED_TOKENS_BY_4, VQ_AVX2_TILE);
     else
-        VQ_AVX2_ROW_TILES(row_begin, row_end, VQ_AVX2_GEMM_ROWS, VQ_AVX2_TOKENS);
-#undef VQ_AVX2_GEMV
-#undef VQ_AVX2_TOKENS
-#undef VQ_AVX2_GEMM
+        PMPD_ROTATED_TILE_GRID(row_begin, row_end, VQ_AVX2_GEMM_ROWS, n_tokens, PMPD_ROTATED_TOKENS_BY_4, VQ_AVX2_TILE);
+#undef VQ_AVX2_TILE
 }
 
 PMPD_INTERNAL void pmpd_vq_matmul(const pmpd_vq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,

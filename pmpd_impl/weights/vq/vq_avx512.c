@@ -387,16 +387,6 @@ VQ_AVX512_INLINE void vq_avx512_tile(const pmpd_vq_matrix *m, const vq_avx512_co
     pmpd_rotated_avx512_store(acc, m->scale, k->unit, r0, stride, nr, t0, nt, y, ldy);
 }
 
-/* Rows r0 + i stride (i < nr) against every token. */
-VQ_AVX512_INLINE void vq_avx512_row_tile(const pmpd_vq_matrix *m, const vq_avx512_consts *k, unsigned pair_bits,
-                                         const int8_t *q, const float *d, size_t n_blocks, size_t n_tokens,
-                                         size_t r0, size_t stride, size_t nr, float *y, size_t ldy)
-{
-#define VQ_AVX512_TILE(t0, nt) vq_avx512_tile(m, k, pair_bits, q, d, n_blocks, r0, stride, nr, t0, nt, y, ldy)
-    PMPD_ROTATED_AVX512_TOKEN_TILES(n_tokens, VQ_AVX512_TILE);
-#undef VQ_AVX512_TILE
-}
-
 /* One width's loop, with pair_bits a constant after inlining. */
 VQ_AVX512_INLINE void vq_avx512_rows(const pmpd_vq_matrix *m, unsigned pair_bits, const void *act, size_t n_tokens,
                                      size_t row_begin, size_t row_end, float *y, size_t ldy)
@@ -407,10 +397,11 @@ VQ_AVX512_INLINE void vq_avx512_rows(const pmpd_vq_matrix *m, unsigned pair_bits
     const size_t n_blocks = m->padded / PMPD_VQ_BLOCK;
     vq_avx512_consts k;
     vq_avx512_init(pair_bits, &k);
-#define VQ_AVX512_ROW_TILE(r0, stride, nr)                                                                           \
-    vq_avx512_row_tile(m, &k, pair_bits, q, d, n_blocks, n_tokens, r0, stride, nr, y, ldy)
-    PMPD_ROTATED_AVX512_ROW_TILES(row_begin, row_end, VQ_AVX512_ROW_TILE);
-#undef VQ_AVX512_ROW_TILE
+#define VQ_AVX512_TILE(r0, stride, nr, t0, nt)                                                                       \
+    vq_avx512_tile(m, &k, pair_bits, q, d, n_blocks, r0, stride, nr, t0, nt, y, ldy)
+    PMPD_ROTATED_TILE_GRID(row_begin, row_end, PMPD_ROTATED_AVX512_ROWS, n_tokens, PMPD_ROTATED_TOKENS_BY_2,
+                           VQ_AVX512_TILE);
+#undef VQ_AVX512_TILE
 }
 
 PMPD_INTERNAL void pmpd_vq_matmul(const pmpd_vq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,

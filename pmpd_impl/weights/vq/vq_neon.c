@@ -175,15 +175,9 @@ static inline __attribute__((always_inline)) void vq_neon_rows(const pmpd_vq_mat
     q = pmpd_rotated_act_q(act);
     d = pmpd_rotated_act_d(&rotated, act, n_tokens);
     vq_neon_load_tables(pair_bits, &k);
-#define VQ_NEON_TOKENS(t0, nt) vq_neon_tile(m, &k, pair_bits, q, d, n_blocks, r0, stride, nr, t0, nt, y, ldy)
-#define VQ_NEON_ROWS(r0_, stride_, nr_)                                                                            \
-    do {                                                                                                           \
-        const size_t r0 = (r0_), stride = (stride_), nr = (nr_);                                                   \
-        PMPD_ROTATED_TILES(n_tokens, VQ_NEON_TOKENS);                                                              \
-    } while (0)
-    PMPD_ROTATED_ROW_TILES(row_begin, row_end, VQ_NEON_ROWS);
-#undef VQ_NEON_ROWS
-#undef VQ_NEON_TOKENS
+#define VQ_NEON_TILE(r0, stride, nr, t0, nt) vq_neon_tile(m, &k, pair_bits, q, d, n_blocks, r0, stride, nr, t0, nt, y, ldy)
+    PMPD_ROTATED_TILE_GRID(row_begin, row_end, PMPD_ROTATED_ROWS, n_tokens, PMPD_ROTATED_TOKENS_BY_4, VQ_NEON_TILE);
+#undef VQ_NEON_TILE
 }
 
 PMPD_INTERNAL void pmpd_vq_matmul(const pmpd_vq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,
