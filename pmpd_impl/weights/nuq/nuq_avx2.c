@@ -261,9 +261,7 @@ NUQ_AVX2_INLINE void nuq_avx2_tile(const pmpd_nuq_matrix *m, const nuq_avx2_cons
         nuq_avx2_step(m, k, bits, q, d, n_blocks, b, 2, r0, stride, nr, t0, nt, acc);
     if (b < n_blocks)
         nuq_avx2_step(m, k, bits, q, d, n_blocks, b, 1, r0, stride, nr, t0, nt, acc);
-    for (i = 0; i < nr; i++)
-        for (t = 0; t < nt; t++)
-            y[(t0 + t) * ldy + r0 + i * stride] = m->scale[r0 + i * stride] * unit * pmpd_rotated_avx2_sum(acc[i][t]);
+    PMPD_ROTATED_STORE(acc, pmpd_rotated_avx2_sum, m->scale, unit, r0, stride, nr, t0, nt, y, ldy);
 }
 
 /* One width's loop, with bits a constant after inlining. */

@@ -298,7 +298,7 @@ NUQ_AVX512_INLINE void nuq_avx512_tile(const pmpd_nuq_matrix *m, const nuq_avx51
     nuq_avx512_step(m, k, bits, q, d, n_blocks, b, blocks, r0, stride, nr, t0, nt, acc)
     PMPD_ROTATED_AVX512_STEPS(b, n_blocks, n_blocks, NUQ_AVX512_STEP);
 #undef NUQ_AVX512_STEP
-    pmpd_rotated_avx512_store(acc, m->scale, pmpd_nuq_unit(bits), r0, stride, nr, t0, nt, y, ldy);
+    PMPD_ROTATED_STORE(acc, _mm512_reduce_add_ps, m->scale, pmpd_nuq_unit(bits), r0, stride, nr, t0, nt, y, ldy);
 }
 
 /* One width's loop, with bits a constant after inlining. */

@@ -113,7 +113,7 @@ static inline __attribute__((always_inline)) void nuq_neon_tile(const pmpd_nuq_m
     PMPD_ROTATED_NEON_TILE_BLOCKS(n_blocks, nr, nt, q + t0 * m->padded, d + t0 * n_blocks, m->padded,
                                   NUQ_NEON_WEIGHTS, acc);
 #undef NUQ_NEON_WEIGHTS
-    pmpd_rotated_neon_store(acc, m->scale, pmpd_nuq_unit(bits), r0, stride, nr, t0, nt, y, ldy);
+    PMPD_ROTATED_STORE(acc, vaddvq_f32, m->scale, pmpd_nuq_unit(bits), r0, stride, nr, t0, nt, y, ldy);
 }
 
 static inline __attribute__((always_inline)) void nuq_neon_rows(const pmpd_nuq_matrix *m, unsigned bits,

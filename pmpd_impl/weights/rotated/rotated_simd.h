@@ -70,6 +70,18 @@
             TOKENS(n_tokens, TILE, pmpd_r_, 0, 1);                                                                 \
     } while (0)
 
+/* The end of every tile: y[(t0 + t) * ldy + r] = scale[r] * unit *
+ * SUM(acc[i][t]) for the tile's rows r = r0 + i stride (i < nr) and tokens
+ * t < nt, SUM the ISA's sum of a vector's lanes. */
+#define PMPD_ROTATED_STORE(acc, SUM, scale, unit, r0, stride, nr, t0, nt, y, ldy)                                  \
+    do {                                                                                                           \
+        size_t pmpd_i_, pmpd_t_;                                                                                   \
+        _Pragma("GCC unroll 4") for (pmpd_i_ = 0; pmpd_i_ < (nr); pmpd_i_++)                                       \
+            _Pragma("GCC unroll 4") for (pmpd_t_ = 0; pmpd_t_ < (nt); pmpd_t_++)                                   \
+                (y)[((t0) + pmpd_t_) * (ldy) + (r0) + pmpd_i_ * (stride)] =                                        \
+                    (scale)[(r0) + pmpd_i_ * (stride)] * (unit) * SUM((acc)[pmpd_i_][pmpd_t_]);                    \
+    } while (0)
+
 #if PMPD_USE_AVX2
 #include <immintrin.h>
 
@@ -119,22 +131,6 @@ static inline __attribute__((always_inline)) __m256 pmpd_rotated_avx2_dot(__m256
 
 /* A tile's accumulators, [row][token]. */
 typedef __m512 pmpd_rotated_avx512_sums[PMPD_ROTATED_AVX512_ROWS][PMPD_ROTATED_AVX512_TOKENS];
-
-/* y[t * ldy + r] = scale[r] * unit * the lanes' sum of acc[i][t - t0] for
- * the tile's rows r = r0 + i stride (i < nr) and tokens t0..t0+nt-1. */
-static inline __attribute__((always_inline)) void pmpd_rotated_avx512_store(pmpd_rotated_avx512_sums acc,
-                                                                           const float *scale, float unit,
-                                                                           size_t r0, size_t stride, size_t nr,
-                                                                           size_t t0, size_t nt, float *y,
-                                                                           size_t ldy)
-{
-    size_t i, t;
-#pragma GCC unroll 4
-    for (i = 0; i < nr; i++)
-#pragma GCC unroll 4
-        for (t = 0; t < nt; t++)
-            y[(t0 + t) * ldy + r0 + i * stride] = scale[r0 + i * stride] * unit * _mm512_reduce_add_ps(acc[i][t]);
-}
 
 /* One token's side of a pair of blocks (64 rotated columns) in an AVX-512
  * kernel, built once per tile and used by each of its rows.  VPDPBUSD
@@ -388,21 +384,6 @@ static inline __attribute__((always_inline)) void pmpd_rotated_neon_block(int8x1
     }
 }
 
-/* y[(t0 + t) * ldy + r0 + i stride] = scale * unit * the lanes' sum of
- * acc[i][t], for i < nr and t < nt. */
-static inline __attribute__((always_inline)) void pmpd_rotated_neon_store(pmpd_rotated_neon_sums acc,
-                                                                          const float *scale, float unit,
-                                                                          size_t r0, size_t stride, size_t nr,
-                                                                          size_t t0, size_t nt, float *y,
-                                                                          size_t ldy)
-{
-    size_t i, t;
-#pragma GCC unroll 4
-    for (i = 0; i < nr; i++)
-#pragma GCC unroll 4
-        for (t = 0; t < nt; t++)
-            y[(t0 + t) * ldy + r0 + i * stride] = scale[r0 + i * stride] * unit * vaddvq_f32(acc[i][t]);
-}
 #endif
 
 #endif

@@ -250,10 +250,7 @@ TCQ_AVX512_INLINE void tcq_avx512_tile(const pmpd_tcq_matrix *m, const tcq_avx51
             }
         }
     }
-    for (i = 0; i < nr; i++)
-        for (t = 0; t < nt; t++)
-            y[t * ldy + r0 + i * stride] =
-                m->scale[r0 + i * stride] * pmpd_tcq_unit() * _mm512_reduce_add_ps(acc[i][t]);
+    PMPD_ROTATED_STORE(acc, _mm512_reduce_add_ps, m->scale, pmpd_tcq_unit(), r0, stride, nr, 0, nt, y, ldy);
 }
 
 PMPD_INTERNAL void pmpd_tcq_matmul(const pmpd_tcq_matrix *m, const void *act, size_t n_tokens, size_t row_begin,

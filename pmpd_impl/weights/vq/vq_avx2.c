@@ -272,10 +272,7 @@ VQ_AVX2_INLINE void vq_avx2_tile(const pmpd_vq_matrix *m, const vq_avx2_consts *
         vq_avx2_step(m, k, pair_bits, q, d, n_blocks, b, 2, r0, stride, nr, t0, nt, acc);
     if (b < n_blocks)
         vq_avx2_step(m, k, pair_bits, q, d, n_blocks, b, 1, r0, stride, nr, t0, nt, acc);
-    for (i = 0; i < nr; i++)
-        for (t = 0; t < nt; t++)
-            y[(t0 + t) * ldy + r0 + i * stride] =
-                m->scale[r0 + i * stride] * k->unit * pmpd_rotated_avx2_sum(acc[i][t]);
+    PMPD_ROTATED_STORE(acc, pmpd_rotated_avx2_sum, m->scale, k->unit, r0, stride, nr, t0, nt, y, ldy);
 }
 
 /* One width's loop, with pair_bits a constant after inlining. */

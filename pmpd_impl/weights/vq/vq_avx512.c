@@ -384,7 +384,7 @@ VQ_AVX512_INLINE void vq_avx512_tile(const pmpd_vq_matrix *m, const vq_avx512_co
     vq_avx512_step(m, k, pair_bits, q, d, n_blocks, b, blocks, bounded, r0, stride, nr, t0, nt, acc)
     PMPD_ROTATED_AVX512_STEPS(b, n_blocks, vq_avx512_open_blocks(m, pair_bits), VQ_AVX512_STEP);
 #undef VQ_AVX512_STEP
-    pmpd_rotated_avx512_store(acc, m->scale, k->unit, r0, stride, nr, t0, nt, y, ldy);
+    PMPD_ROTATED_STORE(acc, _mm512_reduce_add_ps, m->scale, k->unit, r0, stride, nr, t0, nt, y, ldy);
 }
 
 /* One width's loop, with pair_bits a constant after inlining. */

@@ -160,7 +160,7 @@ static inline __attribute__((always_inline)) void vq_neon_tile(const pmpd_vq_mat
     PMPD_ROTATED_NEON_TILE_BLOCKS(n_blocks, nr, nt, q + t0 * m->padded, d + t0 * n_blocks, m->padded,
                                   VQ_NEON_WEIGHTS, acc);
 #undef VQ_NEON_WEIGHTS
-    pmpd_rotated_neon_store(acc, m->scale, pmpd_vq_unit(pair_bits), r0, stride, nr, t0, nt, y, ldy);
+    PMPD_ROTATED_STORE(acc, vaddvq_f32, m->scale, pmpd_vq_unit(pair_bits), r0, stride, nr, t0, nt, y, ldy);
 }
 
 static inline __attribute__((always_inline)) void vq_neon_rows(const pmpd_vq_matrix *m, unsigned pair_bits,
