@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "examples/common/bench.h"
+#include "pmpd_impl/core/hadamard.h"
 #include "pmpd_impl/model/linear.h"
 #include "pmpd_impl/offline/tcq/tcq_build.h"
 #include "pmpd_impl/offline/weights/encoders.h"
@@ -35,6 +36,28 @@ static void bench_nuq_step(void *raw, size_t copy)
     bench_nuq_job *job = (bench_nuq_job *)raw;
     job->tensor.data = job->base + copy * job->stride;
     pmpd_linear(&job->tensor, job->x, 1, job->y, job->scratch, job->pool, 0);
+}
+
+/* The input's side alone: one token rotated and quantized (the format's
+ * prepare step), which a product does once per token and shared input on
+ * the calling thread before the rows are split. */
+static void bench_nuq_prepare_step(void *raw, size_t copy)
+{
+    bench_nuq_job *job = (bench_nuq_job *)raw;
+    (void)copy;
+    pmpd_weight_format_of(job->tensor.type)->prepare(&job->tensor, job->x, 1, job->scratch, 0, 1, 0);
+}
+
+/* The row of the rotation's time at this shape, against the product's
+ * one-thread time gemv_us. */
+static void bench_nuq_rotation_row(bench_context *ctx, bench_nuq_job *job, size_t cols, double gemv_us)
+{
+    char name[96], note[160];
+    double us = bench_seconds_per_call(ctx, 0.25, 0.1, 1, bench_nuq_prepare_step, job) * 1e6;
+    snprintf(name, sizeof name, "input rotation, %zu columns (size %zu)", cols, pmpd_hadamard_size(cols));
+    snprintf(note, sizeof note, "one token rotated and quantized: %.1f%% of the nuq4 GEMV's 1-thread time",
+             gemv_us > 0 ? 100.0 * us / gemv_us : 0.0);
+    bench_row(ctx, "nuq", name, us, "us", note);
 }
 
 /* The encoded matrix (malloc'ed) of type at bits (nuq's bits, vq's and
@@ -90,6 +113,7 @@ static int bench_nuq_shape(bench_context *ctx, const bench_pools *pools, uint32_
     void *scratch_block = NULL;
     char name[96], note[160], format[16];
     int k;
+    double one_thread_us = 0.0;
     memset(&job, 0, sizeof job);
     job.tensor.type = type;
     job.tensor.n_dims = 2;
@@ -129,6 +153,8 @@ static int bench_nuq_shape(bench_context *ctx, const bench_pools *pools, uint32_
         gbs = (double)bytes / seconds * 1e-9;
         if (type == PMPD_TENSOR_Q4)
             q4_us[k] = seconds * 1e6;
+        if (k == 0)
+            one_thread_us = seconds * 1e6;
         bench_nuq_name(type, bits, format, sizeof format);
         snprintf(name, sizeof name, "%s GEMV %zux%zu, %d thread%s", format, rows, cols, k ? ctx->threads : 1,
                  k && ctx->threads > 1 ? "s" : "");
@@ -136,6 +162,10 @@ static int bench_nuq_shape(bench_context *ctx, const bench_pools *pools, uint32_
                  k ? "all-thread" : "1-thread", seconds * 1e6, q4_us[k] > 0 ? seconds * 1e6 / q4_us[k] : 0.0,
                  8.0 * (double)bytes / ((double)rows * (double)cols));
         bench_row(ctx, type == PMPD_TENSOR_VQ2 ? "vq" : type == PMPD_TENSOR_TCQ ? "tcq" : "nuq", name, gbs, "GB/s", note);
+    }
+    if (type == PMPD_TENSOR_NUQ && bits == 4) {
+        job.tensor.data = weights;
+        bench_nuq_rotation_row(ctx, &job, cols, one_thread_us);
     }
     free(one);
     free(weights);
