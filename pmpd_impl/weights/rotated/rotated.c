@@ -27,6 +27,20 @@ PMPD_INTERNAL void pmpd_rotated_signs(uint64_t seed, uint64_t *signs, size_t wor
  * turn the word's bits into lane masks (a 4,096-wide token's flip took
  * 1.6-1.8 of its 5-7 us to rotate and quantize on Zen5 one column at a
  * time). */
+#if !PMPD_USE_AVX512
+/* Columns [j, n) one at a time: the scalar form and the vector forms' tails
+ * (AVX-512 masks its tail). */
+static void rotated_flip_columns(uint64_t word, const float *src, float *dst, size_t j, size_t n)
+{
+    for (; j < n; j++) {
+        uint32_t b;
+        memcpy(&b, src + j, sizeof b);
+        b ^= (uint32_t)(word >> j & 1) << 31;
+        memcpy(dst + j, &b, sizeof b);
+    }
+}
+#endif
+
 #if PMPD_USE_AVX512
 static void rotated_flip64(uint64_t word, const float *src, float *dst, size_t n)
 {
@@ -48,12 +62,7 @@ static void rotated_flip64(uint64_t word, const float *src, float *dst, size_t n
         const __m256i flip = _mm256_slli_epi32(_mm256_cmpeq_epi32(bits, lane_bit), 31);
         _mm256_storeu_ps(dst + j, _mm256_xor_ps(_mm256_loadu_ps(src + j), _mm256_castsi256_ps(flip)));
     }
-    for (; j < n; j++) {
-        uint32_t b;
-        memcpy(&b, src + j, sizeof b);
-        b ^= (uint32_t)(word >> j & 1) << 31;
-        memcpy(dst + j, &b, sizeof b);
-    }
+    rotated_flip_columns(word, src, dst, j, n);
 }
 #elif PMPD_USE_NEON
 static void rotated_flip64(uint64_t word, const float *src, float *dst, size_t n)
@@ -65,23 +74,12 @@ static void rotated_flip64(uint64_t word, const float *src, float *dst, size_t n
         const uint32x4_t flip = vandq_u32(vtstq_u32(vdupq_n_u32((uint32_t)(word >> j & 0xF)), lane_bit), sign);
         vst1q_f32(dst + j, vreinterpretq_f32_u32(veorq_u32(vreinterpretq_u32_f32(vld1q_f32(src + j)), flip)));
     }
-    for (; j < n; j++) {
-        uint32_t b;
-        memcpy(&b, src + j, sizeof b);
-        b ^= (uint32_t)(word >> j & 1) << 31;
-        memcpy(dst + j, &b, sizeof b);
-    }
+    rotated_flip_columns(word, src, dst, j, n);
 }
 #else
 static void rotated_flip64(uint64_t word, const float *src, float *dst, size_t n)
 {
-    size_t j;
-    for (j = 0; j < n; j++) {
-        uint32_t b;
-        memcpy(&b, src + j, sizeof b);
-        b ^= (uint32_t)(word >> j & 1) << 31;
-        memcpy(dst + j, &b, sizeof b);
-    }
+    rotated_flip_columns(word, src, dst, 0, n);
 }
 #endif
 
