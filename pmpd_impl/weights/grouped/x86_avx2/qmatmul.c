@@ -90,8 +90,9 @@ static inline __m256i pmpd_avx2_load(const unsigned char *p)
  * 8s..8s+7 of rows 0..3.  Lane 0 holds rows 0, 1 and lane 1 rows 2, 3, so
  * each lane's vpshufb table needs only its own two rows' codebooks: the
  * pair table entry of the lane's id byte (levels of the even row at bytes
- * 0..3, of the odd row at 4..7), one 8-byte broadcast each.  A table
- * index is the 2-bit index plus 4 for the odd row.
+ * 0..3, of the odd row at 4..7), one 16-byte load each (pairs has a 257th
+ * entry so that the last one's 8 spare bytes are readable; indexes never
+ * reach them).  A table index is the 2-bit index plus 4 for the odd row.
  * vpshufb reads bits 0..3 of an index byte and zeroes on bit 7 and ignores
  * bits 4..6, so one AND keeps two 2-bit indexes of each byte (bits 0, 1
  * and 4, 5), one OR sets the row bit at bits 2 and 6, and the upper index
@@ -471,7 +472,7 @@ PMPD_INTERNAL void pmpd_qmatmul_avx2(const pmpd_qmatrix *w, const pmpd_qact *act
 {
     /* 2 KB of stack: rebuilt per call (256 entries), far less work than
      * the blocks of any matrix that uses it. */
-    uint64_t pairs[256];
+    uint64_t pairs[257];
     switch (w->type) {
     case PMPD_TENSOR_Q8:
         pmpd_avx2_walk(PMPD_TENSOR_Q8, w, act, NULL, row_begin, row_end, y, ldy);
@@ -481,6 +482,7 @@ PMPD_INTERNAL void pmpd_qmatmul_avx2(const pmpd_qmatrix *w, const pmpd_qact *act
         break;
     default:
         pmpd_q2cb_codebook_pairs(w, PMPD_Q2CB_LEVEL_LIMIT, pairs);
+        pairs[256] = 0;
         pmpd_avx2_walk(PMPD_TENSOR_Q2CB, w, act, pairs, row_begin, row_end, y, ldy);
         break;
     }
