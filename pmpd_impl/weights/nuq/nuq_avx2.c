@@ -251,17 +251,9 @@ NUQ_AVX2_INLINE void nuq_avx2_tile(const pmpd_nuq_matrix *m, const nuq_avx2_cons
 {
     const float unit = pmpd_nuq_unit(bits);
     nuq_avx2_sums acc;
-    size_t i, t, b;
-#pragma GCC unroll 4
-    for (i = 0; i < nr; i++)
-#pragma GCC unroll 2
-        for (t = 0; t < nt; t++)
-            acc[i][t] = _mm256_setzero_ps();
-    for (b = 0; b + 2 <= n_blocks; b += 2)
-        nuq_avx2_step(m, k, bits, q, d, n_blocks, b, 2, r0, stride, nr, t0, nt, acc);
-    if (b < n_blocks)
-        nuq_avx2_step(m, k, bits, q, d, n_blocks, b, 1, r0, stride, nr, t0, nt, acc);
-    PMPD_ROTATED_STORE(acc, pmpd_rotated_avx2_sum, m->scale, unit, r0, stride, nr, t0, nt, y, ldy);
+#define NUQ_AVX2_STEP(b, blocks) nuq_avx2_step(m, k, bits, q, d, n_blocks, b, blocks, r0, stride, nr, t0, nt, acc)
+    PMPD_ROTATED_AVX2_TILE(acc, n_blocks, NUQ_AVX2_STEP, m->scale, unit, r0, stride, nr, t0, nt, y, ldy);
+#undef NUQ_AVX2_STEP
 }
 
 /* One width's loop, with bits a constant after inlining. */

@@ -53,7 +53,6 @@ PMPD_INTERNAL pmpd_status pmpd_nuq_view(const void *data, uint64_t size, uint64_
     pmpd_nuq_layout layout;
     pmpd_status status;
     uint32_t bits;
-    size_t i;
     status = pmpd_rotated_check_header(p, size, rows, cols, "NUQW", PMPD_NUQ_VERSION, base_offset, "nuq", err);
     if (status != PMPD_OK)
         return status;
@@ -65,16 +64,9 @@ PMPD_INTERNAL pmpd_status pmpd_nuq_view(const void *data, uint64_t size, uint64_
                                        &layout, base_offset, "nuq", err);
     if (status != PMPD_OK)
         return status;
-    if (layout.padded > layout.rotation)
-        for (i = 0; i < rows; i++) {
-            const uint8_t *row = p + layout.index_offset + i * layout.row_bytes;
-            long at = nuq_stray_bits(row, &layout, bits);
-            if (at >= 0)
-                return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE,
-                                      base_offset + (uint64_t)(row - p) + (uint64_t)at,
-                                      "nuq row %zu has index bits beyond its %zu rotated columns", i,
-                                      layout.rotation);
-        }
+    status = pmpd_rotated_check_padding(p, rows, &layout, nuq_stray_bits, bits, base_offset, "nuq", err);
+    if (status != PMPD_OK)
+        return status;
     pmpd_nuq_bind(data, rows, cols, m);
     return PMPD_OK;
 }

@@ -99,21 +99,11 @@ static inline __attribute__((always_inline)) void nuq_neon_tile(const pmpd_nuq_m
                                                                 size_t n_blocks, size_t r0, size_t stride, size_t nr,
                                                                 size_t t0, size_t nt, float *y, size_t ldy)
 {
-    const uint8_t *rows[PMPD_ROTATED_NEON_ROWS];
-    pmpd_rotated_neon_sums acc;
-    size_t i, t;
-#pragma GCC unroll 4
-    for (i = 0; i < nr; i++) {
-        rows[i] = m->index + (r0 + i * stride) * m->row_bytes;
-#pragma GCC unroll 4
-        for (t = 0; t < nt; t++)
-            acc[i][t] = vdupq_n_f32(0.0f);
-    }
-#define NUQ_NEON_WEIGHTS(b, first, n, w) nuq_neon_weights(rows + (first), n, b, bits, k, w)
-    PMPD_ROTATED_NEON_TILE_BLOCKS(n_blocks, nr, nt, q + t0 * m->padded, d + t0 * n_blocks, m->padded,
-                                  NUQ_NEON_WEIGHTS, acc);
+    const float unit = pmpd_nuq_unit(bits);
+#define NUQ_NEON_WEIGHTS(rows, b, n, w) nuq_neon_weights(rows, n, b, bits, k, w)
+    PMPD_ROTATED_NEON_TILE(m->index, m->row_bytes, m->padded, n_blocks, q, d, m->scale, unit, r0, stride, nr, t0, nt, y,
+                           ldy, NUQ_NEON_WEIGHTS);
 #undef NUQ_NEON_WEIGHTS
-    PMPD_ROTATED_STORE(acc, vaddvq_f32, m->scale, pmpd_nuq_unit(bits), r0, stride, nr, t0, nt, y, ldy);
 }
 
 static inline __attribute__((always_inline)) void nuq_neon_rows(const pmpd_nuq_matrix *m, unsigned bits,

@@ -171,6 +171,17 @@ PMPD_INTERNAL pmpd_status pmpd_rotated_check_layout(const unsigned char *p, uint
                                                     pmpd_rotated_layout *layout, uint64_t base_offset,
                                                     const char *format, pmpd_error *err);
 
+/* The last check of a stored tensor of NUQ's and VQ's layout: every code
+ * beyond the rotation (in the padding of a row's last block) is zero.
+ * stray(row, layout, width) gives a row's first nonzero one as a byte
+ * offset in the row, or -1.  Errors: PMPD_ERR_FORMAT_VALUE at that byte,
+ * naming format and the row. */
+typedef long (*pmpd_rotated_stray)(const uint8_t *row, const pmpd_rotated_layout *layout, unsigned width);
+PMPD_INTERNAL pmpd_status pmpd_rotated_check_padding(const unsigned char *p, uint64_t rows,
+                                                     const pmpd_rotated_layout *layout, pmpd_rotated_stray stray,
+                                                     unsigned width, uint64_t base_offset, const char *format,
+                                                     pmpd_error *err);
+
 /* Checks rows f32 scales at p + at (finite: PMPD_ERR_FORMAT_NONFINITE;
  * >= 0: PMPD_ERR_FORMAT_VALUE) and zero bytes from their end up to end
  * (PMPD_ERR_FORMAT_VALUE), error offsets from base_offset, messages

@@ -133,6 +133,25 @@ PMPD_INTERNAL pmpd_status pmpd_rotated_check_layout(const unsigned char *p, uint
                                      format, err);
 }
 
+PMPD_INTERNAL pmpd_status pmpd_rotated_check_padding(const unsigned char *p, uint64_t rows,
+                                                     const pmpd_rotated_layout *layout, pmpd_rotated_stray stray,
+                                                     unsigned width, uint64_t base_offset, const char *format,
+                                                     pmpd_error *err)
+{
+    size_t i;
+    if (layout->padded == layout->rotation)
+        return PMPD_OK;
+    for (i = 0; i < rows; i++) {
+        const uint8_t *row = p + layout->index_offset + i * layout->row_bytes;
+        long at = stray(row, layout, width);
+        if (at >= 0)
+            return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + (uint64_t)(row - p) + (uint64_t)at,
+                                  "%s row %zu has a nonzero index beyond its %zu rotated columns", format, i,
+                                  layout->rotation);
+    }
+    return PMPD_OK;
+}
+
 PMPD_INTERNAL int pmpd_rotated_shares(const pmpd_tensor *a, const pmpd_tensor *b, pmpd_rotated_of rotated_of)
 {
     const pmpd_rotated ra = rotated_of(a), rb = rotated_of(b);

@@ -93,6 +93,22 @@ static inline float pmpd_rotated_avx2_sum(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
+/* A tile of the AVX2 kernels, which go over the blocks in pairs (one per
+ * 128-bit lane): acc[0..nr)[0..nt) from zero, STEP(b, 2) for each pair of
+ * blocks from b, STEP(b, 1) for a last lone block, then the store. */
+#define PMPD_ROTATED_AVX2_TILE(acc, n_blocks, STEP, scale, unit, r0, stride, nr, t0, nt, y, ldy)                   \
+    do {                                                                                                           \
+        size_t pmpd_zi_, pmpd_zt_, pmpd_b_;                                                                        \
+        _Pragma("GCC unroll 4") for (pmpd_zi_ = 0; pmpd_zi_ < (nr); pmpd_zi_++)                                    \
+            _Pragma("GCC unroll 4") for (pmpd_zt_ = 0; pmpd_zt_ < (nt); pmpd_zt_++)                                \
+                (acc)[pmpd_zi_][pmpd_zt_] = _mm256_setzero_ps();                                                   \
+        for (pmpd_b_ = 0; pmpd_b_ + 2 <= (n_blocks); pmpd_b_ += 2)                                                 \
+            STEP(pmpd_b_, 2);                                                                                      \
+        if (pmpd_b_ < (n_blocks))                                                                                  \
+            STEP(pmpd_b_, 1);                                                                                      \
+        PMPD_ROTATED_STORE(acc, pmpd_rotated_avx2_sum, scale, unit, r0, stride, nr, t0, nt, y, ldy);               \
+    } while (0)
+
 /* acc + d * (the 32 int8 weights w times the 32 int8 activations at x,
  * exactly in int32: |w|, |x| <= 127, so VPMADDUBSW's pairs fit int16);
  * ones: int16 ones for VPMADDWD. */
@@ -277,24 +293,37 @@ static inline __attribute__((always_inline)) __m512 pmpd_rotated_avx512_dot(__m5
 /* A tile's accumulators, [row][token]. */
 typedef float32x4_t pmpd_rotated_neon_sums[PMPD_ROTATED_NEON_ROWS][PMPD_ROTATED_TILE];
 
-/* The block loop of a tile of nr rows x nt tokens: for each block b,
- * WEIGHTS(b, i, n, w) puts rows i..i+n-1's 32 weights of block b into
- * w[0][0..n) (the 16 that meet activations 0..15) and w[1][0..n),
+/* A NEON tile of a rotated format: rows r0 + i stride (i < nr) of index
+ * (row_bytes apart) times tokens t0..t0+nt-1 of the prepared input (per
+ * token padded int8 q and n_blocks steps d), stored to y (see
+ * PMPD_ROTATED_STORE).  For each block b, WEIGHTS(rows, b, n, w) puts the
+ * 32 weights of block b of the n rows whose index bytes start at rows[0..n)
+ * into w[0][0..n) (the 16 that meet activations 0..15) and w[1][0..n),
  * and pmpd_rotated_neon_block adds their products.  With one token the
  * rows go together (their chains interleave); with more, one at a time,
  * each row's lookups serving the nt tokens (4 rows' weights beside 16
  * accumulators and the tables would not fit the 32 registers). */
-#define PMPD_ROTATED_NEON_TILE_BLOCKS(n_blocks, nr, nt, q, d, stride, WEIGHTS, acc)                                \
+#define PMPD_ROTATED_NEON_TILE(index, row_bytes, padded, n_blocks, q, d, scale, unit, r0, stride, nr, t0, nt, y,   \
+                               ldy, WEIGHTS)                                                                       \
     do {                                                                                                           \
+        const uint8_t *pmpd_rows_[PMPD_ROTATED_NEON_ROWS];                                                         \
+        pmpd_rotated_neon_sums pmpd_acc_;                                                                          \
         const size_t pmpd_group_ = (nt) == 1 ? (nr) : 1;                                                           \
-        size_t pmpd_b_, pmpd_i_;                                                                                   \
+        size_t pmpd_b_, pmpd_ri_, pmpd_zt_;                                                                        \
+        _Pragma("GCC unroll 4") for (pmpd_ri_ = 0; pmpd_ri_ < (nr); pmpd_ri_++) {                                  \
+            pmpd_rows_[pmpd_ri_] = (index) + ((r0) + pmpd_ri_ * (stride)) * (row_bytes);                           \
+            _Pragma("GCC unroll 4") for (pmpd_zt_ = 0; pmpd_zt_ < (nt); pmpd_zt_++)                                \
+                pmpd_acc_[pmpd_ri_][pmpd_zt_] = vdupq_n_f32(0.0f);                                                 \
+        }                                                                                                          \
         for (pmpd_b_ = 0; pmpd_b_ < (n_blocks); pmpd_b_++)                                                         \
-            _Pragma("GCC unroll 4") for (pmpd_i_ = 0; pmpd_i_ < (nr); pmpd_i_ += pmpd_group_) {                    \
+            _Pragma("GCC unroll 4") for (pmpd_ri_ = 0; pmpd_ri_ < (nr); pmpd_ri_ += pmpd_group_) {                 \
                 int8x16_t pmpd_w_[2][PMPD_ROTATED_NEON_ROWS];                                                      \
-                WEIGHTS(pmpd_b_, pmpd_i_, pmpd_group_, pmpd_w_);                                                   \
-                pmpd_rotated_neon_block(pmpd_w_, pmpd_group_, (q) + pmpd_b_ * PMPD_ROTATED_BLOCK, (stride),        \
-                                        (d) + pmpd_b_, (n_blocks), (nt), (acc) + pmpd_i_);                         \
+                WEIGHTS(pmpd_rows_ + pmpd_ri_, pmpd_b_, pmpd_group_, pmpd_w_);                                     \
+                pmpd_rotated_neon_block(pmpd_w_, pmpd_group_,                                                      \
+                                        (q) + (t0) * (padded) + pmpd_b_ * PMPD_ROTATED_BLOCK, (padded),            \
+                                        (d) + (t0) * (n_blocks) + pmpd_b_, (n_blocks), (nt), pmpd_acc_ + pmpd_ri_); \
             }                                                                                                      \
+        PMPD_ROTATED_STORE(pmpd_acc_, vaddvq_f32, scale, unit, r0, stride, nr, t0, nt, y, ldy);                    \
     } while (0)
 
 /* The end of one step of a 4-row tile's block (an empty volatile asm

@@ -262,17 +262,9 @@ VQ_AVX2_INLINE void vq_avx2_tile(const pmpd_vq_matrix *m, const vq_avx2_consts *
                                  size_t nr, size_t t0, size_t nt, float *y, size_t ldy)
 {
     vq_avx2_sums acc;
-    size_t i, t, b;
-#pragma GCC unroll 4
-    for (i = 0; i < nr; i++)
-#pragma GCC unroll 4
-        for (t = 0; t < nt; t++)
-            acc[i][t] = _mm256_setzero_ps();
-    for (b = 0; b + 2 <= n_blocks; b += 2)
-        vq_avx2_step(m, k, pair_bits, q, d, n_blocks, b, 2, r0, stride, nr, t0, nt, acc);
-    if (b < n_blocks)
-        vq_avx2_step(m, k, pair_bits, q, d, n_blocks, b, 1, r0, stride, nr, t0, nt, acc);
-    PMPD_ROTATED_STORE(acc, pmpd_rotated_avx2_sum, m->scale, k->unit, r0, stride, nr, t0, nt, y, ldy);
+#define VQ_AVX2_STEP(b, blocks) vq_avx2_step(m, k, pair_bits, q, d, n_blocks, b, blocks, r0, stride, nr, t0, nt, acc)
+    PMPD_ROTATED_AVX2_TILE(acc, n_blocks, VQ_AVX2_STEP, m->scale, k->unit, r0, stride, nr, t0, nt, y, ldy);
+#undef VQ_AVX2_STEP
 }
 
 /* One width's loop, with pair_bits a constant after inlining. */

@@ -69,20 +69,12 @@ PMPD_INTERNAL pmpd_status pmpd_vq_view(const void *data, uint64_t size, uint64_t
     pmpd_vq_layout layout;
     pmpd_status status = vq_check_header(p, size, rows, cols, base_offset, &layout, err);
     unsigned pair_bits;
-    size_t i;
     if (status != PMPD_OK)
         return status;
     pair_bits = pmpd_le_u32(p + 16);
-    if (layout.padded / 2 > (layout.rotation + 1) / 2)
-        for (i = 0; i < rows; i++) {
-            const uint8_t *row = p + layout.index_offset + i * layout.row_bytes;
-            long at = vq_stray_index(row, &layout, pair_bits);
-            if (at >= 0)
-                return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE,
-                                      base_offset + (uint64_t)(row - p) + (uint64_t)at,
-                                      "vq row %zu has an index beyond its %zu rotated columns", i,
-                                      layout.rotation);
-        }
+    status = pmpd_rotated_check_padding(p, rows, &layout, vq_stray_index, pair_bits, base_offset, "vq", err);
+    if (status != PMPD_OK)
+        return status;
     pmpd_vq_bind(data, rows, cols, m);
     return PMPD_OK;
 }
