@@ -348,6 +348,16 @@ static void test_real_head_shape(void **state)
     check_shape(&sh, 4);
 }
 
+static void test_history_in_passes(void **state)
+{
+    /* A history longer than one pass of the attention (2048 tokens): 4000
+     * coded tokens go in a whole pass and a partial one whose partials are
+     * merged, and the prefixes end inside a 64-token block. */
+    pq_shape sh = {8, 2, 64, 2, 4, 8, 1000, 4300};
+    (void)state;
+    check_shape(&sh, 6);
+}
+
 static void test_layout_validation(void **state)
 {
     pmpd_pq_layout l;
@@ -384,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_group_of_three_small_codebook),
         cmocka_unit_test(test_packed_4bit_codes_odd_subspaces),
         cmocka_unit_test(test_real_head_shape),
+        cmocka_unit_test(test_history_in_passes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

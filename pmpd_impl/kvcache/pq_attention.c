@@ -32,49 +32,81 @@ typedef struct pq_attention_scratch {
     pmpd_pq_lut8 lut8;
 } pq_attention_scratch;
 
+/* History tokens per pass (a multiple of PMPD_PQ_BLOCK): a pass's scores
+ * (lanes floats a token, 32 KB) stay in L2 between the score, exponential
+ * and value kernels instead of going to memory and back beside the codes
+ * (the codes of a 32K context are 1 MB per KV head and kind, its scores
+ * 512 KB).  The key tables are made once per head. */
+#define PQ_ATTENTION_PASS 2048u
+
+/* Each part starts on a 64-byte line: the kernels load the byte tables,
+ * the scores and the bfloat16 weights a whole 512-bit vector at a time,
+ * and split loads measured 1.7-2x slower for the key tables (Zen5). */
+#define PQ_ATTENTION_ALIGN (64 / sizeof(float))
+
+static int pq_attention_part(size_t floats, float **at, float **part, size_t *offset)
+{
+    size_t rounded = (floats + PQ_ATTENTION_ALIGN - 1) / PQ_ATTENTION_ALIGN * PQ_ATTENTION_ALIGN;
+    if (rounded < floats || !pmpd_checked_add(*offset, rounded, offset))
+        return 0;
+    if (*at) {
+        *part = *at;
+        *at += rounded;
+    }
+    return 1;
+}
+
 static int pq_attention_layout(const pmpd_pq_cache *cache, uint32_t lanes, float *base,
                                pq_attention_scratch *out, size_t *total)
 {
-    size_t qt, lut, bins, partial, history_scores, recent_scores, scores, lut8 = 0, offset = 0;
-    size_t bf16 = PMPD_PQ_USE_VALUES_BF16 ? PMPD_PQ_BF16_SCRATCH_FLOATS : 0;
-    size_t dim = cache->head_dim;
-    /* minimum [n_sub][lanes], step and offset [lanes], bytes [n_sub][lanes][256] */
-    if (PMPD_PQ_USE_LUT8 && !pmpd_checked_mul((size_t)cache->keys.layout.n_sub * lanes, 1 + 256 / sizeof(float), &lut8))
-        return 0;
+    size_t qt, lut, bins, partial, history_scores, recent_scores, scores, table = 0, offset = PQ_ATTENTION_ALIGN - 1;
+    size_t dim = cache->head_dim, n_sub = cache->keys.layout.n_sub;
+    /* The caller's scratch from its first 64-byte line (the extra line's
+     * worth of floats counted in the total). */
+    float *at = base ? base + (64 - (uintptr_t)base % 64) % 64 / sizeof(float) : NULL;
+    float *lut8_minimum = NULL, *lut8_step = NULL, *lut8_offset = NULL, *lut8_table = NULL;
+    pq_attention_scratch ignored;
+    if (!out)
+        out = &ignored;
     if (!pmpd_checked_mul(dim, lanes, &qt) ||
         !pmpd_checked_mul(pmpd_pq_codebook_floats(&cache->keys.layout) / cache->keys.layout.sub_dim, lanes, &lut) ||
         !pmpd_checked_mul(pmpd_pq_codebook_floats(&cache->values.layout) / cache->values.layout.sub_dim, lanes,
                           &bins) ||
         !pmpd_checked_mul(dim + 2, lanes, &partial) ||
-        !pmpd_checked_mul(cache->capacity, lanes, &history_scores) ||
-        !pmpd_attn_exact_scratch_floats(cache->window, lanes, cache->head_dim, &recent_scores))
+        !pmpd_checked_mul(cache->capacity < PQ_ATTENTION_PASS ? cache->capacity : PQ_ATTENTION_PASS, lanes,
+                          &history_scores) ||
+        !pmpd_attn_exact_scratch_floats(cache->window, lanes, cache->head_dim, &recent_scores) ||
+        (PMPD_PQ_USE_LUT8 && !pmpd_checked_mul3(n_sub, lanes, 256 / sizeof(float), &table)))
         return 0;
     scores = history_scores > recent_scores ? history_scores : recent_scores;
+    if (!pq_attention_part(qt, &at, &out->qt, &offset) || !pq_attention_part(lut, &at, &out->lut, &offset) ||
+        !pq_attention_part(bins, &at, &out->bins, &offset) ||
+        !pq_attention_part(partial, &at, &out->history.max, &offset) ||
+        !pq_attention_part(partial, &at, &out->recent.max, &offset))
+        return 0;
+    /* minimum [n_sub][lanes], step and offset [lanes], bytes [n_sub][lanes][256] */
+    if (PMPD_PQ_USE_LUT8 && (!pq_attention_part(table / 64, &at, &lut8_minimum, &offset) ||
+                             !pq_attention_part(lanes, &at, &lut8_step, &offset) ||
+                             !pq_attention_part(lanes, &at, &lut8_offset, &offset) ||
+                             !pq_attention_part(table, &at, &lut8_table, &offset)))
+        return 0;
+    if (!pq_attention_part(PMPD_PQ_USE_VALUES_BF16 ? PMPD_PQ_BF16_SCRATCH_FLOATS : 0, &at, &out->bf16, &offset) ||
+        !pq_attention_part(scores, &at, &out->scores, &offset))
+        return 0;
+    *total = offset;
     if (base) {
-        out->qt = base;
-        out->lut = base + qt;
-        out->bins = out->lut + lut;
-        out->history.max = out->bins + bins;
         out->history.sum = out->history.max + lanes;
         out->history.acc = out->history.sum + lanes;
-        out->recent.max = out->history.max + partial;
         out->recent.sum = out->recent.max + lanes;
         out->recent.acc = out->recent.sum + lanes;
         if (cache->key_tables)
             pmpd_pq_lut8_book_view(&cache->keys.layout, cache->key_tables, &out->lut8);
-        out->lut8.minimum = out->recent.max + partial;
-        out->lut8.step = out->lut8.minimum + (size_t)cache->keys.layout.n_sub * lanes;
-        out->lut8.offset = out->lut8.step + lanes;
-        out->lut8.table = (uint8_t *)(out->lut8.offset + lanes);
-        out->bf16 = PMPD_PQ_USE_LUT8 ? out->lut8.minimum + lut8 + 2 * lanes : out->lut8.minimum;
-        out->scores = out->bf16 + bf16;
+        out->lut8.minimum = lut8_minimum;
+        out->lut8.step = lut8_step;
+        out->lut8.offset = lut8_offset;
+        out->lut8.table = (uint8_t *)lut8_table;
     }
-    return pmpd_checked_add(offset, qt, &offset) && pmpd_checked_add(offset, lut, &offset) &&
-           pmpd_checked_add(offset, bins, &offset) && pmpd_checked_add(offset, partial, &offset) &&
-           pmpd_checked_add(offset, partial, &offset) && pmpd_checked_add(offset, lut8, &offset) &&
-           pmpd_checked_add(offset, PMPD_PQ_USE_LUT8 ? 2 * (size_t)lanes : 0, &offset) &&
-           pmpd_checked_add(offset, bf16, &offset) &&
-           pmpd_checked_add(offset, scores, total);
+    return 1;
 }
 
 pmpd_status pmpd_pq_attention_scratch_floats(const pmpd_pq_cache *cache, uint32_t n_heads, size_t *out)
@@ -86,34 +118,46 @@ pmpd_status pmpd_pq_attention_scratch_floats(const pmpd_pq_cache *cache, uint32_
                : PMPD_ERR_OVERFLOW;
 }
 
-/* The history part of one KV head: codes of tokens [0, n). */
+/* The history part of one KV head: codes of tokens [0, n), a pass at a
+ * time, each pass's partial (in s->recent, free until the window's turn)
+ * merged into s->history. */
 static void pq_attention_history(const pmpd_pq_cache *cache, uint32_t kv_head, size_t n, uint32_t lanes,
                                  pq_attention_scratch *s)
 {
     const pmpd_pq_layout *kl = &cache->keys.layout, *vl = &cache->values.layout;
     const uint8_t *key_codes = pmpd_pq_cache_head_codes(cache, cache->key_codes, kl, kv_head);
     const uint8_t *value_codes = pmpd_pq_cache_head_codes(cache, cache->value_codes, vl, kv_head);
+    pmpd_attn_partial *pass = &s->recent;
+    size_t first;
     pmpd_attn_partial_clear(&s->history, lanes, cache->head_dim);
     if (n == 0)
         return;
 #if PMPD_PQ_USE_LUT8
-    if (cache->key_tables) {
+    if (cache->key_tables)
         PMPD_PQ_LUT8_KERNEL(pmpd_pq_lut8_build)(&cache->keys, s->qt, lanes, &s->lut8);
-        PMPD_PQ_LUT8_KERNEL(pmpd_pq_lut8_scores)(&s->lut8, kl, lanes, key_codes, n, s->scores, s->history.max);
-    } else
-#endif
-    {
-        PMPD_KV_KERNEL(pmpd_pq_lut)(&cache->keys, s->qt, lanes, s->lut);
-        PMPD_KV_KERNEL(pmpd_pq_scores)(s->lut, kl, lanes, key_codes, n, s->scores, s->history.max);
-    }
-    PMPD_KV_EXP_KERNEL(s->scores, lanes, n, s->history.max, s->history.sum);
-#if PMPD_PQ_USE_VALUES_BF16
-    if (cache->value_planes)
-        PMPD_PQ_VALUES_BF16_KERNEL(pmpd_pq_values_bf16)(s->scores, lanes, vl, cache->value_planes, value_codes, n,
-                                                        s->bf16, s->history.acc);
     else
 #endif
-        PMPD_KV_KERNEL(pmpd_pq_values)(s->scores, lanes, &cache->values, value_codes, n, s->bins, s->history.acc);
+        PMPD_KV_KERNEL(pmpd_pq_lut)(&cache->keys, s->qt, lanes, s->lut);
+    for (first = 0; first < n; first += PQ_ATTENTION_PASS) {
+        const size_t count = n - first < PQ_ATTENTION_PASS ? n - first : PQ_ATTENTION_PASS;
+        const uint8_t *keys = key_codes + first * kl->code_bytes, *values = value_codes + first * vl->code_bytes;
+        pmpd_attn_partial_clear(pass, lanes, cache->head_dim);
+#if PMPD_PQ_USE_LUT8
+        if (cache->key_tables)
+            PMPD_PQ_LUT8_KERNEL(pmpd_pq_lut8_scores)(&s->lut8, kl, lanes, keys, count, s->scores, pass->max);
+        else
+#endif
+            PMPD_KV_KERNEL(pmpd_pq_scores)(s->lut, kl, lanes, keys, count, s->scores, pass->max);
+        PMPD_KV_EXP_KERNEL(s->scores, lanes, count, pass->max, pass->sum);
+#if PMPD_PQ_USE_VALUES_BF16
+        if (cache->value_planes)
+            PMPD_PQ_VALUES_BF16_KERNEL(pmpd_pq_values_bf16)(s->scores, lanes, vl, cache->value_planes, values, count,
+                                                            s->bf16, pass->acc);
+        else
+#endif
+            PMPD_KV_KERNEL(pmpd_pq_values)(s->scores, lanes, &cache->values, values, count, s->bins, pass->acc);
+        pmpd_attn_partial_merge(&s->history, pass, lanes, cache->head_dim);
+    }
 }
 
 void pmpd_pq_cache_attend_group(const pmpd_pq_cache *cache, uint32_t kv_head, const float *q, uint32_t group,
