@@ -60,7 +60,7 @@ static int pq_attention_layout(const pmpd_pq_cache *cache, uint32_t lanes, float
                                pq_attention_scratch *out, size_t *total)
 {
     size_t qt, lut, bins, partial, history_scores, recent_scores, scores, table = 0, offset = PQ_ATTENTION_ALIGN - 1;
-    size_t dim = cache->head_dim, n_sub = cache->keys.layout.n_sub;
+    size_t dim = cache->head_dim, n_sub = cache->keys.layout.n_sub; /* table: n_sub x lanes x 256 bytes */
     /* The caller's scratch from its first 64-byte line (the extra line's
      * worth of floats counted in the total). */
     float *at = base ? base + (64 - (uintptr_t)base % 64) % 64 / sizeof(float) : NULL;
@@ -85,7 +85,7 @@ static int pq_attention_layout(const pmpd_pq_cache *cache, uint32_t lanes, float
         !pq_attention_part(partial, &at, &out->recent.max, &offset))
         return 0;
     /* minimum [n_sub][lanes], step and offset [lanes], bytes [n_sub][lanes][256] */
-    if (PMPD_PQ_USE_LUT8 && (!pq_attention_part(table / 64, &at, &lut8_minimum, &offset) ||
+    if (PMPD_PQ_USE_LUT8 && (!pq_attention_part((size_t)n_sub * lanes, &at, &lut8_minimum, &offset) ||
                              !pq_attention_part(lanes, &at, &lut8_step, &offset) ||
                              !pq_attention_part(lanes, &at, &lut8_offset, &offset) ||
                              !pq_attention_part(table, &at, &lut8_table, &offset)))
