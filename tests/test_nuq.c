@@ -322,7 +322,6 @@ static void test_malformed_tensors(void **state)
     test_rng rng;
     size_t size, i;
     unsigned char *good, *bad;
-    float nan_value = NAN, negative = -1.0f;
     (void)state;
     test_rng_seed(&rng, 4);
     good = encode_random(rows, cols, 3, &rng, NULL, &size);
@@ -347,18 +346,7 @@ static void test_malformed_tensors(void **state)
         bad[i] = 1;
         expect(bad, size, rows, cols, PMPD_ERR_FORMAT_VALUE, i, "reserved header byte");
     }
-    RESET();
-    expect(bad, size - 1, rows, cols, PMPD_ERR_FORMAT_TRUNCATED, 0, "truncated");
-    bad[size] = 0;
-    expect(bad, size + 1, rows, cols, PMPD_ERR_FORMAT_SHAPE, 0, "trailing byte");
-    memcpy(bad + 64 + 4 * 2, &nan_value, 4);
-    expect(bad, size, rows, cols, PMPD_ERR_FORMAT_NONFINITE, 64 + 4 * 2, "NaN scale");
-    RESET();
-    memcpy(bad + 64 + 4 * 4, &negative, 4);
-    expect(bad, size, rows, cols, PMPD_ERR_FORMAT_VALUE, 64 + 4 * 4, "negative scale");
-    RESET();
-    bad[64 + 4 * rows + 3] = 1;
-    expect(bad, size, rows, cols, PMPD_ERR_FORMAT_VALUE, 64 + 4 * rows + 3, "scale padding");
+    test_rotated_size_and_scales(nuq_view, "nuq", good, bad, size, rows, cols);
     /* Column 8 of row 2 (beyond the rotation of 8): 2-bit plane byte 0,
      * bits 2-3; and the high plane's bit for column 31. */
     RESET();

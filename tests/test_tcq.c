@@ -402,7 +402,6 @@ static void test_malformed_tensors(void **state)
     test_rng rng;
     size_t size, i;
     unsigned char *good, *bad;
-    float nan_value = NAN, negative = -1.0f;
     (void)state;
     test_rng_seed(&rng, 4);
     good = random_tensor(rows, cols, 13, &rng, &size);
@@ -449,18 +448,7 @@ static void test_malformed_tensors(void **state)
         bad[i] = 1;
         expect(bad, size, rows, cols, PMPD_ERR_FORMAT_VALUE, i, "reserved header byte");
     }
-    RESET();
-    expect(bad, size - 1, rows, cols, PMPD_ERR_FORMAT_TRUNCATED, 0, "truncated");
-    bad[size] = 0;
-    expect(bad, size + 1, rows, cols, PMPD_ERR_FORMAT_SHAPE, 0, "trailing byte");
-    memcpy(bad + 64 + 4 * 2, &nan_value, 4);
-    expect(bad, size, rows, cols, PMPD_ERR_FORMAT_NONFINITE, 64 + 4 * 2, "NaN scale");
-    RESET();
-    memcpy(bad + 64 + 4 * 4, &negative, 4);
-    expect(bad, size, rows, cols, PMPD_ERR_FORMAT_VALUE, 64 + 4 * 4, "negative scale");
-    RESET();
-    bad[64 + 4 * rows + 3] = 1;
-    expect(bad, size, rows, cols, PMPD_ERR_FORMAT_VALUE, 64 + 4 * rows + 3, "scale padding");
+    test_rotated_size_and_scales(tcq_view, "tcq", good, bad, size, rows, cols);
     expect(good, size, rows, PMPD_HADAMARD_MAX + 1, PMPD_ERR_FORMAT_SHAPE, 8, "too many columns");
 #undef RESET
     free(good);

@@ -55,6 +55,26 @@ void test_rotated_header(test_rotated_view view, const char *format, const unsig
     memcpy(bad, good, size);
 }
 
+void test_rotated_size_and_scales(test_rotated_view view, const char *format, const unsigned char *good,
+                                  unsigned char *bad, size_t size, size_t rows, size_t cols)
+{
+    const float nan_value = NAN, negative = -1.0f;
+    memcpy(bad, good, size);
+    test_rotated_expect(view, format, bad, size - 1, rows, cols, PMPD_ERR_FORMAT_TRUNCATED, 0, "truncated");
+    bad[size] = 0;
+    test_rotated_expect(view, format, bad, size + 1, rows, cols, PMPD_ERR_FORMAT_SHAPE, 0, "trailing byte");
+    memcpy(bad + 64 + 4 * 2, &nan_value, 4);
+    test_rotated_expect(view, format, bad, size, rows, cols, PMPD_ERR_FORMAT_NONFINITE, 64 + 4 * 2, "NaN scale");
+    memcpy(bad, good, size);
+    memcpy(bad + 64 + 4 * 4, &negative, 4);
+    test_rotated_expect(view, format, bad, size, rows, cols, PMPD_ERR_FORMAT_VALUE, 64 + 4 * 4, "negative scale");
+    memcpy(bad, good, size);
+    bad[64 + 4 * rows + 3] = 1;
+    test_rotated_expect(view, format, bad, size, rows, cols, PMPD_ERR_FORMAT_VALUE, 64 + 4 * rows + 3,
+                        "scale padding");
+    memcpy(bad, good, size);
+}
+
 pmpd_status test_rotated_convert_stories(const pmpd_convert_options *options, const char *format,
                                          test_opened_file *f)
 {

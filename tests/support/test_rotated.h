@@ -27,6 +27,13 @@ void test_rotated_expect(test_rotated_view view, const char *format, const unsig
 void test_rotated_header(test_rotated_view view, const char *format, const unsigned char *good,
                          unsigned char *bad, size_t size, size_t rows, size_t cols);
 
+/* The size and scale checks all rotated formats share (rows >= 5, the
+ * scales at byte 64, padded to 64 bytes), on bad as copies of good:
+ * truncated, a trailing byte, a NaN and a negative scale, a nonzero
+ * padding byte after the scales.  bad is left a copy of good. */
+void test_rotated_size_and_scales(test_rotated_view view, const char *format, const unsigned char *good,
+                                  unsigned char *bad, size_t size, size_t rows, size_t cols);
+
 /* Converts stories260K (../shared/models/) with options (its tokenizer
  * set here) into a temporary file named for format, opens it into f and
  * removes the file.  Returns the conversion's status (f opened only on
