@@ -3,10 +3,11 @@
  * every byte of a model at open, so speed matters: the Armv8 CRC32
  * instructions when the target has them (PMPD_USE_ARM_CRC32, default
  * __ARM_FEATURE_CRC32); else carry-less-multiply folding on x86
- * (PMPD_USE_X86_CLMUL, default PCLMULQDQ and SSE4.1 targeted) for the
- * bulk; else, and for short inputs and tails, table-driven "slicing by 8"
- * (eight bytes per step, 8 KiB of constant tables).  Bytes are combined
- * explicitly, so the result is the same on any host and any path. */
+ * (PMPD_USE_X86_CLMUL, default PCLMULQDQ and SSE4.1 targeted; 512-bit
+ * registers when VPCLMULQDQ and AVX-512F are too) for the bulk; else, and
+ * for short inputs and tails, table-driven "slicing by 8" (eight bytes per
+ * step, 8 KiB of constant tables).  Bytes are combined explicitly, so the
+ * result is the same on any host and any path. */
 #include "pmpd_impl/format/crc32.h"
 
 #ifndef PMPD_USE_ARM_CRC32
@@ -26,6 +27,11 @@
 #endif
 #if PMPD_USE_X86_CLMUL && !(defined(__PCLMUL__) && defined(__SSE4_1__))
 #error "PMPD_USE_X86_CLMUL=1 but the target lacks PCLMULQDQ and SSE4.1 (add -mpclmul -msse4.1 or -march=native)"
+#endif
+#if PMPD_USE_X86_CLMUL && defined(__VPCLMULQDQ__) && defined(__AVX512F__)
+#define PMPD_CRC32_ZMM 1
+#else
+#define PMPD_CRC32_ZMM 0
 #endif
 
 #if PMPD_USE_ARM_CRC32
@@ -484,12 +490,56 @@ static uint32_t pmpd_crc32_finish(__m128i x, const unsigned char *p, size_t size
     return ~(uint32_t)_mm_extract_epi32(t, 1);
 }
 
+#if PMPD_CRC32_ZMM
+/* The same folds on four blocks per 512-bit register: PCLMULQDQ's
+ * throughput, not memory, bounds the 128-bit loop (on Zen 5 about 13 GB/s
+ * in cache against 52 here). */
+#define PMPD_CRC32_K_X2080 0x11542778a /* D = 2048: four 64-byte registers ahead */
+#define PMPD_CRC32_K_X2016 0x1322d1430
+
+static inline __m512i pmpd_crc32_fold512(__m512i z, __m512i k, __m512i next)
+{
+    return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z, k, 0x00), _mm512_clmulepi64_epi128(z, k, 0x11), next,
+                                     0x96);
+}
+
+/* size: at least 256, a multiple of 16. */
+static uint32_t pmpd_crc32_clmul512(uint32_t crc, const unsigned char *p, size_t size)
+{
+    const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(PMPD_CRC32_K_X2016, PMPD_CRC32_K_X2080));
+    const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(PMPD_CRC32_K_X480, PMPD_CRC32_K_X544));
+    const __m128i k128 = _mm_set_epi64x(PMPD_CRC32_K_X96, PMPD_CRC32_K_X160);
+    __m512i z0 = _mm512_xor_si512(_mm512_loadu_si512(p), _mm512_maskz_set1_epi32(1, (int)~crc));
+    __m512i z1 = _mm512_loadu_si512(p + 64), z2 = _mm512_loadu_si512(p + 128), z3 = _mm512_loadu_si512(p + 192);
+    __m128i x;
+    for (p += 256, size -= 256; size >= 256; size -= 256, p += 256) {
+        z0 = pmpd_crc32_fold512(z0, k2048, _mm512_loadu_si512(p));
+        z1 = pmpd_crc32_fold512(z1, k2048, _mm512_loadu_si512(p + 64));
+        z2 = pmpd_crc32_fold512(z2, k2048, _mm512_loadu_si512(p + 128));
+        z3 = pmpd_crc32_fold512(z3, k2048, _mm512_loadu_si512(p + 192));
+    }
+    z0 = pmpd_crc32_fold512(z0, k512, z1);
+    z0 = pmpd_crc32_fold512(z0, k512, z2);
+    z0 = pmpd_crc32_fold512(z0, k512, z3);
+    for (; size >= 64; size -= 64, p += 64)
+        z0 = pmpd_crc32_fold512(z0, k512, _mm512_loadu_si512(p));
+    x = pmpd_crc32_fold(_mm512_castsi512_si128(z0), k128, _mm512_extracti32x4_epi32(z0, 1));
+    x = pmpd_crc32_fold(x, k128, _mm512_extracti32x4_epi32(z0, 2));
+    x = pmpd_crc32_fold(x, k128, _mm512_extracti32x4_epi32(z0, 3));
+    return pmpd_crc32_finish(x, p, size);
+}
+#endif
+
 /* size: at least 64, a multiple of 16. */
 static uint32_t pmpd_crc32_clmul(uint32_t crc, const unsigned char *p, size_t size)
 {
     const __m128i k512 = _mm_set_epi64x(PMPD_CRC32_K_X480, PMPD_CRC32_K_X544);
     const __m128i k128 = _mm_set_epi64x(PMPD_CRC32_K_X96, PMPD_CRC32_K_X160);
     __m128i x0, x1, x2, x3;
+#if PMPD_CRC32_ZMM
+    if (size >= 256)
+        return pmpd_crc32_clmul512(crc, p, size);
+#endif
     /* The running CRC enters xored into the first 32 bits of input, as in
      * the table's first step. */
     x0 = _mm_xor_si128(pmpd_crc32_load(p), _mm_cvtsi32_si128((int)~crc));
@@ -520,6 +570,8 @@ PMPD_INTERNAL uint32_t pmpd_crc32_update(uint32_t crc, const void *data, size_t 
     return pmpd_crc32_bytes(crc, p, size);
 }
 
+#undef PMPD_CRC32_K_X2080
+#undef PMPD_CRC32_K_X2016
 #undef PMPD_CRC32_K_X544
 #undef PMPD_CRC32_K_X480
 #undef PMPD_CRC32_K_X160
@@ -538,5 +590,6 @@ PMPD_INTERNAL uint32_t pmpd_crc32_update(uint32_t crc, const void *data, size_t 
 #endif
 #endif
 
+#undef PMPD_CRC32_ZMM
 #undef PMPD_USE_X86_CLMUL
 #undef PMPD_USE_ARM_CRC32
