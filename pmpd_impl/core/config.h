@@ -19,6 +19,11 @@
  *   PMPD_USE_AMX      x86 AMX-INT8 W8A8 products.     default: AMX-TILE and AMX-INT8
  *                     targeted, with PMPD_USE_AVX512 (Linux 5.16 or later
  *                     grants the tile state; the loader says if it does not)
+ *   PMPD_USE_ARM_CRC32  Armv8 CRC32 instructions for the default: __ARM_FEATURE_CRC32
+ *                     model checksums (format/crc32.c)
+ *   PMPD_USE_X86_CLMUL  carry-less-multiply CRC-32     default: PCLMULQDQ and SSE4.1
+ *                     folding (VPCLMULQDQ zmm with     targeted
+ *                     PMPD_USE_AVX512)
  *   PMPD_PLATFORM_POSIX  files via mmap, pthreads.     default: 1 on Unix-like systems
  *   PMPD_PLATFORM_NONE   no filesystem, no threads.    default: 1 elsewhere
  *   PMPD_USE_MMAP     map model files (POSIX port); 0 makes

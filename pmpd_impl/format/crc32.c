@@ -4,7 +4,7 @@
  * instructions when the target has them (PMPD_USE_ARM_CRC32, default
  * __ARM_FEATURE_CRC32); else carry-less-multiply folding on x86
  * (PMPD_USE_X86_CLMUL, default PCLMULQDQ and SSE4.1 targeted; 512-bit
- * registers when VPCLMULQDQ and AVX-512F are too) for the bulk; else, and
+ * registers when VPCLMULQDQ is too and PMPD_USE_AVX512 is on) for the bulk; else, and
  * for short inputs and tails, table-driven "slicing by 8" (eight bytes per
  * step, 8 KiB of constant tables).  Bytes are combined explicitly, so the
  * result is the same on any host and any path. */
@@ -28,7 +28,7 @@
 #if PMPD_USE_X86_CLMUL && !(defined(__PCLMUL__) && defined(__SSE4_1__))
 #error "PMPD_USE_X86_CLMUL=1 but the target lacks PCLMULQDQ and SSE4.1 (add -mpclmul -msse4.1 or -march=native)"
 #endif
-#if PMPD_USE_X86_CLMUL && defined(__VPCLMULQDQ__) && defined(__AVX512F__)
+#if PMPD_USE_X86_CLMUL && PMPD_USE_AVX512 && defined(__VPCLMULQDQ__)
 #define PMPD_CRC32_ZMM 1
 #else
 #define PMPD_CRC32_ZMM 0
