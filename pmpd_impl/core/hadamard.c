@@ -3,6 +3,7 @@
 #include "pmpd_impl/core/hadamard.h"
 
 #include <math.h>
+#include <string.h>
 
 /* Rows of H_12, H_20, H_44 (Paley I: I + S with S the skew conference
  * matrix of the quadratic residues mod 11, 19, 43) and H_28 (Paley II from
@@ -103,14 +104,26 @@ static inline void hadamard_mix_row(float *out, float (*in)[HADAMARD_MIX_CHUNK],
         out[j] = sum[j] * scale;
 }
 
+#if PMPD_USE_AVX2
+/* Four entries of +-1 from four sign bits (bit k set: entry k is -1). */
+static const float hadamard_signs4[16][4] = {
+    {1, 1, 1, 1},   {-1, 1, 1, 1},   {1, -1, 1, 1},   {-1, -1, 1, 1},   {1, 1, -1, 1},   {-1, 1, -1, 1},
+    {1, -1, -1, 1}, {-1, -1, -1, 1}, {1, 1, 1, -1},   {-1, 1, 1, -1},   {1, -1, 1, -1},  {-1, -1, 1, -1},
+    {1, 1, -1, -1}, {-1, 1, -1, -1}, {1, -1, -1, -1}, {-1, -1, -1, -1},
+};
+#endif
+
 /* Entry (i, j) of the m x p matrix x becomes sum_l H_m[i][l] x[l][j]
  * (H_m^T with transpose), then everything is scaled by 1/sqrt(m p).  The
  * sums run over l in order, adding or subtracting, so every ISA's result
  * is this one. */
-static void hadamard_mix(float *x, unsigned m, size_t p, int transpose)
+static void hadamard_mix(float *x, unsigned m, size_t p, int transpose, int simd)
 {
     float in[HADAMARD_MIX_MAX_ORDER][HADAMARD_MIX_CHUNK];
     uint64_t negatives[HADAMARD_MIX_MAX_ORDER];
+#if PMPD_USE_AVX2
+    float signs[HADAMARD_MIX_MAX_ORDER * HADAMARD_MIX_MAX_ORDER];
+#endif
     float scale = (float)(1.0 / sqrt((double)m * (double)p));
     size_t j0, j, width;
     unsigned i, l;
@@ -119,18 +132,37 @@ static void hadamard_mix(float *x, unsigned m, size_t p, int transpose)
             x[j] *= scale;
         return;
     }
-    /* Row i of H_m (column i for H_m^T): bit l set where entry l is -1. */
+    /* Row i of H_m (column i for H_m^T): bit l set where entry l is -1;
+     * for the SIMD rows, the entries as floats, four at a time from the
+     * bits (a per-entry loop cost about as much as the mix itself). */
     for (i = 0; i < m; i++) {
-        negatives[i] = 0;
-        for (l = 0; l < m; l++)
-            negatives[i] |= (transpose ? pmpd_hadamard_small_row(m, l) >> i & 1 : pmpd_hadamard_small_row(m, i) >> l & 1)
-                            << l;
+        if (transpose)
+            for (negatives[i] = 0, l = 0; l < m; l++)
+                negatives[i] |= (pmpd_hadamard_small_row(m, l) >> i & 1) << l;
+        else
+            negatives[i] = pmpd_hadamard_small_row(m, i);
+#if PMPD_USE_AVX2
+        for (l = 0; simd && l < m; l += 4)
+            memcpy(signs + i * m + l, hadamard_signs4[negatives[i] >> l & 15], sizeof hadamard_signs4[0]);
+#endif
     }
+#if !PMPD_USE_AVX2
+    (void)simd;
+#endif
     for (j0 = 0; j0 < p; j0 += width) {
         width = p - j0 < HADAMARD_MIX_CHUNK ? p - j0 : HADAMARD_MIX_CHUNK;
         for (l = 0; l < m; l++)
             for (j = 0; j < width; j++)
                 in[l][j] = x[l * p + j0 + j];
+#if PMPD_USE_AVX2
+        /* Every order past 1 is a multiple of 4. */
+        if (simd && width == HADAMARD_MIX_CHUNK) {
+            for (i = 0; i < m; i += 4)
+                for (j = 0; j < HADAMARD_MIX_CHUNK; j += PMPD_HADAMARD_MIX4_COLUMNS)
+                    pmpd_hadamard_mix4(x + i * p + j0 + j, p, &in[0][j], HADAMARD_MIX_CHUNK, signs + i * m, m, scale);
+            continue;
+        }
+#endif
         for (i = 0; i < m; i++) {
             /* p is a power of two: a chunk is 32 columns or all p of them. */
             if (width == HADAMARD_MIX_CHUNK)
@@ -148,7 +180,7 @@ static void hadamard_mix(float *x, unsigned m, size_t p, int transpose)
 }
 
 /* The m power-of-two transforms by pow2, then the m-point mix. */
-static void hadamard_with(float *x, size_t n, int transpose, void (*pow2)(float *, size_t))
+static void hadamard_with(float *x, size_t n, int transpose, void (*pow2)(float *, size_t), int simd)
 {
     unsigned m = pmpd_hadamard_order(n), i;
     size_t p;
@@ -157,17 +189,17 @@ static void hadamard_with(float *x, size_t n, int transpose, void (*pow2)(float 
     p = n / m;
     for (i = 0; i < m; i++)
         pow2(x + i * p, p);
-    hadamard_mix(x, m, p, transpose);
+    hadamard_mix(x, m, p, transpose, simd);
 }
 
 PMPD_INTERNAL void pmpd_hadamard_scalar(float *x, size_t n, int transpose)
 {
-    hadamard_with(x, n, transpose, pmpd_hadamard_pow2_scalar);
+    hadamard_with(x, n, transpose, pmpd_hadamard_pow2_scalar, 0);
 }
 
 PMPD_INTERNAL void pmpd_hadamard(float *x, size_t n, int transpose)
 {
-    hadamard_with(x, n, transpose, pmpd_hadamard_pow2);
+    hadamard_with(x, n, transpose, pmpd_hadamard_pow2, 1);
 }
 
 /* Without SIMD butterflies for the target, the scalar ones are the kernel. */
