@@ -60,15 +60,17 @@ PMPD_INTERNAL void pmpd_hadamard_scalar(float *x, size_t n, int transpose);
 PMPD_INTERNAL void pmpd_hadamard_pow2(float *x, size_t p);
 PMPD_INTERNAL void pmpd_hadamard_pow2_scalar(float *x, size_t p);
 
+#if PMPD_USE_AVX2
 /* Four rows of the m-point mix over PMPD_HADAMARD_MIX4_COLUMNS columns
  * (hadamard_avx2.c, 512-bit vectors where PMPD_USE_AVX512; hadamard.c
  * calls it where PMPD_USE_AVX2): out[r * p + j] = scale * sum
  * over l in order of signs[r * m + l] * in[l * in_stride + j] for r < 4
- * and j < PMPD_HADAMARD_MIX4_COLUMNS, each sign +-1.  Four rows' sums are eight independent
- * chains, where one row's two waited on each add's latency; each step is
- * the scalar mix's exact add or subtract. */
+ * and j < PMPD_HADAMARD_MIX4_COLUMNS, each sign +-1.  Four rows' sums are
+ * eight independent chains, where one row's two waited on each add's
+ * latency; each step is the scalar mix's exact add or subtract. */
 #define PMPD_HADAMARD_MIX4_COLUMNS (PMPD_USE_AVX512 ? 32 : 16)
 PMPD_INTERNAL void pmpd_hadamard_mix4(float *out, size_t p, const float *in, size_t in_stride, const float *signs,
                                       unsigned m, float scale);
+#endif
 
 #endif
