@@ -28,7 +28,8 @@ static const uint64_t pmpd_hadamard_44[44] = {
     0x253be2e08d7, 0x4a77c5c11ad};
 
 /* Columns of the m x 2^k matrix mixed per pass: m x this many floats on
- * the stack (5.5 KiB at m = 44, beside the m rows' signs). */
+ * the stack (5.5 KiB at m = 44, beside the m rows' signs: their bits, and
+ * with AVX2 m x m floats, 7.6 KiB more). */
 #define HADAMARD_MIX_CHUNK 32
 #define HADAMARD_MIX_MAX_ORDER 44
 
