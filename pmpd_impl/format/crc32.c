@@ -490,6 +490,14 @@ static uint32_t pmpd_crc32_finish(__m128i x, const unsigned char *p, size_t size
     return ~(uint32_t)_mm_extract_epi32(t, 1);
 }
 
+/* Four running blocks, each 16 bytes ahead of the one before, folded into
+ * one. */
+static inline __m128i pmpd_crc32_fold_lanes(__m128i x0, __m128i x1, __m128i x2, __m128i x3)
+{
+    const __m128i k128 = _mm_set_epi64x(PMPD_CRC32_K_X96, PMPD_CRC32_K_X160);
+    return pmpd_crc32_fold(pmpd_crc32_fold(pmpd_crc32_fold(x0, k128, x1), k128, x2), k128, x3);
+}
+
 #if PMPD_CRC32_ZMM
 /* The same folds on four blocks per 512-bit register: PCLMULQDQ's
  * throughput, not memory, bounds the 128-bit loop (on Zen 5 about 13 GB/s
@@ -508,10 +516,8 @@ static uint32_t pmpd_crc32_clmul512(uint32_t crc, const unsigned char *p, size_t
 {
     const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(PMPD_CRC32_K_X2016, PMPD_CRC32_K_X2080));
     const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(PMPD_CRC32_K_X480, PMPD_CRC32_K_X544));
-    const __m128i k128 = _mm_set_epi64x(PMPD_CRC32_K_X96, PMPD_CRC32_K_X160);
     __m512i z0 = _mm512_xor_si512(_mm512_loadu_si512(p), _mm512_maskz_set1_epi32(1, (int)~crc));
     __m512i z1 = _mm512_loadu_si512(p + 64), z2 = _mm512_loadu_si512(p + 128), z3 = _mm512_loadu_si512(p + 192);
-    __m128i x;
     for (p += 256, size -= 256; size >= 256; size -= 256, p += 256) {
         z0 = pmpd_crc32_fold512(z0, k2048, _mm512_loadu_si512(p));
         z1 = pmpd_crc32_fold512(z1, k2048, _mm512_loadu_si512(p + 64));
@@ -523,10 +529,9 @@ static uint32_t pmpd_crc32_clmul512(uint32_t crc, const unsigned char *p, size_t
     z0 = pmpd_crc32_fold512(z0, k512, z3);
     for (; size >= 64; size -= 64, p += 64)
         z0 = pmpd_crc32_fold512(z0, k512, _mm512_loadu_si512(p));
-    x = pmpd_crc32_fold(_mm512_castsi512_si128(z0), k128, _mm512_extracti32x4_epi32(z0, 1));
-    x = pmpd_crc32_fold(x, k128, _mm512_extracti32x4_epi32(z0, 2));
-    x = pmpd_crc32_fold(x, k128, _mm512_extracti32x4_epi32(z0, 3));
-    return pmpd_crc32_finish(x, p, size);
+    return pmpd_crc32_finish(pmpd_crc32_fold_lanes(_mm512_castsi512_si128(z0), _mm512_extracti32x4_epi32(z0, 1),
+                                                   _mm512_extracti32x4_epi32(z0, 2), _mm512_extracti32x4_epi32(z0, 3)),
+                             p, size);
 }
 #endif
 
@@ -534,7 +539,6 @@ static uint32_t pmpd_crc32_clmul512(uint32_t crc, const unsigned char *p, size_t
 static uint32_t pmpd_crc32_clmul(uint32_t crc, const unsigned char *p, size_t size)
 {
     const __m128i k512 = _mm_set_epi64x(PMPD_CRC32_K_X480, PMPD_CRC32_K_X544);
-    const __m128i k128 = _mm_set_epi64x(PMPD_CRC32_K_X96, PMPD_CRC32_K_X160);
     __m128i x0, x1, x2, x3;
 #if PMPD_CRC32_ZMM
     if (size >= 256)
@@ -552,10 +556,7 @@ static uint32_t pmpd_crc32_clmul(uint32_t crc, const unsigned char *p, size_t si
         x2 = pmpd_crc32_fold(x2, k512, pmpd_crc32_load(p + 32));
         x3 = pmpd_crc32_fold(x3, k512, pmpd_crc32_load(p + 48));
     }
-    x0 = pmpd_crc32_fold(x0, k128, x1);
-    x0 = pmpd_crc32_fold(x0, k128, x2);
-    x0 = pmpd_crc32_fold(x0, k128, x3);
-    return pmpd_crc32_finish(x0, p, size);
+    return pmpd_crc32_finish(pmpd_crc32_fold_lanes(x0, x1, x2, x3), p, size);
 }
 
 PMPD_INTERNAL uint32_t pmpd_crc32_update(uint32_t crc, const void *data, size_t size)
