@@ -4,7 +4,9 @@
  * linked).  As in neon_gemv_regions.c a region's name is
  * kernel/elements/bytes: the weights (or K/V elements) it multiplies and
  * the bytes of them it reads per iteration.
- *   q8 / q4 / q2cb  two 4-row groups of 32 (the GEMV's even/odd pair);
+ *   q8 / q4 / q2cb-gemm  two 4-row groups of 32 (the GEMV's even/odd pair;
+ *                   for q2cb, the GEMM's leftover tokens);
+ *   q2cb            one group of the q2cb decode tile: 4 row blocks;
  *   *-avx512        one group of a tile of 4 row blocks (16 rows);
  *   nested-kbit     one 256-column superblock of a 4-row block (the
  *                   AVX2 kernel; nested-kbit-avx512 the AVX-512 one);
@@ -72,8 +74,24 @@ void mca_quantized(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act, c
     else if (type == PMPD_TENSOR_Q4)
         MCA_GROUPS(PMPD_TENSOR_Q4, "q4/256/144");
     else
-        MCA_GROUPS(PMPD_TENSOR_Q2CB, "q2cb/256/84");
+        MCA_GROUPS(PMPD_TENSOR_Q2CB, "q2cb-gemm/256/84");
 }
+
+#if !PMPD_AVX2_VNNI
+void mca_q2cb_decode(const pmpd_qmatrix *w, const pmpd_qact *act, const uint64_t *pairs, size_t g, __m256 *acc);
+
+/* One group of the q2cb decode tile (4 row blocks), as its loop runs it. */
+void mca_q2cb_decode(const pmpd_qmatrix *w, const pmpd_qact *act, const uint64_t *pairs, size_t g, __m256 *acc)
+{
+    const unsigned char *blocks[4];
+    size_t j;
+    for (j = 0; j < 4; j++)
+        blocks[j] = pmpd_qformat_block(w, j, 0);
+    MCA_BEGIN("q2cb/512/168");
+    pmpd_avx2_q2cb_group(blocks, act, pairs, g, acc);
+    MCA_END("q2cb/512/168");
+}
+#endif
 
 /* The tables stay in registers across superblocks, as in the real loop. */
 #define MCA_NESTED(k, name)                                                                                          \
