@@ -520,8 +520,9 @@ typedef struct pmpd_convert_options {
      * (docs/models.md has the keep-closest table; other inputs' matrices stay f32);
      * type is then not used. */
     int keep_closest;
-    /* PMPD_TENSOR_ANYPREC and PMPD_TENSOR_TCQ: threads quantizing rows, the caller's
-     * included (0: one per core).  The output is the same for any count. */
+    /* PMPD_TENSOR_ANYPREC, PMPD_TENSOR_Q2CB and PMPD_TENSOR_TCQ: threads quantizing
+     * rows, the caller's included (0: one per core).  The output is the same for any
+     * count. */
     unsigned threads;
     /* Called now and then with work done and total (rows while quantizing,
      * then bytes while writing; when tensor_written is NULL, bytes written

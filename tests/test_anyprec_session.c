@@ -289,7 +289,7 @@ static void test_converter_writes_the_same_tensors(void **state)
             expected = (unsigned char *)malloc((size_t)bytes);
             assert_non_null(expected);
             assert_int_equal(pmpd_quant_matrix(PMPD_TENSOR_Q8, (const float *)f->data, (size_t)f->dims[0],
-                                               (size_t)f->dims[1], expected, (size_t)bytes),
+                                               (size_t)f->dims[1], 0, expected, (size_t)bytes),
                              PMPD_OK);
             assert_memory_equal(c->data, expected, (size_t)bytes);
             free(expected);

@@ -171,7 +171,7 @@ static void qmm_float_case(uint32_t type, const shape *s, test_rng *rng)
         wf[i] = 0.02f * test_rng_normal(rng) * (1.0f + (float)(i / s->cols % 3));
     for (i = 0; i < s->tokens * s->cols; i++)
         x[i] = test_rng_normal(rng) * (i % 17 == 0 ? 6.0f : 1.0f);
-    assert_int_equal(pmpd_quant_matrix(type, wf, s->rows, s->cols, data, bytes), PMPD_OK);
+    assert_int_equal(pmpd_quant_matrix(type, wf, s->rows, s->cols, 0, data, bytes), PMPD_OK);
     act = qmm_quantize_x(x, s->tokens, s->cols, &act_buffer);
     w = qmm_run_both(type, data, s, &act, ref, got);
     for (r = 0; r < s->rows; r++) {

@@ -46,8 +46,8 @@ static float *qf_round_trip(uint32_t type, const float *w, size_t rows, size_t c
     size_t r;
     assert_int_equal(pmpd_qformat_tensor_bytes(type, rows, cols, &bytes), PMPD_OK);
     data = (unsigned char *)malloc((size_t)bytes);
-    assert_int_equal(pmpd_quant_matrix(type, w, rows, cols, data, (size_t)bytes - 1), PMPD_ERR_INVALID_ARGUMENT);
-    assert_int_equal(pmpd_quant_matrix(type, w, rows, cols, data, (size_t)bytes), PMPD_OK);
+    assert_int_equal(pmpd_quant_matrix(type, w, rows, cols, 1, data, (size_t)bytes - 1), PMPD_ERR_INVALID_ARGUMENT);
+    assert_int_equal(pmpd_quant_matrix(type, w, rows, cols, 1, data, (size_t)bytes), PMPD_OK);
     m.type = type;
     m.data = data;
     m.rows = rows;
@@ -241,6 +241,40 @@ static void test_q2cb_beats_uniform_stories260k(void **state)
     free(file);
 }
 
+/* q2cb spread over threads writes the bytes one thread writes: more
+ * learning groups (1,310) and row blocks (33) than one step of each,
+ * a last row block of 3 rows, a last group of 12 columns. */
+static void test_q2cb_threads_same_bytes(void **state)
+{
+    const size_t rows = 131, cols = 300;
+    float *w = (float *)malloc(rows * cols * sizeof(float));
+    unsigned char *one, *several;
+    uint64_t bytes;
+    test_rng rng;
+    size_t k;
+    unsigned threads;
+    (void)state;
+    assert_non_null(w);
+    test_rng_seed(&rng, 7);
+    for (k = 0; k < rows * cols; k++)
+        w[k] = test_rng_normal(&rng) * (k % 7 == 0 ? 2.0f : 0.5f);
+    assert_int_equal(pmpd_qformat_tensor_bytes(PMPD_TENSOR_Q2CB, rows, cols, &bytes), PMPD_OK);
+    one = (unsigned char *)malloc((size_t)bytes);
+    several = (unsigned char *)malloc((size_t)bytes);
+    assert_non_null(one);
+    assert_non_null(several);
+    assert_int_equal(pmpd_quant_matrix(PMPD_TENSOR_Q2CB, w, rows, cols, 1, one, (size_t)bytes), PMPD_OK);
+    for (threads = 2; threads <= 5; threads += 3) {
+        memset(several, 0xA5, (size_t)bytes);
+        assert_int_equal(pmpd_quant_matrix(PMPD_TENSOR_Q2CB, w, rows, cols, threads, several, (size_t)bytes),
+                         PMPD_OK);
+        assert_memory_equal(one, several, (size_t)bytes);
+    }
+    free(one);
+    free(several);
+    free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -248,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_uniform_round_trip),
         cmocka_unit_test(test_q2cb_beats_uniform_gaussian),
         cmocka_unit_test(test_q2cb_beats_uniform_stories260k),
+        cmocka_unit_test(test_q2cb_threads_same_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

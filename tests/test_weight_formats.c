@@ -309,7 +309,7 @@ static void test_group_with_awkward_rows(void **state)
             } else {
                 assert_int_equal(pmpd_weight_tensor_bytes(types[ti], 2, dims, &bytes), PMPD_OK);
                 data[k] = malloc((size_t)bytes);
-                assert_int_equal(pmpd_quant_matrix(types[ti], w, rows[k], cols, data[k], (size_t)bytes), PMPD_OK);
+                assert_int_equal(pmpd_quant_matrix(types[ti], w, rows[k], cols, 0, data[k], (size_t)bytes), PMPD_OK);
             }
             t[k].data = data[k];
             t[k].size = bytes;

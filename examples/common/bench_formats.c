@@ -75,7 +75,7 @@ static void *bench_formats_encode(uint32_t type, const float *w, size_t rows, si
         dims[1] = cols;
         if (pmpd_weight_tensor_bytes(type, 2, dims, bytes) != PMPD_OK || !(out = bench_formats_aligned((size_t)*bytes, block)))
             return NULL;
-        if (pmpd_quant_matrix(type, w, rows, cols, out, (size_t)*bytes) == PMPD_OK)
+        if (pmpd_quant_matrix(type, w, rows, cols, 0, out, (size_t)*bytes) == PMPD_OK)
             return out;
     }
     free(*block);

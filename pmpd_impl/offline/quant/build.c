@@ -41,7 +41,7 @@ static pmpd_status pmpd_quant_build_convert_as(pmpd_build_model *b, uint32_t typ
             return PMPD_ERR_OUT_OF_MEMORY;
         /* Builder data are little-endian floats, the host order pmpd supports. */
         status = pmpd_quant_matrix(target, (const float *)(const void *)t->data, (size_t)t->dims[0],
-                                   (size_t)t->dims[1], out, (size_t)bytes);
+                                   (size_t)t->dims[1], 0, out, (size_t)bytes);
         if (status != PMPD_OK) {
             free(out);
             return status;

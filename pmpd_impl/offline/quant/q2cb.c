@@ -23,11 +23,15 @@
 #include <string.h>
 
 #include "pmpd_impl/model/f16.h"
+#include "pmpd_impl/offline/parallel/parallel.h"
 
 #define PMPD_Q2CB_LEARN_GROUPS 65536
 #define PMPD_Q2CB_ROUNDS 4
 #define PMPD_Q2CB_LLOYD_STEPS 8
 #define PMPD_Q2CB_SCALE_STEPS 3
+/* Groups (learning) and row blocks (packing) a thread takes at a time. */
+#define PMPD_Q2CB_GROUPS_PER_STEP 1024
+#define PMPD_Q2CB_BLOCKS_PER_STEP 16
 
 typedef struct pmpd_q2cb_fit {
     const float *w;
@@ -38,6 +42,7 @@ typedef struct pmpd_q2cb_fit {
     float *shape;          /* per learning group: 4 sorted levels (phase 1) */
     unsigned char *family; /* per learning group: codebook index */
     float levels[PMPD_Q2CB_CODEBOOKS][PMPD_Q2CB_LEVELS];
+    unsigned threads;      /* as pmpd_parallel_for's */
 } pmpd_q2cb_fit;
 
 /* The values of tensor group gi (row-major over rows, then groups). */
@@ -49,13 +54,14 @@ static const float *pmpd_q2cb_values(const float *w, size_t cols, size_t groups_
     return w + r * cols + g * PMPD_QGROUP;
 }
 
-/* Index of the level nearest x; levels sorted ascending. */
+/* Index of the level nearest x; levels sorted ascending: the number of
+ * midpoints below x (sorted too, so that is where a walk up the levels
+ * would stop).  Counted without branches: a walk's branches, as random as
+ * the weights, took most of a q2cb conversion's time. */
 static unsigned pmpd_q2cb_nearest(const float lv[PMPD_Q2CB_LEVELS], float x)
 {
-    unsigned i = 0;
-    while (i + 1 < PMPD_Q2CB_LEVELS && x > 0.5f * (lv[i] + lv[i + 1]))
-        i++;
-    return i;
+    return (unsigned)(x > 0.5f * (lv[0] + lv[1])) + (unsigned)(x > 0.5f * (lv[1] + lv[2])) +
+           (unsigned)(x > 0.5f * (lv[2] + lv[3]));
 }
 
 static void pmpd_q2cb_sort4(float lv[PMPD_Q2CB_LEVELS])
@@ -252,43 +258,67 @@ static void pmpd_q2cb_round_levels(float levels[][PMPD_Q2CB_LEVELS], signed char
     }
 }
 
-static void pmpd_q2cb_learn(pmpd_q2cb_fit *fit)
+/* Learning groups [begin, end): their natural scales and shapes. */
+static void pmpd_q2cb_shapes(void *context, uint64_t begin, uint64_t end)
 {
-    size_t gi, n, round;
-    for (gi = 0; gi < fit->n_groups; gi++) {
+    pmpd_q2cb_fit *fit = (pmpd_q2cb_fit *)context;
+    size_t gi, n;
+    for (gi = (size_t)begin; gi < end; gi++) {
         const float *v = pmpd_q2cb_values(fit->w, fit->cols, fit->groups_per_row, gi * fit->stride, &n);
         fit->scale[gi] = pmpd_q2cb_natural_scale(v, n);
         pmpd_q2cb_group_shape(v, n, fit->scale[gi], fit->shape + 4 * gi);
     }
-    pmpd_q2cb_families(fit);
-    for (round = 0; round < PMPD_Q2CB_ROUNDS; round++) {
-        pmpd_q2cb_family_codebooks(fit);
-        for (gi = 0; gi < fit->n_groups; gi++) {
-            const float *v = pmpd_q2cb_values(fit->w, fit->cols, fit->groups_per_row, gi * fit->stride, &n);
-            fit->family[gi] = (unsigned char)pmpd_q2cb_best(
-                (const float(*)[PMPD_Q2CB_LEVELS])fit->levels, v, n, &fit->scale[gi], 0);
-        }
+}
+
+/* Learning groups [begin, end) reassigned to their best codebooks. */
+static void pmpd_q2cb_reassign(void *context, uint64_t begin, uint64_t end)
+{
+    pmpd_q2cb_fit *fit = (pmpd_q2cb_fit *)context;
+    size_t gi, n;
+    for (gi = (size_t)begin; gi < end; gi++) {
+        const float *v = pmpd_q2cb_values(fit->w, fit->cols, fit->groups_per_row, gi * fit->stride, &n);
+        fit->family[gi] =
+            (unsigned char)pmpd_q2cb_best((const float(*)[PMPD_Q2CB_LEVELS])fit->levels, v, n, &fit->scale[gi], 0);
     }
 }
 
-/* Packs every group with its best rounded codebook. */
-static void pmpd_q2cb_pack(const float *w, size_t rows, size_t cols, const float levels[][PMPD_Q2CB_LEVELS],
-                           unsigned char *out)
+/* Each group's steps touch only its own entries, so the threads (the
+ * per-group work, not the families' sums, which stay in order on one)
+ * leave the result as one thread makes it. */
+static void pmpd_q2cb_learn(pmpd_q2cb_fit *fit)
 {
-    size_t groups_per_row = pmpd_qformat_groups(cols), row_blocks = (rows + PMPD_QROWS - 1) / PMPD_QROWS;
+    size_t round;
+    pmpd_parallel_for(fit->threads, fit->n_groups, PMPD_Q2CB_GROUPS_PER_STEP, pmpd_q2cb_shapes, fit);
+    pmpd_q2cb_families(fit);
+    for (round = 0; round < PMPD_Q2CB_ROUNDS; round++) {
+        pmpd_q2cb_family_codebooks(fit);
+        pmpd_parallel_for(fit->threads, fit->n_groups, PMPD_Q2CB_GROUPS_PER_STEP, pmpd_q2cb_reassign, fit);
+    }
+}
+
+typedef struct pmpd_q2cb_packing {
+    const float *w;
+    size_t rows, cols, groups_per_row;
+    const float (*levels)[PMPD_Q2CB_LEVELS];
+    unsigned char *body; /* zeroed */
+} pmpd_q2cb_packing;
+
+/* Packs every group of row blocks [begin, end) with its best rounded
+ * codebook. */
+static void pmpd_q2cb_pack(void *context, uint64_t begin, uint64_t end)
+{
+    const pmpd_q2cb_packing *p = (const pmpd_q2cb_packing *)context;
     size_t rb, g, i, k, n;
-    unsigned char *body = out + PMPD_Q2CB_HEADER_BYTES;
-    memset(body, 0, row_blocks * groups_per_row * PMPD_Q2CB_BLOCK_BYTES);
-    for (rb = 0; rb < row_blocks; rb++) {
-        for (g = 0; g < groups_per_row; g++) {
-            unsigned char *block = body + (rb * groups_per_row + g) * PMPD_Q2CB_BLOCK_BYTES;
-            for (i = 0; i < PMPD_QROWS && rb * PMPD_QROWS + i < rows; i++) {
-                size_t gi = (rb * PMPD_QROWS + i) * groups_per_row + g;
-                const float *v = pmpd_q2cb_values(w, cols, groups_per_row, gi, &n);
+    for (rb = (size_t)begin; rb < end; rb++) {
+        for (g = 0; g < p->groups_per_row; g++) {
+            unsigned char *block = p->body + (rb * p->groups_per_row + g) * PMPD_Q2CB_BLOCK_BYTES;
+            for (i = 0; i < PMPD_QROWS && rb * PMPD_QROWS + i < p->rows; i++) {
+                size_t gi = (rb * PMPD_QROWS + i) * p->groups_per_row + g;
+                const float *v = pmpd_q2cb_values(p->w, p->cols, p->groups_per_row, gi, &n);
                 unsigned char idx[PMPD_QGROUP];
                 float s;
-                unsigned c = pmpd_q2cb_best(levels, v, n, &s, 1);
-                pmpd_q2cb_fit_group(v, n, levels[c], &s, idx, 1);
+                unsigned c = pmpd_q2cb_best(p->levels, v, n, &s, 1);
+                pmpd_q2cb_fit_group(v, n, p->levels[c], &s, idx, 1);
                 pmpd_quant_put_scale(block, i, s);
                 block[2 * PMPD_QROWS + i / 2] |= (unsigned char)(c << (4 * (i % 2)));
                 for (k = 0; k < PMPD_QGROUP; k++)
@@ -298,11 +328,14 @@ static void pmpd_q2cb_pack(const float *w, size_t rows, size_t cols, const float
     }
 }
 
-PMPD_INTERNAL pmpd_status pmpd_quant_q2cb(const float *w, size_t rows, size_t cols, unsigned char *out)
+PMPD_INTERNAL pmpd_status pmpd_quant_q2cb(const float *w, size_t rows, size_t cols, unsigned threads,
+                                          unsigned char *out)
 {
     pmpd_q2cb_fit fit;
+    pmpd_q2cb_packing packing;
     size_t total;
     memset(&fit, 0, sizeof fit);
+    fit.threads = threads;
     fit.w = w;
     fit.cols = cols;
     fit.groups_per_row = pmpd_qformat_groups(cols);
@@ -320,7 +353,15 @@ PMPD_INTERNAL pmpd_status pmpd_quant_q2cb(const float *w, size_t rows, size_t co
     }
     pmpd_q2cb_learn(&fit);
     pmpd_q2cb_round_levels(fit.levels, (signed char *)out);
-    pmpd_q2cb_pack(w, rows, cols, (const float(*)[PMPD_Q2CB_LEVELS])fit.levels, out);
+    packing.w = w;
+    packing.rows = rows;
+    packing.cols = cols;
+    packing.groups_per_row = fit.groups_per_row;
+    packing.levels = (const float(*)[PMPD_Q2CB_LEVELS])fit.levels;
+    packing.body = out + PMPD_Q2CB_HEADER_BYTES;
+    memset(packing.body, 0, (rows + PMPD_QROWS - 1) / PMPD_QROWS * fit.groups_per_row * PMPD_Q2CB_BLOCK_BYTES);
+    pmpd_parallel_for(threads, (rows + PMPD_QROWS - 1) / PMPD_QROWS, PMPD_Q2CB_BLOCKS_PER_STEP, pmpd_q2cb_pack,
+                      &packing);
     free(fit.scale);
     free(fit.shape);
     free(fit.family);
@@ -331,3 +372,5 @@ PMPD_INTERNAL pmpd_status pmpd_quant_q2cb(const float *w, size_t rows, size_t co
 #undef PMPD_Q2CB_ROUNDS
 #undef PMPD_Q2CB_LLOYD_STEPS
 #undef PMPD_Q2CB_SCALE_STEPS
+#undef PMPD_Q2CB_GROUPS_PER_STEP
+#undef PMPD_Q2CB_BLOCKS_PER_STEP

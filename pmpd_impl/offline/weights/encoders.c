@@ -238,7 +238,7 @@ PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(const pmpd_convert_options *
         return pmpd_tcq_encode(values, (size_t)rows, (size_t)cols, pmpd_tcq_quarter_bits_of(options), PMPD_TCQ_SEED,
                                options ? options->threads : 0, out, size, 0, 0, NULL, NULL);
     if (type != PMPD_TENSOR_F16)
-        return pmpd_quant_matrix(type, values, (size_t)rows, (size_t)cols, out, size);
+        return pmpd_quant_matrix(type, values, (size_t)rows, (size_t)cols, options ? options->threads : 0, out, size);
     if (cols == 0 || size / 2 / cols != rows)
         return PMPD_ERR_INVALID_ARGUMENT;
     for (j = 0; j < rows * cols; j++) {
