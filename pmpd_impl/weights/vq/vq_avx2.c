@@ -123,14 +123,16 @@ VQ_AVX2_INLINE __m256i vq_avx2_tree(const vq_avx2_consts *k, unsigned coord, __m
                                     unsigned first, unsigned n)
 {
     __m256i level[8];
-    unsigned c, i;
+    unsigned c, i, width;
 #pragma GCC unroll 8
     for (c = 0; c < n; c++)
         level[c] = _mm256_shuffle_epi8(k->table[first + c][coord], idx);
+    /* Halving widths rather than a shift in the condition: UBSan's shift
+     * check there left GCC unable to apply the unroll annotations. */
 #pragma GCC unroll 3
-    for (i = 0; 1u << i < n; i++)
+    for (i = 0, width = n / 2; width > 0; i++, width /= 2)
 #pragma GCC unroll 4
-        for (c = 0; c < n >> (i + 1); c++)
+        for (c = 0; c < width; c++)
             level[c] = _mm256_blendv_epi8(level[2 * c], level[2 * c + 1], mask[i]);
     return level[0];
 }
