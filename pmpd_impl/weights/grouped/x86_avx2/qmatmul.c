@@ -331,8 +331,9 @@ PMPD_AVX2_INLINE void pmpd_avx2_gemm_tile(uint32_t type, const pmpd_qmatrix *w, 
  *     and one vcvtph2ps converts both blocks' scales, interleaved to match;
  *   - the vpshufb tables and indexes take fewer operations
  *     (pmpd_avx2_q2cb_levels).
- * With the weights in L2 (one thread, AVX2 + FMA + F16C build, Zen 5) this
- * streams about 16.5 GB/s of q2cb weights, against about 14.3 before. */
+ * On a Zen3 core (AVX2 without VNNI, where this loop runs), pmpd-bench's
+ * q2cb rows in L2 read 5.5-10.5 GB/s against 4.7-7.0 for the generic walk,
+ * alternated (docs/kernels.md). /
 PMPD_AVX2_INLINE __m256i pmpd_avx2_q2cb_dot(const unsigned char *block, const uint64_t *pairs, const __m256i x[4],
                                             __m256i bias01, __m256i bias23)
 {
