@@ -333,7 +333,7 @@ PMPD_AVX2_INLINE void pmpd_avx2_gemm_tile(uint32_t type, const pmpd_qmatrix *w, 
  *     (pmpd_avx2_q2cb_levels).
  * On a Zen3 core (AVX2 without VNNI, where this loop runs), pmpd-bench's
  * q2cb rows in L2 read 5.5-10.5 GB/s against 4.7-7.0 for the generic walk,
- * alternated (docs/kernels.md). /
+ * alternated (docs/kernels.md). */
 PMPD_AVX2_INLINE __m256i pmpd_avx2_q2cb_dot(const unsigned char *block, const uint64_t *pairs, const __m256i x[4],
                                             __m256i bias01, __m256i bias23)
 {
