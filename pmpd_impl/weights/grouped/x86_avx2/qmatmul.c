@@ -244,28 +244,61 @@ PMPD_AVX2_INLINE void pmpd_avx2_gemv(uint32_t type, const pmpd_qmatrix *w, const
     pmpd_avx2_store(_mm256_add_ps(even, odd), y, ldy, t, rb * PMPD_QROWS, row_end);
 }
 
-/* The decode GEMV (one token): the range's row blocks are cut into four
- * quarters and row block i of every quarter is computed side by side, so
- * the weights stream from RAM as four long sequential streams (what the
- * hardware prefetchers keep busy enough to reach the bandwidth; one stream
- * of a kernel this slow does not), each prefetched PMPD_AVX2_PREFETCH bytes
- * ahead into L2, and the four row blocks give independent FMA chains.
- * Streams past the last row block repeat the first and are not stored. */
+/* The decode GEMVs' walk (one token): the range's row blocks are cut into
+ * four quarters and tile i computes row block i of every quarter side by
+ * side, so the weights stream from RAM as four long sequential streams
+ * (what the hardware prefetchers keep busy enough to reach the bandwidth;
+ * one stream of a kernel this slow does not) and the four row blocks give
+ * independent chains.  Streams past the last row block repeat the tile's
+ * first and are not stored. */
+typedef struct pmpd_avx2_quarters {
+    size_t rb0, rb_end, tiles;
+} pmpd_avx2_quarters;
+
+static inline pmpd_avx2_quarters pmpd_avx2_quarters_of(size_t row_begin, size_t row_end)
+{
+    pmpd_avx2_quarters q;
+    q.rb0 = row_begin / PMPD_QROWS;
+    q.rb_end = (row_end + PMPD_QROWS - 1) / PMPD_QROWS;
+    q.tiles = (q.rb_end - q.rb0 + 3) / 4;
+    return q;
+}
+
+/* The row block stream j computes in tile i: none (and nothing stored)
+ * when it is rb_end or more. */
+static inline size_t pmpd_avx2_quarter_block(const pmpd_avx2_quarters *q, size_t i, size_t j)
+{
+    return q->rb0 + i + j * q->tiles;
+}
+
+/* Tile i's four row blocks' weights (the tile's first for a stream with
+ * none). */
+PMPD_AVX2_INLINE void pmpd_avx2_quarter_blocks(const pmpd_qmatrix *w, const pmpd_avx2_quarters *q, size_t i,
+                                               const unsigned char **blocks)
+{
+    size_t j;
+#pragma GCC unroll 4
+    for (j = 0; j < 4; j++) {
+        size_t rb = pmpd_avx2_quarter_block(q, i, j);
+        blocks[j] = pmpd_qformat_block(w, rb < q->rb_end ? rb : q->rb0 + i, 0);
+    }
+}
+
+/* The decode GEMV of q8 and q4 (and of q2cb with VNNI) on that walk, each
+ * stream prefetched PMPD_AVX2_PREFETCH bytes ahead into L2. */
 PMPD_AVX2_INLINE void pmpd_avx2_decode(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
                                        const uint64_t *pairs, size_t row_begin, size_t row_end, float *y)
 {
     const size_t step = pmpd_qformat_block_bytes(type), n_groups = act->n_groups;
-    size_t rb0 = row_begin / PMPD_QROWS, rb_end = (row_end + PMPD_QROWS - 1) / PMPD_QROWS;
-    size_t quarter = (rb_end - rb0 + 3) / 4, i, j, g;
-    for (i = 0; i < quarter; i++) {
+    const pmpd_avx2_quarters q = pmpd_avx2_quarters_of(row_begin, row_end);
+    size_t i, j, g;
+    for (i = 0; i < q.tiles; i++) {
         const unsigned char *blocks[4];
         __m256 acc[4];
+        pmpd_avx2_quarter_blocks(w, &q, i, blocks);
 #pragma GCC unroll 4
-        for (j = 0; j < 4; j++) {
-            size_t rb = rb0 + i + j * quarter;
-            blocks[j] = pmpd_qformat_block(w, rb < rb_end ? rb : rb0 + i, 0);
+        for (j = 0; j < 4; j++)
             acc[j] = _mm256_setzero_ps();
-        }
         for (g = 0; g < n_groups; g++) {
 #pragma GCC unroll 4
             for (j = 0; j < 4; j++) {
@@ -278,9 +311,11 @@ PMPD_AVX2_INLINE void pmpd_avx2_decode(uint32_t type, const pmpd_qmatrix *w, con
             }
         }
 #pragma GCC unroll 4
-        for (j = 0; j < 4; j++)
-            if (rb0 + i + j * quarter < rb_end)
-                pmpd_avx2_store(acc[j], y, 0, 0, (rb0 + i + j * quarter) * PMPD_QROWS, row_end);
+        for (j = 0; j < 4; j++) {
+            size_t rb = pmpd_avx2_quarter_block(&q, i, j);
+            if (rb < q.rb_end)
+                pmpd_avx2_store(acc[j], y, 0, 0, rb * PMPD_QROWS, row_end);
+        }
     }
 }
 
@@ -313,8 +348,8 @@ PMPD_AVX2_INLINE void pmpd_avx2_gemm_tile(uint32_t type, const pmpd_qmatrix *w, 
         pmpd_avx2_store(acc[j], y, ldy, t0 + j, rb * PMPD_QROWS, row_end);
 }
 
-/* The q2cb decode GEMV, quartered as pmpd_avx2_decode, with less work
- * per block (without AVX-VNNI, where every multiply-add is three
+/* The q2cb decode GEMV, on the same quartered walk, with less work per
+ * block (without AVX-VNNI, where every multiply-add is three
  * instructions):
  *   - two chunks' vpmaddubsw results are added in int16 and the bias of the
  *     unsigned levels subtracted there: each int16 lane then holds 4
@@ -409,18 +444,14 @@ PMPD_AVX2_INLINE void pmpd_avx2_q2cb_decode(const pmpd_qmatrix *w, const pmpd_qa
                                             size_t row_begin, size_t row_end, float *y)
 {
     const size_t n_groups = act->n_groups;
-    size_t rb0 = row_begin / PMPD_QROWS, rb_end = (row_end + PMPD_QROWS - 1) / PMPD_QROWS;
-    size_t quarter = (rb_end - rb0 + 3) / 4, i, j, g;
-    for (i = 0; i < quarter; i++) {
+    const pmpd_avx2_quarters q = pmpd_avx2_quarters_of(row_begin, row_end);
+    size_t i, j, g;
+    for (i = 0; i < q.tiles; i++) {
         const unsigned char *blocks[4];
         __m256 acc[2];
         float lanes[16];
         acc[0] = acc[1] = _mm256_setzero_ps();
-#pragma GCC unroll 4
-        for (j = 0; j < 4; j++) {
-            size_t rb = rb0 + i + j * quarter;
-            blocks[j] = pmpd_qformat_block(w, rb < rb_end ? rb : rb0 + i, 0);
-        }
+        pmpd_avx2_quarter_blocks(w, &q, i, blocks);
         for (g = 0; g < n_groups; g++)
             pmpd_avx2_q2cb_group(blocks, act, pairs, g, acc);
         _mm256_storeu_ps(lanes, acc[0]);
@@ -429,13 +460,14 @@ PMPD_AVX2_INLINE void pmpd_avx2_q2cb_decode(const pmpd_qmatrix *w, const pmpd_qa
         for (j = 0; j < 4; j++) {
             /* Block j's rows: lanes 0, 1, 4, 5 (even j) or 2, 3, 6, 7 of its half. */
             const float *l = lanes + 8 * (j / 2) + 2 * (j % 2);
+            const size_t rb = pmpd_avx2_quarter_block(&q, i, j);
             float result[4];
             result[0] = l[0];
             result[1] = l[1];
             result[2] = l[4];
             result[3] = l[5];
-            if (rb0 + i + j * quarter < rb_end)
-                pmpd_qmatmul_store(y, 0, 0, (rb0 + i + j * quarter) * PMPD_QROWS, row_end, result);
+            if (rb < q.rb_end)
+                pmpd_qmatmul_store(y, 0, 0, rb * PMPD_QROWS, row_end, result);
         }
     }
 }
