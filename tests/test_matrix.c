@@ -156,11 +156,11 @@ static void mx_build_type(const char *model, int type, void *const codebooks[2],
     if (type == MX_NESTED)
         assert_int_equal(pmpd_anyprec_build_convert(&b, 2, 4, NULL, 0, NULL, NULL), PMPD_OK);
     if (type == MX_Q8 || type == MX_NESTED)
-        assert_int_equal(pmpd_quant_build_convert(&b, PMPD_TENSOR_Q8, NULL, NULL), PMPD_OK);
+        assert_int_equal(pmpd_quant_build_convert(&b, PMPD_TENSOR_Q8, 1, NULL, NULL), PMPD_OK);
     if (type == MX_Q4)
-        assert_int_equal(pmpd_quant_build_convert(&b, PMPD_TENSOR_Q4, NULL, NULL), PMPD_OK);
+        assert_int_equal(pmpd_quant_build_convert(&b, PMPD_TENSOR_Q4, 1, NULL, NULL), PMPD_OK);
     if (type == MX_Q2CB)
-        assert_int_equal(pmpd_quant_build_convert(&b, PMPD_TENSOR_Q2CB, NULL, NULL), PMPD_OK);
+        assert_int_equal(pmpd_quant_build_convert(&b, PMPD_TENSOR_Q2CB, 0, NULL, NULL), PMPD_OK);
     for (p = 0; p < 2; p++) {
         if (p) { /* drop the first container's codebooks */
             free(b.sections[b.n_sections - 1].data);

@@ -157,6 +157,27 @@ static void test_quality_against_f32(void **state)
     free(ref_once);
 }
 
+/* The in-memory conversion hands its threads to the q2cb quantizer: one
+ * thread and three give the same tensors byte for byte. */
+static void test_q2cb_build_threads_same_bytes(void **state)
+{
+    pmpd_build_model one, three;
+    uint32_t i;
+    (void)state;
+    assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &one), PMPD_OK);
+    assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &three), PMPD_OK);
+    assert_int_equal(pmpd_quant_build_convert(&one, PMPD_TENSOR_Q2CB, 1, NULL, NULL), PMPD_OK);
+    assert_int_equal(pmpd_quant_build_convert(&three, PMPD_TENSOR_Q2CB, 3, NULL, NULL), PMPD_OK);
+    assert_int_equal(one.n_tensors, three.n_tensors);
+    for (i = 0; i < one.n_tensors; i++) {
+        assert_int_equal(one.tensors[i].type, three.tensors[i].type);
+        assert_int_equal(one.tensors[i].size, three.tensors[i].size);
+        assert_memory_equal(one.tensors[i].data, three.tensors[i].data, (size_t)one.tensors[i].size);
+    }
+    pmpd_build_free(&one);
+    pmpd_build_free(&three);
+}
+
 /* A q2cb codebook level outside [-64, 64] (which AVX2's biased lookups
  * could not represent) is refused by the loader, naming the byte. */
 static void test_loader_rejects_bad_codebook_level(void **state)
@@ -171,7 +192,7 @@ static void test_loader_rejects_bad_codebook_level(void **state)
     (void)state;
     assert_non_null(block);
     assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);
-    assert_int_equal(pmpd_quant_build_convert(&b, PMPD_TENSOR_Q2CB, NULL, NULL), PMPD_OK);
+    assert_int_equal(pmpd_quant_build_convert(&b, PMPD_TENSOR_Q2CB, 0, NULL, NULL), PMPD_OK);
     for (i = 0; i < b.n_tensors && b.tensors[i].type != PMPD_TENSOR_Q2CB; i++)
         ;
     assert_true(i < b.n_tensors);
@@ -190,6 +211,7 @@ static void test_loader_rejects_bad_codebook_level(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_q2cb_build_threads_same_bytes),
         cmocka_unit_test(test_loader_rejects_bad_codebook_level),
         cmocka_unit_test(test_quality_against_f32),
     };

@@ -82,7 +82,7 @@ static pmpd_status schedule_quantize(schedule_run *run, const pmpd_model *refere
         st = pmpd_anyprec_build_convert(b, run->r->seed_bits, run->r->parent_bits, o->weighted ? &importance : NULL,
                                         0, o->progress, o->context);
     if (st == PMPD_OK)
-        st = pmpd_quant_build_convert(b, PMPD_TENSOR_Q8, NULL, NULL);
+        st = pmpd_quant_build_convert(b, PMPD_TENSOR_Q8, 1, NULL, NULL);
     pmpd_anyprec_importance_free(&importance);
     return schedule_fail(run, st, "quantizing to nested weights");
 }

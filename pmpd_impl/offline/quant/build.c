@@ -17,7 +17,7 @@ PMPD_INTERNAL int pmpd_quant_build_is_vocabulary(const pmpd_build_tensor *t)
 
 /* Every 2-D f32 tensor to type, the vocabulary's to vocabulary_type. */
 static pmpd_status pmpd_quant_build_convert_as(pmpd_build_model *b, uint32_t type, uint32_t vocabulary_type,
-                                               void (*progress)(void *context, uint64_t done, uint64_t total),
+                                               unsigned threads, void (*progress)(void *context, uint64_t done, uint64_t total),
                                                void *context)
 {
     uint64_t total = 0, done = 0, bytes;
@@ -41,7 +41,7 @@ static pmpd_status pmpd_quant_build_convert_as(pmpd_build_model *b, uint32_t typ
             return PMPD_ERR_OUT_OF_MEMORY;
         /* Builder data are little-endian floats, the host order pmpd supports. */
         status = pmpd_quant_matrix(target, (const float *)(const void *)t->data, (size_t)t->dims[0],
-                                   (size_t)t->dims[1], 0, out, (size_t)bytes);
+                                   (size_t)t->dims[1], threads, out, (size_t)bytes);
         if (status != PMPD_OK) {
             free(out);
             return status;
@@ -53,14 +53,15 @@ static pmpd_status pmpd_quant_build_convert_as(pmpd_build_model *b, uint32_t typ
     return PMPD_OK;
 }
 
-PMPD_INTERNAL pmpd_status pmpd_quant_build_convert(pmpd_build_model *b, uint32_t type,
+PMPD_INTERNAL pmpd_status pmpd_quant_build_convert(pmpd_build_model *b, uint32_t type, unsigned threads,
                                                    void (*progress)(void *context, uint64_t done, uint64_t total),
                                                    void *context)
 {
-    return pmpd_quant_build_convert_as(b, type, PMPD_TENSOR_Q8, progress, context);
+    return pmpd_quant_build_convert_as(b, type, PMPD_TENSOR_Q8, threads, progress, context);
 }
 
 PMPD_INTERNAL pmpd_status pmpd_quant_build_convert_vocabulary(pmpd_build_model *b, uint32_t type)
 {
-    return pmpd_quant_build_convert_as(b, PMPD_TENSOR_Q8, type, NULL, NULL);
+    /* q8 and q4 quantize on the calling thread whatever threads says. */
+    return pmpd_quant_build_convert_as(b, PMPD_TENSOR_Q8, type, 1, NULL, NULL);
 }

@@ -223,5 +223,5 @@ PMPD_INTERNAL pmpd_status pmpd_w8a8_build_convert(pmpd_build_model *b, const pmp
     if (st != PMPD_OK)
         return st;
     /* The vocabulary matrices go to q8. */
-    return pmpd_quant_build_convert(b, PMPD_TENSOR_Q8, NULL, NULL);
+    return pmpd_quant_build_convert(b, PMPD_TENSOR_Q8, 1, NULL, NULL);
 }

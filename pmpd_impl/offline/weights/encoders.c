@@ -38,7 +38,8 @@ static pmpd_status pmpd_encode_float(pmpd_build_model *b, const pmpd_convert_opt
  * model (quant/build.c). */
 static pmpd_status pmpd_encode_grouped(pmpd_build_model *b, const pmpd_convert_options *options)
 {
-    return pmpd_quant_build_convert(b, (uint32_t)options->type, options->progress, options->progress_context);
+    return pmpd_quant_build_convert(b, (uint32_t)options->type, options->threads, options->progress,
+                                    options->progress_context);
 }
 
 static pmpd_status pmpd_encode_anyprec(pmpd_build_model *b, const pmpd_convert_options *options)
@@ -151,7 +152,7 @@ static pmpd_status pmpd_encode_rotated(pmpd_build_model *b, const pmpd_convert_o
         if (!by_rows && options->progress)
             options->progress(options->progress_context, done, total);
     }
-    return pmpd_quant_build_convert(b, PMPD_TENSOR_Q8, NULL, NULL);
+    return pmpd_quant_build_convert(b, PMPD_TENSOR_Q8, options->threads, NULL, NULL);
 }
 
 /* The table: one line per weight format the converter writes. */
