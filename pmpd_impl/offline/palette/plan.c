@@ -10,6 +10,7 @@
 #include "pmpd_impl/offline/palette/groups.h"
 #include "pmpd_impl/offline/palette/knapsack.h"
 #include "pmpd_impl/offline/palette/latency.h"
+#include "pmpd_impl/offline/parallel/parallel.h"
 #include "pmpd_impl/offline/vq/vq_build.h"
 #include "pmpd_impl/weights/format.h"
 #include "platform/platform.h"
@@ -168,10 +169,11 @@ static pmpd_status palette_costs(const pmpd_build_model *b, const pmpd_palette_g
     return PMPD_OK;
 }
 
-/* The errors of every (group, format), with progress: independent jobs,
- * taken in index order by up to PALETTE_ERROR_THREADS threads (a 968M-weight
- * model takes over half an hour on one), each writing its own slot, so the
- * result does not depend on the thread count. */
+/* The errors of every (group, format), with progress: independent jobs
+ * spread over up to PALETTE_ERROR_THREADS threads (pmpd_parallel_run; a
+ * 968M-weight model takes over half an hour on one; each job holds a
+ * group's quantized copy), each writing its own slot, so the result does
+ * not depend on the thread count. */
 #define PALETTE_ERROR_THREADS 16
 
 typedef struct palette_error_job {
@@ -179,68 +181,54 @@ typedef struct palette_error_job {
     const pmpd_palette_group *groups;
     const pmpd_convert_options *options;
     pmpd_palette_plan *plan;
-    uint64_t total, next, done, failed;
-    pmpd_status status;
-    pmpd_mutex lock;
+    uint64_t total;
 } palette_error_job;
 
-static void palette_error_worker(void *arg)
+/* Jobs [begin, end): job i is group i / n in format i % n. */
+static pmpd_status palette_error_jobs(void *context, unsigned worker, uint64_t begin, uint64_t end)
 {
-    palette_error_job *job = (palette_error_job *)arg;
+    const palette_error_job *job = (const palette_error_job *)context;
     const uint32_t n = job->plan->report.n_palette;
-    for (;;) {
-        uint64_t i;
-        pmpd_status st;
-        pmpd_mutex_lock(&job->lock);
-        i = job->next++;
-        if (job->status != PMPD_OK || i >= job->total) {
-            pmpd_mutex_unlock(&job->lock);
-            return;
-        }
-        pmpd_mutex_unlock(&job->lock);
-        st = pmpd_palette_group_error(job->b, &job->groups[i / n], job->plan->palette[i % n],
-                                      &job->plan->format_options[i % n], &job->plan->errors[i]);
-        pmpd_mutex_lock(&job->lock);
-        if (st != PMPD_OK && (job->status == PMPD_OK || i < job->failed)) {
-            job->status = st;
-            job->failed = i;
-        } else if (st == PMPD_OK && job->options->progress) {
-            job->options->progress(job->options->progress_context, ++job->done, job->total);
-        }
-        pmpd_mutex_unlock(&job->lock);
+    uint64_t i;
+    (void)worker;
+    for (i = begin; i < end; i++) {
+        pmpd_status st = pmpd_palette_group_error(job->b, &job->groups[i / n], job->plan->palette[i % n],
+                                                  &job->plan->format_options[i % n], &job->plan->errors[i]);
+        if (st != PMPD_OK)
+            return st;
     }
+    return PMPD_OK;
+}
+
+static void palette_error_progress(void *context, uint64_t done)
+{
+    const palette_error_job *job = (const palette_error_job *)context;
+    if (job->options->progress)
+        job->options->progress(job->options->progress_context, done, job->total);
 }
 
 static pmpd_status palette_errors(const pmpd_build_model *b, const pmpd_palette_group *groups, uint32_t n_groups,
                                   const pmpd_convert_options *options, pmpd_palette_plan *plan, pmpd_error *err)
 {
     palette_error_job job;
-    pmpd_thread threads[PALETTE_ERROR_THREADS];
-    const int cpus = pmpd_platform_cpu_count();
-    unsigned n_threads = options->threads ? options->threads : cpus > 0 ? (unsigned)cpus : 1, started;
-    memset(&job, 0, sizeof job);
+    const pmpd_parallel_work work = {palette_error_jobs, palette_error_progress, &job};
+    uint64_t failed = 0;
+    unsigned threads;
+    pmpd_status status;
     job.b = b;
     job.groups = groups;
     job.options = options;
     job.plan = plan;
     job.total = (uint64_t)n_groups * plan->report.n_palette;
-    job.status = PMPD_OK;
-    if (n_threads > PALETTE_ERROR_THREADS)
-        n_threads = PALETTE_ERROR_THREADS;
-    if (pmpd_mutex_init(&job.lock) != PMPD_OK)
-        return pmpd_error_set(err, PMPD_ERR_THREAD, PMPD_NO_OFFSET, "cannot create a mutex");
-    for (started = 1; started < n_threads; started++)
-        if (pmpd_thread_start(&threads[started], palette_error_worker, &job) != PMPD_OK)
-            break; /* fewer threads: the same errors */
-    palette_error_worker(&job);
-    while (--started > 0)
-        pmpd_thread_join(&threads[started]);
-    pmpd_mutex_destroy(&job.lock);
-    if (job.status != PMPD_OK) {
+    threads = pmpd_parallel_threads(options->threads, job.total, 1);
+    /* One job per step: the failure reported is the lowest failed job's. */
+    status = pmpd_parallel_run(threads < PALETTE_ERROR_THREADS ? threads : PALETTE_ERROR_THREADS, job.total, 1,
+                               &work, &failed);
+    if (status != PMPD_OK) {
         const uint32_t n = plan->report.n_palette;
-        const uint32_t g = (uint32_t)(job.failed / n), q = (uint32_t)(job.failed % n);
+        const uint32_t g = (uint32_t)(failed / n), q = (uint32_t)(failed % n);
         char name[16];
-        return pmpd_error_set(err, job.status, PMPD_NO_OFFSET, "cannot measure layer %u %s as %s",
+        return pmpd_error_set(err, status, PMPD_NO_OFFSET, "cannot measure layer %u %s as %s",
                               (unsigned)groups[g].layer, pmpd_palette_group_name(groups[g].kind),
                               palette_name(plan->palette[q], plan->palette_bits[q], name, sizeof name));
     }

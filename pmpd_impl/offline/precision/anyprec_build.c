@@ -5,20 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pmpd_impl/offline/parallel/parallel.h"
 #include "pmpd_impl/offline/precision/anyprec_build.h"
 #include "pmpd_impl/offline/precision/anyprec_quantize.h"
 #include "pmpd_impl/offline/quant/build.h"
 #include "pmpd_impl/weights/grouped/qformat.h"
 #include "pmpd_impl/weights/anyprec/anyprec.h"
 
-#include "platform/platform.h"
-
 /* Rows per step a thread takes: small enough to balance two threads on a
  * 256-row matrix and to show progress often, large enough that the lock
  * and the quantizer's per-call setup cost nothing; a multiple of 64 keeps
  * threads off each other's cache lines. */
 #define ANYPREC_BUILD_ROWS_PER_STEP 64
-#define ANYPREC_BUILD_MAX_THREADS 64
 
 PMPD_INTERNAL int pmpd_anyprec_build_nests_vocabulary(uint64_t rows, uint64_t cols, unsigned parent_bits)
 {
@@ -36,9 +34,9 @@ static int anyprec_build_wanted(const pmpd_build_tensor *t, int vocabulary, unsi
     return !vocabulary || pmpd_anyprec_build_nests_vocabulary(t->dims[0], t->dims[1], parent_bits);
 }
 
-/* One tensor's rows, shared out a step at a time under the lock: a thread
- * slowed by other work (a benchmark on the next core) takes fewer steps
- * instead of holding the others up at the end. */
+/* One tensor's rows, shared out a step at a time (pmpd_parallel_run): a
+ * thread slowed by other work (a benchmark on the next core) takes fewer
+ * steps instead of holding the others up at the end. */
 typedef struct anyprec_build_job {
     const float *w;
     const float *importance;
@@ -46,94 +44,44 @@ typedef struct anyprec_build_job {
     unsigned seed_bits, parent_bits;
     unsigned char *out;
     size_t out_size;
-    pmpd_mutex lock;
-    uint64_t next_row;  /* under lock: the first row no thread has taken */
-    uint64_t rows_done; /* under lock */
-    pmpd_status status; /* under lock: the first failure; stops the others */
-    /* Progress, reported by the calling thread only. */
+    /* Progress: done_before + rows done, of total. */
     uint64_t done_before, total;
     void (*progress)(void *context, uint64_t done, uint64_t total);
     void *context;
 } anyprec_build_job;
 
-typedef struct anyprec_build_worker {
-    anyprec_build_job *job;
-    int caller; /* the converting thread: it reports progress */
-    pmpd_thread thread;
-} anyprec_build_worker;
-
-static void anyprec_build_rows(void *arg)
+static pmpd_status anyprec_build_rows(void *context, unsigned worker, uint64_t begin, uint64_t end)
 {
-    anyprec_build_worker *worker = (anyprec_build_worker *)arg;
-    anyprec_build_job *job = worker->job;
-    for (;;) {
-        uint64_t row, end, done;
-        pmpd_status status;
-        pmpd_mutex_lock(&job->lock);
-        row = job->next_row;
-        end = job->rows - row < ANYPREC_BUILD_ROWS_PER_STEP ? job->rows : row + ANYPREC_BUILD_ROWS_PER_STEP;
-        job->next_row = end;
-        status = job->status;
-        pmpd_mutex_unlock(&job->lock);
-        if (row == end || status != PMPD_OK)
-            return;
-        status = pmpd_anyprec_quantize_rows(job->w, job->rows, job->cols, job->importance, job->seed_bits,
-                                            job->parent_bits, row, end, job->out, job->out_size, 0);
-        pmpd_mutex_lock(&job->lock);
-        job->rows_done += end - row;
-        done = job->rows_done;
-        if (job->status == PMPD_OK)
-            job->status = status;
-        pmpd_mutex_unlock(&job->lock);
-        if (worker->caller && job->progress)
-            job->progress(job->context, job->done_before + done, job->total);
-    }
+    const anyprec_build_job *job = (const anyprec_build_job *)context;
+    (void)worker;
+    return pmpd_anyprec_quantize_rows(job->w, job->rows, job->cols, job->importance, job->seed_bits,
+                                      job->parent_bits, begin, end, job->out, job->out_size, 0);
 }
 
-/* Quantizes a whole tensor on n_threads threads, the calling thread one of
- * them (and the only one where no thread can start). */
-static pmpd_status anyprec_build_tensor(anyprec_build_job *job, unsigned n_threads)
+static void anyprec_build_progress(void *context, uint64_t done)
 {
-    anyprec_build_worker workers[ANYPREC_BUILD_MAX_THREADS];
-    unsigned i, started;
-    pmpd_status status;
+    const anyprec_build_job *job = (const anyprec_build_job *)context;
+    if (job->progress)
+        job->progress(job->context, job->done_before + done, job->total);
+}
+
+/* Quantizes a whole tensor on threads threads (as pmpd_parallel_run's). */
+static pmpd_status anyprec_build_tensor(anyprec_build_job *job, unsigned threads)
+{
+    const pmpd_parallel_work work = {anyprec_build_rows, anyprec_build_progress, job};
     /* The header first, alone: the threads read it. */
-    status = pmpd_anyprec_quantize_rows(job->w, job->rows, job->cols, job->importance, job->seed_bits,
-                                        job->parent_bits, 0, 0, job->out, job->out_size, 1);
+    pmpd_status status = pmpd_anyprec_quantize_rows(job->w, job->rows, job->cols, job->importance, job->seed_bits,
+                                                    job->parent_bits, 0, 0, job->out, job->out_size, 1);
     if (status != PMPD_OK)
         return status;
-    status = pmpd_mutex_init(&job->lock);
-    if (status != PMPD_OK)
-        return status;
-    job->next_row = job->rows_done = 0;
-    job->status = PMPD_OK;
-    for (i = 0; i < n_threads; i++) {
-        workers[i].job = job;
-        workers[i].caller = i == 0;
-    }
-    for (started = 1; started < n_threads; started++)
-        if (pmpd_thread_start(&workers[started].thread, anyprec_build_rows, &workers[started]) != PMPD_OK)
-            break;
-    anyprec_build_rows(&workers[0]);
-    for (i = 1; i < started; i++)
-        pmpd_thread_join(&workers[i].thread);
-    pmpd_mutex_destroy(&job->lock);
-    return job->status;
+    return pmpd_parallel_run(threads, job->rows, ANYPREC_BUILD_ROWS_PER_STEP, &work, NULL);
 }
 
-/* The worker count threads asks for: 0 is one per core. */
-static unsigned anyprec_build_threads(unsigned threads)
-{
-    int cpus = pmpd_platform_cpu_count();
-    unsigned n = threads ? threads : cpus < 1 ? 1 : (unsigned)cpus;
-    return n > ANYPREC_BUILD_MAX_THREADS ? ANYPREC_BUILD_MAX_THREADS : n;
-}
-
-/* One matrix quantized into out on n_threads threads; progress (may be
+/* One matrix quantized into out on threads threads; progress (may be
  * NULL) hears done_before + rows done, of total. */
 static pmpd_status anyprec_build_quantize(const float *w, uint64_t rows, uint64_t cols, const float *importance,
                                           unsigned seed_bits, unsigned parent_bits, unsigned char *out,
-                                          size_t out_size, unsigned n_threads, uint64_t done_before, uint64_t total,
+                                          size_t out_size, unsigned threads, uint64_t done_before, uint64_t total,
                                           void (*progress)(void *context, uint64_t done, uint64_t total),
                                           void *context)
 {
@@ -151,7 +99,7 @@ static pmpd_status anyprec_build_quantize(const float *w, uint64_t rows, uint64_
     job.total = total;
     job.progress = progress;
     job.context = context;
-    return anyprec_build_tensor(&job, n_threads);
+    return anyprec_build_tensor(&job, threads);
 }
 
 PMPD_INTERNAL pmpd_status pmpd_anyprec_build_matrix(const float *w, uint64_t rows, uint64_t cols,
@@ -160,7 +108,7 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_matrix(const float *w, uint64_t row
                                                     size_t out_size)
 {
     return anyprec_build_quantize(w, rows, cols, importance, seed_bits, parent_bits, out, out_size,
-                                  anyprec_build_threads(threads), 0, rows, NULL, NULL);
+                                  threads, 0, rows, NULL, NULL);
 }
 
 static pmpd_status anyprec_build_convert_pass(pmpd_build_model *b, int vocabulary, unsigned seed_bits,
@@ -171,7 +119,6 @@ static pmpd_status anyprec_build_convert_pass(pmpd_build_model *b, int vocabular
 {
     uint64_t total = 0, done = 0, bytes;
     uint32_t i;
-    unsigned n_threads = anyprec_build_threads(threads);
     for (i = 0; i < b->n_tensors; i++)
         if (anyprec_build_wanted(&b->tensors[i], vocabulary, parent_bits))
             total += b->tensors[i].dims[0];
@@ -193,7 +140,7 @@ static pmpd_status anyprec_build_convert_pass(pmpd_build_model *b, int vocabular
          * supports) in a malloc'ed block: read in place, not copied. */
         status = anyprec_build_quantize((const float *)(const void *)t->data, t->dims[0], t->dims[1],
                                         pmpd_anyprec_importance_find(importance, t->name, t->dims[1]), seed_bits,
-                                        parent_bits, out, (size_t)bytes, n_threads, done, total, progress, context);
+                                        parent_bits, out, (size_t)bytes, threads, done, total, progress, context);
         if (status != PMPD_OK) {
             free(out);
             return status;
@@ -257,4 +204,3 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_build_add(pmpd_build_model *b, const char
 }
 
 #undef ANYPREC_BUILD_ROWS_PER_STEP
-#undef ANYPREC_BUILD_MAX_THREADS

@@ -42,7 +42,7 @@ typedef struct pmpd_q2cb_fit {
     float *shape;          /* per learning group: 4 sorted levels (phase 1) */
     unsigned char *family; /* per learning group: codebook index */
     float levels[PMPD_Q2CB_CODEBOOKS][PMPD_Q2CB_LEVELS];
-    unsigned threads;      /* as pmpd_parallel_for's */
+    unsigned threads;      /* as pmpd_parallel_run's */
 } pmpd_q2cb_fit;
 
 /* The values of tensor group gi (row-major over rows, then groups). */
@@ -259,41 +259,49 @@ static void pmpd_q2cb_round_levels(float levels[][PMPD_Q2CB_LEVELS], signed char
 }
 
 /* Learning groups [begin, end): their natural scales and shapes. */
-static void pmpd_q2cb_shapes(void *context, uint64_t begin, uint64_t end)
+static pmpd_status pmpd_q2cb_shapes(void *context, unsigned worker, uint64_t begin, uint64_t end)
 {
     pmpd_q2cb_fit *fit = (pmpd_q2cb_fit *)context;
     size_t gi, n;
+    (void)worker;
     for (gi = (size_t)begin; gi < end; gi++) {
         const float *v = pmpd_q2cb_values(fit->w, fit->cols, fit->groups_per_row, gi * fit->stride, &n);
         fit->scale[gi] = pmpd_q2cb_natural_scale(v, n);
         pmpd_q2cb_group_shape(v, n, fit->scale[gi], fit->shape + 4 * gi);
     }
+    return PMPD_OK;
 }
 
 /* Learning groups [begin, end) reassigned to their best codebooks. */
-static void pmpd_q2cb_reassign(void *context, uint64_t begin, uint64_t end)
+static pmpd_status pmpd_q2cb_reassign(void *context, unsigned worker, uint64_t begin, uint64_t end)
 {
     pmpd_q2cb_fit *fit = (pmpd_q2cb_fit *)context;
     size_t gi, n;
+    (void)worker;
     for (gi = (size_t)begin; gi < end; gi++) {
         const float *v = pmpd_q2cb_values(fit->w, fit->cols, fit->groups_per_row, gi * fit->stride, &n);
         fit->family[gi] =
             (unsigned char)pmpd_q2cb_best((const float(*)[PMPD_Q2CB_LEVELS])fit->levels, v, n, &fit->scale[gi], 0);
     }
+    return PMPD_OK;
 }
 
 /* Each group's steps touch only its own entries, so the threads (the
  * per-group work, not the families' sums, which stay in order on one)
  * leave the result as one thread makes it. */
-static void pmpd_q2cb_learn(pmpd_q2cb_fit *fit)
+static pmpd_status pmpd_q2cb_learn(pmpd_q2cb_fit *fit)
 {
+    const pmpd_parallel_work shapes = {pmpd_q2cb_shapes, NULL, fit}, reassign = {pmpd_q2cb_reassign, NULL, fit};
     size_t round;
-    pmpd_parallel_for(fit->threads, fit->n_groups, PMPD_Q2CB_GROUPS_PER_STEP, pmpd_q2cb_shapes, fit);
+    pmpd_status status = pmpd_parallel_run(fit->threads, fit->n_groups, PMPD_Q2CB_GROUPS_PER_STEP, &shapes, NULL);
+    if (status != PMPD_OK)
+        return status;
     pmpd_q2cb_families(fit);
-    for (round = 0; round < PMPD_Q2CB_ROUNDS; round++) {
+    for (round = 0; round < PMPD_Q2CB_ROUNDS && status == PMPD_OK; round++) {
         pmpd_q2cb_family_codebooks(fit);
-        pmpd_parallel_for(fit->threads, fit->n_groups, PMPD_Q2CB_GROUPS_PER_STEP, pmpd_q2cb_reassign, fit);
+        status = pmpd_parallel_run(fit->threads, fit->n_groups, PMPD_Q2CB_GROUPS_PER_STEP, &reassign, NULL);
     }
+    return status;
 }
 
 typedef struct pmpd_q2cb_packing {
@@ -305,10 +313,11 @@ typedef struct pmpd_q2cb_packing {
 
 /* Packs every group of row blocks [begin, end) with its best rounded
  * codebook. */
-static void pmpd_q2cb_pack(void *context, uint64_t begin, uint64_t end)
+static pmpd_status pmpd_q2cb_pack(void *context, unsigned worker, uint64_t begin, uint64_t end)
 {
     const pmpd_q2cb_packing *p = (const pmpd_q2cb_packing *)context;
     size_t rb, g, i, k, n;
+    (void)worker;
     for (rb = (size_t)begin; rb < end; rb++) {
         for (g = 0; g < p->groups_per_row; g++) {
             unsigned char *block = p->body + (rb * p->groups_per_row + g) * PMPD_Q2CB_BLOCK_BYTES;
@@ -326,6 +335,7 @@ static void pmpd_q2cb_pack(void *context, uint64_t begin, uint64_t end)
             }
         }
     }
+    return PMPD_OK;
 }
 
 PMPD_INTERNAL pmpd_status pmpd_quant_q2cb(const float *w, size_t rows, size_t cols, unsigned threads,
@@ -333,6 +343,8 @@ PMPD_INTERNAL pmpd_status pmpd_quant_q2cb(const float *w, size_t rows, size_t co
 {
     pmpd_q2cb_fit fit;
     pmpd_q2cb_packing packing;
+    const pmpd_parallel_work pack = {pmpd_q2cb_pack, NULL, &packing};
+    pmpd_status status;
     size_t total;
     memset(&fit, 0, sizeof fit);
     fit.threads = threads;
@@ -351,7 +363,9 @@ PMPD_INTERNAL pmpd_status pmpd_quant_q2cb(const float *w, size_t rows, size_t co
         free(fit.family);
         return PMPD_ERR_OUT_OF_MEMORY;
     }
-    pmpd_q2cb_learn(&fit);
+    status = pmpd_q2cb_learn(&fit);
+    if (status != PMPD_OK)
+        goto done;
     pmpd_q2cb_round_levels(fit.levels, (signed char *)out);
     packing.w = w;
     packing.rows = rows;
@@ -360,12 +374,12 @@ PMPD_INTERNAL pmpd_status pmpd_quant_q2cb(const float *w, size_t rows, size_t co
     packing.levels = (const float(*)[PMPD_Q2CB_LEVELS])fit.levels;
     packing.body = out + PMPD_Q2CB_HEADER_BYTES;
     memset(packing.body, 0, (rows + PMPD_QROWS - 1) / PMPD_QROWS * fit.groups_per_row * PMPD_Q2CB_BLOCK_BYTES);
-    pmpd_parallel_for(threads, (rows + PMPD_QROWS - 1) / PMPD_QROWS, PMPD_Q2CB_BLOCKS_PER_STEP, pmpd_q2cb_pack,
-                      &packing);
+    status = pmpd_parallel_run(threads, (rows + PMPD_QROWS - 1) / PMPD_QROWS, PMPD_Q2CB_BLOCKS_PER_STEP, &pack, NULL);
+done:
     free(fit.scale);
     free(fit.shape);
     free(fit.family);
-    return PMPD_OK;
+    return status;
 }
 
 #undef PMPD_Q2CB_LEARN_GROUPS

@@ -9,10 +9,9 @@
 #include "pmpd_impl/core/hadamard.h"
 #include "pmpd_impl/core/splitmix.h"
 #include "pmpd_impl/format/le.h"
+#include "pmpd_impl/offline/parallel/parallel.h"
 #include "pmpd_impl/offline/tcq/tcq_viterbi.h"
-#include "platform/platform.h"
 
-#define TCQ_MAX_THREADS 64
 #define TCQ_STATES ((size_t)1 << PMPD_TCQ_STATE_BITS)
 
 /* The table's scale against the row's RMS, per shift 3..8: a row is
@@ -35,6 +34,8 @@ PMPD_INTERNAL pmpd_status pmpd_tcq_size(uint64_t rows, uint64_t cols, unsigned q
     return status;
 }
 
+typedef struct tcq_worker tcq_worker;
+
 typedef struct tcq_job {
     const float *values;
     size_t rows, cols;
@@ -43,24 +44,19 @@ typedef struct tcq_job {
     unsigned shift[2];
     const float *first, *second; /* [2^16]: each state's values in float units */
     unsigned char *out;
-    pmpd_mutex lock;
-    size_t next_row;    /* under lock */
-    size_t rows_done;   /* under lock */
-    pmpd_status status; /* under lock */
+    tcq_worker *workers; /* one per thread: its search scratch */
     uint64_t done_before, total;
     void (*progress)(void *context, uint64_t done, uint64_t total);
     void *context;
 } tcq_job;
 
-typedef struct tcq_worker {
-    tcq_job *job;
-    int caller;
-    pmpd_thread thread;
+struct tcq_worker {
+    const tcq_job *job;
     pmpd_tcq_search search;
     float *rotated; /* padded floats */
     float *weight;  /* 256: ones over real columns */
     uint32_t states[PMPD_TCQ_STEPS];
-} tcq_worker;
+};
 
 /* Sequence j of a rotated row v (scaled by inverse into target units):
  * searched, written to out, its values' dot products with v added to vq
@@ -135,35 +131,28 @@ static void tcq_encode_row(tcq_worker *w, size_t r)
     pmpd_le_put_f32(job->out + PMPD_TCQ_HEADER_BYTES + 4 * r, (float)scale);
 }
 
-static void tcq_encode_rows(void *arg)
+/* Rows [begin, end) on thread worker's scratch. */
+static pmpd_status tcq_encode_rows(void *context, unsigned worker, uint64_t begin, uint64_t end)
 {
-    tcq_worker *worker = (tcq_worker *)arg;
-    tcq_job *job = worker->job;
-    for (;;) {
-        size_t row, done;
-        pmpd_status status;
-        pmpd_mutex_lock(&job->lock);
-        row = job->next_row;
-        job->next_row += row < job->rows;
-        status = job->status;
-        pmpd_mutex_unlock(&job->lock);
-        if (row == job->rows || status != PMPD_OK)
-            return;
-        tcq_encode_row(worker, row);
-        pmpd_mutex_lock(&job->lock);
-        done = ++job->rows_done;
-        pmpd_mutex_unlock(&job->lock);
-        if (worker->caller && job->progress)
-            job->progress(job->context, job->done_before + done, job->total);
-    }
+    const tcq_job *job = (const tcq_job *)context;
+    uint64_t r;
+    for (r = begin; r < end; r++)
+        tcq_encode_row(&job->workers[worker], (size_t)r);
+    return PMPD_OK;
 }
 
-static pmpd_status tcq_worker_init(tcq_worker *w, tcq_job *job, int caller)
+static void tcq_encode_progress(void *context, uint64_t done)
+{
+    const tcq_job *job = (const tcq_job *)context;
+    if (job->progress)
+        job->progress(job->context, job->done_before + done, job->total);
+}
+
+static pmpd_status tcq_worker_init(tcq_worker *w, const tcq_job *job)
 {
     pmpd_tcq_trellis trellis;
     memset(w, 0, sizeof *w);
     w->job = job;
-    w->caller = caller;
     trellis.state_bits = PMPD_TCQ_STATE_BITS;
     trellis.shift = job->shift[0]; /* the lower shift: the larger back-pointer table */
     trellis.steps = PMPD_TCQ_STEPS;
@@ -202,15 +191,6 @@ static pmpd_status tcq_state_values(float **first, float **second)
     return PMPD_OK;
 }
 
-/* The worker count threads asks for: 0 is one per core. */
-static unsigned tcq_threads(unsigned threads, size_t rows)
-{
-    int cpus = pmpd_platform_cpu_count();
-    unsigned n = threads ? threads : cpus < 1 ? 1 : (unsigned)cpus;
-    n = n > TCQ_MAX_THREADS ? TCQ_MAX_THREADS : n;
-    return rows < n ? (unsigned)rows : n;
-}
-
 static void tcq_write_header(unsigned char *out, const tcq_job *job)
 {
     memset(out, 0, job->layout.total);
@@ -230,10 +210,11 @@ PMPD_INTERNAL pmpd_status pmpd_tcq_encode(const float *values, size_t rows, size
                                           void (*progress)(void *context, uint64_t done, uint64_t total),
                                           void *context)
 {
-    tcq_worker workers[TCQ_MAX_THREADS];
+    tcq_worker workers[PMPD_PARALLEL_MAX_THREADS];
     tcq_job job;
+    const pmpd_parallel_work work = {tcq_encode_rows, tcq_encode_progress, &job};
     float *first = NULL, *second = NULL;
-    unsigned n, i, started;
+    unsigned n, i;
     pmpd_status status;
     memset(&job, 0, sizeof job);
     if (quarter_bits < PMPD_TCQ_MIN_QUARTER_BITS || quarter_bits > PMPD_TCQ_MAX_QUARTER_BITS)
@@ -252,26 +233,17 @@ PMPD_INTERNAL pmpd_status pmpd_tcq_encode(const float *values, size_t rows, size
     job.progress = progress;
     job.context = context;
     tcq_write_header(out, &job);
-    n = tcq_threads(threads, rows);
+    n = pmpd_parallel_threads(threads, rows, 1);
     status = tcq_state_values(&first, &second);
     job.first = first;
     job.second = second;
+    job.workers = workers;
     for (i = 0; i < n; i++) {
-        pmpd_status s = tcq_worker_init(&workers[i], &job, i == 0);
+        pmpd_status s = tcq_worker_init(&workers[i], &job);
         status = status == PMPD_OK ? s : status;
     }
     if (status == PMPD_OK)
-        status = pmpd_mutex_init(&job.lock);
-    if (status == PMPD_OK) {
-        for (started = 1; started < n; started++)
-            if (pmpd_thread_start(&workers[started].thread, tcq_encode_rows, &workers[started]) != PMPD_OK)
-                break; /* fewer threads: the same output */
-        tcq_encode_rows(&workers[0]);
-        for (i = 1; i < started; i++)
-            pmpd_thread_join(&workers[i].thread);
-        pmpd_mutex_destroy(&job.lock);
-        status = job.status;
-    }
+        status = pmpd_parallel_run(threads, rows, 1, &work, NULL);
     for (i = 0; i < n; i++)
         tcq_worker_free(&workers[i]);
     free(first);
