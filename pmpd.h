@@ -753,14 +753,35 @@ typedef struct pmpd_session_config {
                                 0 = every thread serves both lanes (the
                                 fastest on CPUs: measured in docs/prefill.md).
                                 Less than n_threads */
+    uint32_t worker_stack_bytes; /* each worker thread's stack; 0 = the
+                                system's default (glibc: the stack rlimit,
+                                often 8 MiB of address space per worker,
+                                which counts against the commit limit where
+                                overcommit is off; musl: 128 KiB).  Workers
+                                run the products and attention, whose
+                                frames stay small (no arrays sized by the
+                                model on the stack): PMPD_WORKER_STACK_BYTES
+                                is enough for every weight and KV format
+                                (tests/test_worker_stack.c runs each on it).
+                                A size the system refuses (below
+                                PTHREAD_STACK_MIN, 16 KiB on x86-64 glibc,
+                                128 KiB on arm64 glibc) fails
+                                pmpd_session_create with PMPD_ERR_THREAD.
+                                The calling thread's own stack:
+                                docs/running.md ("Stack") */
 } pmpd_session_config;
+
+/* A worker stack size that serves every format with room to spare: the
+ * deepest worker call measured runs in 20 KiB (docs/running.md, "Stack"). */
+#define PMPD_WORKER_STACK_BYTES (64u * 1024u)
 
 /* Chunks in flight by default with several threads (see prefill_in_flight). */
 #define PMPD_SESSION_DEFAULT_IN_FLIGHT 2u
 
 /* Sets the defaults: whole context, f32 KV cache, batch 128, one thread,
  * no trace, prefill chunks in flight by the thread count (see
- * prefill_in_flight), no dedicated float threads. */
+ * prefill_in_flight), no dedicated float threads, the system's worker
+ * stack size. */
 void pmpd_session_config_init(pmpd_session_config *config);
 
 /* The largest n_threads a session accepts: PMPD_MAX_THREADS as this library

@@ -5,6 +5,7 @@
  *            [-s SEED] [--ctx N] [--kv f32|f16|pq|int8|int4] [--kv-window N] [--batch N]
  *            [--threads N] [--ids] [--prompt-file FILE] [--prompt-tokens N]
  *            [--trace FILE] [--trace-events N] [--in-flight N] [--float-threads N]
+ *            [--worker-stack BYTES]
  *            [--ignore-eos] [--bits PREFILL:DECODE] [--schedule P:D1,D2,...]
  *            [--learned]
  *   pmpd-run MODEL --tokenize -p PROMPT
@@ -55,6 +56,7 @@ typedef struct run_options {
     long threads;
     long in_flight;                     /* --in-flight: prompt chunks at once; 0 = the library's default */
     long float_threads;                 /* --float-threads: threads only on the float lane */
+    long worker_stack;                  /* --worker-stack: bytes of each worker's stack; 0 = the system's */
     uint32_t kv_type;
     long kv_window;
     int print_ids;
@@ -101,6 +103,8 @@ static void run_usage(FILE *out)
             "  --float-threads N  out-of-order prefill: N threads serve only the float lane\n"
             "                 (norms, attention, quantization), the rest only the matrix\n"
             "                 products (default 0: every thread serves both)\n"
+            "  --worker-stack BYTES  each worker thread's stack (default 0: the system's\n"
+            "                 default; PMPD_WORKER_STACK_BYTES = 65536 serves every format)\n"
             "  --ids          print the token ids instead of text\n"
             "  --prompt-file FILE  the prompt is the text of FILE\n"
             "  --prompt-tokens N   keep only the prompt's first N tokens (BOS included)\n"
@@ -238,6 +242,7 @@ static int run_parse(int argc, char **argv, run_options *o)
         else if (!strcmp(a, "--threads")) ok = example_parse_long(v, 1, &o->threads);
         else if (!strcmp(a, "--in-flight")) ok = example_parse_long(v, 1, &o->in_flight) && o->in_flight <= 8;
         else if (!strcmp(a, "--float-threads")) ok = example_parse_long(v, 0, &o->float_threads);
+        else if (!strcmp(a, "--worker-stack")) ok = example_parse_long(v, 0, &o->worker_stack) && o->worker_stack <= 0x7FFFFFFFL;
         else if (!strcmp(a, "--bits")) ok = example_parse_bits(v, &o->prefill_bits, &o->decode_bits);
         else if (!strcmp(a, "--kv")) ok = example_parse_kv(v, &o->kv_type);
         else {
@@ -373,6 +378,7 @@ static int run_engine_open(const run_options *o, const pmpd_model *model, run_en
     config.n_threads = (uint32_t)o->threads;
     config.prefill_in_flight = (uint32_t)o->in_flight;
     config.float_threads = (uint32_t)o->float_threads;
+    config.worker_stack_bytes = (uint32_t)o->worker_stack;
     config.kv_type = o->kv_type;
     config.kv_window = (uint32_t)o->kv_window;
     config.trace_events = o->trace_path ? (uint32_t)(o->trace_events ? o->trace_events : RUN_TRACE_EVENTS) : 0;
@@ -406,6 +412,9 @@ static int run_engine_open(const run_options *o, const pmpd_model *model, run_en
     if ((st = pmpd_session_create(model, &config, &e->arena, &e->session)) != PMPD_OK ||
         (st = pmpd_sampler_init(&e->sampler, &sampling, info->vocab_size, &e->arena)) != PMPD_OK) {
         run_engine_close(e);
+        if (st == PMPD_ERR_THREAD && config.worker_stack_bytes)
+            fprintf(stderr, "pmpd-run: --worker-stack %u: the system refused the workers' stack size "
+                            "(below its PTHREAD_STACK_MIN?)\n", (unsigned)config.worker_stack_bytes);
         return run_fail("session", st);
     }
     return 0;

@@ -59,11 +59,12 @@ PMPD_INTERNAL int pmpd_platform_cpu_count(void)
     return 1;
 }
 
-PMPD_INTERNAL pmpd_status pmpd_thread_start(pmpd_thread *thread, pmpd_thread_fn fn, void *arg)
+PMPD_INTERNAL pmpd_status pmpd_thread_start(pmpd_thread *thread, pmpd_thread_fn fn, void *arg, size_t stack_bytes)
 {
     (void)thread;
     (void)fn;
     (void)arg;
+    (void)stack_bytes;
     return PMPD_ERR_UNSUPPORTED;
 }
 

@@ -98,9 +98,11 @@ typedef struct pmpd_cond {
     } opaque;
 } pmpd_cond;
 
-/* Starts fn(arg) on a new thread.  PMPD_ERR_THREAD on failure,
- * PMPD_ERR_UNSUPPORTED on ports without threads. */
-PMPD_INTERNAL pmpd_status pmpd_thread_start(pmpd_thread *thread, pmpd_thread_fn fn, void *arg);
+/* Starts fn(arg) on a new thread with a stack of stack_bytes (0: the
+ * system's default size).  PMPD_ERR_THREAD on failure (a stack size the
+ * system refuses included), PMPD_ERR_UNSUPPORTED on ports without
+ * threads. */
+PMPD_INTERNAL pmpd_status pmpd_thread_start(pmpd_thread *thread, pmpd_thread_fn fn, void *arg, size_t stack_bytes);
 PMPD_INTERNAL void pmpd_thread_join(pmpd_thread *thread);
 
 PMPD_INTERNAL pmpd_status pmpd_mutex_init(pmpd_mutex *mutex);

@@ -198,15 +198,23 @@ static void *pmpd_posix_trampoline(void *raw)
     return NULL;
 }
 
-PMPD_INTERNAL pmpd_status pmpd_thread_start(pmpd_thread *thread, pmpd_thread_fn fn, void *arg)
+PMPD_INTERNAL pmpd_status pmpd_thread_start(pmpd_thread *thread, pmpd_thread_fn fn, void *arg, size_t stack_bytes)
 {
+    pthread_attr_t attr;
+    int failed;
     if (!thread || !fn)
         return PMPD_ERR_INVALID_ARGUMENT;
     thread->fn = fn;
     thread->arg = arg;
-    if (pthread_create((pthread_t *)(void *)thread->opaque.bytes, NULL, pmpd_posix_trampoline, thread) != 0)
+    if (pthread_attr_init(&attr) != 0)
         return PMPD_ERR_THREAD;
-    return PMPD_OK;
+    /* Below PTHREAD_STACK_MIN (or not a size the system takes) this fails:
+     * no thread rather than a stack other than the one asked for. */
+    failed = stack_bytes != 0 && pthread_attr_setstacksize(&attr, stack_bytes) != 0;
+    if (!failed)
+        failed = pthread_create((pthread_t *)(void *)thread->opaque.bytes, &attr, pmpd_posix_trampoline, thread) != 0;
+    pthread_attr_destroy(&attr);
+    return failed ? PMPD_ERR_THREAD : PMPD_OK;
 }
 
 PMPD_INTERNAL void pmpd_thread_join(pmpd_thread *thread)

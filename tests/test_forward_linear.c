@@ -64,7 +64,7 @@ static pmpd_pool *make_pool(unsigned n_threads)
     pmpd_arena arena;
     pmpd_pool *pool = NULL;
     pmpd_arena_init(&arena, pool_memory, sizeof pool_memory);
-    assert_int_equal(pmpd_pool_create(&arena, n_threads, &pool), PMPD_OK);
+    assert_int_equal(pmpd_pool_create(&arena, n_threads, 0, &pool), PMPD_OK);
     return pool;
 }
 

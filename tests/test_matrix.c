@@ -222,6 +222,7 @@ static void mx_run(const mx_world *w, const pmpd_model *model, const mx_weights 
     config.context_length = MX_CONTEXT;
     config.kv_type = kv_type;
     config.n_threads = threads;
+    config.worker_stack_bytes = TEST_WORKER_STACK_BYTES; /* every format and KV mode fits it */
     config.prefill_batch = batch;
     config.prefill_in_flight = mx_in_flight;
     assert_int_equal(pmpd_session_plan(model, &config, &out->planned), PMPD_OK);

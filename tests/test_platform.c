@@ -1,10 +1,14 @@
 /* The POSIX port: file mapping and reading, clock, threads. */
+/* pthread_getattr_np, to read a thread's stack size back (glibc, musl). */
+#define _GNU_SOURCE
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <pthread.h>
 
 #include <cmocka.h>
 
@@ -106,7 +110,7 @@ static void test_threads_mutex_and_condition(void **state)
         jobs[i].cond = &cond;
         jobs[i].shared_counter = &counter;
         jobs[i].arrived = &arrived;
-        assert_int_equal(pmpd_thread_start(&threads[i], count_to_thousand, &jobs[i]), PMPD_OK);
+        assert_int_equal(pmpd_thread_start(&threads[i], count_to_thousand, &jobs[i], 0), PMPD_OK);
     }
     pmpd_mutex_lock(&mutex);
     while (arrived < N)
@@ -119,6 +123,39 @@ static void test_threads_mutex_and_condition(void **state)
     pmpd_mutex_destroy(&mutex);
 }
 
+/* Reads the stack size of the thread it runs on, where the C library can
+ * tell (0 elsewhere). */
+static void read_stack_size(void *arg)
+{
+    size_t *size = (size_t *)arg;
+    *size = 0;
+#if defined(__GLIBC__)
+    {
+        pthread_attr_t attr;
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            if (pthread_attr_getstacksize(&attr, size) != 0)
+                *size = 0;
+            pthread_attr_destroy(&attr);
+        }
+    }
+#endif
+}
+
+/* A thread gets the stack asked for, and a size below any system's
+ * minimum is refused rather than replaced. */
+static void test_thread_stack_size(void **state)
+{
+    pmpd_thread thread;
+    size_t size = 1;
+    (void)state;
+    assert_int_equal(pmpd_thread_start(&thread, read_stack_size, &size, 256 * 1024), PMPD_OK);
+    pmpd_thread_join(&thread);
+#if defined(__GLIBC__)
+    assert_int_equal(size, 256 * 1024);
+#endif
+    assert_int_equal(pmpd_thread_start(&thread, read_stack_size, &size, 1000), PMPD_ERR_THREAD);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -127,6 +164,7 @@ int main(void)
         cmocka_unit_test(test_read_past_end_is_an_error),
         cmocka_unit_test(test_clock_is_monotonic),
         cmocka_unit_test(test_threads_mutex_and_condition),
+        cmocka_unit_test(test_thread_stack_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

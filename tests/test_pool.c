@@ -56,7 +56,7 @@ static void check_job(unsigned n_threads, size_t n_items, size_t granule)
     unsigned t, used_workers = 0, round;
     size_t i;
     assert_int_equal(pmpd_arena_init(&arena, pool_buffer, (size_t)1 << 16), PMPD_OK);
-    assert_int_equal(pmpd_pool_create(&arena, n_threads, &pool), PMPD_OK);
+    assert_int_equal(pmpd_pool_create(&arena, n_threads, 0, &pool), PMPD_OK);
     assert_int_equal(pmpd_pool_threads(pool), n_threads);
     for (round = 0; round < (test_reduced() ? 5u : 50u); round++) {
         memset(&job, 0, sizeof job);
@@ -116,7 +116,7 @@ static void test_small_jobs_stay_on_the_caller(void **state)
     pmpd_pool *pool = NULL;
     (void)state;
     assert_int_equal(pmpd_arena_init(&arena, pool_buffer, (size_t)1 << 16), PMPD_OK);
-    assert_int_equal(pmpd_pool_create(&arena, n, &pool), PMPD_OK);
+    assert_int_equal(pmpd_pool_create(&arena, n, 0, &pool), PMPD_OK);
     assert_int_equal(weighed_workers(pool, 0), 1);
     assert_int_equal(weighed_workers(pool, 1), 1);
     assert_int_equal(weighed_workers(pool, threshold_item - 1), 1);
@@ -138,11 +138,11 @@ static void test_plan_is_exact(void **state)
         size_t bytes = 0;
         assert_int_equal(pmpd_pool_plan(n, &bytes), PMPD_OK);
         assert_int_equal(pmpd_arena_init(&arena, pool_buffer, bytes - 1), PMPD_OK);
-        assert_int_equal(pmpd_pool_create(&arena, n, &pool), PMPD_ERR_OUT_OF_MEMORY);
+        assert_int_equal(pmpd_pool_create(&arena, n, 0, &pool), PMPD_ERR_OUT_OF_MEMORY);
         assert_null(pool);
         assert_int_equal(arena.used, 0);
         assert_int_equal(pmpd_arena_init(&arena, pool_buffer, bytes), PMPD_OK);
-        assert_int_equal(pmpd_pool_create(&arena, n, &pool), PMPD_OK);
+        assert_int_equal(pmpd_pool_create(&arena, n, 0, &pool), PMPD_OK);
         assert_int_equal(arena.used, bytes);
         pmpd_pool_destroy(pool);
     }
@@ -155,8 +155,8 @@ static void test_bad_thread_counts(void **state)
     size_t bytes;
     (void)state;
     assert_int_equal(pmpd_arena_init(&arena, pool_buffer, (size_t)1 << 16), PMPD_OK);
-    assert_int_equal(pmpd_pool_create(&arena, 0, &pool), PMPD_ERR_INVALID_ARGUMENT);
-    assert_int_equal(pmpd_pool_create(&arena, PMPD_MAX_THREADS + 1, &pool), PMPD_ERR_INVALID_ARGUMENT);
+    assert_int_equal(pmpd_pool_create(&arena, 0, 0, &pool), PMPD_ERR_INVALID_ARGUMENT);
+    assert_int_equal(pmpd_pool_create(&arena, PMPD_MAX_THREADS + 1, 0, &pool), PMPD_ERR_INVALID_ARGUMENT);
     assert_int_equal(pmpd_pool_plan(0, &bytes), PMPD_ERR_INVALID_ARGUMENT);
     assert_int_equal(arena.used, 0);
 }

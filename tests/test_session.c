@@ -194,6 +194,35 @@ static void test_bad_configs(void **state)
     assert_int_equal(arena.used, 0);
 }
 
+/* A worker stack the system refuses fails the creation with
+ * PMPD_ERR_THREAD and leaves the arena as it was; the same session with
+ * PMPD_WORKER_STACK_BYTES is made. */
+static void test_refused_worker_stack(void **state)
+{
+    pmpd_session_config config;
+    pmpd_arena arena;
+    pmpd_session *s = NULL;
+    size_t bytes;
+    void *block;
+    (void)state;
+    pmpd_session_config_init(&config);
+    config.context_length = 64;
+    config.n_threads = 3;
+    config.worker_stack_bytes = 1000; /* below every system's PTHREAD_STACK_MIN */
+    assert_int_equal(pmpd_session_plan(&model->model, &config, &bytes), PMPD_OK);
+    block = malloc(bytes + PMPD_ARENA_ALIGNMENT);
+    assert_non_null(block);
+    pmpd_arena_init(&arena, test_aligned(block), bytes);
+    assert_int_equal(pmpd_session_create(&model->model, &config, &arena, &s), PMPD_ERR_THREAD);
+    assert_null(s);
+    assert_int_equal(arena.used, 0);
+    config.worker_stack_bytes = PMPD_WORKER_STACK_BYTES;
+    assert_int_equal(pmpd_session_create(&model->model, &config, &arena, &s), PMPD_OK);
+    assert_int_equal(arena.used, bytes);
+    pmpd_session_destroy(s);
+    free(block);
+}
+
 /* Greedy tokens after BOS, written to out. */
 typedef struct greedy_run {
     int n_threads;
@@ -265,6 +294,7 @@ int main(void)
         cmocka_unit_test(test_plans_add_up),
         cmocka_unit_test(test_bad_requests_get_statuses),
         cmocka_unit_test(test_bad_configs),
+        cmocka_unit_test(test_refused_worker_stack),
         cmocka_unit_test(test_two_sessions_in_two_threads_equal_one),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -114,7 +114,7 @@ static void test_pool_records_each_share(void **state)
     block = (unsigned char *)malloc(bytes + pool_bytes + PMPD_ARENA_ALIGNMENT);
     assert_non_null(block);
     assert_int_equal(pmpd_arena_init(&arena, test_aligned(block), bytes + pool_bytes), PMPD_OK);
-    assert_int_equal(pmpd_pool_create(&arena, 2, &pool), PMPD_OK);
+    assert_int_equal(pmpd_pool_create(&arena, 2, 0, &pool), PMPD_OK);
     assert_int_equal(pmpd_trace_create(&arena, 16, &trace), PMPD_OK);
     pmpd_pool_set_trace(pool, trace);
     pmpd_trace_layer(pmpd_pool_get_trace(pool), 3);

@@ -80,7 +80,7 @@ static void test_shadow_sum_matches_brute_force(void **state)
     t.data = bytes;
     t.size = layout.total;
     pmpd_arena_init(&arena, pool_memory, sizeof pool_memory);
-    assert_int_equal(pmpd_pool_create(&arena, 2, &pool), PMPD_OK);
+    assert_int_equal(pmpd_pool_create(&arena, 2, 0, &pool), PMPD_OK);
     pmpd_linear(&t, x, TOKENS, y, test_aligned(scratch_memory), pool, 0);
     pmpd_pool_destroy(pool);
     for (tok = 0; tok < TOKENS; tok++)

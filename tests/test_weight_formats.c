@@ -287,7 +287,7 @@ static void test_group_with_awkward_rows(void **state)
     assert_true(w && x);
     test_rng_seed(&rng, 21);
     pmpd_arena_init(&arena, pool_memory, sizeof pool_memory);
-    assert_int_equal(pmpd_pool_create(&arena, 2, &pool), PMPD_OK);
+    assert_int_equal(pmpd_pool_create(&arena, 2, 0, &pool), PMPD_OK);
     for (i = 0; i < n * cols; i++)
         x[i] = test_rng_normal(&rng);
     for (ti = 0; ti < 2; ti++) {
@@ -337,7 +337,8 @@ static void test_product_matches_dequantized_rows(void **state)
     (void)state;
     test_rng_seed(&rng, 14);
     pmpd_arena_init(&arena, pool_memory, sizeof pool_memory);
-    assert_int_equal(pmpd_pool_create(&arena, 2, &pool), PMPD_OK);
+    /* The worker on the stack size pmpd.h promises is enough. */
+    assert_int_equal(pmpd_pool_create(&arena, 2, TEST_WORKER_STACK_BYTES, &pool), PMPD_OK);
     for (i = 0; i < N_TYPES; i++) {
         char path[128];
         test_opened_file o;

@@ -148,7 +148,7 @@ static double stream_once(const uint64_t *words, size_t count, int threads, unsi
         jobs[t].streams = streams;
         if (threads == 1)
             stream_read(&jobs[t]);
-        else if (pmpd_thread_start(&handles[t], stream_read, &jobs[t]) != PMPD_OK)
+        else if (pmpd_thread_start(&handles[t], stream_read, &jobs[t], 0) != PMPD_OK)
             return -1.0;
     }
     if (threads > 1)
@@ -227,8 +227,8 @@ int bench_pools_start(const bench_context *ctx, bench_pools *pools)
     total = pool_bytes + single_bytes + 4 * PMPD_ARENA_ALIGNMENT;
     pools->buffer = malloc(total);
     if (!pools->buffer || pmpd_arena_init(&arena, pools->buffer, total) != PMPD_OK ||
-        pmpd_pool_create(&arena, threads, &pools->all) != PMPD_OK ||
-        pmpd_pool_create(&arena, 1, &pools->single) != PMPD_OK) {
+        pmpd_pool_create(&arena, threads, 0, &pools->all) != PMPD_OK ||
+        pmpd_pool_create(&arena, 1, 0, &pools->single) != PMPD_OK) {
         fprintf(stderr, "pmpd-bench: cannot start the worker pool\n");
         bench_pools_stop(pools);
         return -1;

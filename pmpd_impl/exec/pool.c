@@ -254,7 +254,8 @@ static void pmpd_pool_destroy_sync(pmpd_pool *pool)
     pmpd_mutex_destroy(&pool->mutex);
 }
 
-PMPD_INTERNAL pmpd_status pmpd_pool_create(pmpd_arena *arena, unsigned n_threads, pmpd_pool **out)
+PMPD_INTERNAL pmpd_status pmpd_pool_create(pmpd_arena *arena, unsigned n_threads, size_t stack_bytes,
+                                           pmpd_pool **out)
 {
     pmpd_arena_mark mark;
     pmpd_pool *pool;
@@ -293,7 +294,7 @@ PMPD_INTERNAL pmpd_status pmpd_pool_create(pmpd_arena *arena, unsigned n_threads
         for (i = 0; i + 1 < n_threads; i++) {
             workers[i].pool = pool;
             workers[i].index = i + 1;
-            if (pmpd_thread_start(&workers[i].thread, pmpd_pool_worker_main, &workers[i]) != PMPD_OK) {
+            if (pmpd_thread_start(&workers[i].thread, pmpd_pool_worker_main, &workers[i], stack_bytes) != PMPD_OK) {
                 pmpd_pool_stop_workers(pool);
                 pmpd_pool_destroy_sync(pool);
                 pmpd_arena_restore(arena, mark);

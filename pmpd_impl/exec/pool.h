@@ -28,11 +28,13 @@ typedef void (*pmpd_pool_task)(void *ctx, size_t begin, size_t end, unsigned wor
  * arena's fill level is a multiple of PMPD_ARENA_ALIGNMENT). */
 PMPD_INTERNAL pmpd_status pmpd_pool_plan(unsigned n_threads, size_t *bytes);
 
-/* Allocates the pool in the arena and starts n_threads - 1 workers.
+/* Allocates the pool in the arena and starts n_threads - 1 workers, each
+ * on a stack of stack_bytes (0: the system's default).
  * Errors: PMPD_ERR_INVALID_ARGUMENT (n_threads 0 or above PMPD_MAX_THREADS),
- * PMPD_ERR_OUT_OF_MEMORY, PMPD_ERR_THREAD (the workers already started
- * are stopped again). */
-PMPD_INTERNAL pmpd_status pmpd_pool_create(pmpd_arena *arena, unsigned n_threads, pmpd_pool **out);
+ * PMPD_ERR_OUT_OF_MEMORY, PMPD_ERR_THREAD (a stack size the system
+ * refuses included; the workers already started are stopped again). */
+PMPD_INTERNAL pmpd_status pmpd_pool_create(pmpd_arena *arena, unsigned n_threads, size_t stack_bytes,
+                                           pmpd_pool **out);
 
 /* Runs task over [0, n_items) and returns when every item is done.  The
  * task is called with contiguous ranges whose bounds are multiples of

@@ -24,6 +24,7 @@ void pmpd_session_config_init(pmpd_session_config *config)
     config->trace_events = 0;
     config->prefill_in_flight = 0;
     config->float_threads = 0;
+    config->worker_stack_bytes = 0;
 }
 
 unsigned pmpd_max_threads(void)
@@ -240,7 +241,7 @@ pmpd_status pmpd_session_create(const pmpd_model *model, const pmpd_session_conf
     mark = pmpd_arena_save(arena);
     st = pmpd_session_layout(model, &resolved, arena, &shape, &where);
     if (st == PMPD_OK)
-        st = pmpd_pool_create(arena, resolved.n_threads, &shape.pool);
+        st = pmpd_pool_create(arena, resolved.n_threads, resolved.worker_stack_bytes, &shape.pool);
     if (st == PMPD_OK) {
         st = pmpd_trace_create(arena, resolved.trace_events, &shape.trace);
         if (st != PMPD_OK)

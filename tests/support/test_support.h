@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pmpd.h"
+
 /* Directory holding models/ and vectors/ (default ../shared, relative to the
  * repository root where `make` runs the tests; override with PMPD_SHARED). */
 const char *test_shared_dir(void);
@@ -13,6 +15,22 @@ const char *test_shared_dir(void);
  * sets it for its sanitizer and emulated runs, where tests shrink their
  * sizes (the native run keeps the full ones). */
 int test_reduced(void);
+
+/* Worker stacks for the tests that run products and sessions on small
+ * ones: PMPD_WORKER_STACK_BYTES, or 16 times it in sanitizer builds, whose
+ * instrumented frames are several times larger. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TEST_SANITIZED 1
+#endif
+#endif
+#ifdef TEST_SANITIZED
+#define TEST_WORKER_STACK_BYTES (16u * PMPD_WORKER_STACK_BYTES)
+#else
+#define TEST_WORKER_STACK_BYTES PMPD_WORKER_STACK_BYTES
+#endif
 
 /* Writes "<shared>/<relative>" into out; returns out. */
 char *test_shared_path(char *out, size_t out_size, const char *relative);

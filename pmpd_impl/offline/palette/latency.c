@@ -52,7 +52,7 @@ static pmpd_status palette_time_product(const pmpd_tensor *tensor, size_t evict_
     }
     if (st == PMPD_OK) {
         pmpd_arena_init(&arena, pool_block, pool_bytes + PMPD_ARENA_ALIGNMENT);
-        st = pmpd_pool_create(&arena, 1, &pool);
+        st = pmpd_pool_create(&arena, 1, 0, &pool);
     }
     if (st == PMPD_OK) {
         void *scratch = scratch_block + (64 - (uintptr_t)scratch_block % 64) % 64;

@@ -81,7 +81,7 @@ PMPD_INTERNAL pmpd_status pmpd_parallel_run(unsigned threads, uint64_t n, uint64
         workers[i].index = i;
     }
     for (started = 1; started < count; started++)
-        if (pmpd_thread_start(&workers[started].thread, parallel_steps, &workers[started]) != PMPD_OK)
+        if (pmpd_thread_start(&workers[started].thread, parallel_steps, &workers[started], 0) != PMPD_OK)
             break; /* fewer threads: the same work */
     parallel_steps(&workers[0]);
     for (i = 1; i < started; i++)
