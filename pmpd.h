@@ -771,9 +771,11 @@ typedef struct pmpd_session_config {
                                 docs/running.md ("Stack") */
 } pmpd_session_config;
 
-/* A worker stack size that serves every format with room to spare: the
- * deepest worker call measured runs in 20 KiB (docs/running.md, "Stack"). */
-#define PMPD_WORKER_STACK_BYTES (64u * 1024u)
+/* A worker stack size that serves every format with room to spare (the
+ * deepest worker call measured runs in 20 KiB: docs/running.md, "Stack")
+ * and that every Linux C library accepts: arm64 glibc's PTHREAD_STACK_MIN
+ * is 128 KiB. */
+#define PMPD_WORKER_STACK_BYTES (128u * 1024u)
 
 /* Chunks in flight by default with several threads (see prefill_in_flight). */
 #define PMPD_SESSION_DEFAULT_IN_FLIGHT 2u

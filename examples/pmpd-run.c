@@ -104,7 +104,7 @@ static void run_usage(FILE *out)
             "                 (norms, attention, quantization), the rest only the matrix\n"
             "                 products (default 0: every thread serves both)\n"
             "  --worker-stack BYTES  each worker thread's stack (default 0: the system's\n"
-            "                 default; PMPD_WORKER_STACK_BYTES = 65536 serves every format)\n"
+            "                 default; PMPD_WORKER_STACK_BYTES = 131072 serves every format)\n"
             "  --ids          print the token ids instead of text\n"
             "  --prompt-file FILE  the prompt is the text of FILE\n"
             "  --prompt-tokens N   keep only the prompt's first N tokens (BOS included)\n"
