@@ -6,10 +6,12 @@
  * up in the row's table.  The GEMV multiplies the entries with int8
  * activations (maddubs, no sign fix-up; below 4 bits two groups' int16
  * pair sums add before one madd widens them), and converts to float once
- * per 256 columns (one activation scale per superblock); four rows share
- * the activation loads and the block's slices are prefetched ahead.  On
- * Zen3 the multiplies (2 pipes) and the bit placement bound it: llvm-mca
- * gives 1.4 / 2.0 / 2.6 cycles per 32 weights of a row at 2 / 3 / 4 bits.
+ * per 256 columns (one activation scale per superblock); the four rows of
+ * a block are done together, each reading the activations as the memory
+ * operands of its multiplies, and the block's slices are prefetched ahead.
+ * On Zen3 the multiplies (2 pipes) and the bit placement bound it:
+ * llvm-mca gives 1.4 / 2.0 / 2.6 cycles per 32 weights of a row at 2 / 3 /
+ * 4 bits.
  * The GEMM (prefill) looks a row block's entries up once per superblock
  * and multiplies them with a tile of tokens' int8 activations. */
 #include "pmpd_impl/weights/anyprec/anyprec.h"
@@ -40,8 +42,11 @@
 #define ANYPREC_AVX2_TOKEN_TILE 32
 #if defined(__GNUC__)
 #define ANYPREC_AVX2_INLINE static inline __attribute__((always_inline))
+/* volatile: GCC merges identical non-volatile asm statements. */
+#define ANYPREC_AVX2_OPAQUE(p) __asm__ volatile("" : "+r"(p))
 #else
 #define ANYPREC_AVX2_INLINE static inline
+#define ANYPREC_AVX2_OPAQUE(p) ((void)0)
 #endif
 
 ANYPREC_AVX2_INLINE __m256i anyprec_avx2_load(const void *p)
@@ -214,8 +219,16 @@ ANYPREC_AVX2_INLINE void anyprec_avx2_block_super(const pmpd_anyprec_matrix *m, 
         _mm_prefetch((const char *)plane[p] + ANYPREC_AVX2_PREFETCH / 2 + 64, _MM_HINT_T0);
     }
 #pragma GCC unroll 4
-    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-        acc[i] = anyprec_avx2_row_super(acc[i], table, i, field, plane, x, scale, bits);
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
+        /* Each row reads the activations through a copy of the pointer the
+         * compiler cannot see through: with one pointer GCC loads the
+         * superblock's 8 activation vectors once for the four rows and,
+         * short of registers, stores them to the stack and reloads them;
+         * read per row, each load folds into its VPMADDUBSW. */
+        const int8_t *xr = x;
+        ANYPREC_AVX2_OPAQUE(xr);
+        acc[i] = anyprec_avx2_row_super(acc[i], table, i, field, plane, xr, scale, bits);
+    }
 }
 
 /* The tables of the four rows of the block at r0, each in both 128-bit
@@ -406,4 +419,5 @@ PMPD_INTERNAL void pmpd_anyprec_gemm_avx2(const pmpd_anyprec_matrix *m, unsigned
 #undef ANYPREC_AVX2_VNNI
 #undef ANYPREC_AVX2_DPBUSD
 #undef ANYPREC_AVX2_INLINE
+#undef ANYPREC_AVX2_OPAQUE
 #endif
