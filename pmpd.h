@@ -762,7 +762,9 @@ typedef struct pmpd_session_config {
                                 frames stay small (no arrays sized by the
                                 model on the stack): PMPD_WORKER_STACK_BYTES
                                 is enough for every weight and KV format
-                                (tests/test_worker_stack.c runs each on it).
+                                (measured with pmpd-run; tests run nuq, vq,
+                                tcq, f32, q4, nested and w8a8 and, in
+                                test_matrix, every weight and KV mode on it).
                                 A size the system refuses (below
                                 PTHREAD_STACK_MIN, 16 KiB on x86-64 glibc,
                                 128 KiB on arm64 glibc) fails

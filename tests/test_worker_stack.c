@@ -1,6 +1,7 @@
 /* Worker threads on the stack size pmpd.h promises (worker_stack_bytes =
  * PMPD_WORKER_STACK_BYTES; 16x in sanitizer builds): for weight formats
- * with the deepest worker frames (the rotated ones, whose Hadamard mix
+ * with the deepest worker frames (the rotated ones: NUQ, VQ and, outside
+ * the reduced run, TCQ, whose Hadamard mix
  * keeps a 44-point sign table on the stack for stories260K's 172 columns)
  * and the others, a prefill in batches and decode steps on three threads
  * give the same logits, bit for bit, as on the system's default stacks;
@@ -88,6 +89,9 @@ static void test_rotated_formats(void **state)
     (void)state;
     ws_check(PMPD_TENSOR_NUQ);
     ws_check(PMPD_TENSOR_VQ2);
+    /* TCQ's Viterbi encoder takes seconds natively, minutes under qemu. */
+    if (!test_reduced())
+        ws_check(PMPD_TENSOR_TCQ);
 }
 
 static void test_other_formats(void **state)

@@ -224,6 +224,8 @@ static pmpd_status palette_errors(const pmpd_build_model *b, const pmpd_palette_
     /* One job per step: the failure reported is the lowest failed job's. */
     status = pmpd_parallel_run(threads < PALETTE_ERROR_THREADS ? threads : PALETTE_ERROR_THREADS, job.total, 1,
                                &work, &failed);
+    if (status != PMPD_OK && failed >= job.total)
+        return pmpd_error_set(err, status, PMPD_NO_OFFSET, "cannot create a lock for the palette's error runs");
     if (status != PMPD_OK) {
         const uint32_t n = plan->report.n_palette;
         const uint32_t g = (uint32_t)(failed / n), q = (uint32_t)(failed % n);

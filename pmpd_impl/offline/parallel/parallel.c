@@ -74,8 +74,11 @@ PMPD_INTERNAL pmpd_status pmpd_parallel_run(unsigned threads, uint64_t n, uint64
     job.step = step ? step : 1;
     job.next = job.done = job.failed = 0;
     job.status = PMPD_OK;
-    if (pmpd_mutex_init(&job.lock) != PMPD_OK)
+    if (pmpd_mutex_init(&job.lock) != PMPD_OK) {
+        if (failed)
+            *failed = n; /* no item: the failure is the lock's */
         return PMPD_ERR_THREAD;
+    }
     for (i = 0; i < count; i++) {
         workers[i].job = &job;
         workers[i].index = i;

@@ -40,7 +40,8 @@ PMPD_INTERNAL unsigned pmpd_parallel_threads(unsigned threads, uint64_t n, uint6
  * when every range is done or, after a failure, when the ranges already
  * running are: the failure of the lowest range that failed (the same for
  * any thread count when failures depend only on the items), its first
- * item in *failed where failed is not NULL; else PMPD_OK. */
+ * item in *failed where failed is not NULL; else PMPD_OK.  When the lock
+ * cannot be created no item runs: PMPD_ERR_THREAD, *failed = n. */
 PMPD_INTERNAL pmpd_status pmpd_parallel_run(unsigned threads, uint64_t n, uint64_t step,
                                             const pmpd_parallel_work *work, uint64_t *failed);
 
