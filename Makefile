@@ -58,7 +58,37 @@ RUNTIME_OBJ := $(RUNTIME_SRC:%.c=$(BUILD)/obj/%.o)
 OFFLINE_OBJ := $(OFFLINE_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SUPPORT_OBJ := $(TEST_SUPPORT_SRC:%.c=$(BUILD)/obj/%.o)
 EXAMPLE_COMMON_OBJ := $(EXAMPLE_COMMON_SRC:%.c=$(BUILD)/obj/%.o)
-TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+# Which tests a run executes (TEST_SET; make check picks per target, so the
+# emulated targets spend their time where they add coverage):
+#   all      every test;
+#   runtime  all but OFFLINE_TESTS: the second target of each word size
+#            (arm64 with -cpu max) runs the runtime, the offline tools
+#            being host-independent C that the native, sanitizer and
+#            32-bit Arm runs cover;
+#   kernels  KERNEL_TESTS only: the arm64 CPU without the dot product
+#            (cortex-a53) differs from -cpu max only in the kernels the
+#            build selects;
+#   scalar   all but KERNEL_TESTS: 32-bit Arm is built without NEON, where
+#            the kernel a KERNEL_TEST checks is the scalar oracle itself.
+# OFFLINE_TESTS: tests whose subject is the offline (heap-using) tooling:
+# importers, converters, calibration, bit allocation, evaluation.
+OFFLINE_TESTS := bad_input_import calibrate_container convert_stream eval gguf_types import knapsack mkgguf \
+  palette parallel pq_calibrate_file schedule_solver
+# KERNEL_TESTS: tests whose subject is a compiled SIMD kernel (weights,
+# attention, Hadamard, element-wise ops, f16 conversion, W8A8's shadow
+# path) against its scalar oracle or a brute force.
+KERNEL_TESTS := anyprec exact_attention forward_f16 forward_linear hadamard kernels_qmatmul kv_uniform nuq ops \
+  pq_attention pq_kernels rotated_signs tcq vq w8a8 w8a8_outliers
+TEST_SET ?= all
+TEST_NAMES := $(TEST_SRC:tests/test_%.c=%)
+TEST_NAMES_all := $(TEST_NAMES)
+TEST_NAMES_runtime := $(filter-out $(OFFLINE_TESTS),$(TEST_NAMES))
+TEST_NAMES_kernels := $(filter $(KERNEL_TESTS),$(TEST_NAMES))
+TEST_NAMES_scalar := $(filter-out $(KERNEL_TESTS),$(TEST_NAMES))
+ifeq ($(TEST_NAMES_$(TEST_SET)),)
+  $(error TEST_SET must be all, runtime, kernels or scalar)
+endif
+TEST_BIN := $(TEST_NAMES_$(TEST_SET):%=$(BUILD)/tests/test_%)
 EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/%)
 
 LIB := $(BUILD)/libpmpd.a
@@ -140,14 +170,15 @@ tests: $(TEST_BIN)
 # Runs every cmocka test binary (from the repository root, so tests find
 # ../shared); stops at the first failing one.  TEST_REDUCED=1 (set for the
 # sanitizer and emulated runs) tells the tests that size themselves by it
-# (test_matrix) to run their smaller variant.
+# (test_matrix) to run their smaller variant; PMPD_TEST_EMULATED (set where
+# RUN names an emulator) lets them leave out host-independent heavy work.
 TEST_REDUCED ?=
 # Test binaries run JOBS at a time (each into its own log, printed whole when
 # it ends, so outputs do not interleave); the first failure stops the rest.
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test: tests
 	@printf '%s\n' $(TEST_BIN) | xargs -P $(JOBS) -I{} sh -c \
-	  'if PMPD_TEST_REDUCED=$(TEST_REDUCED) timeout $(TEST_TIMEOUT) $(RUN) {} > {}.log 2>&1; \
+	  'if PMPD_TEST_REDUCED=$(TEST_REDUCED) PMPD_TEST_EMULATED=$(if $(RUN),1,) timeout $(TEST_TIMEOUT) $(RUN) {} > {}.log 2>&1; \
 	   then echo "== $(RUN) {}"; cat {}.log; \
 	   else echo "== $(RUN) {}: FAILED"; cat {}.log; exit 255; fi'
 
@@ -189,16 +220,16 @@ check-asan:
 # (libcmocka-dev:arm64), whose loader qemu finds at /lib/ld-linux-aarch64.so.1.
 AARCH64 := aarch64-linux-gnu-
 check-aarch64:
-	$(MAKE) CROSS_COMPILE=$(AARCH64) BUILD=build/aarch64-max \
+	$(MAKE) CROSS_COMPILE=$(AARCH64) BUILD=build/aarch64-max TEST_SET=runtime \
 	  ARCH_FLAGS="-march=armv8.6-a+dotprod+i8mm" RUN="qemu-aarch64 -cpu max" TEST_REDUCED=1 test
-	$(MAKE) CROSS_COMPILE=$(AARCH64) BUILD=build/aarch64-v8 \
+	$(MAKE) CROSS_COMPILE=$(AARCH64) BUILD=build/aarch64-v8 TEST_SET=kernels \
 	  ARCH_FLAGS="-march=armv8-a" RUN="qemu-aarch64 -cpu cortex-a53" TEST_REDUCED=1 test
 
 # 32-bit Arm (size_t is 32 bits there): the suite under qemu-arm, built
 # without NEON so only the scalar paths run; this is where the checked size
 # arithmetic meets its limits.
 check-arm32:
-	$(MAKE) CROSS_COMPILE=arm-linux-gnueabihf- BUILD=build/armhf \
+	$(MAKE) CROSS_COMPILE=arm-linux-gnueabihf- BUILD=build/armhf TEST_SET=scalar \
 	  ARCH_FLAGS="-march=armv7-a -mfpu=vfpv3-d16" RUN="qemu-arm" TEST_REDUCED=1 test
 
 deps:

@@ -5,10 +5,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int test_flag(const char *name)
+{
+    const char *r = getenv(name);
+    return r && *r && strcmp(r, "0") != 0;
+}
+
 int test_reduced(void)
 {
-    const char *r = getenv("PMPD_TEST_REDUCED");
-    return r && *r && strcmp(r, "0") != 0;
+    return test_flag("PMPD_TEST_REDUCED");
+}
+
+int test_emulated(void)
+{
+    return test_flag("PMPD_TEST_EMULATED");
 }
 
 const char *test_shared_dir(void)

@@ -16,6 +16,13 @@ const char *test_shared_dir(void);
  * sizes (the native run keeps the full ones). */
 int test_reduced(void);
 
+/* 1 when PMPD_TEST_EMULATED is set likewise: make check sets it where the
+ * tests run under qemu (RUN), tens of times slower than natively.  Tests
+ * leave out there the heaviest work that depends on nothing the target
+ * changes (offline encoders, planners); the native and sanitizer runs keep
+ * it. */
+int test_emulated(void);
+
 /* Worker stacks for the tests that run products and sessions on small
  * ones: PMPD_WORKER_STACK_BYTES, or 16 times it in sanitizer builds, whose
  * instrumented frames are several times larger. */
