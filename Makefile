@@ -88,7 +88,13 @@ TEST_NAMES_scalar := $(filter-out $(KERNEL_TESTS),$(TEST_NAMES))
 ifeq ($(TEST_NAMES_$(TEST_SET)),)
   $(error TEST_SET must be all, runtime, kernels or scalar)
 endif
-TEST_BIN := $(TEST_NAMES_$(TEST_SET):%=$(BUILD)/tests/test_%)
+# The slowest tests (under emulation, slowest first) start first, so the
+# JOBS parallel runs do not end waiting on one long test.
+SLOW_TESTS := matrix palette quant_model gguf_types w8a8_outliers schedule_solver convert_stream pq_attention \
+  nuq hadamard
+TEST_ORDER := $(foreach t,$(SLOW_TESTS),$(filter $(t),$(TEST_NAMES_$(TEST_SET)))) \
+  $(filter-out $(SLOW_TESTS),$(TEST_NAMES_$(TEST_SET)))
+TEST_BIN := $(TEST_ORDER:%=$(BUILD)/tests/test_%)
 EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/%)
 
 LIB := $(BUILD)/libpmpd.a

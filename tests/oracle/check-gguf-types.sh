@@ -4,7 +4,7 @@
 # weights of std 0.1, the real Llama 2 vocabulary) written by pmpd-mkgguf in
 # that type, converted by pmpd-convert to f32 (pmpd's decoding of the
 # blocks) and continued greedily for 32 tokens from "Once upon a time" by
-# pmpd-run; llama.cpp (tests/oracle/greedy.mjs) continues the same GGUF from
+# pmpd-run; llama.cpp (tests/oracle/agree.mjs) continues the same GGUF from
 # the same ids.
 #
 # The two continuations must agree up to the first disagreement, and there
@@ -44,23 +44,9 @@ PROMPT_IDS="1,9038,2501,263,931" # BOS and the prompt in the Llama 2 vocabulary 
 
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$TMP"
-# greedy.mjs imports node-llama-cpp: run it from beside ORACLE_NPM's modules.
+# agree.mjs imports node-llama-cpp: run it from beside ORACLE_NPM's modules.
 ln -sfn "${ORACLE_NPM:?ORACLE_NPM names the folder holding node_modules}/node_modules" "$TMP/node_modules"
-cp "$here/greedy.mjs" "$TMP/greedy.mjs"
-
-# first_difference OURS THEIRS: OURS is pmpd's continuation (ids, spaces),
-# THEIRS llama.cpp's lines "id margin" for the same positions.  Prints
-# "same" or "POSITION OURS_ID THEIR_ID MARGIN" (POSITION from 0).
-first_difference() {
-    printf '%s\n' "$2" | awk -v ours="$1" '
-        BEGIN { n = split(ours, id, " ") }
-        { got[NR] = $1; margin[NR] = $2 }
-        END {
-            for (i = 1; i <= n; i++)
-                if (i > NR || id[i] != got[i]) { print i - 1, id[i], got[i], margin[i]; exit }
-            print "same"
-        }'
-}
+cp "$here/agree.mjs" "$TMP/agree.mjs"
 
 failed=0
 for type in $TYPES; do
@@ -72,7 +58,7 @@ for type in $TYPES; do
         failed=1
         continue
     fi
-    # --ignore-eos: exactly TOKENS ids, as greedy.mjs gives (pmpd-run stops at
+    # --ignore-eos: exactly TOKENS ids (pmpd-run stops at
     # BOS, EOS and end-of-turn otherwise).
     ids=$("$BUILD/pmpd-run" "$pmpd" -p "$PROMPT" -n $TOKENS -t 0 --ids --ignore-eos 2>/dev/null)
     prompt_part=$(echo "$ids" | cut -d' ' -f1-5 | tr ' ' ',')
@@ -82,28 +68,18 @@ for type in $TYPES; do
         failed=1
         continue
     fi
-    # Walk pmpd's tokens: at = how many are checked, context = llama.cpp's prompt.
-    at=0 context=$PROMPT_IDS first="" excuses="" verdict=OK
-    while [ $at -lt $TOKENS ]; do
-        rest=$(echo "$ours" | cut -d' ' -f$((at + 1))-)
-        theirs=$(node "$TMP/greedy.mjs" "$gguf" $((TOKENS - at)) "$context") || { verdict="FAIL: llama.cpp failed"; break; }
-        diff=$(first_difference "$rest" "$theirs")
-        if [ "$diff" = same ]; then
-            break
-        fi
-        set -- $diff
-        position=$((at + $1))
-        [ -n "$first" ] || first=$position
-        if awk -v m="$4" -v b="$MARGIN_BOUND" 'BEGIN { exit !(m + 0 < b + 0) }'; then
-            excuses="$excuses token $((position + 1)): pmpd $2, llama.cpp $3 (margin $4);"
-        else
-            verdict="FAIL at token $((position + 1)): pmpd $2, llama.cpp $3 with margin $4 >= $MARGIN_BOUND"
-            break
-        fi
-        # Go on from pmpd's context including its token at `position`.
-        context="$PROMPT_IDS,$(echo "$ours" | cut -d' ' -f1-$((position + 1)) | tr ' ' ',')"
-        at=$((position + 1))
-    done
+    # The walk (agree.mjs): each disagreement as "excused|failed POSITION
+    # OURS THEIRS MARGIN" (POSITION from 0), then "first N".
+    walk=$(node "$TMP/agree.mjs" "$gguf" "$PROMPT_IDS" "$(echo "$ours" | tr ' ' ',')" "$MARGIN_BOUND") || {
+        echo "check-gguf-types: $type: FAIL: llama.cpp failed"
+        failed=1
+        continue
+    }
+    first=$(printf '%s\n' "$walk" | awk '$1 == "first" { print $2 }')
+    excuses=$(printf '%s\n' "$walk" | awk '$1 == "excused" {
+        printf " token %d: pmpd %s, llama.cpp %s (margin %s);", $2 + 1, $3, $4, $5 }')
+    verdict=$(printf '%s\n' "$walk" | awk -v b="$MARGIN_BOUND" '$1 == "failed" {
+        printf "FAIL at token %d: pmpd %s, llama.cpp %s with margin %s >= %s", $2 + 1, $3, $4, $5, b }')
     n_excused=$(printf '%s' "$excuses" | tr -cd ';' | wc -c)
     case $verdict in
         FAIL*)
