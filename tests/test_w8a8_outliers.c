@@ -268,9 +268,16 @@ static void test_stories260k_outliers(void **state)
     check_model("models/stories260K.bin");
 }
 
+/* A second shape (4 KV heads); natively and under the sanitizers only
+ * (20 s under qemu, whose kernels the stories260K run and the brute-force
+ * shadow sum above already check there). */
 static void test_llama2xs_outliers(void **state)
 {
     (void)state;
+    if (test_emulated()) {
+        print_message("emulated run: llama2xs is checked natively\n");
+        skip();
+    }
     check_model("models/llama2xs_d64_h192_model.bin");
 }
 
