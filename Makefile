@@ -306,16 +306,19 @@ build/fuzz/libfuzzer-%: fuzz/fuzz_%.c $(FUZZ_ARCHIVE)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_ARCHIVE) -lm -pthread
 
-# Replays every seed and every past crasher, then fuzzes each harness briefly.
+# Replays every seed and every past crasher, then fuzzes each harness
+# briefly; JOBS harnesses at a time, each one's replay output printed whole.
 FUZZ_SMOKE_SECONDS ?= 5
 fuzz-replay: $(FUZZ_NAMES:%=build/fuzz/replay-%) $(FUZZ_NAMES:%=build/fuzz/libfuzzer-%)
-	@set -e; for n in $(FUZZ_NAMES); do \
-	  echo "== replay $$n"; ./build/fuzz/replay-$$n fuzz/corpus/$$n fuzz/regressions/$$n; \
+	@printf '%s\n' $(FUZZ_NAMES) | xargs -P $(JOBS) -I{} sh -c 'n={}; \
+	  if ./build/fuzz/replay-$$n fuzz/corpus/$$n fuzz/regressions/$$n > build/fuzz/$$n.replay.log 2>&1; \
+	  then echo "== replay $$n"; cat build/fuzz/$$n.replay.log; \
+	  else echo "== replay $$n: FAILED"; cat build/fuzz/$$n.replay.log; exit 255; fi; \
 	  mkdir -p build/fuzz/work/$$n; \
 	  ./build/fuzz/libfuzzer-$$n -max_total_time=$(FUZZ_SMOKE_SECONDS) -print_final_stats=0 \
 	    $$( [ -f fuzz/$$n.dict ] && echo -dict=fuzz/$$n.dict ) -artifact_prefix=build/fuzz/ \
-	    build/fuzz/work/$$n fuzz/corpus/$$n 2>build/fuzz/$$n.log || { tail -40 build/fuzz/$$n.log; exit 1; }; \
-	done
+	    build/fuzz/work/$$n fuzz/corpus/$$n 2>build/fuzz/$$n.log || \
+	  { echo "== fuzz $$n: FAILED"; tail -40 build/fuzz/$$n.log; exit 255; }'
 
 fuzz: $(FUZZ_NAMES:%=build/fuzz/libfuzzer-%)
 	@set -e; for n in $(FUZZ_NAMES); do \

@@ -38,14 +38,25 @@ if ! cmp -s "$here/package-lock.json" "$npm_dir/package-lock.json" 2>/dev/null |
 fi
 npm_dir=$(cd "$npm_dir" && pwd)
 
+# The checks run JOBS at a time (each is one thread of llama.cpp plus pmpd's
+# tools), each into its own log, printed whole in name order.
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 1)}
+for test in "$here"/check-*.sh; do
+    [ -f "$test" ] || continue
+    name=$(basename "$test" .sh)
+    rm -rf "$BUILD/oracle/$name" && mkdir -p "$BUILD/oracle/$name"
+    printf '%s\n' "$test"
+done | ORACLE_NPM="$npm_dir" BUILD="$BUILD" xargs -P "$JOBS" -I{} sh -c '
+    name=$(basename "{}" .sh) tmp="$BUILD/oracle/$(basename "{}" .sh)"
+    ORACLE_TMP="$tmp" sh "{}" >"$tmp.log" 2>&1; echo $? >"$tmp.status"'
+
 failed=0 ran=0
 for test in "$here"/check-*.sh; do
     [ -f "$test" ] || continue
     name=$(basename "$test" .sh)
-    tmp="$BUILD/oracle/$name"
-    rm -rf "$tmp" && mkdir -p "$tmp"
     echo "== oracle $name"
-    if ORACLE_NPM="$npm_dir" BUILD="$BUILD" ORACLE_TMP="$tmp" sh "$test"; then
+    cat "$BUILD/oracle/$name.log"
+    if [ "$(cat "$BUILD/oracle/$name.status" 2>/dev/null)" = 0 ]; then
         ran=$((ran + 1))
     else
         echo "== oracle $name: FAILED"
