@@ -61,10 +61,9 @@ EXAMPLE_COMMON_OBJ := $(EXAMPLE_COMMON_SRC:%.c=$(BUILD)/obj/%.o)
 # Which tests a run executes (TEST_SET; make check picks per target, so the
 # emulated targets spend their time where they add coverage):
 #   all      every test;
-#   runtime  all but OFFLINE_TESTS: the second target of each word size
-#            (arm64 with -cpu max) runs the runtime, the offline tools
-#            being host-independent C that the native, sanitizer and
-#            32-bit Arm runs cover;
+#   runtime  all but OFFLINE_TESTS (arm64 -cpu max): the offline tools are
+#            host-independent C that the native, sanitizer and 32-bit Arm
+#            runs cover;
 #   kernels  KERNEL_TESTS only: the arm64 CPU without the dot product
 #            (cortex-a53) differs from -cpu max only in the kernels the
 #            build selects;
@@ -220,7 +219,7 @@ check-cli: $(BUILD)/pmpd-run $(BUILD)/pmpd-convert $(BUILD)/pmpd-mkgguf
 	BUILD=$(BUILD) MODELS=$(MODELS) sh tests/cli/check-run.sh
 
 # -g1: line tables for the sanitizers' reports, without the variable
-# descriptions (a third less compile time).
+# descriptions (a third less compile time on a sample of four files).
 check-asan:
 	$(MAKE) BUILD=build/asan SAN=1 CFLAGS="-O1 -g1" TEST_REDUCED=1 test
 
@@ -233,9 +232,9 @@ check-aarch64:
 	$(MAKE) CROSS_COMPILE=$(AARCH64) BUILD=build/aarch64-v8 TEST_SET=kernels \
 	  ARCH_FLAGS="-march=armv8-a" RUN="qemu-aarch64 -cpu cortex-a53" TEST_REDUCED=1 test
 
-# 32-bit Arm (size_t is 32 bits there): the suite under qemu-arm, built
-# without NEON so only the scalar paths run; this is where the checked size
-# arithmetic meets its limits.
+# 32-bit Arm (size_t is 32 bits there): the suite but its kernel tests under
+# qemu-arm, built without NEON so only the scalar paths run; this is where
+# the checked size arithmetic meets its limits.
 check-arm32:
 	$(MAKE) CROSS_COMPILE=arm-linux-gnueabihf- BUILD=build/armhf TEST_SET=scalar \
 	  ARCH_FLAGS="-march=armv7-a -mfpu=vfpv3-d16" RUN="qemu-arm" TEST_REDUCED=1 test

@@ -545,13 +545,13 @@ static void test_synthetic_files(void **state)
         PMPD_GGML_IQ4_NL, PMPD_GGML_Q4_K, PMPD_GGML_Q5_K, PMPD_GGML_Q6_K, PMPD_GGML_IQ4_XS, PMPD_GGML_MIX_Q4_K_M,
     };
     gguf_file ref;
-    size_t k;
-    (void)state;
-    generate("build/test_gguf_types_f32.gguf", PMPD_GGML_F32, &ref);
     /* Under sanitizers (PMPD_TEST_REDUCED) every other type, under
      * emulation every sixth: the decoders are plain C, the native run
      * checks them all, and the mix still brings Q4_K and Q6_K. */
     const size_t step = test_emulated() ? 6 : test_reduced() ? 2 : 1;
+    size_t k;
+    (void)state;
+    generate("build/test_gguf_types_f32.gguf", PMPD_GGML_F32, &ref);
     for (k = 0; k < sizeof types / sizeof types[0]; k += step)
         check_type(types[k], &ref);
     if (test_reduced())

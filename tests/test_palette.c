@@ -443,7 +443,7 @@ static void test_budget_vq(void **state)
     check_budget_widths(types, widths, bad, "vq2.25");
     if (test_emulated()) {
         /* Timing every group in two VQ widths takes most of a minute under
-         * qemu, and a latency measured there means nothing. */
+         * qemu; test_budget_latency still runs the latency budget there. */
         print_message("emulated run: the VQ latency budget is checked natively\n");
         return;
     }

@@ -47,7 +47,7 @@ for test in "$here"/check-*.sh; do
     rm -rf "$BUILD/oracle/$name" && mkdir -p "$BUILD/oracle/$name"
     printf '%s\n' "$test"
 done | ORACLE_NPM="$npm_dir" BUILD="$BUILD" xargs -P "$JOBS" -I{} sh -c '
-    name=$(basename "{}" .sh) tmp="$BUILD/oracle/$(basename "{}" .sh)"
+    tmp="$BUILD/oracle/$(basename "{}" .sh)"
     ORACLE_TMP="$tmp" sh "{}" >"$tmp.log" 2>&1; echo $? >"$tmp.status"'
 
 failed=0 ran=0
