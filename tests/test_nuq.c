@@ -283,16 +283,27 @@ static void test_prepared_input(void **state)
                     word = pmpd_splitmix64_next(&seed);
                 rotated[c] = word >> (c % 64) & 1 ? -x[t * m.cols + c] : x[t * m.cols + c];
             }
+            double sum = 0, magnitude = 0;
+            float got;
             pmpd_hadamard(rotated, m.rotation, 0);
             for (b = 0; b < blocks; b++) {
                 int8_t q[32];
                 float d;
+                int block_sum = 0, j;
                 reference_block(rotated + 32 * b, q, &d);
                 if (memcmp(q, pmpd_nuq_act_q(&m, act, n_tokens) + t * m.padded + 32 * b, 32) != 0 ||
                     memcmp(&d, pmpd_nuq_act_d(&m, act, n_tokens) + t * blocks + b, sizeof d) != 0)
                     fail_msg("width %zu token %zu block %zu: prepared input differs from the reference", widths[wi],
                              t, b);
+                for (j = 0; j < 32; j++)
+                    block_sum += q[j];
+                sum += (double)d * block_sum;
+                magnitude += fabs((double)d * block_sum);
             }
+            /* The token's quantized x' summed, as the biased kernels take it off. */
+            got = pmpd_nuq_act_sum(&m, act, n_tokens)[t];
+            if (isnan(sum) ? !isnan(got) : fabs(got - sum) > 1e-6 * magnitude + 1e-30)
+                fail_msg("width %zu token %zu: prepared sum %g, reference %g", widths[wi], t, (double)got, sum);
         }
         free(data);
         free(x);

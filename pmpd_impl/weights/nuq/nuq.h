@@ -3,8 +3,9 @@
  * 002's NUQ, the scalar member of Q-Palette).  A row rotated by a random
  * sign flip and a Hadamard transform has nearly Gaussian entries whatever
  * its outliers were, so each entry is stored as the b-bit code of the
- * nearest of the 2^b Lloyd-Max levels of N(0, 1) (nuq_levels.c; normalized
- * MSE 0.1175, 0.0345, 0.0095 at 2, 3, 4 bits) times one scale per row.
+ * nearest of the 2^b Lloyd-Max levels of N(0, 1) (on an integer grid,
+ * nuq_levels.c; normalized MSE 0.1175, 0.0346, 0.0095 at 2, 3, 4 bits)
+ * times one scale per row.
  * Codes are sign-magnitude: the top bit is the sign, the others index the
  * positive levels increasing (L[k] for code k is pmpd_nuq_levels' entry k).
  *
@@ -19,8 +20,10 @@
  * q, k and v (and gate and up) read one input with the same signs and
  * share one rotation (nuq_format.c).
  *
- * Layout (version 1), little-endian:
- *   64-byte header: "NUQW", u32 version 1, u32 rows, u32 cols, u32 bits (2,
+ * Layout (version 2: levels of at most 64 units, nuq_levels.c; version 1
+ * files, made with the former levels of up to 127 units, are refused),
+ * little-endian:
+ *   64-byte header: "NUQW", u32 version 2, u32 rows, u32 cols, u32 bits (2,
  *     3 or 4), u32 rotation (pmpd_rotated_rotation_fits), u64 seed of the
  *     signs, then zeros
  *   f32 scale[rows] (finite, >= 0), padded with zeros to 64 bytes
@@ -47,7 +50,7 @@
 #include "pmpd_impl/weights/rotated/rotated.h"
 
 #define PMPD_NUQ_HEADER_BYTES PMPD_ROTATED_HEADER_BYTES
-#define PMPD_NUQ_VERSION 1
+#define PMPD_NUQ_VERSION 2
 #define PMPD_NUQ_BLOCK 32 /* rotated columns per block of indices */
 #define PMPD_NUQ_MIN_BITS 2
 #define PMPD_NUQ_MAX_BITS 4
@@ -137,6 +140,11 @@ static inline const float *pmpd_nuq_act_d(const pmpd_nuq_matrix *m, const void *
 {
     const pmpd_rotated r = pmpd_nuq_rotated(m);
     return pmpd_rotated_act_d(&r, act, n_tokens);
+}
+static inline const float *pmpd_nuq_act_sum(const pmpd_nuq_matrix *m, const void *act, size_t n_tokens)
+{
+    const pmpd_rotated r = pmpd_nuq_rotated(m);
+    return pmpd_rotated_act_sum(&r, act, n_tokens);
 }
 
 /* Rotates and quantizes tokens [begin, end) of x (n_tokens rows of cols

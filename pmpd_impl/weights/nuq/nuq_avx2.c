@@ -20,34 +20,44 @@
  * With the step's d vector laid out to match, the two products of a row
  * add up in int32 before one conversion and one FMA per row and token.
  *
- * The products are exact (|level|, |x| <= 127: a pair of products fits
- * VPMADDUBSW's int16).  VPMADDUBSW multiplies unsigned by signed bytes;
- * the unsigned side is shared where it can be:
- *   2 and 4 bits: |x| (per token, once per tile) times w with x's sign
- *           (VPSIGNB, one per row and vector);
- *   3 bits: the looked-up magnitude times x, negated under the code's sign
- *           bit (VPBLENDVB between x and -x, the latter per token).  The
- *           sign word's bit 4 i + v (column 8 v + i, nuq.h) is brought to
- *           bit 7 of its weight's byte by one VPSLLVD of the pair's two
- *           sign words (each dword by one of the four counts a lane needs)
- *           and one PSHUFB for w[1]; w[0]'s sign sits one bit lower, so
- *           one VPADDB doubles the bytes into its mask.
- * VPMADDWD with ones then widens to int32 and the two vectors' sums add.
- * Where the target has VNNI (AVX-VNNI, or AVX-512 VNNI and VL in a build
- * with the AVX-512 kernels off) VPDPBUSD does the three, and at 2 and 4
- * bits the tables hold 128 + level (unsigned), each row's sums starting
- * from -128 times the activations' sums (per token): no VPSIGNB.
+ * The products are exact.  VPMADDUBSW multiplies unsigned by signed
+ * bytes, and the levels (nuq_levels.c) stay within +-64 units:
+ *   2 and 4 bits: the tables hold bias + level, unsigned (bias 32 at 2
+ *           bits, whose levels are within +-30, 64 at 4 bits, or 128 with
+ *           VNNI), times x as it is; each row's sum starts from -bias times
+ *           the token's quantized x' summed (prepared once per input,
+ *           rotated.h), so the bias costs nothing per step;
+ *   3 bits: the looked-up magnitude (<= 64) times x, negated under the
+ *           code's sign bit (VPBLENDVB between x and -x, the latter per
+ *           token).  The sign word's bit 4 i + v (column 8 v + i, nuq.h)
+ *           is brought to bit 7 of its weight's byte by one VPSLLVD of the
+ *           pair's two sign words (each dword by one of the four counts a
+ *           lane needs) and one PSHUFB for w[1]; w[0]'s sign sits one bit
+ *           lower, so one VPADDB doubles the bytes into its mask.
+ * No VPMADDUBSW pair saturates (at most 2 * 125 * 127).  At 2 and 3 bits
+ * the two vectors' pairs add in int16 before one VPMADDWD with ones
+ * widens them (4 products of at most 62 * 127 or 64 * 127); at 4 bits
+ * each vector is widened on its own.  Where the target has VNNI
+ * (AVX-VNNI, or AVX-512 VNNI and VL in a build with the AVX-512 kernels
+ * off) VPDPBUSD does the multiplies and adds.
  *
- * Per row and pair of blocks that is 14 vector operations at 4 bits, 13
- * at 2 and 20 at 3 (VNNI: 9, 8, 17), against 18, 18 and 28 for the former
- * kernel (one row at a time, a block per step, the weights' magnitude and
- * the activations' sign per row and block).  Without VNNI the loop is
- * bound by the 4 vector pipes (llvm-mca -mcpu=znver3: 11.8 cycles per
- * 4-row step at 4 bits, where 68 vector operations take 17 on the FP
- * pipes; skylake 19, ports 0 and 1).  On one Zen5 thread (AVX2 build) it
- * ran 1.3x the former kernel at 2 and 4 bits and 1.45x at 3 bits, in L2
- * as from RAM (48, 48, 32 G weights/s); with AVX-512 VNNI 1.7-1.9x at 2
- * and 4 bits (60-70 G weights/s). */
+ * Per row and pair of blocks that is 11 vector operations at 2 bits, 13 at
+ * 4 and 17 at 3 (with VNNI one VPDPBUSD per vector instead of its multiply
+ * and widening), against 15, 15 and 19 for the former kernel (the weights'
+ * sign put on the activations per row and vector, one VPMADDWD per
+ * vector, levels up to 127) and 18, 18 and 28 for the one before it (one
+ * row at a time, a block per step).  Without VNNI the loop
+ * is bound by the 4 vector pipes.  The former kernel ran on one Zen5
+ * thread (AVX2 build) at 1.3x the one before at 2 and 4 bits and 1.45x at
+ * 3 bits, in L2 as from RAM (48, 48, 32 G weights/s); with AVX-512 VNNI
+ * 1.7-1.9x at 2 and 4 bits (60-70 G weights/s).  A bias taken off per step
+ * instead (computed per token and step, subtracted in int16 per row) ran
+ * 0.88x the former kernel at 2 bits on a Zen3 core: one register more
+ * than the 16, and GCC spilled a product in every row.  This kernel
+ * against the former on that core (one process, the two alternated, best
+ * of 200 or 4): in L2 (256 x 2048, 512 x 4096) 1.24-1.26x at 2 bits,
+ * 1.17-1.18x at 4, 1.01x at 3; from RAM (65536 x 4096) 1.18x, 1.03-1.05x
+ * and 1.04x. */
 #include "pmpd_impl/weights/nuq/nuq.h"
 #include "pmpd_impl/weights/rotated/rotated_simd.h"
 
@@ -55,25 +65,32 @@
 #include <immintrin.h>
 #include <string.h>
 
-/* With VNNI the 2- and 4-bit tables hold 128 + level (unsigned) and each
- * product starts from -128 times its activations' sum (per token), so
- * that VPDPBUSD takes the weights and activations as they are. */
+/* VPDPBUSD where the target has it (AVX-VNNI, or AVX-512 VNNI and VL). */
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
 #define NUQ_AVX2_DPBUSD _mm256_dpbusd_epi32
-#define NUQ_AVX2_BIAS 128
 #elif PMPD_USE_AVXVNNI
 #define NUQ_AVX2_DPBUSD _mm256_dpbusd_avx_epi32
-#define NUQ_AVX2_BIAS 128
-#else
-#define NUQ_AVX2_BIAS 0
 #endif
 
 #define NUQ_AVX2_INLINE static inline __attribute__((always_inline))
 #define NUQ_AVX2_TOKENS 2 /* tokens of a tile (PMPD_ROTATED_TOKENS_BY_2) */
 
+/* What the 2- and 4-bit tables add to each level (0 at 3 bits, whose
+ * tables hold magnitudes). */
+static inline int nuq_avx2_bias(unsigned bits)
+{
+    if (bits == 3)
+        return 0;
+#ifdef NUQ_AVX2_DPBUSD
+    return 128;
+#else
+    return bits == 2 ? 32 : 64;
+#endif
+}
+
 typedef struct nuq_avx2_consts {
     /* 4 bits: the 16 levels; 2 and 3 bits: the level (3 bits: its
-     * magnitude) of a nibble's low pair, of its high pair */
+     * magnitude) of a nibble's low pair, of its high pair; biased */
     __m256i table[2];
     __m256i low4;     /* 0x0F in every byte */
     __m256i lanes;    /* 2 and 3 bits: VPSRLVQ counts 0, 0, 4, 4 */
@@ -84,21 +101,20 @@ typedef struct nuq_avx2_consts {
 
 /* One token's side of a step. */
 typedef struct nuq_avx2_input {
-    __m256i x[2]; /* the activations in the order of w[0] and w[1] */
-    __m256i u[2]; /* |x| (2 and 4 bits) or -x (3 bits) */
-    __m256i start; /* the int32 sums' start: 0, or with VNNI at 2 and 4 bits -128 sum(x) per lane */
-    __m256 d;     /* each int32 lane's block step */
+    __m256i x[2];       /* the activations in the order of w[0] and w[1] */
+    __m256i negated[2]; /* 3 bits: -x[j], taken under w[j]'s negative codes */
+    __m256 d;           /* each int32 lane's block step */
 } nuq_avx2_input;
 
 static void nuq_avx2_init(unsigned bits, nuq_avx2_consts *k)
 {
     const int8_t *levels = pmpd_nuq_levels_int8(bits);
+    const int bias = nuq_avx2_bias(bits);
     int8_t table[2][16];
     unsigned char spread[32];
     int32_t count[8];
     unsigned p;
     for (p = 0; p < 16; p++) {
-        const int bias = bits == 3 ? 0 : NUQ_AVX2_BIAS;
         table[0][p] = (int8_t)(uint8_t)(bias + (bits == 4 ? levels[p] : levels[p & 3]));
         table[1][p] = (int8_t)(uint8_t)(bias + levels[p >> 2]);
     }
@@ -127,29 +143,34 @@ static inline uint32_t nuq_avx2_load32(const uint8_t *p)
     return v;
 }
 
-/* The exact int32 products of the unsigned bytes u and signed bytes s, in
- * groups of 4, added to acc. */
-NUQ_AVX2_INLINE __m256i nuq_avx2_dot(__m256i acc, __m256i u, __m256i s, const nuq_avx2_consts *k)
+/* The exact int32 products of the unsigned bytes u[j] and signed bytes
+ * s[j], j = 0, 1, in groups of 4 (the lane's 2 x 2 pairs): see the file's
+ * comment for why the int16 sums at 2 and 3 bits cannot overflow. */
+NUQ_AVX2_INLINE __m256i nuq_avx2_dot(unsigned bits, __m256i u0, __m256i s0, __m256i u1, __m256i s1,
+                                     const nuq_avx2_consts *k)
 {
 #ifdef NUQ_AVX2_DPBUSD
+    (void)bits;
     (void)k;
-    return NUQ_AVX2_DPBUSD(acc, u, s);
+    return NUQ_AVX2_DPBUSD(NUQ_AVX2_DPBUSD(_mm256_setzero_si256(), u0, s0), u1, s1);
 #else
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), k->ones));
+    if (bits == 4)
+        return _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(u0, s0), k->ones),
+                                _mm256_madd_epi16(_mm256_maddubs_epi16(u1, s1), k->ones));
+    return _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(u0, s0), _mm256_maddubs_epi16(u1, s1)), k->ones);
 #endif
 }
 
 /* Blocks b and b + 1 of one token (x and d at block b's), or with blocks
  * == 1 block b alone, the other block's activations and step zero. */
-NUQ_AVX2_INLINE nuq_avx2_input nuq_avx2_input_pair(const int8_t *x, const float *d, unsigned bits, unsigned blocks,
-                                                   const nuq_avx2_consts *k)
+NUQ_AVX2_INLINE nuq_avx2_input nuq_avx2_input_pair(const int8_t *x, const float *d, unsigned bits, unsigned blocks)
 {
     const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)x);
     const __m256i b =
         blocks == 2 ? _mm256_loadu_si256((const __m256i *)(const void *)(x + 32)) : _mm256_setzero_si256();
     const __m128 d0 = _mm_set1_ps(d[0]), d1 = blocks == 2 ? _mm_set1_ps(d[1]) : _mm_setzero_ps();
+    const __m256i zero = _mm256_setzero_si256();
     nuq_avx2_input in;
-    unsigned j;
     if (bits == 4) {
         in.x[0] = _mm256_permute2x128_si256(a, b, 0x20);
         in.x[1] = _mm256_permute2x128_si256(a, b, 0x31);
@@ -161,14 +182,11 @@ NUQ_AVX2_INLINE nuq_avx2_input nuq_avx2_input_pair(const int8_t *x, const float 
         in.d = _mm256_setr_m128(pair, pair);
         in.d = _mm256_unpacklo_ps(in.d, in.d);
     }
-    in.start = _mm256_setzero_si256();
-    for (j = 0; j < 2; j++) {
-        in.u[j] = bits == 3 ? _mm256_sub_epi8(_mm256_setzero_si256(), in.x[j]) : _mm256_abs_epi8(in.x[j]);
-        if (bits != 3 && NUQ_AVX2_BIAS != 0)
-            in.start = nuq_avx2_dot(in.start, _mm256_set1_epi8(-128), in.x[j], k);
+    in.negated[0] = in.negated[1] = zero;
+    if (bits == 3) {
+        in.negated[0] = _mm256_sub_epi8(zero, in.x[0]);
+        in.negated[1] = _mm256_sub_epi8(zero, in.x[1]);
     }
-    if (bits != 3 && NUQ_AVX2_BIAS != 0)
-        in.start = _mm256_sub_epi32(_mm256_setzero_si256(), in.start);
     return in;
 }
 
@@ -219,11 +237,10 @@ NUQ_AVX2_INLINE void nuq_avx2_step(const pmpd_nuq_matrix *m, const nuq_avx2_cons
 {
     nuq_avx2_input in[NUQ_AVX2_TOKENS];
     size_t i, t;
-    unsigned j;
 #pragma GCC unroll 2
     for (t = 0; t < nt; t++)
         in[t] = nuq_avx2_input_pair(q + (t0 + t) * m->padded + b * PMPD_NUQ_BLOCK, d + (t0 + t) * n_blocks + b, bits,
-                                    blocks, k);
+                                    blocks);
 #pragma GCC unroll 4
     for (i = 0; i < nr; i++) {
         __m256i w[2], negative[2];
@@ -231,14 +248,10 @@ NUQ_AVX2_INLINE void nuq_avx2_step(const pmpd_nuq_matrix *m, const nuq_avx2_cons
                          negative);
 #pragma GCC unroll 2
         for (t = 0; t < nt; t++) {
-            __m256i sum = in[t].start;
-            for (j = 0; j < 2; j++)
-                if (bits == 3)
-                    sum = nuq_avx2_dot(sum, w[j], _mm256_blendv_epi8(in[t].x[j], in[t].u[j], negative[j]), k);
-                else if (NUQ_AVX2_BIAS != 0)
-                    sum = nuq_avx2_dot(sum, w[j], in[t].x[j], k);
-                else
-                    sum = nuq_avx2_dot(sum, in[t].u[j], _mm256_sign_epi8(w[j], in[t].x[j]), k);
+            const __m256i sum =
+                bits == 3 ? nuq_avx2_dot(bits, w[0], _mm256_blendv_epi8(in[t].x[0], in[t].negated[0], negative[0]),
+                                         w[1], _mm256_blendv_epi8(in[t].x[1], in[t].negated[1], negative[1]), k)
+                          : nuq_avx2_dot(bits, w[0], in[t].x[0], w[1], in[t].x[1], k);
             acc[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), in[t].d, acc[i][t]);
         }
     }
@@ -246,14 +259,17 @@ NUQ_AVX2_INLINE void nuq_avx2_step(const pmpd_nuq_matrix *m, const nuq_avx2_cons
 
 /* Rows r0 + i stride (i < nr <= 4) times tokens t0..t0+nt-1 (nt <= 2). */
 NUQ_AVX2_INLINE void nuq_avx2_tile(const pmpd_nuq_matrix *m, const nuq_avx2_consts *k, unsigned bits, const int8_t *q,
-                                   const float *d, size_t n_blocks, size_t r0, size_t stride, size_t nr, size_t t0,
-                                   size_t nt, float *y, size_t ldy)
+                                   const float *d, const float *sum, size_t n_blocks, size_t r0, size_t stride,
+                                   size_t nr, size_t t0, size_t nt, float *y, size_t ldy)
 {
-    const float unit = pmpd_nuq_unit(bits);
+    const float unit = pmpd_nuq_unit(bits), bias = (float)nuq_avx2_bias(bits);
     nuq_avx2_sums acc;
+#define NUQ_AVX2_START(t) _mm256_setr_ps(-bias * sum[t], 0, 0, 0, 0, 0, 0, 0)
 #define NUQ_AVX2_STEP(b, blocks) nuq_avx2_step(m, k, bits, q, d, n_blocks, b, blocks, r0, stride, nr, t0, nt, acc)
-    PMPD_ROTATED_AVX2_TILE(acc, n_blocks, NUQ_AVX2_STEP, m->scale, unit, r0, stride, nr, t0, nt, y, ldy);
+    PMPD_ROTATED_AVX2_TILE(acc, NUQ_AVX2_START, n_blocks, NUQ_AVX2_STEP, m->scale, unit, r0, stride, nr, t0, nt, y,
+                           ldy);
 #undef NUQ_AVX2_STEP
+#undef NUQ_AVX2_START
 }
 
 /* One width's loop, with bits a constant after inlining. */
@@ -261,11 +277,12 @@ NUQ_AVX2_INLINE void nuq_avx2_rows(const pmpd_nuq_matrix *m, unsigned bits, cons
                                    size_t row_begin, size_t row_end, float *y, size_t ldy)
 {
     const int8_t *q = pmpd_nuq_act_q(m, act, n_tokens);
-    const float *d = pmpd_nuq_act_d(m, act, n_tokens);
+    const float *d = pmpd_nuq_act_d(m, act, n_tokens), *sum = pmpd_nuq_act_sum(m, act, n_tokens);
     const size_t n_blocks = m->padded / PMPD_NUQ_BLOCK;
     nuq_avx2_consts k;
     nuq_avx2_init(bits, &k);
-#define NUQ_AVX2_TILE(r0, stride, nr, t0, nt) nuq_avx2_tile(m, &k, bits, q, d, n_blocks, r0, stride, nr, t0, nt, y, ldy)
+#define NUQ_AVX2_TILE(r0, stride, nr, t0, nt)                                                                      \
+    nuq_avx2_tile(m, &k, bits, q, d, sum, n_blocks, r0, stride, nr, t0, nt, y, ldy)
     PMPD_ROTATED_TILE_GRID(row_begin, row_end, PMPD_ROTATED_ROWS, n_tokens, PMPD_ROTATED_TOKENS_BY_2, NUQ_AVX2_TILE);
 #undef NUQ_AVX2_TILE
 }
@@ -284,5 +301,4 @@ PMPD_INTERNAL void pmpd_nuq_matmul(const pmpd_nuq_matrix *m, const void *act, si
 #undef NUQ_AVX2_TOKENS
 #undef NUQ_AVX2_INLINE
 #undef NUQ_AVX2_DPBUSD
-#undef NUQ_AVX2_BIAS
 #endif

@@ -9,28 +9,34 @@
  * magnitude index (the encoder picks the two apart). */
 #include "pmpd_impl/weights/nuq/nuq.h"
 
-/* The levels as int8 multiples of one unit per width (the largest level
- * is 127 units), so the product's inner sums are exact integer
- * multiply-adds; rounding moves the MSE by at most 0.15% (0.117482,
- * 0.034590, 0.009514). */
-static const int8_t pmpd_nuq_int8_2[16] = {38, 127, -38, -127};
-static const int8_t pmpd_nuq_int8_3[16] = {14, 45, 79, 127, -14, -45, -79, -127};
-static const int8_t pmpd_nuq_int8_4[16] = {6, 18, 31, 44, 58, 75, 96, 127, -6, -18, -31, -44, -58, -75, -96, -127};
+/* The levels as int8 multiples of one unit per width, so the product's
+ * inner sums are exact integer multiply-adds.  No level exceeds 64 units
+ * (30 at 2 bits): four products of a level and an int8 activation then
+ * fit an int16 (4 * 64 * 127 = 32512), and biased by 64 (32 at 2 bits) a
+ * level is an unsigned byte whose VPMADDUBSW pairs cannot saturate
+ * (nuq_avx2.c).  Each grid is the one within those bounds closest in MSE
+ * to the Lloyd-Max levels (searched around the rounded levels), its unit
+ * the MSE-optimal one: MSE on N(0, 1) 0.117482, 0.034593, 0.009522
+ * (format version 1's grids of up to 127 units: 0.117482, 0.034590,
+ * 0.009514). */
+static const int8_t pmpd_nuq_int8_2[16] = {9, 30, -9, -30};
+static const int8_t pmpd_nuq_int8_3[16] = {7, 22, 40, 64, -7, -22, -40, -64};
+static const int8_t pmpd_nuq_int8_4[16] = {3, 9, 15, 21, 28, 36, 46, 61, -3, -9, -15, -21, -28, -36, -46, -61};
 
-/* Largest Lloyd-Max level / 127: 1.510417608, 2.151945705, 2.732589571. */
-static const float pmpd_nuq_units[3] = {0.011893052f, 0.0169444544f, 0.0215164533f};
+#define U2 0.0503449962f
+#define U3 0.0336595662f
+#define U4 0.044803232f
+static const float pmpd_nuq_units[3] = {U2, U3, U4};
 
-/* The levels in floats, level k = int8 level k * unit (exact in float). */
-static const float pmpd_nuq_levels_2[4] = {38 * 0.011893052f, 127 * 0.011893052f, -38 * 0.011893052f,
-                                           -127 * 0.011893052f};
-static const float pmpd_nuq_levels_3[8] = {14 * 0.0169444544f,  45 * 0.0169444544f,  79 * 0.0169444544f,
-                                           127 * 0.0169444544f, -14 * 0.0169444544f, -45 * 0.0169444544f,
-                                           -79 * 0.0169444544f, -127 * 0.0169444544f};
-static const float pmpd_nuq_levels_4[16] = {
-    6 * 0.0215164533f,   18 * 0.0215164533f,  31 * 0.0215164533f,  44 * 0.0215164533f,
-    58 * 0.0215164533f,  75 * 0.0215164533f,  96 * 0.0215164533f,  127 * 0.0215164533f,
-    -6 * 0.0215164533f,  -18 * 0.0215164533f, -31 * 0.0215164533f, -44 * 0.0215164533f,
-    -58 * 0.0215164533f, -75 * 0.0215164533f, -96 * 0.0215164533f, -127 * 0.0215164533f};
+/* The levels in floats, level k = int8 level k * unit (the float product). */
+static const float pmpd_nuq_levels_2[4] = {9 * U2, 30 * U2, -9 * U2, -30 * U2};
+static const float pmpd_nuq_levels_3[8] = {7 * U3, 22 * U3, 40 * U3, 64 * U3, -7 * U3, -22 * U3, -40 * U3, -64 * U3};
+static const float pmpd_nuq_levels_4[16] = {3 * U4,  9 * U4,  15 * U4,  21 * U4,  28 * U4,  36 * U4,
+                                            46 * U4, 61 * U4, -3 * U4,  -9 * U4,  -15 * U4, -21 * U4,
+                                            -28 * U4, -36 * U4, -46 * U4, -61 * U4};
+#undef U2
+#undef U3
+#undef U4
 
 PMPD_INTERNAL const float *pmpd_nuq_levels(unsigned bits)
 {

@@ -162,12 +162,20 @@ PMPD_INTERNAL void pmpd_rotated_prepare_tokens(const pmpd_rotated *r, const floa
     const size_t blocks = r->padded / PMPD_ROTATED_BLOCK;
     int8_t *q = (int8_t *)act;
     float *d = (float *)(uintptr_t)pmpd_rotated_act_d(r, act, n_tokens);
-    size_t t, b;
+    float *sum = (float *)(uintptr_t)pmpd_rotated_act_sum(r, act, n_tokens);
+    size_t t, b, c;
     for (t = begin; t < end; t++) {
+        double total = 0;
         pmpd_rotated_rotate(r, x + t * r->cols, work);
-        for (b = 0; b < blocks; b++)
-            rotated_quantize_block(work + b * PMPD_ROTATED_BLOCK, q + t * r->padded + b * PMPD_ROTATED_BLOCK,
-                                   d + t * blocks + b);
+        for (b = 0; b < blocks; b++) {
+            int8_t *block = q + t * r->padded + b * PMPD_ROTATED_BLOCK;
+            int32_t block_sum = 0;
+            rotated_quantize_block(work + b * PMPD_ROTATED_BLOCK, block, d + t * blocks + b);
+            for (c = 0; c < PMPD_ROTATED_BLOCK; c++)
+                block_sum += block[c];
+            total += (double)d[t * blocks + b] * block_sum;
+        }
+        sum[t] = (float)total;
     }
 }
 

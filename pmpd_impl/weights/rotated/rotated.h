@@ -15,6 +15,11 @@
  * The prepared input of n_tokens tokens (in the caller's scratch):
  *   int8  q[n_tokens][padded]       x' in blocks of 32: q = round(x' / d)
  *   float d[n_tokens][padded / 32]  d = the block's max |x'| / 127
+ *   float sum[n_tokens]             the sum over blocks of d times the
+ *                                   block's sum of q: x' summed as
+ *                                   quantized, so that a kernel that biases
+ *                                   its weights into unsigned bytes takes
+ *                                   bias * sum off once per row
  * x' itself lives only in a per-thread buffer of padded floats while a
  * token is rotated.
  */
@@ -77,7 +82,7 @@ PMPD_INTERNAL int pmpd_rotated_rotation_fits(uint64_t cols, uint64_t rotation);
 
 static inline size_t pmpd_rotated_act_bytes(const pmpd_rotated *r, size_t n_tokens)
 {
-    return n_tokens * r->padded + n_tokens * (r->padded / PMPD_ROTATED_BLOCK) * sizeof(float);
+    return n_tokens * r->padded + n_tokens * (r->padded / PMPD_ROTATED_BLOCK + 1) * sizeof(float);
 }
 static inline const int8_t *pmpd_rotated_act_q(const void *act)
 {
@@ -86,6 +91,10 @@ static inline const int8_t *pmpd_rotated_act_q(const void *act)
 static inline const float *pmpd_rotated_act_d(const pmpd_rotated *r, const void *act, size_t n_tokens)
 {
     return (const float *)(const void *)((const int8_t *)act + n_tokens * r->padded);
+}
+static inline const float *pmpd_rotated_act_sum(const pmpd_rotated *r, const void *act, size_t n_tokens)
+{
+    return pmpd_rotated_act_d(r, act, n_tokens) + n_tokens * (r->padded / PMPD_ROTATED_BLOCK);
 }
 
 /* Fills signs[0..words) with the sign bits of columns 64 w .. 64 w + 63. */

@@ -41,9 +41,10 @@ PMPD_INTERNAL pmpd_status pmpd_rotated_scratch_bytes(size_t padded, size_t n_tok
                                                      size_t *bytes)
 {
     size_t act, work;
-    /* Per token the int8 steps and a float per block, then per thread one
-     * rotated token in floats. */
-    if (!pmpd_checked_mul(n_tokens, padded + padded / PMPD_ROTATED_BLOCK * sizeof(float), &act) ||
+    /* Per token the int8 steps, a float per block and the token's sum
+     * (pmpd_rotated_act_bytes), then per thread one rotated token in
+     * floats. */
+    if (!pmpd_checked_mul(n_tokens, padded + (padded / PMPD_ROTATED_BLOCK + 1) * sizeof(float), &act) ||
         !pmpd_checked_mul3(n_threads ? n_threads : 1, padded, sizeof(float), &work) ||
         !pmpd_checked_add(act, work, bytes))
         return PMPD_ERR_OVERFLOW;

@@ -94,14 +94,15 @@ static inline float pmpd_rotated_avx2_sum(__m256 v)
 }
 
 /* A tile of the AVX2 kernels, which go over the blocks in pairs (one per
- * 128-bit lane): acc[0..nr)[0..nt) from zero, STEP(b, 2) for each pair of
- * blocks from b, STEP(b, 1) for a last lone block, then the store. */
-#define PMPD_ROTATED_AVX2_TILE(acc, n_blocks, STEP, scale, unit, r0, stride, nr, t0, nt, y, ldy)                   \
+ * 128-bit lane): acc[i][t] from START(t0 + t) for i < nr, t < nt, STEP(b,
+ * 2) for each pair of blocks from b, STEP(b, 1) for a last lone block,
+ * then the store. */
+#define PMPD_ROTATED_AVX2_TILE(acc, START, n_blocks, STEP, scale, unit, r0, stride, nr, t0, nt, y, ldy)            \
     do {                                                                                                           \
         size_t pmpd_zi_, pmpd_zt_, pmpd_b_;                                                                        \
         _Pragma("GCC unroll 4") for (pmpd_zi_ = 0; pmpd_zi_ < (nr); pmpd_zi_++)                                    \
             _Pragma("GCC unroll 4") for (pmpd_zt_ = 0; pmpd_zt_ < (nt); pmpd_zt_++)                                \
-                (acc)[pmpd_zi_][pmpd_zt_] = _mm256_setzero_ps();                                                   \
+                (acc)[pmpd_zi_][pmpd_zt_] = START((t0) + pmpd_zt_);                                                \
         for (pmpd_b_ = 0; pmpd_b_ + 2 <= (n_blocks); pmpd_b_ += 2)                                                 \
             STEP(pmpd_b_, 2);                                                                                      \
         if (pmpd_b_ < (n_blocks))                                                                                  \

@@ -265,7 +265,10 @@ VQ_AVX2_INLINE void vq_avx2_tile(const pmpd_vq_matrix *m, const vq_avx2_consts *
 {
     vq_avx2_sums acc;
 #define VQ_AVX2_STEP(b, blocks) vq_avx2_step(m, k, pair_bits, q, d, n_blocks, b, blocks, r0, stride, nr, t0, nt, acc)
-    PMPD_ROTATED_AVX2_TILE(acc, n_blocks, VQ_AVX2_STEP, m->scale, k->unit, r0, stride, nr, t0, nt, y, ldy);
+#define VQ_AVX2_START(t) _mm256_setzero_ps()
+    PMPD_ROTATED_AVX2_TILE(acc, VQ_AVX2_START, n_blocks, VQ_AVX2_STEP, m->scale, k->unit, r0, stride, nr, t0, nt, y,
+                           ldy);
+#undef VQ_AVX2_START
 #undef VQ_AVX2_STEP
 }
 
