@@ -41,12 +41,13 @@
  * (AVX-VNNI, or AVX-512 VNNI and VL in a build with the AVX-512 kernels
  * off) VPDPBUSD does the multiplies and adds.
  *
- * Per row and pair of blocks that is 11 vector operations at 2 bits, 13 at
- * 4 and 17 at 3 (with VNNI one VPDPBUSD per vector instead of its multiply
- * and widening), against 15, 15 and 19 for the former kernel (the weights'
- * sign put on the activations per row and vector, one VPMADDWD per
- * vector, levels up to 127) and 18, 18 and 28 for the one before it (one
- * row at a time, a block per step).  Without VNNI the loop
+ * Per row and pair of blocks that is 10 vector operations besides loads at
+ * 2 bits, 12 at 4 and 17 at 3 (with VNNI one VPDPBUSD per vector instead of
+ * its multiply and widening), against 13, 14 and 20 for the former kernel
+ * (the weights' sign put on the activations per row and vector, one
+ * VPMADDWD per vector, levels up to 127, the 3-bit planes and sign words
+ * put together by inserts and general registers) and 18, 18 and 28 for
+ * the one before it (one row at a time, a block per step).  Without VNNI the loop
  * is bound by the 4 vector pipes.  The former kernel ran on one Zen5
  * thread (AVX2 build) at 1.3x the one before at 2 and 4 bits and 1.45x at
  * 3 bits, in L2 as from RAM (48, 48, 32 G weights/s); with AVX-512 VNNI
@@ -56,8 +57,8 @@
  * than the 16, and GCC spilled a product in every row.  This kernel
  * against the former on that core (one process, the two alternated, best
  * of 200 or 4): in L2 (256 x 2048, 512 x 4096) 1.24-1.26x at 2 bits,
- * 1.17-1.18x at 4, 1.01x at 3; from RAM (65536 x 4096) 1.18x, 1.03-1.05x
- * and 1.04x. */
+ * 1.17-1.18x at 4, 1.11-1.15x at 3; from RAM (65536 x 4096) 1.18x at 2
+ * bits, 1.03-1.05x at 4. */
 #include "pmpd_impl/weights/nuq/nuq.h"
 #include "pmpd_impl/weights/rotated/rotated_simd.h"
 
@@ -143,6 +144,13 @@ static inline uint32_t nuq_avx2_load32(const uint8_t *p)
     return v;
 }
 
+static inline uint64_t nuq_avx2_load64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
 /* The exact int32 products of the unsigned bytes u[j] and signed bytes
  * s[j], j = 0, 1, in groups of 4 (the lane's 2 x 2 pairs): see the file's
  * comment for why the int16 sums at 2 and 3 bits cannot overflow. */
@@ -204,22 +212,23 @@ NUQ_AVX2_INLINE void nuq_avx2_weights(const uint8_t *codes, unsigned bits, unsig
         w[1] = _mm256_shuffle_epi8(k->table[0], _mm256_and_si256(_mm256_srli_epi16(v, 4), k->low4));
         return;
     }
-    {
-        const size_t next = 4 * (size_t)bits;
+    if (bits == 2) {
         const __m128i planes =
-            bits == 2 && blocks == 2
-                ? _mm_loadu_si128((const __m128i *)(const void *)codes) /* the two planes are adjacent */
-                : _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(const void *)codes),
-                                     blocks == 2 ? _mm_loadl_epi64((const __m128i *)(const void *)(codes + next))
-                                                 : _mm_setzero_si128());
+            blocks == 2 ? _mm_loadu_si128((const __m128i *)(const void *)codes) /* the two planes are adjacent */
+                        : _mm_loadl_epi64((const __m128i *)(const void *)codes);
         c = _mm256_broadcastsi128_si256(planes);
-        if (bits == 3) {
-            const uint64_t signs = (uint64_t)nuq_avx2_load32(codes + 8) |
-                                   (blocks == 2 ? (uint64_t)nuq_avx2_load32(codes + next + 8) << 32 : 0);
-            negative[1] = _mm256_shuffle_epi8(_mm256_sllv_epi32(_mm256_set1_epi64x((long long)signs), k->count),
-                                              k->spread);
-            negative[0] = _mm256_add_epi8(negative[1], negative[1]); /* w[0]'s sign bit was one below */
-        }
+    } else {
+        /* Each block's plane (8 bytes) and sign word (4) broadcast from
+         * memory, the two blocks' merged by one VPBLENDD each: the loads
+         * take no vector ALU operation, where an insert of the second plane
+         * and a sign word built in a general register took 4. */
+        const __m256i zero = _mm256_setzero_si256();
+        const __m256i plane1 = blocks == 2 ? _mm256_set1_epi64x((long long)nuq_avx2_load64(codes + 12)) : zero;
+        const __m256i sign1 = blocks == 2 ? _mm256_set1_epi32((int)nuq_avx2_load32(codes + 20)) : zero;
+        const __m256i signs = _mm256_blend_epi32(_mm256_set1_epi32((int)nuq_avx2_load32(codes + 8)), sign1, 0xAA);
+        c = _mm256_blend_epi32(_mm256_set1_epi64x((long long)nuq_avx2_load64(codes)), plane1, 0xCC);
+        negative[1] = _mm256_shuffle_epi8(_mm256_sllv_epi32(signs, k->count), k->spread);
+        negative[0] = _mm256_add_epi8(negative[1], negative[1]); /* w[0]'s sign bit was one below */
     }
     c = _mm256_and_si256(_mm256_srlv_epi64(c, k->lanes), k->low4);
     for (j = 0; j < 2; j++)
