@@ -21,6 +21,7 @@
  * in L1 across the token tiles.
  */
 #include "pmpd_impl/weights/grouped/qmatmul.h"
+#include "pmpd_impl/weights/grouped/qwalk.h"
 
 #if PMPD_USE_AVX2
 
@@ -244,42 +245,15 @@ PMPD_AVX2_INLINE void pmpd_avx2_gemv(uint32_t type, const pmpd_qmatrix *w, const
     pmpd_avx2_store(_mm256_add_ps(even, odd), y, ldy, t, rb * PMPD_QROWS, row_end);
 }
 
-/* The decode GEMVs' walk (one token): the range's row blocks are cut into
- * four quarters and tile i computes row block i of every quarter side by
- * side, so the weights stream from RAM as four long sequential streams
- * (what the hardware prefetchers keep busy enough to reach the bandwidth;
- * one stream of a kernel this slow does not) and the four row blocks give
- * independent chains.  Streams past the last row block repeat the tile's
- * first and are not stored. */
-typedef struct pmpd_avx2_quarters {
-    size_t rb0, rb_end, tiles;
-} pmpd_avx2_quarters;
-
-static inline pmpd_avx2_quarters pmpd_avx2_quarters_of(size_t row_begin, size_t row_end)
-{
-    pmpd_avx2_quarters q;
-    q.rb0 = row_begin / PMPD_QROWS;
-    q.rb_end = (row_end + PMPD_QROWS - 1) / PMPD_QROWS;
-    q.tiles = (q.rb_end - q.rb0 + 3) / 4;
-    return q;
-}
-
-/* The row block stream j computes in tile i: none (and nothing stored)
- * when it is rb_end or more. */
-static inline size_t pmpd_avx2_quarter_block(const pmpd_avx2_quarters *q, size_t i, size_t j)
-{
-    return q->rb0 + i + j * q->tiles;
-}
-
-/* Tile i's four row blocks' weights (the tile's first for a stream with
- * none). */
-PMPD_AVX2_INLINE void pmpd_avx2_quarter_blocks(const pmpd_qmatrix *w, const pmpd_avx2_quarters *q, size_t i,
-                                               const unsigned char **blocks)
+/* Tile i of the decode GEMVs' walk (qwalk.h): its four row blocks'
+ * weights (the tile's first for a stream with none). */
+PMPD_AVX2_INLINE void pmpd_avx2_tile_blocks(const pmpd_qmatrix *w, const pmpd_qwalk *q, size_t i,
+                                            const unsigned char **blocks)
 {
     size_t j;
 #pragma GCC unroll 4
-    for (j = 0; j < 4; j++) {
-        size_t rb = pmpd_avx2_quarter_block(q, i, j);
+    for (j = 0; j < PMPD_QWALK_STREAMS; j++) {
+        size_t rb = pmpd_qwalk_block(q, i, j);
         blocks[j] = pmpd_qformat_block(w, rb < q->rb_end ? rb : q->rb0 + i, 0);
     }
 }
@@ -290,18 +264,18 @@ PMPD_AVX2_INLINE void pmpd_avx2_decode(uint32_t type, const pmpd_qmatrix *w, con
                                        const uint64_t *pairs, size_t row_begin, size_t row_end, float *y)
 {
     const size_t step = pmpd_qformat_block_bytes(type), n_groups = act->n_groups;
-    const pmpd_avx2_quarters q = pmpd_avx2_quarters_of(row_begin, row_end);
+    const pmpd_qwalk q = pmpd_qwalk_of(row_begin, row_end);
     size_t i, j, g;
     for (i = 0; i < q.tiles; i++) {
-        const unsigned char *blocks[4];
-        __m256 acc[4];
-        pmpd_avx2_quarter_blocks(w, &q, i, blocks);
+        const unsigned char *blocks[PMPD_QWALK_STREAMS];
+        __m256 acc[PMPD_QWALK_STREAMS];
+        pmpd_avx2_tile_blocks(w, &q, i, blocks);
 #pragma GCC unroll 4
-        for (j = 0; j < 4; j++)
+        for (j = 0; j < PMPD_QWALK_STREAMS; j++)
             acc[j] = _mm256_setzero_ps();
         for (g = 0; g < n_groups; g++) {
 #pragma GCC unroll 4
-            for (j = 0; j < 4; j++) {
+            for (j = 0; j < PMPD_QWALK_STREAMS; j++) {
                 const unsigned char *block = blocks[j] + g * step;
                 size_t line;
 #pragma GCC unroll 4
@@ -311,8 +285,8 @@ PMPD_AVX2_INLINE void pmpd_avx2_decode(uint32_t type, const pmpd_qmatrix *w, con
             }
         }
 #pragma GCC unroll 4
-        for (j = 0; j < 4; j++) {
-            size_t rb = pmpd_avx2_quarter_block(&q, i, j);
+        for (j = 0; j < PMPD_QWALK_STREAMS; j++) {
+            size_t rb = pmpd_qwalk_block(&q, i, j);
             if (rb < q.rb_end)
                 pmpd_avx2_store(acc[j], y, 0, 0, rb * PMPD_QROWS, row_end);
         }
@@ -444,14 +418,14 @@ PMPD_AVX2_INLINE void pmpd_avx2_q2cb_decode(const pmpd_qmatrix *w, const pmpd_qa
                                             size_t row_begin, size_t row_end, float *y)
 {
     const size_t n_groups = act->n_groups;
-    const pmpd_avx2_quarters q = pmpd_avx2_quarters_of(row_begin, row_end);
+    const pmpd_qwalk q = pmpd_qwalk_of(row_begin, row_end);
     size_t i, j, g;
     for (i = 0; i < q.tiles; i++) {
         const unsigned char *blocks[4];
         __m256 acc[2];
         float lanes[16];
         acc[0] = acc[1] = _mm256_setzero_ps();
-        pmpd_avx2_quarter_blocks(w, &q, i, blocks);
+        pmpd_avx2_tile_blocks(w, &q, i, blocks);
         for (g = 0; g < n_groups; g++)
             pmpd_avx2_q2cb_group(blocks, act, pairs, g, acc);
         _mm256_storeu_ps(lanes, acc[0]);
@@ -460,7 +434,7 @@ PMPD_AVX2_INLINE void pmpd_avx2_q2cb_decode(const pmpd_qmatrix *w, const pmpd_qa
         for (j = 0; j < 4; j++) {
             /* Block j's rows: lanes 0, 1, 4, 5 (even j) or 2, 3, 6, 7 of its half. */
             const float *l = lanes + 8 * (j / 2) + 2 * (j % 2);
-            const size_t rb = pmpd_avx2_quarter_block(&q, i, j);
+            const size_t rb = pmpd_qwalk_block(&q, i, j);
             float result[4];
             result[0] = l[0];
             result[1] = l[1];

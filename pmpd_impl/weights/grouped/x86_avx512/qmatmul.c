@@ -45,6 +45,7 @@
  * are not stored.
  */
 #include "pmpd_impl/weights/grouped/qmatmul.h"
+#include "pmpd_impl/weights/grouped/qwalk.h"
 
 #if PMPD_QMATMUL_AVX512
 
@@ -56,7 +57,7 @@
 #define PMPD_AVX512_PREFETCH 1024
 #endif
 #define PMPD_AVX512_PREFETCH_HINT _MM_HINT_T1
-#define PMPD_AVX512_TILE 4 /* row blocks per tile, one per stream */
+#define PMPD_AVX512_TILE PMPD_QWALK_STREAMS /* row blocks per tile, one per stream of the walk */
 
 #if defined(__GNUC__)
 #define PMPD_AVX512_INLINE static inline __attribute__((always_inline))
@@ -268,20 +269,20 @@ PMPD_AVX512_INLINE void pmpd_avx512_tile(uint32_t type, const pmpd_qmatrix *w, c
             pmpd_qmatmul_store(y, 0, 0, rbs[j] * PMPD_QROWS, row_end, result + 4 * j);
 }
 
-/* Tile t takes row block t of each quarter of the range. */
+/* Tile t takes row block t of each quarter of the range (qwalk.h). */
 PMPD_AVX512_INLINE void pmpd_avx512_gemv(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
                                          size_t row_begin, size_t row_end, float *y)
 {
     pmpd_avx512_consts k;
-    size_t rb0 = row_begin / PMPD_QROWS, rb_end = (row_end + PMPD_QROWS - 1) / PMPD_QROWS;
-    size_t quarter = (rb_end - rb0 + PMPD_AVX512_TILE - 1) / PMPD_AVX512_TILE, t, j;
+    const pmpd_qwalk q = pmpd_qwalk_of(row_begin, row_end);
+    size_t t, j;
     pmpd_avx512_init(w, &k);
-    for (t = 0; t < quarter; t++) {
+    for (t = 0; t < q.tiles; t++) {
         size_t rbs[PMPD_AVX512_TILE];
         unsigned valid = 0;
         for (j = 0; j < PMPD_AVX512_TILE; j++) {
-            rbs[j] = rb0 + t + j * quarter;
-            if (rbs[j] < rb_end)
+            rbs[j] = pmpd_qwalk_block(&q, t, j);
+            if (rbs[j] < q.rb_end)
                 valid |= 1u << j;
         }
         pmpd_avx512_tile(type, w, act, &k, rbs, valid, row_end, y);
