@@ -218,8 +218,9 @@ NUQ_AVX2_INLINE void nuq_avx2_weights(const uint8_t *codes, unsigned bits, unsig
                         : _mm_loadl_epi64((const __m128i *)(const void *)codes);
         c = _mm256_broadcastsi128_si256(planes);
     } else {
-        /* Each block's plane (8 bytes) and sign word (4) broadcast from
-         * memory, the two blocks' merged by one VPBLENDD each: the loads
+        /* Each block's plane (8 bytes) and sign word (4; a 3-bit block is
+         * 12 bytes, nuq.h) broadcast from memory, the two blocks' merged by
+         * one VPBLENDD each: the loads
          * take no vector ALU operation, where an insert of the second plane
          * and a sign word built in a general register took 4. */
         const __m256i zero = _mm256_setzero_si256();
