@@ -277,14 +277,14 @@ static void test_prepared_input(void **state)
             const size_t blocks = m.padded / 32;
             uint64_t seed = m.seed, word = 0;
             size_t b;
+            double sum = 0, magnitude = 0;
+            float got;
             memset(rotated, 0, m.padded * sizeof(float));
             for (c = 0; c < m.cols; c++) {
                 if (c % 64 == 0)
                     word = pmpd_splitmix64_next(&seed);
                 rotated[c] = word >> (c % 64) & 1 ? -x[t * m.cols + c] : x[t * m.cols + c];
             }
-            double sum = 0, magnitude = 0;
-            float got;
             pmpd_hadamard(rotated, m.rotation, 0);
             for (b = 0; b < blocks; b++) {
                 int8_t q[32];

@@ -190,11 +190,8 @@ NUQ_AVX2_INLINE nuq_avx2_input nuq_avx2_input_pair(const int8_t *x, const float 
         in.d = _mm256_setr_m128(pair, pair);
         in.d = _mm256_unpacklo_ps(in.d, in.d);
     }
-    in.negated[0] = in.negated[1] = zero;
-    if (bits == 3) {
-        in.negated[0] = _mm256_sub_epi8(zero, in.x[0]);
-        in.negated[1] = _mm256_sub_epi8(zero, in.x[1]);
-    }
+    in.negated[0] = bits == 3 ? _mm256_sub_epi8(zero, in.x[0]) : zero;
+    in.negated[1] = bits == 3 ? _mm256_sub_epi8(zero, in.x[1]) : zero;
     return in;
 }
 
