@@ -165,7 +165,7 @@ static void test_path_bits(void **state)
         for (i = 0; i < 16 * s; i++)
             stream[i] = (uint8_t)test_rng_u32(&rng);
         for (i = 0; i < PMPD_TCQ_STEPS; i++)
-            states[i] = pmpd_tcq_window(stream, s, i);
+            states[i] = pmpd_tcq_window(stream, s, PMPD_TCQ_STEPS, i);
         for (i = 1; i < PMPD_TCQ_STEPS; i++)
             assert_int_equal(states[i], (states[i - 1] << s | (states[i] & ((1u << s) - 1))) & 0xFFFFu);
         pmpd_tcq_path_bits(PMPD_TCQ_STATE_BITS, s, states, PMPD_TCQ_STEPS, (size_t)PMPD_TCQ_STEPS * s, written);
@@ -323,8 +323,10 @@ static void test_kernels_and_oracles(void **state)
  * (every shift 3..8, half-TCQ at the odd widths), on a shape that fills
  * the AVX-512 kernel's tiles and their tails: 9 rows (two 4-row tiles and
  * one row left over, then a sub-range of 2), 3 sequences (half-TCQ's 1 +
- * 2), 6 tokens (a 4-token tile and a 2-token tail), and on 1 row x 1
- * sequence x 1 token. */
+ * 2), 6 tokens (a 4-token tile and a 2-token tail), on 1 row x 1
+ * sequence x 1 token, and with a short (128-column) last sequence: 5 rows
+ * x 600 columns (rotation 640: 256 + 256 + 128) x 3 tokens, 1 x 100
+ * (rotation 112, one short sequence) x 1. */
 static void check_kernel(size_t rows, size_t cols, size_t n_tokens, unsigned q, test_rng *rng)
 {
     size_t size, c, i;
@@ -379,6 +381,8 @@ static void test_kernel_widths(void **state)
     for (q = PMPD_TCQ_MIN_QUARTER_BITS; q <= PMPD_TCQ_MAX_QUARTER_BITS; q++) {
         check_kernel(9, 700, 6, q, &rng);
         check_kernel(1, 256, 1, q, &rng);
+        check_kernel(5, 600, 3, q, &rng);
+        check_kernel(1, 100, 1, q, &rng);
     }
 }
 

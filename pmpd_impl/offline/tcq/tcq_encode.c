@@ -58,22 +58,23 @@ struct tcq_worker {
     uint32_t states[PMPD_TCQ_STEPS];
 };
 
-/* Sequence j of a rotated row v (scaled by inverse into target units):
+/* Sequence j of a rotated row v (scaled by inverse into target units),
+ * of length steps (128, or the row's last sequence's 64 or 128):
  * searched, written to out, its values' dot products with v added to vq
  * and qq. */
 static void tcq_encode_sequence(tcq_worker *w, const float *v, float inverse, size_t j, unsigned shift,
-                                uint8_t *out, double *vq, double *qq)
+                                unsigned length, uint8_t *out, double *vq, double *qq)
 {
     const tcq_job *job = w->job;
     const size_t first = j * PMPD_TCQ_SEQUENCE;
-    const size_t real = job->layout.rotation - first < PMPD_TCQ_SEQUENCE ? job->layout.rotation - first
-                                                                          : PMPD_TCQ_SEQUENCE;
+    const size_t real = job->layout.rotation - first < 2 * (size_t)length ? job->layout.rotation - first
+                                                                           : 2 * (size_t)length;
     const unsigned steps = (unsigned)(real + 1) / 2;
     float target[PMPD_TCQ_SEQUENCE];
     pmpd_tcq_trellis trellis;
     size_t c;
     unsigned i;
-    for (c = 0; c < PMPD_TCQ_SEQUENCE; c++) {
+    for (c = 0; c < 2 * (size_t)length; c++) {
         target[c] = v[first + c] * inverse;
         w->weight[c] = c < real ? 1.0f : 0.0f;
     }
@@ -83,14 +84,14 @@ static void tcq_encode_sequence(tcq_worker *w, const float *v, float inverse, si
     trellis.second = job->second;
     /* Real steps that end before the window wraps need no tail-biting: the
      * bits after them only feed padding columns. */
-    if ((size_t)(steps - 1) * shift + PMPD_TCQ_STATE_BITS <= (size_t)PMPD_TCQ_STEPS * shift) {
+    if ((size_t)(steps - 1) * shift + PMPD_TCQ_STATE_BITS <= (size_t)length * shift) {
         trellis.steps = steps;
         pmpd_tcq_viterbi(&trellis, &w->search, target, w->weight, PMPD_TCQ_OPEN, w->states);
     } else {
-        trellis.steps = PMPD_TCQ_STEPS;
+        trellis.steps = length;
         pmpd_tcq_viterbi(&trellis, &w->search, target, w->weight, PMPD_TCQ_TAIL_BITING, w->states);
     }
-    pmpd_tcq_path_bits(PMPD_TCQ_STATE_BITS, shift, w->states, trellis.steps, (size_t)PMPD_TCQ_STEPS * shift, out);
+    pmpd_tcq_path_bits(PMPD_TCQ_STATE_BITS, shift, w->states, trellis.steps, (size_t)length * shift, out);
     for (i = 0; i < steps; i++)
         for (c = 0; c < 2 && 2 * i + c < real; c++) {
             const float q = c ? job->second[w->states[i]] : job->first[w->states[i]];
@@ -123,7 +124,9 @@ static void tcq_encode_row(tcq_worker *w, size_t r)
                                   ? j * 16 * job->shift[0]
                                   : job->layout.first_half * 16 * job->shift[0] +
                                         (j - job->layout.first_half) * 16 * job->shift[1];
-            tcq_encode_sequence(w, v, inverse, j, shift, row + at, &vq, &qq);
+            const unsigned length =
+                j + 1 == job->layout.sequences ? (unsigned)job->layout.last_steps : PMPD_TCQ_STEPS;
+            tcq_encode_sequence(w, v, inverse, j, shift, length, row + at, &vq, &qq);
         }
         /* The least-squares scale of the values found. */
         scale = qq > 0 && vq > 0 ? vq / qq : 0.0;

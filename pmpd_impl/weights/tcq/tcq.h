@@ -3,13 +3,16 @@
  * TCQ and half-TCQ, after QTIP's bitshift trellis with its "HYB" code).
  * Rows are rotated as NUQ's (weights/rotated/rotated.h: signs, Hadamard
  * of size rotation = pmpd_hadamard_size(cols), one scale per row), then
- * zero-padded to padded = a multiple of T = 256 rotated columns and cut
- * into sequences of 256 (the encoder ignores the padding columns, whose
- * activations are zero: they cost bits, never accuracy).
+ * zero-padded to padded = a multiple of 128 rotated columns and cut into
+ * sequences of T = 256, the last one 128 or 256 long (the encoder ignores
+ * the padding columns, whose activations are zero: they cost bits, never
+ * accuracy).  A 384-wide row (pycode21M's) thus takes 384 columns' bits,
+ * where whole sequences took 512 (format version 2).
  *
- * A sequence is a circular bitstream r of 128 s bits (s = the shift, 3..8,
- * s / 2 bits per weight).  Step i (0..127) reads the 16-bit window
- * S_i = r[i s .. i s + 16) (indices mod 128 s: tail-biting), first bit
+ * A sequence of n steps (128, or 64 for a last one of 128 columns) is a
+ * circular bitstream r of n s bits (s = the shift, 3..8, s / 2 bits per
+ * weight).  Step i (0..n-1) reads the 16-bit window
+ * S_i = r[i s .. i s + 16) (indices mod n s: tail-biting), first bit
  * most significant, so S_(i+1) = (S_i << s | the next s bits) mod 2^16,
  * and decodes rotated columns 2 i and 2 i + 1 (HYB):
  *   h = S (S + 1) mod 2^32,  (a, b) = table[(h >> 6) & 511],
@@ -29,15 +32,17 @@
  * quarter bits q (6..16, 1.5 to 4 bits per weight): s1 = floor(q / 2),
  * s2 = ceil(q / 2).
  *
- * Layout (version 2: the table in int8 units; version 1 files, written
- * with an int16 table, are refused), little-endian:
+ * Layout (version 3: a row's last sequence may be 128 columns; version 2
+ * files, every sequence 256, and version 1's, with an int16 table, are
+ * refused), little-endian:
  *   64-byte header: "TCQW", u32 version 2, u32 rows, u32 cols, u32 s1,
  *     u32 s2, u32 rotation (pmpd_rotated_rotation_fits), u32 0, u64 seed
  *     of the signs, then zeros
  *   f32 scale[rows] (finite, >= 0), padded with zeros to 64 bytes
- *   bitstreams: rows x row_bytes, row_bytes = n1 16 s1 + (n - n1) 16 s2
- *     for n = padded / 256 sequences and n1 = n / 2: each sequence's 16 s
- *     bytes in order
+ *   bitstreams: rows x row_bytes, row_bytes = n1 16 s1 + (n - n1 - 1)
+ *     16 s2 + m s2 / 8 for n = ceil(padded / 256) sequences, n1 = n / 2
+ *     and m = (padded - 256 (n - 1)) / 2 steps in the last: each
+ *     sequence's steps s / 8 bytes in order
  */
 #ifndef PMPD_WEIGHTS_TCQ_H
 #define PMPD_WEIGHTS_TCQ_H
@@ -51,9 +56,10 @@
 #include "pmpd_impl/weights/rotated/rotated.h"
 
 #define PMPD_TCQ_HEADER_BYTES 64
-#define PMPD_TCQ_VERSION 2
+#define PMPD_TCQ_VERSION 3
 #define PMPD_TCQ_SEQUENCE 256   /* rotated columns per trellis sequence (T) */
 #define PMPD_TCQ_STEPS 128      /* steps (column pairs) per sequence */
+#define PMPD_TCQ_SHORT 128      /* columns of a short last sequence; padded is a multiple */
 #define PMPD_TCQ_STATE_BITS 16  /* the window (L) */
 #define PMPD_TCQ_TABLE_ENTRIES 512
 #define PMPD_TCQ_MIN_SHIFT 3
@@ -81,10 +87,11 @@
 
 typedef struct pmpd_tcq_matrix {
     uint32_t rows, cols, rotation;
-    uint32_t padded;     /* rotation rounded up to a sequence */
+    uint32_t padded;     /* rotation rounded up to PMPD_TCQ_SHORT */
     uint32_t shift[2];   /* s1, s2 */
     uint32_t sequences;  /* per row */
     uint32_t first_half; /* sequences at s1 */
+    uint32_t last_steps; /* steps of a row's last sequence: 128, or 64 */
     uint32_t row_bytes;
     uint64_t seed;
     const float *scale;  /* [rows] */
@@ -92,7 +99,7 @@ typedef struct pmpd_tcq_matrix {
 } pmpd_tcq_matrix;
 
 typedef struct pmpd_tcq_layout {
-    size_t rotation, padded, sequences, first_half, row_bytes, bits_offset, total;
+    size_t rotation, padded, sequences, first_half, last_steps, row_bytes, bits_offset, total;
 } pmpd_tcq_layout;
 
 /* Where the parts of a rows x cols tensor at shifts s1, s2 lie.  Errors:
@@ -132,18 +139,25 @@ static inline void pmpd_tcq_decode(uint32_t state, const int16_t *table, int32_t
     *b = entry[1];
 }
 
-/* The window of step (0..127) in a sequence's 16 s bytes (MSB first,
- * circular). */
-static inline uint32_t pmpd_tcq_window(const uint8_t *sequence, unsigned shift, unsigned step)
+/* The window of step (0..steps-1) in a sequence of steps steps, its
+ * steps s / 8 bytes (MSB first, circular). */
+static inline uint32_t pmpd_tcq_window(const uint8_t *sequence, unsigned shift, unsigned steps, unsigned step)
 {
-    const size_t bits = (size_t)PMPD_TCQ_STEPS * shift, bytes = bits / 8;
+    const size_t bits = (size_t)steps * shift, bytes = bits / 8;
     const size_t at = (size_t)step * shift, first = at / 8;
     uint32_t v = (uint32_t)sequence[first] << 16 | (uint32_t)sequence[(first + 1) % bytes] << 8 |
                  (uint32_t)sequence[(first + 2) % bytes];
     return v >> (8 - at % 8) & 0xFFFFu;
 }
 
-/* Sequence j of row r: its bytes, and its shift. */
+/* The steps of sequence j of a row: 128, or last_steps for the last. */
+static inline unsigned pmpd_tcq_steps(const pmpd_tcq_matrix *m, size_t j)
+{
+    return j + 1 == m->sequences ? m->last_steps : PMPD_TCQ_STEPS;
+}
+
+/* Sequence j of row r: its bytes, and its shift (the last sequence's
+ * short length changes no offset). */
 static inline const uint8_t *pmpd_tcq_sequence(const pmpd_tcq_matrix *m, size_t r, size_t j, unsigned *shift)
 {
     const uint8_t *row = m->bits + r * m->row_bytes;

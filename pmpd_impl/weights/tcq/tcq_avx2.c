@@ -63,19 +63,19 @@ static inline __m256i tcq_avx2_group(const uint8_t *bytes, const int16_t *table,
     return _mm256_sign_epi16(pairs, _mm256_or_si256(_mm256_and_si256(h, k->bit15), k->sign_ones));
 }
 
-/* Sums of the decoded sequence w (32 groups) with nt tokens, token t's
- * int8 columns at q + t * stride and its block steps at d + t * n_blocks,
- * into sums[t]. */
-static inline __attribute__((always_inline)) void tcq_avx2_tile(const __m256i *w, const int8_t *q, const float *d,
-                                                                size_t stride, size_t n_blocks, size_t nt,
-                                                                float *sums)
+/* Sums of the decoded sequence w (2 groups per block, blocks blocks)
+ * with nt tokens, token t's int8 columns at q + t * stride and its block
+ * steps at d + t * n_blocks, into sums[t]. */
+static inline __attribute__((always_inline)) void tcq_avx2_tile(const __m256i *w, size_t blocks, const int8_t *q,
+                                                                const float *d, size_t stride, size_t n_blocks,
+                                                                size_t nt, float *sums)
 {
     __m256 acc[TCQ_AVX2_TILE];
     size_t t, b;
 #pragma GCC unroll 4
     for (t = 0; t < nt; t++)
         acc[t] = _mm256_setzero_ps();
-    for (b = 0; b < PMPD_TCQ_SEQUENCE / PMPD_ROTATED_BLOCK; b++) {
+    for (b = 0; b < blocks; b++) {
 #pragma GCC unroll 4
         for (t = 0; t < nt; t++) {
             const int8_t *x = q + t * stride + b * PMPD_ROTATED_BLOCK;
@@ -90,23 +90,24 @@ static inline __attribute__((always_inline)) void tcq_avx2_tile(const __m256i *w
         sums[t] = pmpd_rotated_avx2_sum(acc[t]);
 }
 
-/* Sequence j of row r decoded into w.  Groups whose 16-byte load stays
- * inside the sequence read it in place; the last few read a copy of its
- * last 16 bytes followed by its first 16 (the wrap). */
-static void tcq_avx2_decode(const pmpd_tcq_matrix *m, size_t r, size_t j, const tcq_avx2_consts *consts,
-                            __m256i *w)
+/* Sequence j of row r (steps steps) decoded into w.  Groups whose 16-byte
+ * load stays inside the sequence read it in place; the last few read a
+ * copy of its last 16 bytes followed by its first 16 (the wrap; a
+ * sequence has at least 64 s / 8 >= 24 bytes). */
+static void tcq_avx2_decode(const pmpd_tcq_matrix *m, size_t r, size_t j, unsigned steps,
+                            const tcq_avx2_consts *consts, __m256i *w)
 {
     const int16_t *table = pmpd_tcq_table();
     uint8_t tail[32];
     unsigned shift, g;
     const uint8_t *sequence = pmpd_tcq_sequence(m, r, j, &shift);
     const tcq_avx2_consts *k = &consts[shift == m->shift[0] ? 0 : 1];
-    const size_t bytes = 16 * (size_t)shift, inside = (bytes - 16) / shift + 1; /* groups read in place */
+    const size_t bytes = (size_t)steps * shift / 8, inside = (bytes - 16) / shift + 1; /* groups read in place */
     for (g = 0; g < inside; g++)
         w[g] = tcq_avx2_group(sequence + (size_t)g * shift, table, k);
     memcpy(tail, sequence + bytes - 16, 16);
     memcpy(tail + 16, sequence, 16);
-    for (; g < TCQ_AVX2_GROUPS; g++)
+    for (; g < steps / 8; g++)
         w[g] = tcq_avx2_group(tail + (size_t)g * shift - (bytes - 16), table, k);
 }
 
@@ -130,18 +131,20 @@ PMPD_INTERNAL void pmpd_tcq_matmul(const pmpd_tcq_matrix *m, const void *act, si
         for (j = 0; j < m->sequences; j++) {
             const int8_t *qj = q + j * PMPD_TCQ_SEQUENCE;
             const float *dj = d + j * blocks_per_sequence;
+            const unsigned steps = pmpd_tcq_steps(m, j);
+            const size_t blocks = 2 * (size_t)steps / PMPD_ROTATED_BLOCK;
             float sums[TCQ_AVX2_TILE];
-            tcq_avx2_decode(m, r, j, consts, w);
+            tcq_avx2_decode(m, r, j, steps, consts, w);
             for (t0 = 0; t0 < n_tokens; t0 += TCQ_AVX2_TILE) {
                 const size_t nt = n_tokens - t0 < TCQ_AVX2_TILE ? n_tokens - t0 : TCQ_AVX2_TILE;
                 const int8_t *qt = qj + t0 * m->padded;
                 const float *dt = dj + t0 * n_blocks;
                 /* The tile's token count a constant in each call. */
                 switch (nt) {
-                case 4: tcq_avx2_tile(w, qt, dt, m->padded, n_blocks, 4, sums); break;
-                case 3: tcq_avx2_tile(w, qt, dt, m->padded, n_blocks, 3, sums); break;
-                case 2: tcq_avx2_tile(w, qt, dt, m->padded, n_blocks, 2, sums); break;
-                default: tcq_avx2_tile(w, qt, dt, m->padded, n_blocks, 1, sums); break;
+                case 4: tcq_avx2_tile(w, blocks, qt, dt, m->padded, n_blocks, 4, sums); break;
+                case 3: tcq_avx2_tile(w, blocks, qt, dt, m->padded, n_blocks, 3, sums); break;
+                case 2: tcq_avx2_tile(w, blocks, qt, dt, m->padded, n_blocks, 2, sums); break;
+                default: tcq_avx2_tile(w, blocks, qt, dt, m->padded, n_blocks, 1, sums); break;
                 }
                 for (t = 0; t < nt; t++)
                     y[(t0 + t) * ldy + r] += sums[t];

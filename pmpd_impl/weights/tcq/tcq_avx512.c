@@ -71,11 +71,14 @@ typedef struct tcq_avx512_consts {
     __m512i planes[TCQ_AVX512_PLANES][TCQ_AVX512_SUBTABLES][2]; /* 128 bytes per sub-table */
     __m512i high_bytes, low_bytes; /* VPERMI2B: two registers' 16-bit lanes into the unpacks' byte order */
     tcq_avx512_shift shift[2];
+    tcq_avx512_shift last; /* a row's last sequence (s2, m->last_steps) */
 } tcq_avx512_consts;
 
-static void tcq_avx512_shift_for(unsigned shift, tcq_avx512_shift *k)
+/* The constants of a sequence of steps steps (128 or 64) at shift: its
+ * steps s / 8 bytes, the windows' bytes taken modulo that. */
+static void tcq_avx512_shift_for(unsigned shift, unsigned steps, tcq_avx512_shift *k)
 {
-    const unsigned bytes = 16 * shift;
+    const unsigned bytes = steps * shift / 8;
     uint8_t index[2][64];
     uint16_t offset[32];
     unsigned g, p;
@@ -124,8 +127,9 @@ static void tcq_avx512_consts_for(const pmpd_tcq_matrix *m, tcq_avx512_consts *c
     }
     c->high_bytes = _mm512_loadu_si512((const void *)pack[0]);
     c->low_bytes = _mm512_loadu_si512((const void *)pack[1]);
-    tcq_avx512_shift_for(m->shift[0], &c->shift[0]);
-    tcq_avx512_shift_for(m->shift[1], &c->shift[1]);
+    tcq_avx512_shift_for(m->shift[0], PMPD_TCQ_STEPS, &c->shift[0]);
+    tcq_avx512_shift_for(m->shift[1], PMPD_TCQ_STEPS, &c->shift[1]);
+    tcq_avx512_shift_for(m->shift[1], m->last_steps, &c->last);
 }
 
 /* h = S (S + 1) mod 2^16 of group g's 32 steps (sequence in lo, hi). */
@@ -228,7 +232,8 @@ TCQ_AVX512_INLINE void tcq_avx512_tile(const pmpd_tcq_matrix *m, const tcq_avx51
             acc[i][t] = _mm512_setzero_ps();
     for (j = 0; j < m->sequences; j++) {
         __m512i lo[TCQ_AVX512_ROWS], hi[TCQ_AVX512_ROWS];
-        const tcq_avx512_shift *k = &c->shift[j < m->first_half ? 0 : 1];
+        const unsigned units = pmpd_tcq_steps(m, j) / 64;
+        const tcq_avx512_shift *k = j + 1 == m->sequences ? &c->last : &c->shift[j < m->first_half ? 0 : 1];
         for (i = 0; i < nr; i++) {
             unsigned shift;
             const uint8_t *sequence = pmpd_tcq_sequence(m, r0 + i * stride, j, &shift);
@@ -237,7 +242,7 @@ TCQ_AVX512_INLINE void tcq_avx512_tile(const pmpd_tcq_matrix *m, const tcq_avx51
             lo[i] = _mm512_maskz_loadu_epi8(k->load[0], (const void *)sequence);
             hi[i] = _mm512_maskz_loadu_epi8(k->load[1], (const void *)(sequence + k->high_at));
         }
-        for (u = 0; u < 2; u++) {
+        for (u = 0; u < units; u++) {
             __m512i w[TCQ_AVX512_ROWS][2];
             for (i = 0; i < nr; i++)
                 tcq_avx512_unit(lo[i], hi[i], c, k, u, w[i]);

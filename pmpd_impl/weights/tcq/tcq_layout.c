@@ -15,10 +15,12 @@ static pmpd_status tcq_layout_at(uint64_t rows, size_t rotation, uint64_t s1, ui
 {
     size_t scale_bytes, bits_bytes;
     out->rotation = rotation;
-    out->padded = (out->rotation + PMPD_TCQ_SEQUENCE - 1) / PMPD_TCQ_SEQUENCE * PMPD_TCQ_SEQUENCE;
-    out->sequences = out->padded / PMPD_TCQ_SEQUENCE;
+    out->padded = (out->rotation + PMPD_TCQ_SHORT - 1) / PMPD_TCQ_SHORT * PMPD_TCQ_SHORT;
+    out->sequences = (out->padded + PMPD_TCQ_SEQUENCE - 1) / PMPD_TCQ_SEQUENCE;
     out->first_half = out->sequences / 2;
-    out->row_bytes = out->first_half * 16 * (size_t)s1 + (out->sequences - out->first_half) * 16 * (size_t)s2;
+    out->last_steps = (out->padded - (out->sequences - 1) * PMPD_TCQ_SEQUENCE) / 2;
+    out->row_bytes = out->first_half * 16 * (size_t)s1 + (out->sequences - out->first_half - 1) * 16 * (size_t)s2 +
+                     out->last_steps * s2 / 8;
     if (!pmpd_checked_mul((size_t)rows, sizeof(float), &scale_bytes) ||
         !pmpd_checked_align_up(scale_bytes, 64, &scale_bytes) ||
         !pmpd_checked_add(PMPD_TCQ_HEADER_BYTES, scale_bytes, &out->bits_offset) ||
@@ -52,6 +54,7 @@ PMPD_INTERNAL void pmpd_tcq_bind(const void *data, uint64_t rows, uint64_t cols,
     m->padded = (uint32_t)layout.padded;
     m->sequences = (uint32_t)layout.sequences;
     m->first_half = (uint32_t)layout.first_half;
+    m->last_steps = (uint32_t)layout.last_steps;
     m->row_bytes = (uint32_t)layout.row_bytes;
     m->seed = pmpd_le_u64(p + 32);
     m->scale = (const float *)(const void *)(p + PMPD_TCQ_HEADER_BYTES);

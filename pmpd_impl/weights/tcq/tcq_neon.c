@@ -144,14 +144,15 @@ TCQ_NEON_INLINE int32x4_t tcq_neon_block_sum(const int8x16_t *v, const int8_t *x
 #endif
 }
 
-/* The 16 s bytes of sequence j of row r with its first 16 after them (the
+/* The steps s / 8 bytes of sequence j of row r with its first 16 after them (the
  * windows' tail-biting wrap), and its constants. */
 static const tcq_neon_consts *tcq_neon_bytes(const pmpd_tcq_matrix *m, size_t r, size_t j,
                                              const tcq_neon_consts *consts, uint8_t *bytes, unsigned *shift)
 {
     const uint8_t *sequence = pmpd_tcq_sequence(m, r, j, shift);
-    memcpy(bytes, sequence, 16 * (size_t)*shift);
-    memcpy(bytes + 16 * (size_t)*shift, sequence, 16);
+    const size_t length = (size_t)pmpd_tcq_steps(m, j) * *shift / 8;
+    memcpy(bytes, sequence, length);
+    memcpy(bytes + length, sequence, 16);
     return &consts[*shift == m->shift[0] ? 0 : 1];
 }
 
@@ -204,8 +205,9 @@ TCQ_NEON_INLINE float tcq_neon_walk(const pmpd_tcq_matrix *m, size_t r, size_t j
     uint16x8_t h[4];
     unsigned shift, u;
     const tcq_neon_consts *k = tcq_neon_bytes(m, r, j, consts, bytes, &shift);
+    const unsigned units = pmpd_tcq_steps(m, j) / 32;
     tcq_neon_hash32(bytes, shift, k, h);
-    for (u = 0; u + 1 < PMPD_TCQ_STEPS / 32; u++) {
+    for (u = 0; u + 1 < units; u++) {
         const uint16x8_t current[4] = {h[0], h[1], h[2], h[3]};
         tcq_neon_hash32(bytes + (size_t)(u + 1) * 4 * shift, shift, k, h);
         acc = tcq_neon_use(current, pairs, u, w, x, d, acc);
@@ -213,7 +215,7 @@ TCQ_NEON_INLINE float tcq_neon_walk(const pmpd_tcq_matrix *m, size_t r, size_t j
     return vaddvq_f32(tcq_neon_use(h, pairs, u, w, x, d, acc));
 }
 
-/* Sequence j of row r decoded into w (256 int8 values in column order). */
+/* Sequence j of row r decoded into w (up to 256 int8 values in column order). */
 static void tcq_neon_decode(const pmpd_tcq_matrix *m, size_t r, size_t j, const tcq_neon_consts *consts,
                             const uint16_t *pairs, int8_t *w)
 {
@@ -221,20 +223,20 @@ static void tcq_neon_decode(const pmpd_tcq_matrix *m, size_t r, size_t j, const 
 }
 
 /* One token's sum over sequence j of row r without the stack copy of its
- * values (decode, one token: x its 256 int8 columns, d its 8 block steps). */
+ * values (decode, one token: x its int8 columns, d its block steps). */
 static float tcq_neon_sequence(const pmpd_tcq_matrix *m, size_t r, size_t j, const tcq_neon_consts *consts,
                                const uint16_t *pairs, const int8_t *x, const float *d)
 {
     return tcq_neon_walk(m, r, j, consts, pairs, NULL, x, d);
 }
 
-/* One token's sum over a decoded sequence: x its 256 int8 columns, d its
- * 8 block steps. */
-static inline float tcq_neon_token(const int8_t *w, const int8_t *x, const float *d)
+/* One token's sum over a decoded sequence of blocks blocks: x its int8
+ * columns, d its block steps. */
+static inline float tcq_neon_token(const int8_t *w, size_t blocks, const int8_t *x, const float *d)
 {
     float32x4_t acc = vdupq_n_f32(0.0f);
-    unsigned b;
-    for (b = 0; b < PMPD_TCQ_SEQUENCE / PMPD_ROTATED_BLOCK; b++) {
+    size_t b;
+    for (b = 0; b < blocks; b++) {
         const int8x16_t v[2] = {vld1q_s8(w + b * PMPD_ROTATED_BLOCK), vld1q_s8(w + b * PMPD_ROTATED_BLOCK + 16)};
         acc = vfmaq_n_f32(acc, vcvtq_f32_s32(tcq_neon_block_sum(v, x + b * PMPD_ROTATED_BLOCK)), d[b]);
     }
@@ -263,9 +265,10 @@ PMPD_INTERNAL void pmpd_tcq_matmul(const pmpd_tcq_matrix *m, const void *act, si
         for (j = 0; j < m->sequences && n_tokens == 1; j++)
             y[r] += tcq_neon_sequence(m, r, j, consts, pairs, q + j * PMPD_TCQ_SEQUENCE, d + j * blocks_per_sequence);
         for (j = 0; j < m->sequences && n_tokens > 1; j++) {
+            const size_t blocks = 2 * (size_t)pmpd_tcq_steps(m, j) / PMPD_ROTATED_BLOCK;
             tcq_neon_decode(m, r, j, consts, pairs, w);
             for (t = 0; t < n_tokens; t++)
-                y[t * ldy + r] += tcq_neon_token(w, q + t * m->padded + j * PMPD_TCQ_SEQUENCE,
+                y[t * ldy + r] += tcq_neon_token(w, blocks, q + t * m->padded + j * PMPD_TCQ_SEQUENCE,
                                                  d + t * n_blocks + j * blocks_per_sequence);
         }
         for (t = 0; t < n_tokens; t++)

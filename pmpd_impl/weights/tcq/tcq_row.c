@@ -4,14 +4,16 @@
 
 #include "pmpd_impl/weights/tcq/tcq.h"
 
-/* The 256 values of one sequence, times scale. */
-static void tcq_decode_sequence(const uint8_t *sequence, unsigned shift, float scale, float *out)
+/* The values (two per step) of sequence j of row r, times scale. */
+static void tcq_decode_sequence(const pmpd_tcq_matrix *m, size_t r, size_t j, float scale, float *out)
 {
     const int16_t *table = pmpd_tcq_table();
-    unsigned step;
-    for (step = 0; step < PMPD_TCQ_STEPS; step++) {
+    const unsigned steps = pmpd_tcq_steps(m, j);
+    unsigned shift, step;
+    const uint8_t *sequence = pmpd_tcq_sequence(m, r, j, &shift);
+    for (step = 0; step < steps; step++) {
         int32_t a, b;
-        pmpd_tcq_decode(pmpd_tcq_window(sequence, shift, step), table, &a, &b);
+        pmpd_tcq_decode(pmpd_tcq_window(sequence, shift, steps, step), table, &a, &b);
         out[2 * step] = scale * (float)a;
         out[2 * step + 1] = scale * (float)b;
     }
@@ -21,11 +23,8 @@ PMPD_INTERNAL void pmpd_tcq_rotated_row(const pmpd_tcq_matrix *m, size_t r, floa
 {
     const float scale = m->scale[r] * pmpd_tcq_unit();
     size_t j;
-    for (j = 0; j < m->sequences; j++) {
-        unsigned shift;
-        const uint8_t *sequence = pmpd_tcq_sequence(m, r, j, &shift);
-        tcq_decode_sequence(sequence, shift, scale, out + j * PMPD_TCQ_SEQUENCE);
-    }
+    for (j = 0; j < m->sequences; j++)
+        tcq_decode_sequence(m, r, j, scale, out + j * PMPD_TCQ_SEQUENCE);
 }
 
 /* Entries [k0, k0 + count) of one TCQ row in the rotated basis, k0 a
@@ -45,11 +44,10 @@ static void tcq_row_decode(const void *context, size_t k0, size_t count, float *
     float last[PMPD_TCQ_SEQUENCE];
     size_t k;
     for (k = 0; k < count; k += PMPD_TCQ_SEQUENCE) {
-        const size_t n = count - k < PMPD_TCQ_SEQUENCE ? count - k : PMPD_TCQ_SEQUENCE;
-        unsigned shift;
-        const uint8_t *sequence = pmpd_tcq_sequence(values->m, values->r, (k0 + k) / PMPD_TCQ_SEQUENCE, &shift);
-        tcq_decode_sequence(sequence, shift, values->scale, n == PMPD_TCQ_SEQUENCE ? v + k : last);
-        if (n < PMPD_TCQ_SEQUENCE)
+        const size_t j = (k0 + k) / PMPD_TCQ_SEQUENCE, length = 2 * (size_t)pmpd_tcq_steps(values->m, j);
+        const size_t n = count - k < length ? count - k : length;
+        tcq_decode_sequence(values->m, values->r, j, values->scale, n == length ? v + k : last);
+        if (n < length)
             memcpy(v + k, last, n * sizeof *v);
     }
 }

@@ -21,13 +21,14 @@ PMPD_INTERNAL void pmpd_tcq_matmul_scalar(const pmpd_tcq_matrix *m, const void *
             float sum = 0.0f;
             for (b = 0; b < blocks; b++) {
                 unsigned shift;
+                const unsigned steps = pmpd_tcq_steps(m, b / blocks_per_sequence);
                 const uint8_t *sequence = pmpd_tcq_sequence(m, r, b / blocks_per_sequence, &shift);
                 const unsigned first = (unsigned)(b % blocks_per_sequence) * PMPD_ROTATED_BLOCK / 2;
                 int32_t block = 0;
                 for (step = first; step < first + PMPD_ROTATED_BLOCK / 2; step++) {
                     const size_t c = b / blocks_per_sequence * PMPD_TCQ_SEQUENCE + 2 * (size_t)step;
                     int32_t a, v;
-                    pmpd_tcq_decode(pmpd_tcq_window(sequence, shift, step), table, &a, &v);
+                    pmpd_tcq_decode(pmpd_tcq_window(sequence, shift, steps, step), table, &a, &v);
                     block += a * x[c] + v * x[c + 1];
                 }
                 sum += (float)block * d[t * blocks + b];
