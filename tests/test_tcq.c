@@ -550,7 +550,7 @@ static void tcq_allocated(void *context, const pmpd_palette_report *r)
 
 /* (h) A palette of q4, tcq2.5 and tcq3.25 (widths in quarter bits) under
  * 4.5 bits per weight (flat weighting: no sensitivity runs; stories260K's
- * 64-column rows pad to 256-column sequences, so TCQ pays 4x there and
+ * 64-column rows pad to a 128-column sequence, so TCQ pays 2x there and
  * wins only the down projections): within budget, TCQ groups at their
  * entry's width, and a width TCQ lacks refused by name.  Skipped in the
  * reduced run (encoding). */
