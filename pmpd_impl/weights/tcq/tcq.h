@@ -35,7 +35,7 @@
  * Layout (version 3: a row's last sequence may be 128 columns; version 2
  * files, every sequence 256, and version 1's, with an int16 table, are
  * refused), little-endian:
- *   64-byte header: "TCQW", u32 version 2, u32 rows, u32 cols, u32 s1,
+ *   64-byte header: "TCQW", u32 version 3, u32 rows, u32 cols, u32 s1,
  *     u32 s2, u32 rotation (pmpd_rotated_rotation_fits), u32 0, u64 seed
  *     of the signs, then zeros
  *   f32 scale[rows] (finite, >= 0), padded with zeros to 64 bytes

@@ -6,7 +6,8 @@
  * Only bits 6..15 of h = S (S + 1) are used, so h mod 2^16 does: the
  * states live in 16-bit lanes, 32 steps to a register.  A unit of 64 steps
  * (128 rotated columns, half a sequence) goes:
- *   windows  the sequence's 16 s <= 128 bytes sit in two registers, so one
+ *   windows  the sequence's n s / 8 <= 128 bytes (n = 128 steps, or 64 in a
+ *            row's short last one, a unit alone) sit in two registers, so one
  *            VPERMI2B per 32 steps places bytes f + 1, f and one more f + 3,
  *            f + 2 (f = i s / 8, modulo the sequence: the tail-biting wrap
  *            costs nothing) in each 16-bit lane, and VPSHLDVW by the
@@ -63,7 +64,7 @@
 typedef struct tcq_avx512_shift {
     __m512i window[TCQ_AVX512_GROUPS][2]; /* VPERMI2B: bytes f + 1, f | f + 3, f + 2 per 16-bit lane */
     __m512i offset;                       /* per 16-bit lane: (i s) % 8 */
-    __mmask64 load[2];                    /* the sequence's 16 s bytes in two 64-byte halves */
+    __mmask64 load[2];                    /* the sequence's n s / 8 bytes in two 64-byte halves */
     size_t high_at;                       /* where the second half's load starts (0 when empty) */
 } tcq_avx512_shift;
 

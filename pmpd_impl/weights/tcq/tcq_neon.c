@@ -1,5 +1,5 @@
 /* TCQ product with NEON (AArch64), on the int8 value table (format
- * version 2).  A row goes one sequence at a time; per 16 steps (32
+ * version 2 on).  A row goes one sequence at a time; per 16 steps (32
  * columns):
  *
  *   hash     (NEON) two 16-byte loads, four TBL (3 bytes big-endian into
