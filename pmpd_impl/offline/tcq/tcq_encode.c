@@ -119,13 +119,9 @@ static void tcq_encode_row(tcq_worker *w, size_t r)
         inverse = (float)(0.5 * (tcq_gains[job->shift[0]] + tcq_gains[job->shift[1]]) /
                           sqrt(energy / (double)rotation));
         for (j = 0; j < job->layout.sequences; j++) {
-            const unsigned shift = job->shift[j < job->layout.first_half ? 0 : 1];
-            const size_t at = j < job->layout.first_half
-                                  ? j * 16 * job->shift[0]
-                                  : job->layout.first_half * 16 * job->shift[0] +
-                                        (j - job->layout.first_half) * 16 * job->shift[1];
-            const unsigned length =
-                j + 1 == job->layout.sequences ? (unsigned)job->layout.last_steps : PMPD_TCQ_STEPS;
+            unsigned shift, length;
+            const size_t at = pmpd_tcq_place(j, job->layout.sequences, job->layout.first_half,
+                                             job->layout.last_steps, job->shift[0], job->shift[1], &shift, &length);
             tcq_encode_sequence(w, v, inverse, j, shift, length, row + at, &vq, &qq);
         }
         /* The least-squares scale of the values found. */

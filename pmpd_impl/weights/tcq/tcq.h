@@ -139,11 +139,17 @@ static inline void pmpd_tcq_decode(uint32_t state, const int16_t *table, int32_t
     *b = entry[1];
 }
 
+/* The bytes of a sequence of steps steps at shift. */
+static inline size_t pmpd_tcq_bytes(unsigned steps, unsigned shift)
+{
+    return (size_t)steps * shift / 8;
+}
+
 /* The window of step (0..steps-1) in a sequence of steps steps, its
- * steps s / 8 bytes (MSB first, circular). */
+ * pmpd_tcq_bytes (MSB first, circular). */
 static inline uint32_t pmpd_tcq_window(const uint8_t *sequence, unsigned shift, unsigned steps, unsigned step)
 {
-    const size_t bits = (size_t)steps * shift, bytes = bits / 8;
+    const size_t bytes = pmpd_tcq_bytes(steps, shift);
     const size_t at = (size_t)step * shift, first = at / 8;
     uint32_t v = (uint32_t)sequence[first] << 16 | (uint32_t)sequence[(first + 1) % bytes] << 8 |
                  (uint32_t)sequence[(first + 2) % bytes];
@@ -156,17 +162,26 @@ static inline unsigned pmpd_tcq_steps(const pmpd_tcq_matrix *m, size_t j)
     return j + 1 == m->sequences ? m->last_steps : PMPD_TCQ_STEPS;
 }
 
-/* Sequence j of row r: its bytes, and its shift (the last sequence's
- * short length changes no offset). */
+/* Sequence j of a row of n sequences (first_half of them at shift s1, the
+ * others at s2, the last of last_steps steps): its offset in the row's
+ * bytes, its shift and its steps.  The layout's order, for the encoder's
+ * layout and the runtime's matrix alike. */
+static inline size_t pmpd_tcq_place(size_t j, size_t n, size_t first_half, size_t last_steps, unsigned s1,
+                                    unsigned s2, unsigned *shift, unsigned *steps)
+{
+    *steps = j + 1 == n ? (unsigned)last_steps : PMPD_TCQ_STEPS;
+    *shift = j < first_half ? s1 : s2;
+    return j < first_half ? j * pmpd_tcq_bytes(PMPD_TCQ_STEPS, s1)
+                          : first_half * pmpd_tcq_bytes(PMPD_TCQ_STEPS, s1) +
+                                (j - first_half) * pmpd_tcq_bytes(PMPD_TCQ_STEPS, s2);
+}
+
+/* Sequence j of row r: its bytes, and its shift. */
 static inline const uint8_t *pmpd_tcq_sequence(const pmpd_tcq_matrix *m, size_t r, size_t j, unsigned *shift)
 {
-    const uint8_t *row = m->bits + r * m->row_bytes;
-    if (j < m->first_half) {
-        *shift = m->shift[0];
-        return row + j * 16 * m->shift[0];
-    }
-    *shift = m->shift[1];
-    return row + (size_t)m->first_half * 16 * m->shift[0] + (j - m->first_half) * 16 * m->shift[1];
+    unsigned steps;
+    return m->bits + r * m->row_bytes +
+           pmpd_tcq_place(j, m->sequences, m->first_half, m->last_steps, m->shift[0], m->shift[1], shift, &steps);
 }
 
 /* The rotated input (rotated.h) of m's products. */

@@ -102,7 +102,7 @@ static void tcq_avx2_decode(const pmpd_tcq_matrix *m, size_t r, size_t j, unsign
     unsigned shift, g;
     const uint8_t *sequence = pmpd_tcq_sequence(m, r, j, &shift);
     const tcq_avx2_consts *k = &consts[shift == m->shift[0] ? 0 : 1];
-    const size_t bytes = (size_t)steps * shift / 8, inside = (bytes - 16) / shift + 1; /* groups read in place */
+    const size_t bytes = pmpd_tcq_bytes(steps, shift), inside = (bytes - 16) / shift + 1; /* groups read in place */
     for (g = 0; g < inside; g++)
         w[g] = tcq_avx2_group(sequence + (size_t)g * shift, table, k);
     memcpy(tail, sequence + bytes - 16, 16);

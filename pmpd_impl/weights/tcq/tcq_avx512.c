@@ -79,7 +79,7 @@ typedef struct tcq_avx512_consts {
  * steps s / 8 bytes, the windows' bytes taken modulo that. */
 static void tcq_avx512_shift_for(unsigned shift, unsigned steps, tcq_avx512_shift *k)
 {
-    const unsigned bytes = steps * shift / 8;
+    const unsigned bytes = (unsigned)pmpd_tcq_bytes(steps, shift);
     uint8_t index[2][64];
     uint16_t offset[32];
     unsigned g, p;

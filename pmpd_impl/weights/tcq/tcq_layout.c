@@ -19,8 +19,12 @@ static pmpd_status tcq_layout_at(uint64_t rows, size_t rotation, uint64_t s1, ui
     out->sequences = (out->padded + PMPD_TCQ_SEQUENCE - 1) / PMPD_TCQ_SEQUENCE;
     out->first_half = out->sequences / 2;
     out->last_steps = (out->padded - (out->sequences - 1) * PMPD_TCQ_SEQUENCE) / 2;
-    out->row_bytes = out->first_half * 16 * (size_t)s1 + (out->sequences - out->first_half - 1) * 16 * (size_t)s2 +
-                     out->last_steps * s2 / 8;
+    {
+        unsigned shift, steps;
+        const size_t last = pmpd_tcq_place(out->sequences - 1, out->sequences, out->first_half, out->last_steps,
+                                           (unsigned)s1, (unsigned)s2, &shift, &steps);
+        out->row_bytes = last + pmpd_tcq_bytes(steps, shift);
+    }
     if (!pmpd_checked_mul((size_t)rows, sizeof(float), &scale_bytes) ||
         !pmpd_checked_align_up(scale_bytes, 64, &scale_bytes) ||
         !pmpd_checked_add(PMPD_TCQ_HEADER_BYTES, scale_bytes, &out->bits_offset) ||

@@ -150,7 +150,7 @@ static const tcq_neon_consts *tcq_neon_bytes(const pmpd_tcq_matrix *m, size_t r,
                                              const tcq_neon_consts *consts, uint8_t *bytes, unsigned *shift)
 {
     const uint8_t *sequence = pmpd_tcq_sequence(m, r, j, shift);
-    const size_t length = (size_t)pmpd_tcq_steps(m, j) * *shift / 8;
+    const size_t length = pmpd_tcq_bytes(pmpd_tcq_steps(m, j), *shift);
     memcpy(bytes, sequence, length);
     memcpy(bytes + length, sequence, 16);
     return &consts[*shift == m->shift[0] ? 0 : 1];

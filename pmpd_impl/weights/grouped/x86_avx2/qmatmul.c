@@ -386,6 +386,9 @@ static inline __m256 pmpd_avx2_q2cb_scales(const unsigned char *p, const unsigne
 #endif
 }
 
+/* The q2cb tile's lanes hold exactly the walk's 4 streams' row blocks. */
+typedef char pmpd_avx2_q2cb_four_streams[PMPD_QWALK_STREAMS == 4 ? 1 : -1];
+
 /* Group g of a tile's 4 row blocks (blocks[j]: row block j's first
  * block): acc[0] gathers blocks 0 and 1, acc[1] blocks 2 and 3. */
 PMPD_AVX2_INLINE void pmpd_avx2_q2cb_group(const unsigned char *const blocks[4], const pmpd_qact *act,
@@ -421,7 +424,7 @@ PMPD_AVX2_INLINE void pmpd_avx2_q2cb_decode(const pmpd_qmatrix *w, const pmpd_qa
     const pmpd_qwalk q = pmpd_qwalk_of(row_begin, row_end);
     size_t i, j, g;
     for (i = 0; i < q.tiles; i++) {
-        const unsigned char *blocks[4];
+        const unsigned char *blocks[PMPD_QWALK_STREAMS];
         __m256 acc[2];
         float lanes[16];
         acc[0] = acc[1] = _mm256_setzero_ps();
