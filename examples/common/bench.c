@@ -73,30 +73,63 @@ const char *bench_kernel_paths(void)
         ;
 }
 
+/* The size of cache index`index` of cpu 0 in bytes (0 if unknown), and its
+ * level and whether it holds data (not only instructions). */
+static size_t bench_cache_index(int index, int *level, int *data)
+{
+    char path[96], text[32];
+    FILE *f;
+    size_t value = 0;
+    char unit = 0;
+    *level = 0;
+    *data = 0;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", index);
+    if ((f = fopen(path, "r")) != NULL) {
+        if (!fgets(text, sizeof text, f) || sscanf(text, "%d", level) != 1)
+            *level = 0;
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", index);
+    if ((f = fopen(path, "r")) != NULL) {
+        *data = fgets(text, sizeof text, f) && strncmp(text, "Instruction", 11) != 0;
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+    if ((f = fopen(path, "r")) == NULL)
+        return 0;
+    if (fgets(text, sizeof text, f) && sscanf(text, "%zu%c", &value, &unit) >= 1) {
+        if (unit == 'K')
+            value <<= 10;
+        else if (unit == 'M')
+            value <<= 20;
+    } else {
+        value = 0;
+    }
+    fclose(f);
+    return value;
+}
+
 size_t bench_last_level_cache_bytes(void)
 {
     size_t best = 0;
-    int index;
+    int index, level, data;
     for (index = 0; index < 8; index++) {
-        char path[96], text[32];
-        FILE *f;
-        size_t value;
-        char unit = 0;
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
-        f = fopen(path, "r");
-        if (!f)
-            continue;
-        if (fgets(text, sizeof text, f) && sscanf(text, "%zu%c", &value, &unit) >= 1) {
-            if (unit == 'K')
-                value <<= 10;
-            else if (unit == 'M')
-                value <<= 20;
-            if (value > best)
-                best = value;
-        }
-        fclose(f);
+        size_t value = bench_cache_index(index, &level, &data);
+        if (value > best)
+            best = value;
     }
     return best;
+}
+
+size_t bench_l2_cache_bytes(void)
+{
+    int index, level, data;
+    for (index = 0; index < 8; index++) {
+        size_t value = bench_cache_index(index, &level, &data);
+        if (level == 2 && data)
+            return value;
+    }
+    return 0;
 }
 
 typedef struct stream_job {

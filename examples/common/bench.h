@@ -19,6 +19,7 @@ typedef struct bench_context {
     double bw_all_gbs;         /* measured all-thread read bandwidth, GB/s */
     int quick;                 /* fewer repetitions (smoke runs) */
     int gemv_only;             /* kernels: only the streamed GEMV rows */
+    size_t cached_bytes;       /* weight bytes an "in L2" row computes over: half the L2 */
     FILE *csv;                 /* NULL, or where CSV rows go */
 } bench_context;
 
@@ -26,6 +27,11 @@ double bench_now_seconds(void);
 
 /* Last-level cache size in bytes as the OS reports it (0 if unknown). */
 size_t bench_last_level_cache_bytes(void);
+
+/* The level-2 data (or unified) cache of cpu 0 in bytes as the OS reports
+ * it (0 if unknown): 512 KiB on Zen3, 1 MiB on Zen4, 2 MiB on recent Xeons,
+ * so a fixed "in L2" size would measure L3 on some of them. */
+size_t bench_l2_cache_bytes(void);
 
 /* The CPU's model name from /proc/cpuinfo ("unknown CPU" without one), and
  * the kernel paths this build compiled in: what a figure depends on. */

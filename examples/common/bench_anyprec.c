@@ -31,7 +31,7 @@ typedef struct bench_anyprec_job {
     float *xscale;
     const float *x;
     float *y;
-    uint32_t cached_rows; /* rows whose parent-width bytes fit in 1 MiB */
+    uint32_t cached_rows; /* rows whose parent-width bytes fit in ctx->cached_bytes */
 } bench_anyprec_job;
 
 static void bench_anyprec_rows(void *ctx, size_t begin, size_t end, unsigned worker)
@@ -158,8 +158,10 @@ static int bench_anyprec_shape(const bench_context *ctx, pmpd_pool *pool, pmpd_p
     /* Each width's ceiling with the bytes in L2, in weights per second: the
      * kernels' work is per weight (one lookup and one multiply-add each at
      * every width), so below some width a core decodes slower than RAM
-     * delivers. */
-    job.cached_rows = (uint32_t)((((size_t)1 << 21) / padded) / PMPD_ANYPREC_ROW_BLOCK * PMPD_ANYPREC_ROW_BLOCK);
+     * delivers.  The rows whose parent-width planes fill ctx->cached_bytes
+     * (half the L2), so every width's bytes stay in L2. */
+    job.cached_rows = (uint32_t)((ctx->cached_bytes / (padded * BENCH_ANYPREC_PARENT / 8)) / PMPD_ANYPREC_ROW_BLOCK *
+                                 PMPD_ANYPREC_ROW_BLOCK);
     job.cached_rows = job.cached_rows < PMPD_ANYPREC_ROW_BLOCK ? PMPD_ANYPREC_ROW_BLOCK
                       : job.cached_rows > rows                  ? rows
                                                                 : job.cached_rows;

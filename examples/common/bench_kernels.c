@@ -107,10 +107,11 @@ static void bench_kernels_fill(uint32_t type, unsigned char *p, size_t bytes)
 }
 
 /* With --gemv: the kernel's own ceiling, the first rows of the matrix that
- * fit in 1 MiB (in L2) computed over and over by one thread. */
+ * fit in ctx->cached_bytes (half the L2) computed over and over by one
+ * thread. */
 static void bench_kernels_cached(bench_context *ctx, pmpd_pool *single, bench_kernels_job *job, size_t bytes)
 {
-    size_t rows = job->w.rows, sub = ((size_t)1 << 20) / (bytes / rows) / PMPD_QROWS * PMPD_QROWS;
+    size_t rows = job->w.rows, sub = ctx->cached_bytes / (bytes / rows) / PMPD_QROWS * PMPD_QROWS;
     double seconds, gbs;
     char name[96];
     if (sub < PMPD_QROWS)
