@@ -470,6 +470,8 @@ typedef struct pmpd_palette_report {
     const unsigned *palette_bits;            /* [n_palette]: nuq's width in bits, vq's and
                                                 tcq's in quarter bits, 0 for the others */
     const double *errors;       /* [n_groups][n_palette] err of every candidate */
+    int gaussian_errors;        /* 1: the nuq, vq and tcq entries' errors are estimates
+                                   (pmpd_convert_options.palette_gaussian) */
     const uint64_t *costs;      /* [n_groups][n_palette] bytes of every candidate */
     uint64_t weights;           /* elements of every layer matrix: the budget's base (the token
                                    embedding and classifier are not in it: q8 as with --type q4) */
@@ -584,6 +586,15 @@ typedef struct pmpd_convert_options {
      * predicted_kl is that mean, not nats); for measuring what the
      * measured sensitivities buy. */
     int palette_flat;
+    /* 1: the rotated formats' errors (nuq, vq, tcq entries) are estimated,
+     * not measured: each is the format's normalized error on Gaussian rows
+     * of the matrix's width, encoded once per (entry, width) instead of
+     * every group being encoded in every entry (seed 002's data-free loss
+     * term: a rotated row is close to Gaussian).  The other formats are
+     * measured as before.  Minutes instead of hours for TCQ palettes on a
+     * 1B model; on pycode21M the estimates are within a few percent of the
+     * measured errors (docs/palette.md). */
+    int palette_gaussian;
     /* The allocation, before the container is written (progress_context);
      * may be NULL.  progress reports the sensitivity runs (groups x 3
      * noise energies), then the candidates' errors (groups x palette);

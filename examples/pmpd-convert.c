@@ -1,7 +1,7 @@
 /* pmpd-convert SOURCE OUT [--tokenizer FILE] [--type f32|f16|anyprec|q8|q4|q2cb|w8a8|nuq2..4|vq2..4|tcq1.5..tcq4|keep-closest] [--bits SEED:PARENT]
  *                         [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]
  *                         [--kv-codebooks SUB:BITS] [--ctx N] [--threads N]
- *                         [--budget-bits B [--palette q8,q4,q2cb] [--palette-flat]]
+ *                         [--budget-bits B [--palette q8,q4,q2cb] [--palette-flat] [--palette-gaussian]]
  *
  * Converts a llama2.c checkpoint (legacy or version 1) or a GGUF v3 Llama
  * file into a .pmpd container.  With --kv-codebooks and --pmpd-calibrate it
@@ -157,7 +157,8 @@ static int usage(void)
             "                    [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]\n"
             "                    [--kv-codebooks SUB:BITS] [--ctx N] [--no-shadow | --shadow-tensors N]\n"
             "                    [--threads N]\n"
-            "                    [--budget-bits B | --budget-latency US [--palette LIST] [--palette-flat]]\n"
+            "                    [--budget-bits B | --budget-latency US [--palette LIST] [--palette-flat]\n"
+            "                    [--palette-gaussian]]\n"
             "  --kv-codebooks SUB:BITS  add PQ KV-cache codebooks (SUB 2 or 4, BITS 1-8), trained on the\n"
             "                           converted model (the float one with --pmpd-calibrate)\n"
             "  --vocabulary q8|q4|nested  with --type anyprec: the token embedding and classifier in q8 (the\n"
@@ -188,6 +189,9 @@ static int usage(void)
             "                           tcq1.5 tcq1.75 ... tcq4 (default q8,q4,q2cb)\n"
             "  --palette-flat           with --budget-bits: no sensitivity run, each group weighs by its share of\n"
             "                           the weights (least mean error), to measure what sensitivities buy\n"
+            "  --palette-gaussian       with --budget-bits: the nuq, vq and tcq entries' errors from Gaussian\n"
+            "                           rows of each matrix width, one encoding per entry and width instead of\n"
+            "                           every group in every entry (minutes, not hours, for TCQ palettes)\n"
             "  --type keep-closest      each GGUF matrix in the type nearest its own (F32 f32, F16 f16, BF16 f32,\n"
             "                           Q8_0 Q6_K Q5_K Q5_0 Q5_1 q8, Q4_0 Q4_1 Q4_K IQ4_NL IQ4_XS q4)\n"
             "  --type TYPE              weight format (default f32):");
@@ -280,6 +284,10 @@ static int convert_parse(int argc, char **argv, convert_args *a)
         }
         if (!strcmp(o, "--palette-flat")) {
             a->convert.palette_flat = 1;
+            continue;
+        }
+        if (!strcmp(o, "--palette-gaussian")) {
+            a->convert.palette_gaussian = 1;
             continue;
         }
         if (!strcmp(o, "--nested-vocabulary")) {
@@ -375,7 +383,8 @@ static void convert_allocated(void *context, const pmpd_palette_report *r)
         printf("pmpd-convert: bit allocation, budget %.3f bits per weight = %llu bytes over %llu layer weights\n",
                r->budget_bits, (unsigned long long)r->budget_bytes, (unsigned long long)r->weights);
     printf("  (token embedding and classifier q8, outside the budget; sensitivity a = KL nats per unit of relative\n"
-           "  error energy, fitted through the origin; err = ||W - Q(W)||^2 / ||W||^2)\n");
+           "  error energy, fitted through the origin; err = ||W - Q(W)||^2 / ||W||^2%s)\n",
+           r->gaussian_errors ? ", the nuq, vq and tcq entries' on Gaussian rows of the matrices' widths" : "");
     printf("  layer group        format  a          fit R2  slope ratio  err        bytes     %s err of",
            r->latencies ? "    us" : "");
     for (q = 0; q < r->n_palette; q++)
@@ -532,8 +541,9 @@ int main(int argc, char **argv)
                         "or keep-closest\n");
         return 2;
     }
-    if ((a.convert.palette || a.convert.palette_flat) && !allocating) {
-        fprintf(stderr, "pmpd-convert: --palette and --palette-flat go with --budget-bits or --budget-latency\n");
+    if ((a.convert.palette || a.convert.palette_flat || a.convert.palette_gaussian) && !allocating) {
+        fprintf(stderr, "pmpd-convert: --palette, --palette-flat and --palette-gaussian go with --budget-bits or "
+                        "--budget-latency\n");
         return 2;
     }
     if (allocating)

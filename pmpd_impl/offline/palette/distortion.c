@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "pmpd_impl/core/hadamard.h"
+#include "pmpd_impl/offline/synth/synth.h"
 #include "pmpd_impl/offline/weights/encoders.h"
 #include "pmpd_impl/weights/format.h"
 
@@ -87,9 +88,14 @@ PMPD_INTERNAL pmpd_status pmpd_palette_encode(const pmpd_build_tensor *t, uint32
  * entries are the row: the same numbers up to float rounding (the
  * lookup sums each entry in double; on stories260K the errors agree to
  * 1e-6 relative and the allocation's bytes are identical). */
+PMPD_INTERNAL int pmpd_palette_rotated(uint32_t type)
+{
+    return type == PMPD_TENSOR_NUQ || type == PMPD_TENSOR_VQ2 || type == PMPD_TENSOR_TCQ;
+}
+
 static size_t palette_decode_width(uint32_t type, size_t cols)
 {
-    if (type != PMPD_TENSOR_NUQ && type != PMPD_TENSOR_VQ2 && type != PMPD_TENSOR_TCQ)
+    if (!pmpd_palette_rotated(type))
         return cols;
     return pmpd_hadamard_size(cols) > cols ? pmpd_hadamard_size(cols) : cols;
 }
@@ -143,4 +149,53 @@ PMPD_INTERNAL pmpd_status pmpd_palette_group_error(const pmpd_build_model *b, co
     }
     *err = norm > 0.0 ? error / norm : 0.0;
     return PMPD_OK;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_palette_gaussian_error(uint32_t type, const pmpd_convert_options *options,
+                                                      uint64_t cols, double *err)
+{
+    /* Whole rows, at least 4 of them, so a row's padding and its last
+     * (short) trellis sequence weigh as they do in a model's matrix. */
+    const uint64_t rows = cols == 0 ? 0
+                          : (PMPD_PALETTE_GAUSSIAN_WEIGHTS + cols - 1) / cols < 4
+                              ? 4
+                              : (PMPD_PALETTE_GAUSSIAN_WEIGHTS + cols - 1) / cols;
+    pmpd_build_tensor t;
+    uint64_t state = pmpd_synth_stream(0x6A09E667F3BCC908ull, 0);
+    double error = 0.0, norm = 0.0;
+    pmpd_status st;
+    *err = 0.0;
+    if (cols == 0 || cols > SIZE_MAX / sizeof(float) / rows)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    memset(&t, 0, sizeof t);
+    memcpy(t.name, "gaussian", 9);
+    t.type = PMPD_TENSOR_F32;
+    t.n_dims = 2;
+    t.dims[0] = rows;
+    t.dims[1] = cols;
+    t.size = rows * cols * sizeof(float);
+    t.data = (unsigned char *)malloc((size_t)t.size);
+    if (!t.data)
+        return PMPD_ERR_OUT_OF_MEMORY;
+    pmpd_synth_normal(&state, 1.0f, (float *)(void *)t.data, (size_t)(rows * cols));
+    st = palette_matrix_error(&t, type, options, &error, &norm);
+    free(t.data);
+    if (st == PMPD_OK)
+        *err = norm > 0.0 ? error / norm : 0.0;
+    return st;
+}
+
+PMPD_INTERNAL void pmpd_palette_group_norms(const pmpd_build_model *b, const pmpd_palette_group *g,
+                                            double norm[PMPD_PALETTE_GROUP_MAX_TENSORS])
+{
+    uint32_t i;
+    for (i = 0; i < g->n_tensors; i++) {
+        const pmpd_build_tensor *t = &b->tensors[g->tensors[i]];
+        const float *w = (const float *)(const void *)t->data;
+        uint64_t k, n = t->dims[0] * t->dims[1];
+        double sum = 0.0;
+        for (k = 0; w && k < n; k++)
+            sum += (double)w[k] * w[k];
+        norm[i] = sum;
+    }
 }

@@ -39,5 +39,24 @@ PMPD_INTERNAL pmpd_status pmpd_palette_encode(const pmpd_build_tensor *t, uint32
 PMPD_INTERNAL pmpd_status pmpd_palette_group_error(const pmpd_build_model *b, const pmpd_palette_group *g,
                                                    uint32_t type, const pmpd_convert_options *options, double *err);
 
+/* 1 for the formats that store Hadamard-rotated rows (nuq, vq, tcq): a
+ * rotated row is close to Gaussian whatever the layer, so their error on
+ * Gaussian data estimates their error on the model's (seed 002's
+ * data-free loss term). */
+PMPD_INTERNAL int pmpd_palette_rotated(uint32_t type);
+
+/* *err = type's normalized squared error on i.i.d. N(0, 1) rows of cols
+ * columns (a fixed draw of at least PMPD_PALETTE_GAUSSIAN_WEIGHTS values,
+ * the same for every call), encoded and decoded as a model's matrix is.
+ * Errors: as pmpd_palette_group_error's. */
+#define PMPD_PALETTE_GAUSSIAN_WEIGHTS 16384u
+PMPD_INTERNAL pmpd_status pmpd_palette_gaussian_error(uint32_t type, const pmpd_convert_options *options,
+                                                      uint64_t cols, double *err);
+
+/* *norm = the summed squared weights of group g (what its estimated error
+ * energies are weighed by). */
+PMPD_INTERNAL void pmpd_palette_group_norms(const pmpd_build_model *b, const pmpd_palette_group *g,
+                                            double norm[PMPD_PALETTE_GROUP_MAX_TENSORS]);
+
 #endif
 #endif

@@ -176,13 +176,74 @@ static pmpd_status palette_costs(const pmpd_build_model *b, const pmpd_palette_g
  * not depend on the thread count. */
 #define PALETTE_ERROR_THREADS 16
 
+/* With options->palette_gaussian the rotated formats' errors are
+ * estimated first (pmpd_palette_gaussian_error), once per (palette entry,
+ * distinct column count) rather than once per group: estimates[q *
+ * n_widths + w] for width widths[w].  Both steps report progress as one
+ * count of total. */
+#define PALETTE_MAX_WIDTHS (PMPD_PALETTE_GROUP_KINDS * PMPD_PALETTE_GROUP_MAX_TENSORS)
+
 typedef struct palette_error_job {
     const pmpd_build_model *b;
     const pmpd_palette_group *groups;
     const pmpd_convert_options *options;
     pmpd_palette_plan *plan;
-    uint64_t total;
+    uint64_t widths[PALETTE_MAX_WIDTHS];
+    uint32_t n_widths;
+    double *estimates; /* NULL: every error measured */
+    uint64_t done_before, total;
 } palette_error_job;
+
+/* Index of cols in job->widths, UINT32_MAX if it is not there (a Llama
+ * layer's matrices have two input widths, dim and hidden; a model with
+ * more than PALETTE_MAX_WIDTHS has the others' errors measured). */
+static uint32_t palette_width_index(const palette_error_job *job, uint64_t cols)
+{
+    uint32_t w;
+    for (w = 0; w < job->n_widths; w++)
+        if (job->widths[w] == cols)
+            return w;
+    return UINT32_MAX;
+}
+
+/* Estimate jobs [begin, end): job i is palette entry i / n_widths on width
+ * i % n_widths (entries that are not rotated are skipped). */
+static pmpd_status palette_estimate_jobs(void *context, unsigned worker, uint64_t begin, uint64_t end)
+{
+    const palette_error_job *job = (const palette_error_job *)context;
+    uint64_t i;
+    (void)worker;
+    for (i = begin; i < end; i++) {
+        const uint32_t q = (uint32_t)(i / job->n_widths);
+        pmpd_status st = PMPD_OK;
+        if (pmpd_palette_rotated(job->plan->palette[q]))
+            st = pmpd_palette_gaussian_error(job->plan->palette[q], &job->plan->format_options[q],
+                                             job->widths[i % job->n_widths], &job->estimates[i]);
+        if (st != PMPD_OK)
+            return st;
+    }
+    return PMPD_OK;
+}
+
+/* Group g's estimated error under palette entry q into *err: its
+ * matrices' estimates weighed by their squared weights.  0 (measure it)
+ * when one of its widths has no estimate. */
+static int palette_estimated_error(const palette_error_job *job, uint32_t g, uint32_t q, double *err)
+{
+    const pmpd_palette_group *group = &job->groups[g];
+    double norm[PMPD_PALETTE_GROUP_MAX_TENSORS], energy = 0.0, total = 0.0;
+    uint32_t i;
+    pmpd_palette_group_norms(job->b, group, norm);
+    for (i = 0; i < group->n_tensors; i++) {
+        uint32_t w = palette_width_index(job, job->b->tensors[group->tensors[i]].dims[1]);
+        if (w == UINT32_MAX)
+            return 0;
+        energy += job->estimates[(size_t)q * job->n_widths + w] * norm[i];
+        total += norm[i];
+    }
+    *err = total > 0.0 ? energy / total : 0.0;
+    return 1;
+}
 
 /* Jobs [begin, end): job i is group i / n in format i % n. */
 static pmpd_status palette_error_jobs(void *context, unsigned worker, uint64_t begin, uint64_t end)
@@ -192,8 +253,12 @@ static pmpd_status palette_error_jobs(void *context, unsigned worker, uint64_t b
     uint64_t i;
     (void)worker;
     for (i = begin; i < end; i++) {
-        pmpd_status st = pmpd_palette_group_error(job->b, &job->groups[i / n], job->plan->palette[i % n],
-                                                  &job->plan->format_options[i % n], &job->plan->errors[i]);
+        const uint32_t g = (uint32_t)(i / n), q = (uint32_t)(i % n);
+        pmpd_status st = PMPD_OK;
+        if (!job->estimates || !pmpd_palette_rotated(job->plan->palette[q]) ||
+            !palette_estimated_error(job, g, q, &job->plan->errors[i]))
+            st = pmpd_palette_group_error(job->b, &job->groups[g], job->plan->palette[q],
+                                          &job->plan->format_options[q], &job->plan->errors[i]);
         if (st != PMPD_OK)
             return st;
     }
@@ -204,7 +269,41 @@ static void palette_error_progress(void *context, uint64_t done)
 {
     const palette_error_job *job = (const palette_error_job *)context;
     if (job->options->progress)
-        job->options->progress(job->options->progress_context, done, job->total);
+        job->options->progress(job->options->progress_context, job->done_before + done, job->total);
+}
+
+/* The estimates of every rotated palette entry at every width the groups
+ * have, into a malloc'ed job->estimates. */
+static pmpd_status palette_estimates(palette_error_job *job, uint32_t n_groups, unsigned threads, pmpd_error *err)
+{
+    const pmpd_parallel_work work = {palette_estimate_jobs, palette_error_progress, job};
+    const uint32_t n = job->plan->report.n_palette;
+    uint64_t failed = 0, count;
+    uint32_t g, i;
+    pmpd_status status;
+    for (g = 0; g < n_groups; g++)
+        for (i = 0; i < job->groups[g].n_tensors; i++) {
+            const uint64_t cols = job->b->tensors[job->groups[g].tensors[i]].dims[1];
+            if (palette_width_index(job, cols) == UINT32_MAX && job->n_widths < PALETTE_MAX_WIDTHS)
+                job->widths[job->n_widths++] = cols;
+        }
+    count = (uint64_t)n * job->n_widths;
+    job->estimates = (double *)calloc(count ? count : 1, sizeof *job->estimates);
+    if (!job->estimates)
+        return pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory");
+    job->total += count;
+    status = pmpd_parallel_run(threads, count, 1, &work, &failed);
+    if (status != PMPD_OK && failed >= count)
+        return pmpd_error_set(err, status, PMPD_NO_OFFSET, "cannot create a lock for the palette's error runs");
+    if (status != PMPD_OK) {
+        char name[16];
+        const uint32_t q = (uint32_t)(failed / job->n_widths);
+        return pmpd_error_set(err, status, PMPD_NO_OFFSET, "cannot estimate %s on Gaussian rows of %llu columns",
+                              palette_name(job->plan->palette[q], job->plan->palette_bits[q], name, sizeof name),
+                              (unsigned long long)job->widths[failed % job->n_widths]);
+    }
+    job->done_before = count;
+    return PMPD_OK;
 }
 
 static pmpd_status palette_errors(const pmpd_build_model *b, const pmpd_palette_group *groups, uint32_t n_groups,
@@ -212,19 +311,30 @@ static pmpd_status palette_errors(const pmpd_build_model *b, const pmpd_palette_
 {
     palette_error_job job;
     const pmpd_parallel_work work = {palette_error_jobs, palette_error_progress, &job};
+    const uint64_t count = (uint64_t)n_groups * plan->report.n_palette;
     uint64_t failed = 0;
     unsigned threads;
     pmpd_status status;
+    memset(&job, 0, sizeof job);
     job.b = b;
     job.groups = groups;
     job.options = options;
     job.plan = plan;
-    job.total = (uint64_t)n_groups * plan->report.n_palette;
-    threads = pmpd_parallel_threads(options->threads, job.total, 1);
+    job.total = count;
+    threads = pmpd_parallel_threads(options->threads, count, 1);
+    if (threads > PALETTE_ERROR_THREADS)
+        threads = PALETTE_ERROR_THREADS;
+    if (options->palette_gaussian) {
+        status = palette_estimates(&job, n_groups, threads, err);
+        if (status != PMPD_OK) {
+            free(job.estimates);
+            return status;
+        }
+    }
     /* One job per step: the failure reported is the lowest failed job's. */
-    status = pmpd_parallel_run(threads < PALETTE_ERROR_THREADS ? threads : PALETTE_ERROR_THREADS, job.total, 1,
-                               &work, &failed);
-    if (status != PMPD_OK && failed >= job.total)
+    status = pmpd_parallel_run(threads, count, 1, &work, &failed);
+    free(job.estimates);
+    if (status != PMPD_OK && failed >= count)
         return pmpd_error_set(err, status, PMPD_NO_OFFSET, "cannot create a lock for the palette's error runs");
     if (status != PMPD_OK) {
         const uint32_t n = plan->report.n_palette;
@@ -238,6 +348,7 @@ static pmpd_status palette_errors(const pmpd_build_model *b, const pmpd_palette_
 }
 
 #undef PALETTE_ERROR_THREADS
+#undef PALETTE_MAX_WIDTHS
 
 /* The knapsack over loss a_g * err and cost bytes; the chosen types into
  * the plan and its report. */
@@ -331,6 +442,7 @@ PMPD_INTERNAL pmpd_status pmpd_palette_plan_make(const pmpd_build_model *b, cons
     if (by_latency)
         plan->latencies = (uint64_t *)calloc((size_t)n_groups * plan->report.n_palette, sizeof *plan->latencies);
     plan->report.budget_latency_us = options->budget_latency_us;
+    plan->report.gaussian_errors = options->palette_gaussian ? 1 : 0;
     fits = (pmpd_palette_fit *)calloc(n_groups, sizeof *fits);
     if (!plan->formats || !plan->groups || !plan->errors || !plan->costs || !fits || (by_latency && !plan->latencies)) {
         free(groups);
