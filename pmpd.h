@@ -490,7 +490,7 @@ typedef struct pmpd_palette_report {
 
 /* The most formats a bit allocation chooses among (n_palette below); a
  * longer palette fails with PMPD_ERR_INVALID_ARGUMENT. */
-#define PMPD_PALETTE_MAX_FORMATS 8
+#define PMPD_PALETTE_MAX_FORMATS 16
 
 typedef struct pmpd_convert_options {
     const char *tokenizer_path;   /* llama2.c tokenizer.bin, or NULL */

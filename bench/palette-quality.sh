@@ -7,7 +7,8 @@
 # weighed by its share of the weights: what the sensitivities buy), both on
 # the default palette q8,q4,q2cb, and with the measured sensitivities on
 # q8,q4,q2cb,nuq2,nuq3,nuq4 ("nuq"); at FULL_BUDGETS also on q4, q2cb, nuq2,
-# nuq3, vq2.5, tcq2, tcq2.5, tcq3 ("full": a palette takes at most 8).
+# nuq3, vq2.5, tcq2, tcq2.5, tcq3 ("full", the eight formats of the first
+# measurements; a palette now takes up to 16).
 # Beside them every single format of the
 # palette at each of its widths (q8, q4, q2cb, nuq2-4, vq2-4, tcq2-4 in
 # half bits) and the nested (any-precision 2:4) model decoded at 2, 3
@@ -39,7 +40,7 @@ BUILD=${BUILD:-build}
 MODELS=${MODELS:-../shared/models}
 BUDGETS=${BUDGETS:-"2.5 3.0 3.25 3.5 4.0 4.5 5.0"}
 FULL_BUDGETS=${FULL_BUDGETS:-"2.5 3.25"}
-FULL_PALETTE=q4,q2cb,nuq2,nuq3,vq2.5,tcq2,tcq2.5,tcq3 # at most 8 formats
+FULL_PALETTE=${FULL_PALETTE:-q4,q2cb,nuq2,nuq3,vq2.5,tcq2,tcq2.5,tcq3}
 MODELS_TO=${MODELS_TO:-"stories260K pycode21M"}
 THREADS=${THREADS:-2}
 OUT=$BUILD/palette-quality
