@@ -77,6 +77,11 @@ PMPD_INTERNAL pmpd_status pmpd_palette_encode(const pmpd_build_tensor *t, uint32
     return st;
 }
 
+PMPD_INTERNAL int pmpd_palette_rotated(uint32_t type)
+{
+    return type == PMPD_TENSOR_NUQ || type == PMPD_TENSOR_VQ2 || type == PMPD_TENSOR_TCQ;
+}
+
 /* The rotated formats (nuq, vq, tcq) store each row as its Hadamard
  * rotation of size pmpd_hadamard_size(cols), zeros beyond cols before the
  * transform.  Their row lookup has only cols floats to write into (the
@@ -88,11 +93,6 @@ PMPD_INTERNAL pmpd_status pmpd_palette_encode(const pmpd_build_tensor *t, uint32
  * entries are the row: the same numbers up to float rounding (the
  * lookup sums each entry in double; on stories260K the errors agree to
  * 1e-6 relative and the allocation's bytes are identical). */
-PMPD_INTERNAL int pmpd_palette_rotated(uint32_t type)
-{
-    return type == PMPD_TENSOR_NUQ || type == PMPD_TENSOR_VQ2 || type == PMPD_TENSOR_TCQ;
-}
-
 static size_t palette_decode_width(uint32_t type, size_t cols)
 {
     if (!pmpd_palette_rotated(type))
