@@ -154,18 +154,19 @@ PMPD_INTERNAL pmpd_status pmpd_palette_group_error(const pmpd_build_model *b, co
 PMPD_INTERNAL pmpd_status pmpd_palette_gaussian_error(uint32_t type, const pmpd_convert_options *options,
                                                       uint64_t cols, double *err)
 {
-    /* Whole rows, at least 4 of them, so a row's padding and its last
-     * (short) trellis sequence weigh as they do in a model's matrix. */
-    const uint64_t rows = cols == 0 ? 0
-                          : (PMPD_PALETTE_GAUSSIAN_WEIGHTS + cols - 1) / cols < 4
-                              ? 4
-                              : (PMPD_PALETTE_GAUSSIAN_WEIGHTS + cols - 1) / cols;
     pmpd_build_tensor t;
-    uint64_t state = pmpd_synth_stream(0x6A09E667F3BCC908ull, 0);
+    uint64_t state = pmpd_synth_stream(0x6A09E667F3BCC908ull, 0), rows;
     double error = 0.0, norm = 0.0;
     pmpd_status st;
     *err = 0.0;
-    if (cols == 0 || cols > SIZE_MAX / sizeof(float) / rows)
+    if (cols == 0)
+        return PMPD_ERR_INVALID_ARGUMENT;
+    /* Whole rows, at least 4 of them, so a row's padding and its last
+     * (short) trellis sequence weigh as they do in a model's matrix. */
+    rows = (PMPD_PALETTE_GAUSSIAN_WEIGHTS + cols - 1) / cols;
+    if (rows < 4)
+        rows = 4;
+    if (cols > SIZE_MAX / sizeof(float) / rows)
         return PMPD_ERR_INVALID_ARGUMENT;
     memset(&t, 0, sizeof t);
     memcpy(t.name, "gaussian", 9);

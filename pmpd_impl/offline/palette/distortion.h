@@ -53,8 +53,8 @@ PMPD_INTERNAL int pmpd_palette_rotated(uint32_t type);
 PMPD_INTERNAL pmpd_status pmpd_palette_gaussian_error(uint32_t type, const pmpd_convert_options *options,
                                                       uint64_t cols, double *err);
 
-/* *norm = the summed squared weights of group g (what its estimated error
- * energies are weighed by). */
+/* norm[i] = the summed squared weights of group g's matrix i (what its
+ * estimated error energies are weighed by). */
 PMPD_INTERNAL void pmpd_palette_group_norms(const pmpd_build_model *b, const pmpd_palette_group *g,
                                             double norm[PMPD_PALETTE_GROUP_MAX_TENSORS]);
 

@@ -191,6 +191,7 @@ typedef struct palette_error_job {
     uint64_t widths[PALETTE_MAX_WIDTHS];
     uint32_t n_widths;
     double *estimates; /* NULL: every error measured */
+    double *norms;     /* [group][PMPD_PALETTE_GROUP_MAX_TENSORS]: squared weights, with estimates */
     uint64_t done_before, total;
 } palette_error_job;
 
@@ -231,9 +232,9 @@ static pmpd_status palette_estimate_jobs(void *context, unsigned worker, uint64_
 static int palette_estimated_error(const palette_error_job *job, uint32_t g, uint32_t q, double *err)
 {
     const pmpd_palette_group *group = &job->groups[g];
-    double norm[PMPD_PALETTE_GROUP_MAX_TENSORS], energy = 0.0, total = 0.0;
+    const double *norm = job->norms + (size_t)g * PMPD_PALETTE_GROUP_MAX_TENSORS;
+    double energy = 0.0, total = 0.0;
     uint32_t i;
-    pmpd_palette_group_norms(job->b, group, norm);
     for (i = 0; i < group->n_tensors; i++) {
         uint32_t w = palette_width_index(job, job->b->tensors[group->tensors[i]].dims[1]);
         if (w == UINT32_MAX)
@@ -273,7 +274,8 @@ static void palette_error_progress(void *context, uint64_t done)
 }
 
 /* The estimates of every rotated palette entry at every width the groups
- * have, into a malloc'ed job->estimates. */
+ * have, into a malloc'ed job->estimates, and each group's squared weights
+ * (once, not once per entry) into a malloc'ed job->norms. */
 static pmpd_status palette_estimates(palette_error_job *job, uint32_t n_groups, unsigned threads, pmpd_error *err)
 {
     const pmpd_parallel_work work = {palette_estimate_jobs, palette_error_progress, job};
@@ -289,8 +291,11 @@ static pmpd_status palette_estimates(palette_error_job *job, uint32_t n_groups, 
         }
     count = (uint64_t)n * job->n_widths;
     job->estimates = (double *)calloc(count ? count : 1, sizeof *job->estimates);
-    if (!job->estimates)
+    job->norms = (double *)calloc((size_t)n_groups * PMPD_PALETTE_GROUP_MAX_TENSORS, sizeof *job->norms);
+    if (!job->estimates || !job->norms)
         return pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory");
+    for (g = 0; g < n_groups; g++)
+        pmpd_palette_group_norms(job->b, &job->groups[g], job->norms + (size_t)g * PMPD_PALETTE_GROUP_MAX_TENSORS);
     job->total += count;
     status = pmpd_parallel_run(threads, count, 1, &work, &failed);
     if (status != PMPD_OK && failed >= count)
@@ -328,12 +333,14 @@ static pmpd_status palette_errors(const pmpd_build_model *b, const pmpd_palette_
         status = palette_estimates(&job, n_groups, threads, err);
         if (status != PMPD_OK) {
             free(job.estimates);
+            free(job.norms);
             return status;
         }
     }
     /* One job per step: the failure reported is the lowest failed job's. */
     status = pmpd_parallel_run(threads, count, 1, &work, &failed);
     free(job.estimates);
+    free(job.norms);
     if (status != PMPD_OK && failed >= count)
         return pmpd_error_set(err, status, PMPD_NO_OFFSET, "cannot create a lock for the palette's error runs");
     if (status != PMPD_OK) {
