@@ -71,7 +71,7 @@ EXAMPLE_COMMON_OBJ := $(EXAMPLE_COMMON_SRC:%.c=$(BUILD)/obj/%.o)
 #            the kernel a KERNEL_TEST checks is the scalar oracle itself.
 # OFFLINE_TESTS: tests whose subject is the offline (heap-using) tooling:
 # importers, converters, calibration, bit allocation, evaluation.
-OFFLINE_TESTS := bad_input_import calibrate_container convert_stream eval gguf_types import knapsack mkgguf \
+OFFLINE_TESTS := bad_input_import calibrate_container convert_stream eval gguf_types import knapsack ldlq mkgguf \
   palette parallel pq_calibrate_file schedule_solver
 # KERNEL_TESTS: tests whose subject is a compiled SIMD kernel (weights,
 # attention, Hadamard, element-wise ops, f16 conversion, W8A8's shadow

@@ -472,6 +472,9 @@ typedef struct pmpd_palette_report {
     const double *errors;       /* [n_groups][n_palette] err of every candidate */
     int gaussian_errors;        /* 1: the nuq, vq and tcq entries' errors are estimates
                                    (pmpd_convert_options.palette_gaussian) */
+    int ldlq;                   /* 1: the nuq, vq and tcq entries were rounded by LDLQ and
+                                   every error weighed by its input's moment
+                                   (pmpd_convert_options.ldlq_sequences) */
     const uint64_t *costs;      /* [n_groups][n_palette] bytes of every candidate */
     uint64_t weights;           /* elements of every layer matrix: the budget's base (the token
                                    embedding and classifier are not in it: q8 as with --type q4) */
@@ -597,6 +600,19 @@ typedef struct pmpd_convert_options {
      * estimates do not), and the estimates lie within a few percent of the
      * measured errors (docs/palette.md). */
     int palette_gaussian;
+    /* > 0: data-aware rounding for nuq, vq and tcq (LDLQ, seed 002's
+     * data-aware setting): the second moment H of every layer's input is
+     * measured over ldlq_sequences sequences of ldlq_length tokens (0:
+     * 128) that the float model writes itself from BOS at temperature 1
+     * (no user text), and each rotated row is rounded block by block (nuq
+     * a column, vq a pair, tcq a 256-column sequence) with the earlier
+     * blocks' errors fed forward so that the layer's output error
+     * tr(E H E^T), not the weights' ||E||^2, is made small.  The files are
+     * the same formats, read by the same kernels.  Under budget_bits every
+     * candidate's error is then that output error (palette_gaussian is
+     * refused).  Needs the whole float model in memory and cols^2 doubles
+     * per distinct layer input (docs/palette.md); other types ignore it. */
+    uint32_t ldlq_sequences, ldlq_length;
     /* The allocation, before the container is written (progress_context);
      * may be NULL.  progress reports the sensitivity runs (groups x 3
      * noise energies), then the candidates' errors (groups x palette);

@@ -2,6 +2,7 @@
  *                         [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]
  *                         [--kv-codebooks SUB:BITS] [--ctx N] [--threads N]
  *                         [--budget-bits B [--palette q8,q4,q2cb] [--palette-flat] [--palette-gaussian]]
+ *                         [--ldlq N[:LENGTH]]
  *
  * Converts a llama2.c checkpoint (legacy or version 1) or a GGUF v3 Llama
  * file into a .pmpd container.  With --kv-codebooks and --pmpd-calibrate it
@@ -158,7 +159,7 @@ static int usage(void)
             "                    [--kv-codebooks SUB:BITS] [--ctx N] [--no-shadow | --shadow-tensors N]\n"
             "                    [--threads N]\n"
             "                    [--budget-bits B | --budget-latency US [--palette LIST] [--palette-flat]\n"
-            "                    [--palette-gaussian]]\n"
+            "                    [--palette-gaussian]] [--ldlq N[:LENGTH]]\n"
             "  --kv-codebooks SUB:BITS  add PQ KV-cache codebooks (SUB 2 or 4, BITS 1-8), trained on the\n"
             "                           converted model (the float one with --pmpd-calibrate)\n"
             "  --vocabulary q8|q4|nested  with --type anyprec: the token embedding and classifier in q8 (the\n"
@@ -192,7 +193,12 @@ static int usage(void)
             "  --palette-gaussian       with --budget-bits: the nuq, vq and tcq entries' errors from Gaussian\n"
             "                           rows of each matrix width, one encoding per entry and width instead of\n"
             "                           every group in every entry (pycode21M over 8 TCQ widths: 3 minutes\n"
-            "                           instead of 25)\n"
+            "                           instead of 25)\n");
+    fprintf(stderr,
+            "  --ldlq N[:LENGTH]        with nuq, vq, tcq or a budget: data-aware rounding (LDLQ) against each\n"
+            "                           layer input's second moment over N sequences of LENGTH tokens (default\n"
+            "                           128) the float model writes itself; a budget then weighs every format's\n"
+            "                           error by those moments (not with --palette-gaussian)\n"
             "  --type keep-closest      each GGUF matrix in the type nearest its own (F32 f32, F16 f16, BF16 f32,\n"
             "                           Q8_0 Q6_K Q5_K Q5_0 Q5_1 q8, Q4_0 Q4_1 Q4_K IQ4_NL IQ4_XS q4)\n"
             "  --type TYPE              weight format (default f32):");
@@ -325,6 +331,11 @@ static int convert_parse(int argc, char **argv, convert_args *a)
             ok = sscanf(v, "%lf", &a->convert.budget_bits) == 1 && a->convert.budget_bits > 0.0 &&
                  a->convert.budget_bits <= 64.0;
         else if (!strcmp(o, "--palette")) ok = convert_parse_palette(v, a);
+        else if (!strcmp(o, "--ldlq")) {
+            int fields = sscanf(v, "%u:%u", &a->convert.ldlq_sequences, &a->convert.ldlq_length);
+            ok = fields >= 1 && a->convert.ldlq_sequences > 0 && a->convert.ldlq_sequences <= 65536 &&
+                 (fields == 1 || a->convert.ldlq_length >= 2);
+        }
         else if (!strcmp(o, "--vocabulary"))
             ok = (a->convert.anyprec_vocabulary = !strcmp(v, "q8")       ? PMPD_TENSOR_Q8
                                                   : !strcmp(v, "q4")     ? PMPD_TENSOR_Q4
@@ -384,8 +395,11 @@ static void convert_allocated(void *context, const pmpd_palette_report *r)
         printf("pmpd-convert: bit allocation, budget %.3f bits per weight = %llu bytes over %llu layer weights\n",
                r->budget_bits, (unsigned long long)r->budget_bytes, (unsigned long long)r->weights);
     printf("  (token embedding and classifier q8, outside the budget; sensitivity a = KL nats per unit of relative\n"
-           "  error energy, fitted through the origin; err = ||W - Q(W)||^2 / ||W||^2%s)\n",
-           r->gaussian_errors ? ", the nuq, vq and tcq entries' on Gaussian rows of the matrices' widths" : "");
+           "  error energy, fitted through the origin; err = %s / ||W||^2%s)\n",
+           r->ldlq ? "tr(E H E^T) cols / tr(H)" : "||W - Q(W)||^2",
+           r->gaussian_errors ? ", the nuq, vq and tcq entries' on Gaussian rows of the matrices' widths"
+           : r->ldlq          ? ", H each input's moment, the nuq, vq and tcq entries rounded by LDLQ"
+                              : "");
     printf("  layer group        format  a          fit R2  slope ratio  err        bytes     %s err of",
            r->latencies ? "    us" : "");
     for (q = 0; q < r->n_palette; q++)
@@ -547,6 +561,19 @@ int main(int argc, char **argv)
                         "--budget-latency\n");
         return 2;
     }
+    if (a.convert.ldlq_sequences && a.convert.palette_gaussian) {
+        fprintf(stderr, "pmpd-convert: --palette-gaussian estimates data-free errors: with --ldlq every error is "
+                        "measured\n");
+        return 2;
+    }
+    if (a.convert.ldlq_sequences && !allocating && a.convert.type != PMPD_TENSOR_NUQ &&
+        a.convert.type != PMPD_TENSOR_VQ2 && a.convert.type != PMPD_TENSOR_TCQ) {
+        fprintf(stderr, "pmpd-convert: --ldlq rounds nuq, vq and tcq: it goes with those types or a budget\n");
+        return 2;
+    }
+    if (a.convert.ldlq_sequences)
+        fprintf(stderr, "pmpd-convert: LDLQ: each layer input's second moment over %u sequences of %u tokens\n",
+                a.convert.ldlq_sequences, a.convert.ldlq_length ? a.convert.ldlq_length : 128u);
     if (allocating)
         fprintf(stderr, "pmpd-convert: bit allocation: %s%s, then each format's error\n",
                 a.convert.budget_latency_us > 0.0 ? "each format's time on this machine, " : "",

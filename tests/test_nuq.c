@@ -47,7 +47,7 @@ static unsigned char *encode_random(size_t rows, size_t cols, unsigned bits, tes
     assert_int_equal(pmpd_nuq_size(rows, cols, bits, &bytes), PMPD_OK);
     out = (unsigned char *)malloc((size_t)bytes);
     assert_non_null(out);
-    assert_int_equal(pmpd_nuq_encode(w, rows, cols, bits, PMPD_NUQ_SEED + cols, out, (size_t)bytes), PMPD_OK);
+    assert_int_equal(pmpd_nuq_encode(w, rows, cols, bits, PMPD_NUQ_SEED + cols, NULL, out, (size_t)bytes), PMPD_OK);
     *size = (size_t)bytes;
     if (values)
         *values = w;
@@ -77,7 +77,7 @@ static void test_gaussian_mse(void **state)
         assert_int_equal(pmpd_nuq_size(rows, cols, bits, &bytes), PMPD_OK);
         out = (unsigned char *)malloc((size_t)bytes);
         assert_non_null(out);
-        assert_int_equal(pmpd_nuq_encode(w, rows, cols, bits, PMPD_NUQ_SEED, out, (size_t)bytes), PMPD_OK);
+        assert_int_equal(pmpd_nuq_encode(w, rows, cols, bits, PMPD_NUQ_SEED, NULL, out, (size_t)bytes), PMPD_OK);
         mse = test_rotated_error(PMPD_TENSOR_NUQ, w, rows, cols, out, (size_t)bytes);
         print_message("nuq%u on %zu x %zu N(0,1): normalized MSE %.5f (seed 002: %.4f), %.3f bits per weight\n", bits,
                       rows, cols, mse, expected[bits - 2], 8.0 * (double)bytes / (double)(rows * cols));

@@ -689,8 +689,8 @@ static void test_error_rotated_rows(void **state)
         memset(&o, 0, sizeof o);
         o.nuq_bits = widths[i];
         o.vq_quarter_bits = o.tcq_quarter_bits = widths[i];
-        assert_int_equal(pmpd_palette_group_error(&b, &groups[3], types[i], &o, &fast), PMPD_OK);
-        assert_int_equal(pmpd_palette_encode(t, types[i], &o, &block, &tensor), PMPD_OK);
+        assert_int_equal(pmpd_palette_group_error(&b, &groups[3], types[i], &o, NULL, &fast), PMPD_OK);
+        assert_int_equal(pmpd_palette_encode(t, types[i], &o, NULL, &block, &tensor), PMPD_OK);
         assert_non_null(row);
         for (r = 0; r < rows; r++) {
             pmpd_weight_format_of(types[i])->row(&tensor, r, row);
@@ -757,7 +757,7 @@ static void test_error_gaussian_estimate(void **state)
             assert_int_equal(pmpd_palette_gaussian_error(types[i], &o, b.tensors[groups[g].tensors[0]].dims[1],
                                                          &estimate),
                              PMPD_OK);
-            assert_int_equal(pmpd_palette_group_error(&b, &groups[g], types[i], &o, &measured), PMPD_OK);
+            assert_int_equal(pmpd_palette_group_error(&b, &groups[g], types[i], &o, NULL, &measured), PMPD_OK);
             if (fabs(estimate / measured - 1.0) > worst)
                 worst = fabs(estimate / measured - 1.0);
             assert_true(fabs(estimate / measured - 1.0) <= 0.12);
@@ -783,7 +783,7 @@ static void test_error_gaussian_estimate(void **state)
     memset(&o, 0, sizeof o);
     o.nuq_bits = 3;
     for (g = 0; g < n_groups && g < 20; g++) {
-        assert_int_equal(pmpd_palette_group_error(&b, &groups[g], PMPD_TENSOR_Q4, &o, &measured), PMPD_OK);
+        assert_int_equal(pmpd_palette_group_error(&b, &groups[g], PMPD_TENSOR_Q4, &o, NULL, &measured), PMPD_OK);
         assert_true(c.errors[g][0] == measured);
         assert_int_equal(pmpd_palette_gaussian_error(PMPD_TENSOR_NUQ, &o, b.tensors[groups[g].tensors[0]].dims[1],
                                                      &estimate),

@@ -206,7 +206,7 @@ static void test_gaussian_mse(void **state)
         assert_int_equal(pmpd_tcq_size(rows, cols, q, &bytes), PMPD_OK);
         out = (unsigned char *)malloc((size_t)bytes);
         assert_non_null(out);
-        assert_int_equal(pmpd_tcq_encode(w, rows, cols, q, PMPD_TCQ_SEED, 0, out, (size_t)bytes, 0, 0, NULL, NULL),
+        assert_int_equal(pmpd_tcq_encode(w, rows, cols, q, PMPD_TCQ_SEED, NULL, 0, out, (size_t)bytes, 0, 0, NULL, NULL),
                          PMPD_OK);
         mse = test_rotated_error(PMPD_TENSOR_TCQ, w, rows, cols, out, (size_t)bytes);
         print_message("tcq%g on %zu x %zu N(0,1): normalized MSE %.5f (seed 002: %.4f), %.3f bits per weight\n",

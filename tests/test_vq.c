@@ -50,7 +50,7 @@ static unsigned char *encode_random(size_t rows, size_t cols, unsigned quarter_b
     assert_int_equal(pmpd_vq_size(rows, cols, quarter_bits, &bytes), PMPD_OK);
     out = (unsigned char *)malloc((size_t)bytes);
     assert_non_null(out);
-    assert_int_equal(pmpd_vq_encode(w, rows, cols, quarter_bits, PMPD_NUQ_SEED + cols, out, (size_t)bytes), PMPD_OK);
+    assert_int_equal(pmpd_vq_encode(w, rows, cols, quarter_bits, PMPD_NUQ_SEED + cols, NULL, out, (size_t)bytes), PMPD_OK);
     *size = (size_t)bytes;
     if (values)
         *values = w;
@@ -131,7 +131,7 @@ static void test_gaussian_mse(void **state)
         assert_int_equal(pmpd_vq_size(rows, cols, quarter, &bytes), PMPD_OK);
         out = (unsigned char *)malloc((size_t)bytes);
         assert_non_null(out);
-        assert_int_equal(pmpd_vq_encode(w, rows, cols, quarter, PMPD_NUQ_SEED, out, (size_t)bytes), PMPD_OK);
+        assert_int_equal(pmpd_vq_encode(w, rows, cols, quarter, PMPD_NUQ_SEED, NULL, out, (size_t)bytes), PMPD_OK);
         mse = test_rotated_error(PMPD_TENSOR_VQ2, w, rows, cols, out, (size_t)bytes);
         print_message("vq%-4g %.5f         %.5f      %-17s %.3f\n", b, mse, bound,
                       lloyd_max[quarter / 2 - 4] > 0 ? (quarter == 8 ? "0.1175" : quarter == 12 ? "0.0345" : "0.0095")

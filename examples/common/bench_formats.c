@@ -67,7 +67,7 @@ static void *bench_formats_encode(uint32_t type, const float *w, size_t rows, si
         /* 4 bits: the width q4 is compared with. */
         if (pmpd_nuq_size(rows, cols, 4, bytes) != PMPD_OK || !(out = bench_formats_aligned((size_t)*bytes, block)))
             return NULL;
-        if (pmpd_nuq_encode(w, rows, cols, 4, PMPD_NUQ_SEED, (unsigned char *)out, (size_t)*bytes) == PMPD_OK)
+        if (pmpd_nuq_encode(w, rows, cols, 4, PMPD_NUQ_SEED, NULL, (unsigned char *)out, (size_t)*bytes) == PMPD_OK)
             return out;
     } else {
         uint64_t dims[2];

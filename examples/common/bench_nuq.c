@@ -79,7 +79,7 @@ static unsigned char *bench_nuq_encode(uint32_t type, unsigned bits, const float
         !(out = (unsigned char *)malloc((size_t)size)))
         return NULL;
     if ((type == PMPD_TENSOR_TCQ ? pmpd_tcq_random(rows, cols, bits, PMPD_TCQ_SEED, out, (size_t)size)
-                                 : pmpd_weight_encode_matrix(&options, type, w, rows, cols, out, (size_t)size)) !=
+                                 : pmpd_weight_encode_matrix(&options, type, NULL, w, rows, cols, out, (size_t)size)) !=
         PMPD_OK) {
         free(out);
         return NULL;

@@ -169,7 +169,7 @@ void test_rotated_older_rotation(uint32_t type, unsigned bits)
     assert_int_equal(pmpd_weight_stream_bytes(&options, type, 2, dims, &size), PMPD_OK);
     data = (unsigned char *)malloc((size_t)size);
     assert_non_null(data);
-    assert_int_equal(pmpd_weight_encode_matrix(&options, type, wide_row, rows, wide, data, (size_t)size), PMPD_OK);
+    assert_int_equal(pmpd_weight_encode_matrix(&options, type, NULL, wide_row, rows, wide, data, (size_t)size), PMPD_OK);
     t = test_rotated_tensor(type, rows, wide, data, (size_t)size);
     assert_int_equal(format->check(data, size, 2, t.dims, 0, "w", 1, &err), PMPD_OK);
     for (r = 0; r < rows; r++) {

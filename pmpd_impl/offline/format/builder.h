@@ -154,6 +154,8 @@ PMPD_INTERNAL void pmpd_build_seal_header(unsigned char *p, uint64_t directory_e
 PMPD_INTERNAL uint64_t pmpd_build_directory_end(const pmpd_build_model *b);
 PMPD_INTERNAL uint64_t pmpd_build_align(uint64_t v);
 
+struct pmpd_ldlq; /* offline/ldlq/ldlq.h */
+
 /* How pmpd_build_write_stream stores the f32 tensors (other types are
  * written as they are). */
 typedef struct pmpd_build_stream {
@@ -168,9 +170,12 @@ typedef struct pmpd_build_stream {
      * threads), which may be NULL for the defaults. */
     pmpd_status (*tensor_bytes)(const pmpd_convert_options *options, uint32_t type, uint32_t n_dims,
                                 const uint64_t *dims, uint64_t *bytes);
-    pmpd_status (*encode)(const pmpd_convert_options *options, uint32_t type, const float *values, uint64_t rows,
-                          uint64_t cols, unsigned char *out, size_t size);
+    pmpd_status (*encode)(const pmpd_convert_options *options, uint32_t type, const struct pmpd_ldlq *ldlq,
+                          const float *values, uint64_t rows, uint64_t cols, unsigned char *out, size_t size);
     const pmpd_convert_options *options;
+    /* The LDLQ factor tensor t is encoded with as type (offline/ldlq), or
+     * NULL (data-free); the hook itself may be NULL. */
+    const struct pmpd_ldlq *(*ldlq_of)(void *context, const pmpd_build_tensor *t, uint32_t type);
     /* The options of tensor t when they differ per tensor (the bit
      * allocation's NUQ widths); NULL: options for every tensor. */
     const pmpd_convert_options *(*options_of)(void *context, const pmpd_build_tensor *t);

@@ -48,6 +48,7 @@ static pmpd_status stream_tensor(const pmpd_build_model *b, FILE *f, const pmpd_
     uint64_t cols = t->dims[t->n_dims - 1], rows = t->size / 4 / cols, step, r, done = 0, out_size = 0, dims[2];
     uint64_t block = type == PMPD_TENSOR_F32 ? 1 : how->row_block(type);
     const pmpd_convert_options *options = how->options_of ? how->options_of(how->context, t) : how->options;
+    const struct pmpd_ldlq *ldlq = how->ldlq_of ? how->ldlq_of(how->context, t, type) : NULL;
     float *values = NULL;
     unsigned char *out = NULL;
     pmpd_status status = PMPD_OK;
@@ -82,7 +83,7 @@ static pmpd_status stream_tensor(const pmpd_build_model *b, FILE *f, const pmpd_
             dims[1] = cols;
             status = how->tensor_bytes(options, type, 2, dims, &bytes);
             if (status == PMPD_OK && done + bytes <= size && bytes <= out_size)
-                status = how->encode(options, type, values, n, cols, out, (size_t)bytes);
+                status = how->encode(options, type, ldlq, values, n, cols, out, (size_t)bytes);
             else
                 status = PMPD_ERR_INVALID_ARGUMENT;
             if (status != PMPD_OK)

@@ -14,6 +14,8 @@
 #include "pmpd_impl/core/error.h"
 #include "pmpd_impl/format/le.h"
 #include "pmpd_impl/offline/format/atomic_file.h"
+#include "pmpd_impl/offline/ldlq/hessian.h"
+#include "pmpd_impl/offline/nuq/nuq_build.h"
 #include "pmpd_impl/offline/palette/plan.h"
 #include "pmpd_impl/offline/weights/encoders.h"
 #include "platform/platform.h"
@@ -197,6 +199,7 @@ typedef struct convert_stream_context {
     uint32_t n_tensors;
     const pmpd_build_model *b;
     const pmpd_palette_plan *plan; /* with budget_bits: each tensor's type; else NULL */
+    const pmpd_hessian_set *hessians; /* with ldlq_sequences: the inputs' LDLQ factors; else NULL */
 } convert_stream_context;
 
 static uint32_t convert_stream_type(void *context, const pmpd_build_tensor *t)
@@ -210,6 +213,14 @@ static const pmpd_convert_options *convert_stream_options(void *context, const p
 {
     const convert_stream_context *c = (const convert_stream_context *)context;
     return pmpd_palette_plan_options(c->plan, c->b, t);
+}
+
+/* With LDLQ: the factor of tensor t's input for type's blocks. */
+static const pmpd_ldlq *convert_stream_ldlq(void *context, const pmpd_build_tensor *t, uint32_t type)
+{
+    const convert_stream_context *c = (const convert_stream_context *)context;
+    const size_t block = pmpd_weight_ldlq_block(type);
+    return block && t->n_dims == 2 ? pmpd_hessian_factor(c->hessians, t->name, t->dims[1], block) : NULL;
 }
 
 static void convert_stream_written(void *context, uint32_t index, const pmpd_build_tensor *t, uint32_t type,
@@ -267,7 +278,8 @@ static pmpd_status convert_verify_file(const pmpd_build_model *b, const char *pa
 }
 
 /* Encodes and writes b one tensor at a time into out_path (atomically). */
-static pmpd_status convert_stream(const pmpd_build_model *b, const pmpd_palette_plan *plan, const char *out_path,
+static pmpd_status convert_stream(const pmpd_build_model *b, const pmpd_palette_plan *plan,
+                                  const pmpd_hessian_set *hessians, const char *out_path,
                                   const pmpd_convert_options *options, pmpd_convert_summary *summary, pmpd_error *err)
 {
     convert_stream_context context;
@@ -284,12 +296,14 @@ static pmpd_status convert_stream(const pmpd_build_model *b, const pmpd_palette_
     context.n_tensors = b->n_tensors;
     context.b = b;
     context.plan = plan;
+    context.hessians = hessians;
     how.type_of = convert_stream_type;
     how.row_block = pmpd_weight_row_block;
     how.tensor_bytes = pmpd_weight_stream_bytes;
     how.encode = pmpd_weight_encode_matrix;
     how.options = options;
     how.options_of = plan ? convert_stream_options : NULL;
+    how.ldlq_of = hessians ? convert_stream_ldlq : NULL;
     how.written = convert_stream_written;
     how.context = &context;
     how.chunk_bytes = 0;
@@ -308,16 +322,16 @@ static pmpd_status convert_stream(const pmpd_build_model *b, const pmpd_palette_
 
 /* The bit allocation (offline/palette/plan.h), reported to the caller,
  * then the stream with each group's format. */
-static pmpd_status convert_allocated(const pmpd_build_model *b, const char *out_path,
-                                     const pmpd_convert_options *options, pmpd_convert_summary *summary,
-                                     pmpd_error *err)
+static pmpd_status convert_allocated(const pmpd_build_model *b, const pmpd_hessian_set *hessians,
+                                     const char *out_path, const pmpd_convert_options *options,
+                                     pmpd_convert_summary *summary, pmpd_error *err)
 {
     pmpd_palette_plan plan;
-    pmpd_status status = pmpd_palette_plan_make(b, options, NULL, &plan, err);
+    pmpd_status status = pmpd_palette_plan_make(b, options, NULL, hessians, &plan, err);
     if (status == PMPD_OK && options->allocated)
         options->allocated(options->progress_context, &plan.report);
     if (status == PMPD_OK)
-        status = convert_stream(b, &plan, out_path, options, summary, err);
+        status = convert_stream(b, &plan, hessians, out_path, options, summary, err);
     pmpd_palette_plan_free(&plan);
     return status;
 }
@@ -350,6 +364,35 @@ static pmpd_status convert_in_memory(pmpd_build_model *b, const pmpd_weight_enco
     return status;
 }
 
+/* The sequences LDLQ's moments are measured on: their own seed ("ldlq"),
+ * so they are not the sensitivity's. */
+#define CONVERT_LDLQ_SEED UINT64_C(0x6c646c71)
+#define CONVERT_LDLQ_LENGTH 128u
+
+/* With options->ldlq_sequences: the moments of b's layer inputs, factored
+ * for every rotated format the conversion may write (the type, or the
+ * palette's entries). */
+static pmpd_status convert_hessians(const pmpd_build_model *b, const pmpd_convert_options *options, int allocating,
+                                    pmpd_hessian_set *set, pmpd_error *err)
+{
+    static const pmpd_tensor_type defaults[] = {PMPD_TENSOR_Q8, PMPD_TENSOR_Q4, PMPD_TENSOR_Q2CB};
+    const pmpd_tensor_type *types = !allocating ? &options->type : options->palette ? options->palette : defaults;
+    const uint32_t n = !allocating ? 1 : options->palette ? options->n_palette : 3;
+    int cpus = pmpd_platform_cpu_count();
+    unsigned threads = options->threads ? options->threads : cpus > 0 ? (unsigned)cpus : 1;
+    uint32_t i;
+    pmpd_status status;
+    if (threads > pmpd_max_threads())
+        threads = pmpd_max_threads();
+    status = pmpd_hessian_collect(b, options->ldlq_sequences,
+                                  options->ldlq_length ? options->ldlq_length : CONVERT_LDLQ_LENGTH, CONVERT_LDLQ_SEED,
+                                  threads, set, err);
+    for (i = 0; i < n && status == PMPD_OK; i++)
+        if (pmpd_weight_ldlq_block((uint32_t)types[i]))
+            status = pmpd_hessian_factors(set, pmpd_weight_ldlq_block((uint32_t)types[i]), PMPD_NUQ_SEED, err);
+    return status;
+}
+
 pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const pmpd_convert_options *options,
                               pmpd_convert_summary *summary, pmpd_error *err)
 {
@@ -357,8 +400,9 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const p
     pmpd_convert_options defaults;
     const pmpd_weight_encoder *encoder;
     pmpd_build_model b;
+    pmpd_hessian_set hessians;
     uint32_t i;
-    int allocating;
+    int allocating, ldlq;
     pmpd_status status;
     if (!summary)
         summary = &local;
@@ -386,16 +430,24 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const p
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
                               "output type %u is not a weight format the converter writes",
                               (unsigned)options->type);
+    ldlq = options->ldlq_sequences > 0 && !options->keep_closest &&
+           (allocating || pmpd_weight_ldlq_block((uint32_t)options->type) != 0);
     pmpd_build_init(&b);
-    /* The allocation runs the float model: its tensors must be in memory. */
-    status = pmpd_import_file(in_path, options->tokenizer_path, encoder->streams && !allocating, &b,
+    memset(&hessians, 0, sizeof hessians);
+    /* The allocation and LDLQ run the float model: its tensors must be in
+     * memory. */
+    status = pmpd_import_file(in_path, options->tokenizer_path, encoder->streams && !allocating && !ldlq, &b,
                               &summary->failed_input, err);
     if (status == PMPD_OK) {
         summary->failed_input = PMPD_CONVERT_INPUT_MODEL;
-        status = allocating                 ? convert_allocated(&b, out_path, options, summary, err)
-                 : encoder->streams         ? convert_stream(&b, NULL, out_path, options, summary, err)
-                                            : convert_in_memory(&b, encoder, out_path, options, summary, err);
+        if (ldlq)
+            status = convert_hessians(&b, options, allocating, &hessians, err);
     }
+    if (status == PMPD_OK)
+        status = allocating        ? convert_allocated(&b, ldlq ? &hessians : NULL, out_path, options, summary, err)
+                 : encoder->streams ? convert_stream(&b, NULL, ldlq ? &hessians : NULL, out_path, options, summary, err)
+                                    : convert_in_memory(&b, encoder, out_path, options, summary, err);
+    pmpd_hessian_free(&hessians);
     if (status == PMPD_OK) {
         summary->n_tensors = b.n_tensors;
         for (i = 0; i < b.n_tensors; i++) {
@@ -412,5 +464,7 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const p
     return status;
 }
 
+#undef CONVERT_LDLQ_SEED
+#undef CONVERT_LDLQ_LENGTH
 #undef CONVERT_CHUNK
 #undef CONVERT_GGUF_HEAD

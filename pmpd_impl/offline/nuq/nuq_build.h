@@ -12,6 +12,7 @@
 #include "pmpd.h"
 #include "pmpd_impl/core/config.h"
 #include "pmpd_impl/offline/format/builder.h"
+#include "pmpd_impl/offline/ldlq/ldlq.h"
 
 #if PMPD_OFFLINE
 
@@ -30,11 +31,13 @@
 PMPD_INTERNAL pmpd_status pmpd_nuq_size(uint64_t rows, uint64_t cols, unsigned bits, uint64_t *bytes);
 
 /* Encodes values (rows x cols host floats, finite) into out (size bytes,
- * pmpd_nuq_size of it).  Errors: PMPD_ERR_INVALID_ARGUMENT (a size that
- * does not match, bits or shape refused by pmpd_nuq_size),
+ * pmpd_nuq_size of it).  ldlq (may be NULL: nearest levels) rounds the
+ * levels data-aware (offline/ldlq/ldlq.h; block 1, n the rotation size).
+ * Errors: PMPD_ERR_INVALID_ARGUMENT (a size that does not match, bits or
+ * shape refused by pmpd_nuq_size, a factor of another size or block),
  * PMPD_ERR_OUT_OF_MEMORY. */
 PMPD_INTERNAL pmpd_status pmpd_nuq_encode(const float *values, size_t rows, size_t cols, unsigned bits,
-                                          uint64_t seed, unsigned char *out, size_t size);
+                                          uint64_t seed, const pmpd_ldlq *ldlq, unsigned char *out, size_t size);
 
 #endif /* PMPD_OFFLINE */
 

@@ -49,15 +49,40 @@ static void nuq_put(uint8_t *row, size_t c, unsigned bits, unsigned index)
     }
 }
 
-/* Quantizes one rotated row v (n floats): indices into row, returns the scale. */
-static float nuq_quantize_row(const float *v, size_t n, unsigned bits, uint8_t *row, unsigned *idx)
+/* One row's rounding to the nearest level at a fixed scale (ldlq.h's
+ * pmpd_ldlq_round). */
+typedef struct nuq_rounding {
+    const float *levels;
+    unsigned count, bits;
+    float scale, inverse;
+    uint8_t *row;
+} nuq_rounding;
+
+static void nuq_round(void *context, size_t begin, size_t end, const float *target, float *q)
 {
-    const float *levels = pmpd_nuq_levels(bits);
-    const unsigned count = 1u << bits;
+    const nuq_rounding *n = (const nuq_rounding *)context;
+    size_t c;
+    for (c = begin; c < end; c++) {
+        const unsigned index = nuq_nearest(target[c - begin] * n->inverse, n->levels, n->count);
+        nuq_put(n->row, c, n->bits, index);
+        q[c - begin] = n->levels[index] * n->scale;
+    }
+}
+
+/* Quantizes one rotated row v (n floats) into row, returns the scale;
+ * work holds 2 n floats.  With ldlq the levels are chosen by LDLQ at the
+ * data-free scale, which is then refitted in H's norm. */
+static float nuq_quantize_row(const float *v, size_t n, unsigned bits, const pmpd_ldlq *ldlq, uint8_t *row,
+                              float *work)
+{
+    nuq_rounding rounding;
     double energy = 0;
-    float scale;
     size_t c;
     int round;
+    rounding.levels = pmpd_nuq_levels(bits);
+    rounding.count = 1u << bits;
+    rounding.bits = bits;
+    rounding.row = row;
     for (c = 0; c < n; c++)
         energy += (double)v[c] * v[c];
     if (!(energy > 0)) {
@@ -68,54 +93,52 @@ static float nuq_quantize_row(const float *v, size_t n, unsigned bits, uint8_t *
     /* Start at the row's RMS (the levels are for unit variance), then
      * alternate: nearest levels for the scale, least-squares scale for the
      * levels.  Each step lowers the squared error. */
-    scale = (float)sqrt(energy / (double)n);
+    rounding.scale = (float)sqrt(energy / (double)n);
     for (round = 0; round < NUQ_SCALE_ROUNDS; round++) {
         double vl = 0, ll = 0;
-        float inverse = 1.0f / scale;
+        float inverse = 1.0f / rounding.scale;
         for (c = 0; c < n; c++) {
-            idx[c] = nuq_nearest(v[c] * inverse, levels, count);
-            vl += (double)v[c] * levels[idx[c]];
-            ll += (double)levels[idx[c]] * levels[idx[c]];
+            const float level = rounding.levels[nuq_nearest(v[c] * inverse, rounding.levels, rounding.count)];
+            vl += (double)v[c] * level;
+            ll += (double)level * level;
         }
         if (!(vl > 0) || !(ll > 0))
             break;
-        scale = (float)(vl / ll);
+        rounding.scale = (float)(vl / ll);
     }
-    {
-        float inverse = 1.0f / scale;
-        for (c = 0; c < n; c++)
-            nuq_put(row, c, bits, nuq_nearest(v[c] * inverse, levels, count));
-    }
-    return scale;
+    rounding.inverse = 1.0f / rounding.scale;
+    pmpd_ldlq_row(ldlq, n, 1, v, nuq_round, &rounding, work, work + n);
+    return ldlq ? (float)(rounding.scale * pmpd_ldlq_rescale(ldlq, v, work + n)) : rounding.scale;
 }
 
 PMPD_INTERNAL pmpd_status pmpd_nuq_encode(const float *values, size_t rows, size_t cols, unsigned bits,
-                                          uint64_t seed, unsigned char *out, size_t size)
+                                          uint64_t seed, const pmpd_ldlq *ldlq, unsigned char *out, size_t size)
 {
     pmpd_nuq_layout layout;
     pmpd_rotated rotated;
-    float *v;
-    unsigned *idx;
+    float *v, *work;
     size_t r;
-    if (pmpd_nuq_compute_layout(rows, cols, bits, &layout) != PMPD_OK || size != layout.total)
+    if (pmpd_nuq_compute_layout(rows, cols, bits, &layout) != PMPD_OK || size != layout.total ||
+        (ldlq && (ldlq->n != layout.rotation || ldlq->block != 1)))
         return PMPD_ERR_INVALID_ARGUMENT;
     rotated = pmpd_rotated_make(cols, layout.rotation, layout.padded, seed);
     v = (float *)malloc(layout.padded * sizeof *v);
-    idx = (unsigned *)malloc(layout.rotation * sizeof *idx);
-    if (!v || !idx) {
+    work = (float *)malloc(2 * layout.rotation * sizeof *work);
+    if (!v || !work) {
         free(v);
-        free(idx);
+        free(work);
         return PMPD_ERR_OUT_OF_MEMORY;
     }
     pmpd_rotated_put_header(out, size, "NUQW", PMPD_NUQ_VERSION, rows, cols, bits, layout.rotation, seed);
     for (r = 0; r < rows; r++) {
         float scale;
         pmpd_rotated_rotate(&rotated, values + r * cols, v);
-        scale = nuq_quantize_row(v, layout.rotation, bits, out + layout.index_offset + r * layout.row_bytes, idx);
+        scale = nuq_quantize_row(v, layout.rotation, bits, ldlq, out + layout.index_offset + r * layout.row_bytes,
+                                 work);
         pmpd_le_put_f32(out + PMPD_NUQ_HEADER_BYTES + 4 * r, scale);
     }
     free(v);
-    free(idx);
+    free(work);
     return PMPD_OK;
 }
 

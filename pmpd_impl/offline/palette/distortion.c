@@ -39,7 +39,8 @@ PMPD_INTERNAL pmpd_status pmpd_palette_group_bytes(const pmpd_build_model *b, co
 }
 
 PMPD_INTERNAL pmpd_status pmpd_palette_encode(const pmpd_build_tensor *t, uint32_t type,
-                                              const pmpd_convert_options *options, void **block, pmpd_tensor *tensor)
+                                              const pmpd_convert_options *options, const pmpd_ldlq *ldlq,
+                                              void **block, pmpd_tensor *tensor)
 {
     const float *w = (const float *)(const void *)t->data;
     uint64_t rows = t->dims[0], cols = t->dims[1], bytes;
@@ -60,7 +61,7 @@ PMPD_INTERNAL pmpd_status pmpd_palette_encode(const pmpd_build_tensor *t, uint32
     if (type == PMPD_TENSOR_F32)
         memcpy(data, w, (size_t)bytes);
     else
-        st = pmpd_weight_encode_matrix(options, type, w, rows, cols, data, (size_t)bytes);
+        st = pmpd_weight_encode_matrix(options, type, ldlq, w, rows, cols, data, (size_t)bytes);
     memset(tensor, 0, sizeof *tensor);
     tensor->name = t->name;
     tensor->name_length = (uint32_t)strlen(t->name);
@@ -100,23 +101,52 @@ static size_t palette_decode_width(uint32_t type, size_t cols)
     return pmpd_hadamard_size(cols) > cols ? pmpd_hadamard_size(cols) : cols;
 }
 
+/* e H e^T for one row's error e (n floats), H symmetric [n][n]. */
+static double palette_weighted(const double *h, const double *e, size_t n)
+{
+    double sum = 0.0;
+    size_t i, j;
+    for (i = 0; i < n; i++) {
+        double he = 0.0;
+        for (j = 0; j < n; j++)
+            he += h[i * n + j] * e[j];
+        sum += e[i] * he;
+    }
+    return sum;
+}
+
 /* Squared error and squared norm of one matrix under type, decoded a row
- * at a time. */
+ * at a time.  With hessians: encoded with the input's LDLQ factor (the
+ * rotated formats), and the error is the energy of isotropic noise whose
+ * output error energy equals this one's: e H e^T summed over rows, times
+ * cols / tr(H) (noise of energy E gives E tr(H) / cols). */
 static pmpd_status palette_matrix_error(const pmpd_build_tensor *t, uint32_t type,
-                                        const pmpd_convert_options *options, double *error, double *norm)
+                                        const pmpd_convert_options *options, const pmpd_hessian_set *hessians,
+                                        double *error, double *norm)
 {
     const float *w = (const float *)(const void *)t->data;
     size_t rows = (size_t)t->dims[0], cols = (size_t)t->dims[1], r, c;
+    const double *h = pmpd_hessian_find(hessians, t->name, cols);
+    const size_t ldlq_block = pmpd_weight_ldlq_block(type);
+    const pmpd_ldlq *ldlq = ldlq_block ? pmpd_hessian_factor(hessians, t->name, cols, ldlq_block) : NULL;
+    double trace = 0.0, *e = NULL;
     void *block;
     float *row;
     pmpd_tensor tensor;
-    pmpd_status st = pmpd_palette_encode(t, type, options, &block, &tensor);
+    pmpd_status st = pmpd_palette_encode(t, type, options, ldlq, &block, &tensor);
     if (st != PMPD_OK)
         return st;
     tensor.dims[1] = palette_decode_width(type, cols);
     row = (float *)malloc((size_t)tensor.dims[1] * sizeof *row);
-    if (!row) {
+    if (h) {
+        e = (double *)malloc(cols * sizeof *e);
+        for (c = 0; c < cols; c++)
+            trace += h[c * cols + c];
+    }
+    if (!row || (h && !e)) {
         free(block);
+        free(row);
+        free(e);
         return PMPD_ERR_OUT_OF_MEMORY;
     }
     *error = *norm = 0.0;
@@ -124,24 +154,33 @@ static pmpd_status palette_matrix_error(const pmpd_build_tensor *t, uint32_t typ
         pmpd_weight_format_of(type)->row(&tensor, r, row);
         for (c = 0; c < cols; c++) {
             double x = w[r * cols + c], d = x - row[c];
-            *error += d * d;
+            if (e)
+                e[c] = d;
+            else
+                *error += d * d;
             *norm += x * x;
         }
+        if (e)
+            *error += palette_weighted(h, e, cols);
     }
+    if (e)
+        *error = trace > 0.0 ? *error * (double)cols / trace : 0.0;
     free(block);
     free(row);
+    free(e);
     return PMPD_OK;
 }
 
 PMPD_INTERNAL pmpd_status pmpd_palette_group_error(const pmpd_build_model *b, const pmpd_palette_group *g,
-                                                   uint32_t type, const pmpd_convert_options *options, double *err)
+                                                   uint32_t type, const pmpd_convert_options *options,
+                                                   const pmpd_hessian_set *hessians, double *err)
 {
     double error = 0.0, norm = 0.0;
     uint32_t i;
     *err = 0.0;
     for (i = 0; i < g->n_tensors; i++) {
         double e, n;
-        pmpd_status st = palette_matrix_error(&b->tensors[g->tensors[i]], type, options, &e, &n);
+        pmpd_status st = palette_matrix_error(&b->tensors[g->tensors[i]], type, options, hessians, &e, &n);
         if (st != PMPD_OK)
             return st;
         error += e;
@@ -179,7 +218,7 @@ PMPD_INTERNAL pmpd_status pmpd_palette_gaussian_error(uint32_t type, const pmpd_
     if (!t.data)
         return PMPD_ERR_OUT_OF_MEMORY;
     pmpd_synth_normal(&state, 1.0f, (float *)(void *)t.data, (size_t)(rows * cols));
-    st = palette_matrix_error(&t, type, options, &error, &norm);
+    st = palette_matrix_error(&t, type, options, NULL, &error, &norm);
     free(t.data);
     if (st == PMPD_OK)
         *err = norm > 0.0 ? error / norm : 0.0;

@@ -13,6 +13,7 @@
 #include "pmpd.h"
 #include "pmpd_impl/core/config.h"
 #include "pmpd_impl/offline/format/builder.h"
+#include "pmpd_impl/offline/ldlq/hessian.h"
 #include "pmpd_impl/offline/palette/groups.h"
 
 #if PMPD_OFFLINE
@@ -31,13 +32,21 @@ PMPD_INTERNAL pmpd_status pmpd_palette_group_bytes(const pmpd_build_model *b, co
  * loader aligns tensor data.  Errors: PMPD_ERR_INVALID_ARGUMENT,
  * PMPD_ERR_OVERFLOW, PMPD_ERR_OUT_OF_MEMORY, the encoder's. */
 PMPD_INTERNAL pmpd_status pmpd_palette_encode(const pmpd_build_tensor *t, uint32_t type,
-                                              const pmpd_convert_options *options, void **block, pmpd_tensor *tensor);
+                                              const pmpd_convert_options *options, const pmpd_ldlq *ldlq,
+                                              void **block, pmpd_tensor *tensor);
 
 /* *err = the group's normalized squared error under type (0 for f32).
- * options gives what encoders take (nuq_bits, tcq_quarter_bits; may be NULL).  Errors: those
- * of the encoder, PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_OUT_OF_MEMORY. */
+ * options gives what encoders take (nuq_bits, tcq_quarter_bits; may be
+ * NULL).  With hessians (may be NULL; offline/ldlq/hessian.h, factored
+ * for the rotated types' blocks) the rotated formats are encoded with
+ * LDLQ and every format's error is weighed by its input's moment: the
+ * energy of the isotropic noise that disturbs the layer's output as much
+ * (e H e^T summed over rows, times cols / tr(H)), which is what the
+ * sensitivity's noise measured.  Errors: those of the encoder,
+ * PMPD_ERR_INVALID_ARGUMENT, PMPD_ERR_OUT_OF_MEMORY. */
 PMPD_INTERNAL pmpd_status pmpd_palette_group_error(const pmpd_build_model *b, const pmpd_palette_group *g,
-                                                   uint32_t type, const pmpd_convert_options *options, double *err);
+                                                   uint32_t type, const pmpd_convert_options *options,
+                                                   const pmpd_hessian_set *hessians, double *err);
 
 /* 1 for the formats that store Hadamard-rotated rows (nuq, vq, tcq): a
  * rotated row is close to Gaussian whatever the layer, so their error on

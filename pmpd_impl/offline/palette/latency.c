@@ -103,7 +103,7 @@ PMPD_INTERNAL pmpd_status pmpd_palette_group_latency(const pmpd_build_model *b, 
             pmpd_tensor tensor;
             void *block;
             uint64_t one = 0;
-            pmpd_status st = pmpd_palette_encode(t, type, options, &block, &tensor);
+            pmpd_status st = pmpd_palette_encode(t, type, options, NULL, &block, &tensor);
             if (st == PMPD_OK)
                 st = palette_time_product(&tensor, timings->evict_bytes, &one);
             free(block);

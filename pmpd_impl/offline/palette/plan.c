@@ -188,6 +188,7 @@ typedef struct palette_error_job {
     const pmpd_palette_group *groups;
     const pmpd_convert_options *options;
     pmpd_palette_plan *plan;
+    const pmpd_hessian_set *hessians; /* NULL: data-free */
     uint64_t widths[PALETTE_MAX_WIDTHS];
     uint32_t n_widths;
     double *estimates; /* NULL: every error measured */
@@ -259,7 +260,7 @@ static pmpd_status palette_error_jobs(void *context, unsigned worker, uint64_t b
         if (!job->estimates || !pmpd_palette_rotated(job->plan->palette[q]) ||
             !palette_estimated_error(job, g, q, &job->plan->errors[i]))
             st = pmpd_palette_group_error(job->b, &job->groups[g], job->plan->palette[q],
-                                          &job->plan->format_options[q], &job->plan->errors[i]);
+                                          &job->plan->format_options[q], job->hessians, &job->plan->errors[i]);
         if (st != PMPD_OK)
             return st;
     }
@@ -312,7 +313,8 @@ static pmpd_status palette_estimates(palette_error_job *job, uint32_t n_groups, 
 }
 
 static pmpd_status palette_errors(const pmpd_build_model *b, const pmpd_palette_group *groups, uint32_t n_groups,
-                                  const pmpd_convert_options *options, pmpd_palette_plan *plan, pmpd_error *err)
+                                  const pmpd_convert_options *options, const pmpd_hessian_set *hessians,
+                                  pmpd_palette_plan *plan, pmpd_error *err)
 {
     palette_error_job job;
     const pmpd_parallel_work work = {palette_error_jobs, palette_error_progress, &job};
@@ -325,6 +327,7 @@ static pmpd_status palette_errors(const pmpd_build_model *b, const pmpd_palette_
     job.groups = groups;
     job.options = options;
     job.plan = plan;
+    job.hessians = hessians;
     job.total = count;
     threads = pmpd_parallel_threads(options->threads, count, 1);
     if (threads > PALETTE_ERROR_THREADS)
@@ -421,7 +424,8 @@ static pmpd_status palette_choose(const pmpd_palette_group *groups, uint32_t n_g
 
 PMPD_INTERNAL pmpd_status pmpd_palette_plan_make(const pmpd_build_model *b, const pmpd_convert_options *options,
                                                  const pmpd_palette_sensitivity_options *sensitivity,
-                                                 pmpd_palette_plan *plan, pmpd_error *err)
+                                                 const pmpd_hessian_set *hessians, pmpd_palette_plan *plan,
+                                                 pmpd_error *err)
 {
     pmpd_palette_sensitivity_options probe;
     pmpd_palette_group *groups = NULL;
@@ -435,6 +439,9 @@ PMPD_INTERNAL pmpd_status pmpd_palette_plan_make(const pmpd_build_model *b, cons
                    : !(options->budget_bits > 0.0) || !isfinite(options->budget_bits))
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
                               "the budget must be a positive number of bits or of microseconds (not both)");
+    if (hessians && options->palette_gaussian)
+        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
+                              "Gaussian error estimates are data-free: with LDLQ every candidate is measured");
     st = palette_formats(options, plan, err);
     if (st != PMPD_OK)
         return st;
@@ -450,6 +457,7 @@ PMPD_INTERNAL pmpd_status pmpd_palette_plan_make(const pmpd_build_model *b, cons
         plan->latencies = (uint64_t *)calloc((size_t)n_groups * plan->report.n_palette, sizeof *plan->latencies);
     plan->report.budget_latency_us = options->budget_latency_us;
     plan->report.gaussian_errors = options->palette_gaussian ? 1 : 0;
+    plan->report.ldlq = hessians ? 1 : 0;
     fits = (pmpd_palette_fit *)calloc(n_groups, sizeof *fits);
     if (!plan->formats || !plan->groups || !plan->errors || !plan->costs || !fits || (by_latency && !plan->latencies)) {
         free(groups);
@@ -490,7 +498,7 @@ PMPD_INTERNAL pmpd_status pmpd_palette_plan_make(const pmpd_build_model *b, cons
             st = pmpd_palette_sensitivity(b, groups, n_groups, &probe, fits, err);
     }
     if (st == PMPD_OK)
-        st = palette_errors(b, groups, n_groups, options, plan, err);
+        st = palette_errors(b, groups, n_groups, options, hessians, plan, err);
     for (g = 0; st == PMPD_OK && g < n_groups; g++) {
         plan->groups[g].layer = groups[g].layer;
         plan->groups[g].group = pmpd_palette_group_name(groups[g].kind);

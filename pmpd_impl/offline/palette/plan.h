@@ -12,6 +12,7 @@
 #include "pmpd.h"
 #include "pmpd_impl/core/config.h"
 #include "pmpd_impl/offline/format/builder.h"
+#include "pmpd_impl/offline/ldlq/hessian.h"
 #include "pmpd_impl/offline/palette/sensitivity.h"
 
 #if PMPD_OFFLINE
@@ -36,14 +37,18 @@ typedef struct pmpd_palette_plan {
  * budget_latency_us: the knapsack's costs are then measured times,
  * latency.h) and
  * palette (options must outlive the plan); sensitivity may be NULL for pmpd_palette_sensitivity_defaults
- * (threads and progress then come from options).  Free the plan with
+ * (threads and progress then come from options); hessians (may be NULL:
+ * data-free) are the inputs' moments with the factors of the palette's
+ * rotated formats, every candidate then measured as
+ * pmpd_palette_group_error says (options->palette_gaussian is refused).  Free the plan with
  * pmpd_palette_plan_free whatever this returns.  Errors: PMPD_ERR_BUDGET
  * (err gives the least bits per weight any assignment needs),
  * PMPD_ERR_INVALID_ARGUMENT (a format that cannot be in a palette, a
  * repeated one, a budget that is not positive), and those of the steps. */
 PMPD_INTERNAL pmpd_status pmpd_palette_plan_make(const pmpd_build_model *b, const pmpd_convert_options *options,
                                                  const pmpd_palette_sensitivity_options *sensitivity,
-                                                 pmpd_palette_plan *plan, pmpd_error *err);
+                                                 const pmpd_hessian_set *hessians, pmpd_palette_plan *plan,
+                                                 pmpd_error *err);
 
 /* The type a streaming conversion stores tensor t of b as under the plan:
  * its group's format; q8 for the token embedding, the classifier and any

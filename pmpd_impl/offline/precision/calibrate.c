@@ -71,6 +71,35 @@ PMPD_INTERNAL void pmpd_calibration_session_close(pmpd_calibration_session *cs)
     free(cs->block);
 }
 
+PMPD_INTERNAL pmpd_status pmpd_calibration_observe(const pmpd_model *model, const pmpd_calibration_set *set,
+                                                   unsigned n_threads, pmpd_linear_observer observer, void *context,
+                                                   const pmpd_status *observer_status)
+{
+    const size_t length = (size_t)set->prompt_length + set->output_length;
+    pmpd_calibration_session cs;
+    int32_t *tokens = (int32_t *)malloc(length * sizeof *tokens);
+    uint32_t p;
+    pmpd_status st = tokens ? pmpd_calibration_session_open_threads(model, (uint32_t)length, n_threads, &cs)
+                            : PMPD_ERR_OUT_OF_MEMORY;
+    if (st == PMPD_OK) {
+        cs.session->linear_observer = observer;
+        cs.session->linear_observer_context = context;
+        for (p = 0; p < set->n_prompts && st == PMPD_OK && (!observer_status || *observer_status == PMPD_OK); p++) {
+            const float *logits;
+            memcpy(tokens, set->prompts + (size_t)p * set->prompt_length, set->prompt_length * sizeof *tokens);
+            memcpy(tokens + set->prompt_length, set->reference + (size_t)p * set->output_length,
+                   set->output_length * sizeof *tokens);
+            st = pmpd_session_reset(cs.session);
+            if (st == PMPD_OK)
+                st = pmpd_session_prefill(cs.session, tokens, length, &logits);
+        }
+    }
+    if (tokens)
+        pmpd_calibration_session_close(&cs);
+    free(tokens);
+    return st == PMPD_OK && observer_status ? *observer_status : st;
+}
+
 void pmpd_calibration_config_init(pmpd_calibration_config *config)
 {
     if (!config)

@@ -59,33 +59,10 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_importance_collect(const pmpd_model *floa
                                                           const pmpd_calibration_set *set,
                                                           pmpd_anyprec_importance *importance)
 {
-    size_t length = (size_t)set->prompt_length + set->output_length;
-    pmpd_calibration_session cs;
-    int32_t *tokens;
-    uint32_t p, i;
+    uint32_t i;
     pmpd_status st;
     memset(importance, 0, sizeof *importance);
-    tokens = (int32_t *)malloc(length * sizeof *tokens);
-    if (!tokens)
-        return PMPD_ERR_OUT_OF_MEMORY;
-    st = pmpd_calibration_session_open(float_model, (uint32_t)length, &cs);
-    if (st == PMPD_OK) {
-        cs.session->linear_observer = importance_observe;
-        cs.session->linear_observer_context = importance;
-    }
-    for (p = 0; p < set->n_prompts && st == PMPD_OK && importance->status == PMPD_OK; p++) {
-        const float *logits;
-        memcpy(tokens, set->prompts + (size_t)p * set->prompt_length, set->prompt_length * sizeof *tokens);
-        memcpy(tokens + set->prompt_length, set->reference + (size_t)p * set->output_length,
-               set->output_length * sizeof *tokens);
-        st = pmpd_session_reset(cs.session);
-        if (st == PMPD_OK)
-            st = pmpd_session_prefill(cs.session, tokens, length, &logits);
-    }
-    pmpd_calibration_session_close(&cs);
-    free(tokens);
-    if (st == PMPD_OK)
-        st = importance->status;
+    st = pmpd_calibration_observe(float_model, set, 1, importance_observe, importance, &importance->status);
     for (i = 0; i < importance->n_tensors && st == PMPD_OK; i++)
         st = importance_finish(&importance->tensors[i]);
     return st;

@@ -10,6 +10,7 @@
 #include "pmpd.h"
 #include "pmpd_impl/core/config.h"
 #include "pmpd_impl/offline/format/builder.h"
+#include "pmpd_impl/offline/ldlq/ldlq.h"
 #include "pmpd_impl/weights/tcq/tcq.h"
 
 #if PMPD_OFFLINE
@@ -50,11 +51,16 @@ PMPD_INTERNAL pmpd_status pmpd_tcq_size(uint64_t rows, uint64_t cols, unsigned q
  * two-pass Viterbi; a sequence whose real columns end early enough that
  * its window never wraps, as padding leaves, an open search), then the
  * row scale set to the least-squares optimum for the values found.
+ * ldlq (may be NULL) searches each sequence for LDLQ's target instead
+ * (offline/ldlq/ldlq.h: the earlier sequences' errors fed forward; block
+ * PMPD_TCQ_SEQUENCE, n the rotation size) and fits the scale in H's norm.
  * Errors: PMPD_ERR_INVALID_ARGUMENT (a size that does not match, a width
- * or shape pmpd_tcq_size refuses), PMPD_ERR_OUT_OF_MEMORY (a thread that
+ * or shape pmpd_tcq_size refuses, a factor of another size or block),
+ * PMPD_ERR_OUT_OF_MEMORY (a thread that
  * cannot start leaves its rows to the others). */
 PMPD_INTERNAL pmpd_status pmpd_tcq_encode(const float *values, size_t rows, size_t cols, unsigned quarter_bits,
-                                          uint64_t seed, unsigned threads, unsigned char *out, size_t size,
+                                          uint64_t seed, const pmpd_ldlq *ldlq, unsigned threads, unsigned char *out,
+                                          size_t size,
                                           uint64_t done_before, uint64_t total,
                                           void (*progress)(void *context, uint64_t done, uint64_t total),
                                           void *context);

@@ -43,6 +43,7 @@ typedef struct tcq_job {
     pmpd_tcq_layout layout;
     unsigned shift[2];
     const float *first, *second; /* [2^16]: each state's values in float units */
+    const pmpd_ldlq *ldlq;       /* NULL: data-free */
     unsigned char *out;
     tcq_worker *workers; /* one per thread: its search scratch */
     uint64_t done_before, total;
@@ -55,27 +56,27 @@ struct tcq_worker {
     pmpd_tcq_search search;
     float *rotated; /* padded floats */
     float *weight;  /* 256: ones over real columns */
+    float *target, *q; /* rotation floats each: LDLQ's targets and values */
     uint32_t states[PMPD_TCQ_STEPS];
 };
 
-/* Sequence j of a rotated row v (scaled by inverse into target units),
- * of length steps (128, or the row's last sequence's 64 or 128):
- * searched, written to out, its values' dot products with v added to vq
- * and qq. */
-static void tcq_encode_sequence(tcq_worker *w, const float *v, float inverse, size_t j, unsigned shift,
-                                unsigned length, uint8_t *out, double *vq, double *qq)
+/* One sequence of a rotated row: target (real floats, the row's units)
+ * scaled by inverse into table units, searched over steps of length (128,
+ * or the row's last sequence's 64 or 128; columns beyond real are padding
+ * and weigh nothing), written to out; q (real floats) gets the values in
+ * the row's units, and their dot products with v (the row itself, real
+ * floats) in table units are added to vq and qq. */
+static void tcq_encode_sequence(tcq_worker *w, const float *target, const float *v, size_t real, float inverse,
+                                unsigned shift, unsigned length, uint8_t *out, float *q, double *vq, double *qq)
 {
     const tcq_job *job = w->job;
-    const size_t first = j * PMPD_TCQ_SEQUENCE;
-    const size_t real = job->layout.rotation - first < 2 * (size_t)length ? job->layout.rotation - first
-                                                                           : 2 * (size_t)length;
     const unsigned steps = (unsigned)(real + 1) / 2;
-    float target[PMPD_TCQ_SEQUENCE];
+    float scaled[PMPD_TCQ_SEQUENCE];
     pmpd_tcq_trellis trellis;
     size_t c;
     unsigned i;
     for (c = 0; c < 2 * (size_t)length; c++) {
-        target[c] = v[first + c] * inverse;
+        scaled[c] = c < real ? target[c] * inverse : 0.0f;
         w->weight[c] = c < real ? 1.0f : 0.0f;
     }
     trellis.state_bits = PMPD_TCQ_STATE_BITS;
@@ -86,46 +87,69 @@ static void tcq_encode_sequence(tcq_worker *w, const float *v, float inverse, si
      * bits after them only feed padding columns. */
     if ((size_t)(steps - 1) * shift + PMPD_TCQ_STATE_BITS <= (size_t)length * shift) {
         trellis.steps = steps;
-        pmpd_tcq_viterbi(&trellis, &w->search, target, w->weight, PMPD_TCQ_OPEN, w->states);
+        pmpd_tcq_viterbi(&trellis, &w->search, scaled, w->weight, PMPD_TCQ_OPEN, w->states);
     } else {
         trellis.steps = length;
-        pmpd_tcq_viterbi(&trellis, &w->search, target, w->weight, PMPD_TCQ_TAIL_BITING, w->states);
+        pmpd_tcq_viterbi(&trellis, &w->search, scaled, w->weight, PMPD_TCQ_TAIL_BITING, w->states);
     }
     pmpd_tcq_path_bits(PMPD_TCQ_STATE_BITS, shift, w->states, trellis.steps, (size_t)length * shift, out);
     for (i = 0; i < steps; i++)
         for (c = 0; c < 2 && 2 * i + c < real; c++) {
-            const float q = c ? job->second[w->states[i]] : job->first[w->states[i]];
-            *vq += (double)v[first + 2 * i + c] * q;
-            *qq += (double)q * q;
+            const float value = c ? job->second[w->states[i]] : job->first[w->states[i]];
+            q[2 * i + c] = value / inverse;
+            *vq += (double)v[2 * i + c] * value;
+            *qq += (double)value * value;
         }
+}
+
+/* One row's rounding, a sequence per block (ldlq.h's pmpd_ldlq_round). */
+typedef struct tcq_rounding {
+    tcq_worker *w;
+    const float *v; /* the rotated row */
+    float inverse;
+    uint8_t *row;
+    double vq, qq;
+} tcq_rounding;
+
+static void tcq_round(void *context, size_t begin, size_t end, const float *target, float *q)
+{
+    tcq_rounding *r = (tcq_rounding *)context;
+    const tcq_job *job = r->w->job;
+    unsigned shift, length;
+    const size_t at = pmpd_tcq_place(begin / PMPD_TCQ_SEQUENCE, job->layout.sequences, job->layout.first_half,
+                                     job->layout.last_steps, job->shift[0], job->shift[1], &shift, &length);
+    tcq_encode_sequence(r->w, target, r->v + begin, end - begin, r->inverse, shift, length, r->row + at, q, &r->vq,
+                        &r->qq);
 }
 
 static void tcq_encode_row(tcq_worker *w, size_t r)
 {
     const tcq_job *job = w->job;
     const size_t rotation = job->layout.rotation, padded = job->layout.padded;
-    uint8_t *row = job->out + job->layout.bits_offset + r * job->layout.row_bytes;
     float *v = w->rotated;
-    double energy = 0, vq = 0, qq = 0, scale = 0;
-    float inverse;
-    size_t c, j;
+    double energy = 0, scale = 0;
+    size_t c;
     const pmpd_rotated rotated = pmpd_rotated_make(job->cols, rotation, padded, job->seed);
+    tcq_rounding rounding;
+    rounding.w = w;
+    rounding.v = v;
+    rounding.row = job->out + job->layout.bits_offset + r * job->layout.row_bytes;
+    rounding.vq = rounding.qq = 0;
     pmpd_rotated_rotate(&rotated, job->values + r * job->cols, v);
     for (c = 0; c < rotation; c++)
         energy += (double)v[c] * v[c];
     if (energy > 0) {
         /* One gain for the row (its scale is shared by both halves of a
          * half-TCQ row): the mean of the two shifts'. */
-        inverse = (float)(0.5 * (tcq_gains[job->shift[0]] + tcq_gains[job->shift[1]]) /
-                          sqrt(energy / (double)rotation));
-        for (j = 0; j < job->layout.sequences; j++) {
-            unsigned shift, length;
-            const size_t at = pmpd_tcq_place(j, job->layout.sequences, job->layout.first_half,
-                                             job->layout.last_steps, job->shift[0], job->shift[1], &shift, &length);
-            tcq_encode_sequence(w, v, inverse, j, shift, length, row + at, &vq, &qq);
-        }
-        /* The least-squares scale of the values found. */
-        scale = qq > 0 && vq > 0 ? vq / qq : 0.0;
+        rounding.inverse = (float)(0.5 * (tcq_gains[job->shift[0]] + tcq_gains[job->shift[1]]) /
+                                   sqrt(energy / (double)rotation));
+        pmpd_ldlq_row(job->ldlq, rotation, PMPD_TCQ_SEQUENCE, v, tcq_round, &rounding, w->target, w->q);
+        /* The least-squares scale of the values found, in H's norm under
+         * LDLQ. */
+        if (job->ldlq)
+            scale = pmpd_ldlq_rescale(job->ldlq, v, w->q) / rounding.inverse;
+        else
+            scale = rounding.qq > 0 && rounding.vq > 0 ? rounding.vq / rounding.qq : 0.0;
     }
     pmpd_le_put_f32(job->out + PMPD_TCQ_HEADER_BYTES + 4 * r, (float)scale);
 }
@@ -159,7 +183,9 @@ static pmpd_status tcq_worker_init(tcq_worker *w, const tcq_job *job)
     trellis.second = job->second;
     w->rotated = (float *)malloc(job->layout.padded * sizeof(float));
     w->weight = (float *)malloc(PMPD_TCQ_SEQUENCE * sizeof(float));
-    if (!w->rotated || !w->weight)
+    w->target = (float *)malloc(job->layout.rotation * sizeof(float));
+    w->q = (float *)malloc(job->layout.rotation * sizeof(float));
+    if (!w->rotated || !w->weight || !w->target || !w->q)
         return PMPD_ERR_OUT_OF_MEMORY;
     return pmpd_tcq_search_init(&w->search, &trellis);
 }
@@ -169,6 +195,8 @@ static void tcq_worker_free(tcq_worker *w)
     pmpd_tcq_search_free(&w->search);
     free(w->rotated);
     free(w->weight);
+    free(w->target);
+    free(w->q);
 }
 
 /* The values of every state, in float units (the runtime's, exactly). */
@@ -204,7 +232,8 @@ static void tcq_write_header(unsigned char *out, const tcq_job *job)
 }
 
 PMPD_INTERNAL pmpd_status pmpd_tcq_encode(const float *values, size_t rows, size_t cols, unsigned quarter_bits,
-                                          uint64_t seed, unsigned threads, unsigned char *out, size_t size,
+                                          uint64_t seed, const pmpd_ldlq *ldlq, unsigned threads, unsigned char *out,
+                                          size_t size,
                                           uint64_t done_before, uint64_t total,
                                           void (*progress)(void *context, uint64_t done, uint64_t total),
                                           void *context)
@@ -220,9 +249,10 @@ PMPD_INTERNAL pmpd_status pmpd_tcq_encode(const float *values, size_t rows, size
         return PMPD_ERR_INVALID_ARGUMENT;
     pmpd_tcq_shifts(quarter_bits, &job.shift[0], &job.shift[1]);
     if (pmpd_tcq_compute_layout(rows, cols, job.shift[0], job.shift[1], &job.layout) != PMPD_OK ||
-        size != job.layout.total)
+        size != job.layout.total || (ldlq && (ldlq->n != job.layout.rotation || ldlq->block != PMPD_TCQ_SEQUENCE)))
         return PMPD_ERR_INVALID_ARGUMENT;
     job.values = values;
+    job.ldlq = ldlq;
     job.rows = rows;
     job.cols = cols;
     job.seed = seed;

@@ -12,6 +12,7 @@
 #include "pmpd.h"
 #include "pmpd_impl/core/config.h"
 #include "pmpd_impl/offline/format/builder.h"
+#include "pmpd_impl/offline/ldlq/ldlq.h"
 
 #if PMPD_OFFLINE
 
@@ -29,11 +30,13 @@ PMPD_INTERNAL unsigned pmpd_vq_pair_bits(unsigned quarter_bits);
 PMPD_INTERNAL pmpd_status pmpd_vq_size(uint64_t rows, uint64_t cols, unsigned quarter_bits, uint64_t *bytes);
 
 /* Encodes values (rows x cols host floats, finite) into out (size bytes,
- * pmpd_vq_size of it), signs from seed.  Errors:
- * PMPD_ERR_INVALID_ARGUMENT (a size that does not match, a width or
- * shape refused by pmpd_vq_size), PMPD_ERR_OUT_OF_MEMORY. */
+ * pmpd_vq_size of it), signs from seed.  ldlq (may be NULL: nearest
+ * points) rounds the pairs data-aware (offline/ldlq/ldlq.h; block 2, n
+ * the rotation size).  Errors: PMPD_ERR_INVALID_ARGUMENT (a size that
+ * does not match, a width or shape refused by pmpd_vq_size, a factor of
+ * another size or block), PMPD_ERR_OUT_OF_MEMORY. */
 PMPD_INTERNAL pmpd_status pmpd_vq_encode(const float *values, size_t rows, size_t cols, unsigned quarter_bits,
-                                         uint64_t seed, unsigned char *out, size_t size);
+                                         uint64_t seed, const pmpd_ldlq *ldlq, unsigned char *out, size_t size);
 
 #endif /* PMPD_OFFLINE */
 

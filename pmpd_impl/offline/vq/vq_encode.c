@@ -94,26 +94,55 @@ static void vq_put(uint8_t *row, size_t j, unsigned pair_bits, unsigned index)
         block[8 + 2 * plane + i / 8] |= (uint8_t)((index >> (4 + plane) & 1u) << (i % 8));
 }
 
-/* Quantizes one rotated row v (2 pairs floats): indices into row, returns
- * the scale; book is the codebook in floats, sorted its sorted copy. */
-static float vq_quantize_row(const float *v, size_t pairs, const float *book, const vq_sorted_book *sorted,
-                             unsigned pair_bits, uint8_t *row)
+/* One row's rounding of pairs to their nearest points at a fixed scale
+ * (ldlq.h's pmpd_ldlq_round; a pair cut by an odd rotation has a zero
+ * second coordinate). */
+typedef struct vq_rounding {
+    const float *book;
+    const vq_sorted_book *sorted;
+    unsigned pair_bits;
+    float scale, inverse;
+    uint8_t *row;
+} vq_rounding;
+
+static void vq_round(void *context, size_t begin, size_t end, const float *target, float *q)
 {
+    const vq_rounding *r = (const vq_rounding *)context;
+    const float y = end - begin > 1 ? target[1] : 0.0f;
+    const unsigned index = vq_nearest_sorted(r->sorted, target[0] * r->inverse, y * r->inverse);
+    vq_put(r->row, begin / 2, r->pair_bits, index);
+    q[0] = r->book[2 * index] * r->scale;
+    if (end - begin > 1)
+        q[1] = r->book[2 * index + 1] * r->scale;
+}
+
+/* Quantizes one rotated row v (n floats, zero up to 2 pairs) into row,
+ * returns the scale; book is the codebook in floats, sorted its sorted
+ * copy, work 2 n floats.  With ldlq the points are chosen by LDLQ at the
+ * data-free scale, which is then refitted in H's norm. */
+static float vq_quantize_row(const float *v, size_t n, const float *book, const vq_sorted_book *sorted,
+                             unsigned pair_bits, const pmpd_ldlq *ldlq, uint8_t *row, float *work)
+{
+    const size_t pairs = (n + 1) / 2;
+    vq_rounding rounding;
     double energy = 0;
-    float scale;
     size_t j;
     int round;
     for (j = 0; j < 2 * pairs; j++)
         energy += (double)v[j] * v[j];
     if (!(energy > 0))
         return 0.0f; /* every index 0 (the row bytes are zeroed) */
+    rounding.book = book;
+    rounding.sorted = sorted;
+    rounding.pair_bits = pair_bits;
+    rounding.row = row;
     /* Start at the row's RMS (the book is for unit variance), then
      * alternate: nearest points for the scale, least-squares scale for the
      * points.  Each step lowers the squared error. */
-    scale = (float)sqrt(energy / (double)(2 * pairs));
+    rounding.scale = (float)sqrt(energy / (double)(2 * pairs));
     for (round = 0; round < VQ_SCALE_ROUNDS; round++) {
         double vb = 0, bb = 0;
-        float inverse = 1.0f / scale;
+        float inverse = 1.0f / rounding.scale;
         for (j = 0; j < pairs; j++) {
             const float *point = book + 2 * vq_nearest_sorted(sorted, v[2 * j] * inverse, v[2 * j + 1] * inverse);
             vb += (double)v[2 * j] * point[0] + (double)v[2 * j + 1] * point[1];
@@ -121,35 +150,36 @@ static float vq_quantize_row(const float *v, size_t pairs, const float *book, co
         }
         if (!(vb > 0) || !(bb > 0))
             break;
-        scale = (float)(vb / bb);
+        rounding.scale = (float)(vb / bb);
     }
-    {
-        float inverse = 1.0f / scale;
-        for (j = 0; j < pairs; j++)
-            vq_put(row, j, pair_bits, vq_nearest_sorted(sorted, v[2 * j] * inverse, v[2 * j + 1] * inverse));
-    }
-    return scale;
+    rounding.inverse = 1.0f / rounding.scale;
+    pmpd_ldlq_row(ldlq, n, 2, v, vq_round, &rounding, work, work + n);
+    return ldlq ? (float)(rounding.scale * pmpd_ldlq_rescale(ldlq, v, work + n)) : rounding.scale;
 }
 
 PMPD_INTERNAL pmpd_status pmpd_vq_encode(const float *values, size_t rows, size_t cols, unsigned quarter_bits,
-                                         uint64_t seed, unsigned char *out, size_t size)
+                                         uint64_t seed, const pmpd_ldlq *ldlq, unsigned char *out, size_t size)
 {
     const unsigned pair_bits = pmpd_vq_pair_bits(quarter_bits);
     pmpd_vq_layout layout;
     float book[2 * 256];
     vq_sorted_book sorted;
     pmpd_rotated rotated;
-    float *v;
-    size_t r, k, pairs;
-    if (pmpd_vq_compute_layout(rows, cols, pair_bits, &layout) != PMPD_OK || size != layout.total)
+    float *v, *work;
+    size_t r, k;
+    if (pmpd_vq_compute_layout(rows, cols, pair_bits, &layout) != PMPD_OK || size != layout.total ||
+        (ldlq && (ldlq->n != layout.rotation || ldlq->block != 2)))
         return PMPD_ERR_INVALID_ARGUMENT;
-    pairs = (layout.rotation + 1) / 2;
     rotated = pmpd_rotated_make(cols, layout.rotation, layout.padded, seed);
     /* padded >= 2 pairs: an odd rotation's last pair gets a zero second
      * coordinate. */
     v = (float *)malloc(layout.padded * sizeof *v);
-    if (!v)
+    work = (float *)malloc(2 * layout.rotation * sizeof *work);
+    if (!v || !work) {
+        free(v);
+        free(work);
         return PMPD_ERR_OUT_OF_MEMORY;
+    }
     for (k = 0; k < 2u << pair_bits; k++)
         book[k] = (float)pmpd_vq_book(pair_bits)[k] * pmpd_vq_unit(pair_bits);
     vq_sort_book(book, 1u << pair_bits, &sorted);
@@ -157,10 +187,12 @@ PMPD_INTERNAL pmpd_status pmpd_vq_encode(const float *values, size_t rows, size_
     for (r = 0; r < rows; r++) {
         float scale;
         pmpd_rotated_rotate(&rotated, values + r * cols, v);
-        scale = vq_quantize_row(v, pairs, book, &sorted, pair_bits, out + layout.index_offset + r * layout.row_bytes);
+        scale = vq_quantize_row(v, layout.rotation, book, &sorted, pair_bits, ldlq,
+                                out + layout.index_offset + r * layout.row_bytes, work);
         pmpd_le_put_f32(out + PMPD_VQ_HEADER_BYTES + 4 * r, scale);
     }
     free(v);
+    free(work);
     return PMPD_OK;
 }
 

@@ -60,36 +60,14 @@ PMPD_INTERNAL pmpd_status pmpd_w8a8_ranges_collect(const pmpd_model *float_model
                                                    const pmpd_calibration_config *config, pmpd_w8a8_ranges *out)
 {
     pmpd_calibration_set set;
-    pmpd_calibration_session cs;
-    size_t length;
-    int32_t *tokens;
-    uint32_t p;
     pmpd_status st;
     memset(out, 0, sizeof *out);
     memset(&set, 0, sizeof set);
     st = pmpd_calibration_set_sample(float_model, config, PMPD_CALIBRATION_TRAIN, &set);
-    if (st != PMPD_OK)
-        return st;
-    length = (size_t)set.prompt_length + set.output_length;
-    tokens = (int32_t *)malloc(length * sizeof *tokens);
-    st = tokens ? pmpd_calibration_session_open(float_model, (uint32_t)length, &cs) : PMPD_ERR_OUT_OF_MEMORY;
-    if (st == PMPD_OK) {
-        cs.session->linear_observer = w8a8_observe;
-        cs.session->linear_observer_context = out;
-        for (p = 0; p < set.n_prompts && st == PMPD_OK && out->status == PMPD_OK; p++) {
-            const float *logits;
-            memcpy(tokens, set.prompts + (size_t)p * set.prompt_length, set.prompt_length * sizeof *tokens);
-            memcpy(tokens + set.prompt_length, set.reference + (size_t)p * set.output_length,
-                   set.output_length * sizeof *tokens);
-            st = pmpd_session_reset(cs.session);
-            if (st == PMPD_OK)
-                st = pmpd_session_prefill(cs.session, tokens, length, &logits);
-        }
-        pmpd_calibration_session_close(&cs);
-    }
-    free(tokens);
+    if (st == PMPD_OK)
+        st = pmpd_calibration_observe(float_model, &set, 1, w8a8_observe, out, &out->status);
     pmpd_calibration_set_free(&set);
-    return st == PMPD_OK ? out->status : st;
+    return st;
 }
 
 PMPD_INTERNAL void pmpd_w8a8_ranges_free(pmpd_w8a8_ranges *ranges)

@@ -138,10 +138,10 @@ static pmpd_status pmpd_encode_rotated(pmpd_build_model *b, const pmpd_convert_o
         /* Builder data are little-endian floats, the host order pmpd supports. */
         if (by_rows)
             status = pmpd_tcq_encode((const float *)(const void *)t->data, (size_t)t->dims[0], (size_t)t->dims[1],
-                                     pmpd_tcq_quarter_bits_of(options), PMPD_TCQ_SEED, options->threads, out,
+                                     pmpd_tcq_quarter_bits_of(options), PMPD_TCQ_SEED, NULL, options->threads, out,
                                      (size_t)bytes, done, total, options->progress, options->progress_context);
         else
-            status = pmpd_weight_encode_matrix(options, type, (const float *)(const void *)t->data, t->dims[0],
+            status = pmpd_weight_encode_matrix(options, type, NULL, (const float *)(const void *)t->data, t->dims[0],
                                                t->dims[1], out, (size_t)bytes);
         if (status != PMPD_OK) {
             free(out);
@@ -216,11 +216,11 @@ PMPD_INTERNAL pmpd_status pmpd_weight_stream_bytes(const pmpd_convert_options *o
 }
 
 PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(const pmpd_convert_options *options, uint32_t type,
-                                                    const float *values, uint64_t rows, uint64_t cols,
-                                                    unsigned char *out, size_t size)
+                                                    const pmpd_ldlq *ldlq, const float *values, uint64_t rows,
+                                                    uint64_t cols, unsigned char *out, size_t size)
 {
     uint64_t j;
-    if (rows > SIZE_MAX || cols > SIZE_MAX)
+    if (rows > SIZE_MAX || cols > SIZE_MAX || (ldlq && pmpd_weight_ldlq_block(type) == 0))
         return PMPD_ERR_INVALID_ARGUMENT;
     if (type == PMPD_TENSOR_ANYPREC) {
         unsigned seed, parent;
@@ -230,14 +230,14 @@ PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(const pmpd_convert_options *
                                          size);
     }
     if (type == PMPD_TENSOR_NUQ)
-        return pmpd_nuq_encode(values, (size_t)rows, (size_t)cols, pmpd_nuq_bits_of(options), PMPD_NUQ_SEED, out,
-                               size);
+        return pmpd_nuq_encode(values, (size_t)rows, (size_t)cols, pmpd_nuq_bits_of(options), PMPD_NUQ_SEED, ldlq,
+                               out, size);
     if (type == PMPD_TENSOR_VQ2)
-        return pmpd_vq_encode(values, (size_t)rows, (size_t)cols, pmpd_vq_quarter_bits_of(options), PMPD_NUQ_SEED, out,
-                              size);
+        return pmpd_vq_encode(values, (size_t)rows, (size_t)cols, pmpd_vq_quarter_bits_of(options), PMPD_NUQ_SEED,
+                              ldlq, out, size);
     if (type == PMPD_TENSOR_TCQ)
         return pmpd_tcq_encode(values, (size_t)rows, (size_t)cols, pmpd_tcq_quarter_bits_of(options), PMPD_TCQ_SEED,
-                               options ? options->threads : 0, out, size, 0, 0, NULL, NULL);
+                               ldlq, options ? options->threads : 0, out, size, 0, 0, NULL, NULL);
     if (type != PMPD_TENSOR_F16)
         return pmpd_quant_matrix(type, values, (size_t)rows, (size_t)cols, options ? options->threads : 0, out, size);
     if (cols == 0 || size / 2 / cols != rows)
@@ -248,6 +248,11 @@ PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(const pmpd_convert_options *
         out[2 * j + 1] = (unsigned char)(h >> 8);
     }
     return PMPD_OK;
+}
+
+PMPD_INTERNAL size_t pmpd_weight_ldlq_block(uint32_t type)
+{
+    return type == PMPD_TENSOR_NUQ ? 1 : type == PMPD_TENSOR_VQ2 ? 2 : type == PMPD_TENSOR_TCQ ? PMPD_TCQ_SEQUENCE : 0;
 }
 
 PMPD_INTERNAL uint64_t pmpd_weight_row_block(uint32_t type)

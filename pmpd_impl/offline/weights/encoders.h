@@ -8,6 +8,7 @@
 #include "pmpd.h"
 #include "pmpd_impl/core/config.h"
 #include "pmpd_impl/offline/format/builder.h"
+#include "pmpd_impl/offline/ldlq/ldlq.h"
 
 #if PMPD_OFFLINE
 
@@ -37,11 +38,18 @@ PMPD_INTERNAL uint32_t pmpd_weight_stream_type(const pmpd_convert_options *optio
  * q2cb, nested, nuq, vq or tcq (options' widths and threads; options may be
  * NULL for 2:4 nested on every core, 4-bit nuq and 2-bit vq; vq shares
  * NUQ's sign seed) into out (size bytes, pmpd_weight_stream_bytes of it).
- * Errors: PMPD_ERR_INVALID_ARGUMENT (another type, a size that does not
- * match), PMPD_ERR_OUT_OF_MEMORY, PMPD_ERR_THREAD. */
+ * ldlq (NULL: data-free) is the matrix input's LDLQ factor for nuq, vq and
+ * tcq, at pmpd_weight_ldlq_block(type) (offline/ldlq/hessian.h).  Errors:
+ * PMPD_ERR_INVALID_ARGUMENT (another type, a size that does not match, a
+ * factor for a type without LDLQ or of another size), PMPD_ERR_OUT_OF_MEMORY,
+ * PMPD_ERR_THREAD. */
 PMPD_INTERNAL pmpd_status pmpd_weight_encode_matrix(const pmpd_convert_options *options, uint32_t type,
-                                                    const float *values, uint64_t rows, uint64_t cols,
-                                                    unsigned char *out, size_t size);
+                                                    const pmpd_ldlq *ldlq, const float *values, uint64_t rows,
+                                                    uint64_t cols, unsigned char *out, size_t size);
+
+/* The columns type's encoder rounds together under LDLQ (nuq 1, vq 2, tcq
+ * a 256-column trellis sequence); 0 for the types without LDLQ. */
+PMPD_INTERNAL size_t pmpd_weight_ldlq_block(uint32_t type);
 
 /* The stored bytes of an n_dims tensor of type: pmpd_weight_tensor_bytes,
  * or for nested weights (self-describing, no size of their own) the size

@@ -1,0 +1,230 @@
+/* The layers' input moments and their LDLQ factors (hessian.h). */
+#include "pmpd_impl/offline/ldlq/hessian.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmpd_impl/core/error.h"
+#include "pmpd_impl/core/hadamard.h"
+#include "pmpd_impl/offline/format/from_model.h"
+#include "pmpd_impl/offline/precision/calibration_session.h"
+#include "pmpd_impl/weights/rotated/rotated.h"
+
+/* A hash of an input's bytes: matrices whose inputs hash alike in
+ * consecutive calls read one input (q, k, v; gate, up: the forward pass
+ * hands the observer the same floats once per matrix). */
+static uint64_t hessian_checksum(const float *x, size_t n)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    size_t i;
+    for (i = 0; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, x + i, sizeof bits);
+        h = (h ^ bits) * UINT64_C(0x100000001b3);
+    }
+    return h;
+}
+
+static void hessian_observe(void *context, const pmpd_tensor *w, const float *x, size_t n_tokens)
+{
+    pmpd_hessian_set *set = (pmpd_hessian_set *)context;
+    pmpd_hessian *h;
+    size_t cols = (size_t)w->dims[1], t, i, j;
+    uint64_t sum;
+    uint32_t index;
+    int created;
+    if (set->status != PMPD_OK)
+        return;
+    h = (pmpd_hessian *)pmpd_tensor_record_of((void **)&set->records, &set->n, &set->capacity, sizeof *set->records, w,
+                                              &created);
+    if (!h) {
+        set->status = PMPD_ERR_OUT_OF_MEMORY;
+        return;
+    }
+    index = (uint32_t)(h - set->records);
+    sum = hessian_checksum(x, n_tokens * cols);
+    if (created) {
+        const pmpd_hessian *last = set->last < set->n ? &set->records[set->last] : NULL;
+        if (last && last->head.cols == cols && last->checksum == sum) {
+            h->owner = last->owner;
+        } else {
+            h->owner = index;
+            h->moment = (double *)calloc(cols * cols, sizeof *h->moment);
+            if (!h->moment) {
+                set->status = PMPD_ERR_OUT_OF_MEMORY;
+                return;
+            }
+        }
+    }
+    h->checksum = sum;
+    h->tokens += n_tokens;
+    set->last = index;
+    if (h->owner != index)
+        return;
+    /* The upper triangle; pmpd_hessian_collect mirrors it. */
+    for (t = 0; t < n_tokens; t++, x += cols)
+        for (i = 0; i < cols; i++) {
+            const double xi = x[i];
+            double *row = h->moment + i * cols;
+            for (j = i; j < cols; j++)
+                row[j] += xi * x[j];
+        }
+}
+
+PMPD_INTERNAL pmpd_status pmpd_hessian_collect(const pmpd_build_model *b, uint32_t n_sequences, uint32_t length,
+                                               uint64_t seed, unsigned threads, pmpd_hessian_set *set,
+                                               pmpd_error *err)
+{
+    pmpd_build_opened opened;
+    pmpd_calibration_config config;
+    pmpd_calibration_set text;
+    pmpd_status st;
+    uint32_t i;
+    memset(set, 0, sizeof *set);
+    memset(&text, 0, sizeof text);
+    set->last = UINT32_MAX;
+    if (n_sequences == 0 || length < 2)
+        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
+                              "LDLQ needs at least one calibration sequence of at least 2 tokens");
+    st = pmpd_build_open(b, &opened, err);
+    if (st != PMPD_OK)
+        return st;
+    pmpd_calibration_config_init(&config);
+    config.n_prompts = n_sequences;
+    config.prompt_length = length - 2; /* sampled after BOS; the last token is the greedy one */
+    config.output_length = 1;
+    config.seed = seed;
+    st = pmpd_calibration_set_sample(opened.model, &config, PMPD_CALIBRATION_TRAIN, &text);
+    if (st != PMPD_OK) {
+        pmpd_build_close(&opened);
+        return pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot sample LDLQ's calibration text (%u x %u tokens)",
+                              (unsigned)n_sequences, (unsigned)length);
+    }
+    st = pmpd_calibration_observe(opened.model, &text, threads, hessian_observe, set, &set->status);
+    pmpd_calibration_set_free(&text);
+    pmpd_build_close(&opened);
+    if (st != PMPD_OK)
+        return pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot run the float model over LDLQ's calibration text");
+    for (i = 0; i < set->n; i++) {
+        pmpd_hessian *h = &set->records[i];
+        const size_t cols = (size_t)h->head.cols;
+        size_t r, c;
+        if (h->owner != i || h->tokens == 0)
+            continue;
+        for (r = 0; r < cols; r++)
+            for (c = r; c < cols; c++) {
+                const double mean = h->moment[r * cols + c] / (double)h->tokens;
+                h->moment[r * cols + c] = mean;
+                h->moment[c * cols + r] = mean;
+            }
+    }
+    return PMPD_OK;
+}
+
+PMPD_INTERNAL const double *pmpd_hessian_find(const pmpd_hessian_set *set, const char *name, uint64_t cols)
+{
+    uint32_t i;
+    if (!set)
+        return NULL;
+    for (i = 0; i < set->n; i++)
+        if (set->records[i].head.cols == cols && strcmp(set->records[i].head.name, name) == 0)
+            return set->records[set->records[i].owner].moment;
+    return NULL;
+}
+
+/* Where a block size's factor lives in a record. */
+static unsigned hessian_slot(size_t block)
+{
+    return block == 1 ? 0 : block == 2 ? 1 : 2;
+}
+
+/* moment (cols x cols) in the rotated domain: R H R^T, R the rotation of
+ * a row (rotated.h: pmpd_rotated_rotate), into out (rotation x rotation);
+ * each side rotated a row at a time. */
+static pmpd_status hessian_rotate(const double *moment, size_t cols, uint64_t seed, double *out, size_t rotation)
+{
+    const size_t padded = (rotation + PMPD_ROTATED_BLOCK - 1) / PMPD_ROTATED_BLOCK * PMPD_ROTATED_BLOCK;
+    const pmpd_rotated r = pmpd_rotated_make(cols, rotation, padded, seed);
+    float *in = (float *)malloc(cols * sizeof *in), *v = (float *)malloc(padded * sizeof *v);
+    double *half = (double *)malloc(cols * rotation * sizeof *half); /* H R^T */
+    size_t i, c;
+    if (!in || !v || !half) {
+        free(in);
+        free(v);
+        free(half);
+        return PMPD_ERR_OUT_OF_MEMORY;
+    }
+    for (i = 0; i < cols; i++) {
+        for (c = 0; c < cols; c++)
+            in[c] = (float)moment[i * cols + c];
+        pmpd_rotated_rotate(&r, in, v);
+        for (c = 0; c < rotation; c++)
+            half[i * rotation + c] = v[c];
+    }
+    for (c = 0; c < rotation; c++) {
+        for (i = 0; i < cols; i++)
+            in[i] = (float)half[i * rotation + c];
+        pmpd_rotated_rotate(&r, in, v);
+        for (i = 0; i < rotation; i++)
+            out[i * rotation + c] = v[i];
+    }
+    for (i = 0; i < rotation; i++) /* symmetric again after float rounding */
+        for (c = i + 1; c < rotation; c++)
+            out[i * rotation + c] = out[c * rotation + i] = 0.5 * (out[i * rotation + c] + out[c * rotation + i]);
+    free(in);
+    free(v);
+    free(half);
+    return PMPD_OK;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_hessian_factors(pmpd_hessian_set *set, size_t block, uint64_t seed, pmpd_error *err)
+{
+    uint32_t i;
+    for (i = 0; i < set->n; i++) {
+        pmpd_hessian *h = &set->records[i];
+        const size_t cols = (size_t)h->head.cols, rotation = pmpd_hadamard_size(cols);
+        pmpd_ldlq *f = &h->factors[hessian_slot(block)];
+        double *rotated;
+        pmpd_status st;
+        if (h->owner != i || !h->moment || f->n)
+            continue;
+        if (rotation == 0 || rotation > SIZE_MAX / sizeof(double) / rotation)
+            return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET, "%s has no rotation size",
+                                  h->head.name);
+        rotated = (double *)malloc(rotation * rotation * sizeof *rotated);
+        st = rotated ? hessian_rotate(h->moment, cols, seed, rotated, rotation) : PMPD_ERR_OUT_OF_MEMORY;
+        if (st == PMPD_OK)
+            st = pmpd_ldlq_factor(rotated, rotation, block, f);
+        free(rotated);
+        if (st != PMPD_OK)
+            return pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot factor the input moment of %s for LDLQ",
+                                  h->head.name);
+    }
+    return PMPD_OK;
+}
+
+PMPD_INTERNAL const pmpd_ldlq *pmpd_hessian_factor(const pmpd_hessian_set *set, const char *name, uint64_t cols,
+                                                   size_t block)
+{
+    uint32_t i;
+    if (!set)
+        return NULL;
+    for (i = 0; i < set->n; i++)
+        if (set->records[i].head.cols == cols && strcmp(set->records[i].head.name, name) == 0) {
+            const pmpd_ldlq *f = &set->records[set->records[i].owner].factors[hessian_slot(block)];
+            return f->n && f->block == block ? f : NULL;
+        }
+    return NULL;
+}
+
+PMPD_INTERNAL void pmpd_hessian_free(pmpd_hessian_set *set)
+{
+    uint32_t i, s;
+    for (i = 0; i < set->n; i++) {
+        free(set->records[i].moment);
+        for (s = 0; s < 3; s++)
+            pmpd_ldlq_free(&set->records[i].factors[s]);
+    }
+    free(set->records);
+    memset(set, 0, sizeof *set);
+}
