@@ -613,6 +613,13 @@ typedef struct pmpd_convert_options {
      * refused).  Needs the whole float model in memory and cols^2 doubles
      * per distinct layer input (docs/palette.md); other types ignore it. */
     uint32_t ldlq_sequences, ldlq_length;
+    /* With ldlq_sequences: a text file (UTF-8; its start, at least 1 MiB,
+     * is read) whose tokens make the calibration sequences instead (BOS,
+     * then ldlq_length - 1 consecutive tokens each, from the start); too
+     * short a text fails with PMPD_ERR_INVALID_ARGUMENT saying how many
+     * tokens it gives.  Text like the model's use generalizes better than
+     * what the model writes itself (docs/palette.md).  NULL: self-written. */
+    const char *ldlq_text_path;
     /* The allocation, before the container is written (progress_context);
      * may be NULL.  progress reports the sensitivity runs (groups x 3
      * noise energies), then the candidates' errors (groups x palette);

@@ -11,7 +11,10 @@
 # measurements; a palette now takes up to 16); at PALETTE16_BUDGETS on the
 # sixteen formats of PALETTE16 with --palette-gaussian (the rotated
 # formats' errors estimated on Gaussian rows: "palette16", about 3 minutes
-# a budget on pycode21M).  The "tcq" row of docs/quality-vs-bits.csv is
+# a budget on pycode21M); at LDLQ_BUDGETS on LDLQ_PALETTE with --ldlq 64
+# (data-aware rounding against each layer input's moment over 64
+# sequences the model writes itself, every candidate's error its output
+# error: "ldlq").  The "tcq" row of docs/quality-vs-bits.csv is
 # FULL_PALETTE=q4,tcq2,tcq2.5,tcq2.75,tcq3,tcq3.25,tcq3.5,tcq4 at 3.25
 # bits, measured errors (25 minutes).
 # Beside them every single format of the
@@ -31,6 +34,9 @@
 #             (default "2.5 3.25")
 #   PALETTE16_BUDGETS  the budgets allocated over PALETTE16 with Gaussian
 #             estimates (default "2.5 3.0 3.25 3.5 4.0")
+#   LDLQ_BUDGETS  the budgets allocated with --ldlq 64 over LDLQ_PALETTE
+#             (default "3.25"; LDLQ_PALETTE default
+#             q4,nuq3,nuq4,tcq2.75,tcq3,tcq3.25,tcq3.5,tcq4)
 #   MODELS_TO "stories260K pycode21M" (default both)
 #   THREADS   sensitivity threads (default 2)
 #
@@ -49,6 +55,8 @@ BUDGETS=${BUDGETS:-"2.5 3.0 3.25 3.5 4.0 4.5 5.0"}
 FULL_BUDGETS=${FULL_BUDGETS:-"2.5 3.25"}
 FULL_PALETTE=${FULL_PALETTE:-q4,q2cb,nuq2,nuq3,vq2.5,tcq2,tcq2.5,tcq3}
 PALETTE16_BUDGETS=${PALETTE16_BUDGETS:-"2.5 3.0 3.25 3.5 4.0"}
+LDLQ_BUDGETS=${LDLQ_BUDGETS:-"3.25"}
+LDLQ_PALETTE=${LDLQ_PALETTE:-q4,nuq3,nuq4,tcq2.75,tcq3,tcq3.25,tcq3.5,tcq4}
 PALETTE16=q8,q4,q2cb,nuq2,nuq3,nuq4,vq2.5,vq3,tcq2,tcq2.25,tcq2.5,tcq2.75,tcq3,tcq3.25,tcq3.5,tcq4
 MODELS_TO=${MODELS_TO:-"stories260K pycode21M"}
 THREADS=${THREADS:-2}
@@ -82,17 +90,19 @@ for model in $MODELS_TO; do
             echo >> "$text"
         done
     fi
-    for b in $(echo $BUDGETS $PALETTE16_BUDGETS | tr ' ' '\n' | sort -n -u); do
+    for b in $(echo $BUDGETS $PALETTE16_BUDGETS $LDLQ_BUDGETS | tr ' ' '\n' | sort -n -u); do
         hows=""
         case " $BUDGETS " in *" $b "*) hows="measured flat nuq" ;; esac
         case " $FULL_BUDGETS " in *" $b "*) hows="$hows full" ;; esac
         case " $PALETTE16_BUDGETS " in *" $b "*) hows="$hows palette16" ;; esac
+        case " $LDLQ_BUDGETS " in *" $b "*) hows="$hows ldlq" ;; esac
         for how in $hows; do
             flag=""
             [ $how = flat ] && flag="--palette-flat"
             [ $how = nuq ] && flag="--palette q8,q4,q2cb,nuq2,nuq3,nuq4"
             [ $how = full ] && flag="--palette $FULL_PALETTE"
             [ $how = palette16 ] && flag="--palette $PALETTE16 --palette-gaussian"
+            [ $how = ldlq ] && flag="--palette $LDLQ_PALETTE --ldlq 64"
             name=${model}_${how}_$b
             if "$BUILD/pmpd-convert" "$MODELS/$model.bin" "$OUT/$name.pmpd" --tokenizer "$tok" --budget-bits "$b" \
                 --threads "$THREADS" $flag > "$OUT/$name.log" 2>&1; then

@@ -2,7 +2,7 @@
  *                         [--pmpd-calibrate [--epsilon E] [--prompts N] [--output-length N]]
  *                         [--kv-codebooks SUB:BITS] [--ctx N] [--threads N]
  *                         [--budget-bits B [--palette q8,q4,q2cb] [--palette-flat] [--palette-gaussian]]
- *                         [--ldlq N[:LENGTH]]
+ *                         [--ldlq N[:LENGTH] [--ldlq-text FILE]]
  *
  * Converts a llama2.c checkpoint (legacy or version 1) or a GGUF v3 Llama
  * file into a .pmpd container.  With --kv-codebooks and --pmpd-calibrate it
@@ -159,7 +159,7 @@ static int usage(void)
             "                    [--kv-codebooks SUB:BITS] [--ctx N] [--no-shadow | --shadow-tensors N]\n"
             "                    [--threads N]\n"
             "                    [--budget-bits B | --budget-latency US [--palette LIST] [--palette-flat]\n"
-            "                    [--palette-gaussian]] [--ldlq N[:LENGTH]]\n"
+            "                    [--palette-gaussian]] [--ldlq N[:LENGTH] [--ldlq-text FILE]]\n"
             "  --kv-codebooks SUB:BITS  add PQ KV-cache codebooks (SUB 2 or 4, BITS 1-8), trained on the\n"
             "                           converted model (the float one with --pmpd-calibrate)\n"
             "  --vocabulary q8|q4|nested  with --type anyprec: the token embedding and classifier in q8 (the\n"
@@ -199,6 +199,8 @@ static int usage(void)
             "                           layer input's second moment over N sequences of LENGTH tokens (default\n"
             "                           128) the float model writes itself; a budget then weighs every format's\n"
             "                           error by those moments (not with --palette-gaussian)\n"
+            "  --ldlq-text FILE         with --ldlq: the N sequences cut from FILE's tokens instead (text like\n"
+            "                           the model's use; not the text you evaluate on)\n"
             "  --type keep-closest      each GGUF matrix in the type nearest its own (F32 f32, F16 f16, BF16 f32,\n"
             "                           Q8_0 Q6_K Q5_K Q5_0 Q5_1 q8, Q4_0 Q4_1 Q4_K IQ4_NL IQ4_XS q4)\n"
             "  --type TYPE              weight format (default f32):");
@@ -331,6 +333,7 @@ static int convert_parse(int argc, char **argv, convert_args *a)
             ok = sscanf(v, "%lf", &a->convert.budget_bits) == 1 && a->convert.budget_bits > 0.0 &&
                  a->convert.budget_bits <= 64.0;
         else if (!strcmp(o, "--palette")) ok = convert_parse_palette(v, a);
+        else if (!strcmp(o, "--ldlq-text")) a->convert.ldlq_text_path = v;
         else if (!strcmp(o, "--ldlq")) {
             int fields = sscanf(v, "%u:%u", &a->convert.ldlq_sequences, &a->convert.ldlq_length);
             ok = fields >= 1 && a->convert.ldlq_sequences > 0 && a->convert.ldlq_sequences <= 65536 &&
@@ -571,9 +574,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "pmpd-convert: --ldlq rounds nuq, vq and tcq: it goes with those types or a budget\n");
         return 2;
     }
+    if (a.convert.ldlq_text_path && !a.convert.ldlq_sequences) {
+        fprintf(stderr, "pmpd-convert: --ldlq-text goes with --ldlq N\n");
+        return 2;
+    }
     if (a.convert.ldlq_sequences)
-        fprintf(stderr, "pmpd-convert: LDLQ: each layer input's second moment over %u sequences of %u tokens\n",
-                a.convert.ldlq_sequences, a.convert.ldlq_length ? a.convert.ldlq_length : 128u);
+        fprintf(stderr, "pmpd-convert: LDLQ: each layer input's second moment over %u sequences of %u tokens %s%s\n",
+                a.convert.ldlq_sequences, a.convert.ldlq_length ? a.convert.ldlq_length : 128u,
+                a.convert.ldlq_text_path ? "of " : "the model writes itself",
+                a.convert.ldlq_text_path ? a.convert.ldlq_text_path : "");
     if (allocating)
         fprintf(stderr, "pmpd-convert: bit allocation: %s%s, then each format's error\n",
                 a.convert.budget_latency_us > 0.0 ? "each format's time on this machine, " : "",

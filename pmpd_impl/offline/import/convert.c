@@ -380,13 +380,36 @@ static pmpd_status convert_hessians(const pmpd_build_model *b, const pmpd_conver
     const uint32_t n = !allocating ? 1 : options->palette ? options->n_palette : 3;
     int cpus = pmpd_platform_cpu_count();
     unsigned threads = options->threads ? options->threads : cpus > 0 ? (unsigned)cpus : 1;
+    char *text = NULL;
+    uint64_t size = 0;
     uint32_t i;
-    pmpd_status status;
+    pmpd_status status = PMPD_OK;
     if (threads > pmpd_max_threads())
         threads = pmpd_max_threads();
+    if (options->ldlq_text_path) {
+        /* Its start is read: 16 bytes a token the windows need (at least
+         * 1 MiB) covers any tokenizer's text; the tokenizer's scratch is
+         * 24 bytes a byte. */
+        const uint64_t enough = (uint64_t)options->ldlq_sequences *
+                                (options->ldlq_length ? options->ldlq_length : CONVERT_LDLQ_LENGTH) * 16;
+        status = pmpd_platform_file_size(options->ldlq_text_path, &size);
+        if (status == PMPD_OK && size > (enough > (1u << 20) ? enough : (1u << 20)))
+            size = enough > (1u << 20) ? enough : (1u << 20);
+        text = status == PMPD_OK ? (char *)malloc((size_t)size + 1) : NULL;
+        if (status == PMPD_OK && !text)
+            status = PMPD_ERR_OUT_OF_MEMORY;
+        if (status == PMPD_OK)
+            status = pmpd_platform_read_file(options->ldlq_text_path, text, (size_t)size);
+        if (status != PMPD_OK) {
+            free(text);
+            return pmpd_error_set(err, status, PMPD_NO_OFFSET, "cannot read LDLQ's calibration text %s",
+                                  options->ldlq_text_path);
+        }
+    }
     status = pmpd_hessian_collect(b, options->ldlq_sequences,
-                                  options->ldlq_length ? options->ldlq_length : CONVERT_LDLQ_LENGTH, CONVERT_LDLQ_SEED,
-                                  threads, set, err);
+                                  options->ldlq_length ? options->ldlq_length : CONVERT_LDLQ_LENGTH, text, (size_t)size,
+                                  CONVERT_LDLQ_SEED, threads, set, err);
+    free(text);
     for (i = 0; i < n && status == PMPD_OK; i++)
         if (pmpd_weight_ldlq_block((uint32_t)types[i]))
             status = pmpd_hessian_factors(set, pmpd_weight_ldlq_block((uint32_t)types[i]), PMPD_NUQ_SEED, err);

@@ -71,41 +71,15 @@ static void hessian_observe(void *context, const pmpd_tensor *w, const float *x,
         }
 }
 
-PMPD_INTERNAL pmpd_status pmpd_hessian_collect(const pmpd_build_model *b, uint32_t n_sequences, uint32_t length,
-                                               uint64_t seed, unsigned threads, pmpd_hessian_set *set,
-                                               pmpd_error *err)
+PMPD_INTERNAL pmpd_status pmpd_hessian_collect_set(const pmpd_model *model, const pmpd_calibration_set *text,
+                                                   unsigned threads, pmpd_hessian_set *set)
 {
-    pmpd_build_opened opened;
-    pmpd_calibration_config config;
-    pmpd_calibration_set text;
     pmpd_status st;
     uint32_t i;
     memset(set, 0, sizeof *set);
-    memset(&text, 0, sizeof text);
     set->last = UINT32_MAX;
-    if (n_sequences == 0 || length < 2)
-        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
-                              "LDLQ needs at least one calibration sequence of at least 2 tokens");
-    st = pmpd_build_open(b, &opened, err);
-    if (st != PMPD_OK)
-        return st;
-    pmpd_calibration_config_init(&config);
-    config.n_prompts = n_sequences;
-    config.prompt_length = length - 2; /* sampled after BOS; the last token is the greedy one */
-    config.output_length = 1;
-    config.seed = seed;
-    st = pmpd_calibration_set_sample(opened.model, &config, PMPD_CALIBRATION_TRAIN, &text);
-    if (st != PMPD_OK) {
-        pmpd_build_close(&opened);
-        return pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot sample LDLQ's calibration text (%u x %u tokens)",
-                              (unsigned)n_sequences, (unsigned)length);
-    }
-    st = pmpd_calibration_observe(opened.model, &text, threads, hessian_observe, set, &set->status);
-    pmpd_calibration_set_free(&text);
-    pmpd_build_close(&opened);
-    if (st != PMPD_OK)
-        return pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot run the float model over LDLQ's calibration text");
-    for (i = 0; i < set->n; i++) {
+    st = pmpd_calibration_observe(model, text, threads, hessian_observe, set, &set->status);
+    for (i = 0; i < set->n && st == PMPD_OK; i++) {
         pmpd_hessian *h = &set->records[i];
         const size_t cols = (size_t)h->head.cols;
         size_t r, c;
@@ -118,7 +92,95 @@ PMPD_INTERNAL pmpd_status pmpd_hessian_collect(const pmpd_build_model *b, uint32
                 h->moment[c * cols + r] = mean;
             }
     }
+    return st;
+}
+
+/* n_sequences windows of length tokens cut from text: BOS, then length -
+ * 1 consecutive tokens of the text (the last as the set's reference). */
+static pmpd_status hessian_text_windows(const pmpd_model *model, const char *text, size_t text_length,
+                                        uint32_t n_sequences, uint32_t length, pmpd_calibration_set *set,
+                                        pmpd_error *err)
+{
+    const size_t need = (size_t)n_sequences * (length - 1);
+    const size_t scratch_bytes = 24 * (text_length + 3) + 64;
+    size_t n_tokens = 0, s;
+    int32_t *tokens = (int32_t *)malloc((text_length + 2) * sizeof *tokens);
+    void *block = malloc(scratch_bytes);
+    pmpd_arena scratch;
+    pmpd_status st = tokens && block ? PMPD_OK : PMPD_ERR_OUT_OF_MEMORY;
+    if (st == PMPD_OK)
+        st = pmpd_arena_init(&scratch, (char *)block + (64 - (uintptr_t)block % 64) % 64, scratch_bytes - 64);
+    if (st == PMPD_OK)
+        st = pmpd_tokenize_text(model, text, text_length, 0, tokens, text_length + 2, &n_tokens, &scratch);
+    free(block);
+    if (st != PMPD_OK) {
+        free(tokens);
+        return pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot tokenize LDLQ's calibration text");
+    }
+    if (n_tokens < need) {
+        free(tokens);
+        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
+                              "LDLQ's calibration text gives %zu tokens; %u sequences of %u need %zu", n_tokens,
+                              (unsigned)n_sequences, (unsigned)length, need);
+    }
+    memset(set, 0, sizeof *set);
+    set->n_prompts = n_sequences;
+    set->prompt_length = length - 1;
+    set->output_length = 1;
+    set->vocab_size = pmpd_model_get_info(model)->vocab_size;
+    set->prompts = (int32_t *)malloc((size_t)n_sequences * (length - 1) * sizeof *set->prompts);
+    set->reference = (int32_t *)malloc((size_t)n_sequences * sizeof *set->reference);
+    if (!set->prompts || !set->reference) {
+        free(tokens);
+        return pmpd_error_set(err, PMPD_ERR_OUT_OF_MEMORY, PMPD_NO_OFFSET, "out of memory");
+    }
+    for (s = 0; s < n_sequences; s++) {
+        const int32_t *from = tokens + s * (length - 1);
+        set->prompts[s * (length - 1)] = (int32_t)pmpd_model_get_info(model)->bos_id;
+        memcpy(set->prompts + s * (length - 1) + 1, from, (length - 2) * sizeof *from);
+        set->reference[s] = from[length - 2];
+    }
+    free(tokens);
     return PMPD_OK;
+}
+
+PMPD_INTERNAL pmpd_status pmpd_hessian_collect(const pmpd_build_model *b, uint32_t n_sequences, uint32_t length,
+                                               const char *text, size_t text_length, uint64_t seed,
+                                               unsigned threads, pmpd_hessian_set *set, pmpd_error *err)
+{
+    pmpd_build_opened opened;
+    pmpd_calibration_config config;
+    pmpd_calibration_set windows;
+    pmpd_status st;
+    memset(set, 0, sizeof *set);
+    memset(&windows, 0, sizeof windows);
+    if (n_sequences == 0 || length < 2)
+        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
+                              "LDLQ needs at least one calibration sequence of at least 2 tokens");
+    st = pmpd_build_open(b, &opened, err);
+    if (st != PMPD_OK)
+        return st;
+    if (text) {
+        st = hessian_text_windows(opened.model, text, text_length, n_sequences, length, &windows, err);
+    } else {
+        pmpd_calibration_config_init(&config);
+        config.n_prompts = n_sequences;
+        config.prompt_length = length - 2; /* sampled after BOS; the last token is the greedy one */
+        config.output_length = 1;
+        config.seed = seed;
+        st = pmpd_calibration_set_sample(opened.model, &config, PMPD_CALIBRATION_TRAIN, &windows);
+        if (st != PMPD_OK)
+            pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot sample LDLQ's calibration text (%u x %u tokens)",
+                           (unsigned)n_sequences, (unsigned)length);
+    }
+    if (st == PMPD_OK) {
+        st = pmpd_hessian_collect_set(opened.model, &windows, threads, set);
+        if (st != PMPD_OK)
+            pmpd_error_set(err, st, PMPD_NO_OFFSET, "cannot run the float model over LDLQ's calibration text");
+    }
+    pmpd_calibration_set_free(&windows);
+    pmpd_build_close(&opened);
+    return st;
 }
 
 PMPD_INTERNAL const double *pmpd_hessian_find(const pmpd_hessian_set *set, const char *name, uint64_t cols)

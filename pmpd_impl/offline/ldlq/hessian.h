@@ -3,10 +3,10 @@
  * weighs rounding errors by, and what the bit allocation measures a
  * format's output error with (palette/distortion.h).
  *
- * The text is data-free, as the sensitivity's (palette/sensitivity.h):
- * sequences the model writes itself from BOS, sampled at temperature 1
- * throughout (greedy continuations repeat themselves and excite few
- * directions), so no held-out text is seen.  Matrices reading one input
+ * The text is the user's (windows of a calibration file) or, without
+ * one, data-free as the sensitivity's (palette/sensitivity.h): sequences
+ * the model writes itself from BOS, sampled at temperature 1 throughout
+ * (greedy continuations repeat themselves and excite few directions).  Matrices reading one input
  * (q, k, v; gate, up) share one moment.  Memory: cols^2 doubles per
  * distinct input (pycode21M: 24 inputs, 12 MB; a 2048 x 5632 model's
  * layer: about 0.3 GB). */
@@ -43,13 +43,23 @@ typedef struct pmpd_hessian_set {
 
 /* Collects the moments of every f32 matrix of b's layers (all f32 and
  * loaded) over n_sequences sequences of length tokens (BOS included,
- * >= 2, at most seq_len) sampled from seed, on threads threads.  Free set
- * with pmpd_hessian_free whatever this returns.  Errors:
- * PMPD_ERR_INVALID_ARGUMENT, session errors, PMPD_ERR_OUT_OF_MEMORY, each
- * named in err. */
+ * >= 2, at most seq_len), on threads threads: with text (text_length
+ * bytes, tokenized by b's tokenizer) BOS and then consecutive runs of
+ * length - 1 of its tokens, from its start; with text NULL sequences
+ * sampled from seed.  Free set with pmpd_hessian_free whatever this
+ * returns.  Errors: PMPD_ERR_INVALID_ARGUMENT (a text too short, saying
+ * how many tokens it gives), tokenizer and session errors,
+ * PMPD_ERR_OUT_OF_MEMORY, each named in err. */
 PMPD_INTERNAL pmpd_status pmpd_hessian_collect(const pmpd_build_model *b, uint32_t n_sequences, uint32_t length,
-                                               uint64_t seed, unsigned threads, pmpd_hessian_set *set,
-                                               pmpd_error *err);
+                                               const char *text, size_t text_length, uint64_t seed,
+                                               unsigned threads, pmpd_hessian_set *set, pmpd_error *err);
+
+/* The same over given text (every prompt and its reference continuation,
+ * as pmpd_calibration_observe runs them) through model.  Free set with
+ * pmpd_hessian_free whatever this returns.  Errors: session errors,
+ * PMPD_ERR_OUT_OF_MEMORY. */
+PMPD_INTERNAL pmpd_status pmpd_hessian_collect_set(const pmpd_model *model, const pmpd_calibration_set *text,
+                                                   unsigned threads, pmpd_hessian_set *set);
 
 /* The mean moment ([cols][cols]) of the input of the matrix named name
  * with cols columns, or NULL when none was collected. */
