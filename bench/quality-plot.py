@@ -23,6 +23,7 @@ STYLE = {
     "allocated full": ("#e377c2", "circle", True),
     "allocated tcq": ("#8c564b", "circle", True),
     "allocated palette16": ("#7f7f7f", "circle", True),
+    "allocated ldlq": ("#000000", "circle", True),
 }
 PANEL_W, PANEL_H, LEFT, TOP, BOTTOM = 520, 360, 60, 30, 45
 X_MIN, X_MAX = 1.5, 9.0

@@ -37,6 +37,7 @@
 #include "pmpd_impl/offline/ldlq/ldlq.h"
 #include "pmpd_impl/offline/nuq/nuq_build.h"
 #include "pmpd_impl/offline/precision/importance.h"
+#include "pmpd_impl/offline/palette/distortion.h"
 #include "pmpd_impl/offline/weights/encoders.h"
 #include "pmpd_impl/offline/format/from_model.h"
 #include "pmpd_impl/weights/format.h"
@@ -265,33 +266,26 @@ static float *ld_matrix(size_t rows, size_t cols, uint64_t seed)
     return w;
 }
 
-/* Encodes w as type (nuq3, vq2.5 or tcq2.5) with ldlq into a block that
- * the format table reads (*data 64-byte aligned). */
+/* Encodes w as type (nuq3, vq2.5 or tcq2.5) with ldlq through the bit
+ * allocation's encoder into a block that the format table reads. */
 static void *ld_encode(uint32_t type, const float *w, size_t rows, size_t cols, const pmpd_ldlq *ldlq,
                        pmpd_tensor *tensor)
 {
     pmpd_convert_options o;
-    uint64_t bytes, dims[2];
-    unsigned char *block, *data;
+    pmpd_build_tensor t;
+    void *block;
     memset(&o, 0, sizeof o);
     o.nuq_bits = 3;
     o.vq_quarter_bits = o.tcq_quarter_bits = 10;
-    dims[0] = rows;
-    dims[1] = cols;
-    assert_int_equal(pmpd_weight_stream_bytes(&o, type, 2, dims, &bytes), PMPD_OK);
-    block = (unsigned char *)malloc((size_t)bytes + 64);
-    assert_non_null(block);
-    data = block + (64 - (uintptr_t)block % 64) % 64;
-    assert_int_equal(pmpd_weight_encode_matrix(&o, type, ldlq, w, rows, cols, data, (size_t)bytes), PMPD_OK);
-    memset(tensor, 0, sizeof *tensor);
-    tensor->name = "w";
-    tensor->name_length = 1;
-    tensor->type = type;
-    tensor->n_dims = 2;
-    tensor->dims[0] = rows;
-    tensor->dims[1] = cols;
-    tensor->data = data;
-    tensor->size = bytes;
+    memset(&t, 0, sizeof t);
+    strcpy(t.name, "w");
+    t.type = PMPD_TENSOR_F32;
+    t.n_dims = 2;
+    t.dims[0] = rows;
+    t.dims[1] = cols;
+    t.data = (unsigned char *)(uintptr_t)w;
+    t.size = rows * cols * sizeof *w;
+    assert_int_equal(pmpd_palette_encode(&t, type, &o, ldlq, &block, tensor), PMPD_OK);
     return block;
 }
 
@@ -487,6 +481,18 @@ static int ld_file_exists(const char *path)
     return f != NULL;
 }
 
+/* --type nuq3 of stories260K with LDLQ over 4 sequences of 32 tokens. */
+static void ld_nuq3_options(pmpd_convert_options *o, char *in, char *tok, size_t size)
+{
+    test_shared_path(in, size, "models/stories260K.bin");
+    memset(o, 0, sizeof *o);
+    o->tokenizer_path = test_shared_path(tok, size, "models/tok512.bin");
+    o->type = PMPD_TENSOR_NUQ;
+    o->nuq_bits = 3;
+    o->ldlq_sequences = 4;
+    o->ldlq_length = 32;
+}
+
 typedef struct ld_capture {
     int called, ldlq;
     uint64_t bytes, budget_bytes;
@@ -510,13 +516,7 @@ static void test_convert(void **state)
     pmpd_error err;
     ld_capture c;
     (void)state;
-    test_shared_path(in, sizeof in, "models/stories260K.bin");
-    memset(&o, 0, sizeof o);
-    o.tokenizer_path = test_shared_path(tok, sizeof tok, "models/tok512.bin");
-    o.type = PMPD_TENSOR_NUQ;
-    o.nuq_bits = 3;
-    o.ldlq_sequences = 4;
-    o.ldlq_length = 32;
+    ld_nuq3_options(&o, in, tok, sizeof in);
     assert_int_equal(pmpd_convert_file(in, OUT_PATH, &o, NULL, &err), PMPD_OK);
     assert_true(ld_file_exists(OUT_PATH)); /* and loaded: the converter checks what it wrote */
 
@@ -556,13 +556,7 @@ static void test_convert_text(void **state)
     for (i = 0; i < 60; i++)
         fputs("Once upon a time, there was a little girl named Lily. She liked to play in the park. ", f);
     fclose(f);
-    test_shared_path(in, sizeof in, "models/stories260K.bin");
-    memset(&o, 0, sizeof o);
-    o.tokenizer_path = test_shared_path(tok, sizeof tok, "models/tok512.bin");
-    o.type = PMPD_TENSOR_NUQ;
-    o.nuq_bits = 3;
-    o.ldlq_sequences = 4;
-    o.ldlq_length = 32;
+    ld_nuq3_options(&o, in, tok, sizeof in);
     o.ldlq_text_path = TEXT_PATH;
     remove(OUT_PATH);
     assert_int_equal(pmpd_convert_file(in, OUT_PATH, &o, NULL, &err), PMPD_OK);

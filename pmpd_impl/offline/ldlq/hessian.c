@@ -25,6 +25,24 @@ static uint64_t hessian_checksum(const float *x, size_t n)
     return h;
 }
 
+/* x (n_tokens rows of cols) into set->columns as cols rows of n_tokens
+ * doubles, the buffer grown as needed; 0 when out of memory. */
+static int hessian_transpose(pmpd_hessian_set *set, const float *x, size_t n_tokens, size_t cols)
+{
+    size_t t, c;
+    if (n_tokens * cols > set->column_capacity) {
+        double *grown = (double *)realloc(set->columns, n_tokens * cols * sizeof *grown);
+        if (!grown)
+            return 0;
+        set->columns = grown;
+        set->column_capacity = n_tokens * cols;
+    }
+    for (t = 0; t < n_tokens; t++)
+        for (c = 0; c < cols; c++)
+            set->columns[c * n_tokens + t] = x[t * cols + c];
+    return 1;
+}
+
 static void hessian_observe(void *context, const pmpd_tensor *w, const float *x, size_t n_tokens)
 {
     pmpd_hessian_set *set = (pmpd_hessian_set *)context;
@@ -61,14 +79,31 @@ static void hessian_observe(void *context, const pmpd_tensor *w, const float *x,
     set->last = index;
     if (h->owner != index)
         return;
-    /* The upper triangle; pmpd_hessian_collect mirrors it. */
-    for (t = 0; t < n_tokens; t++, x += cols)
-        for (i = 0; i < cols; i++) {
-            const double xi = x[i];
-            double *row = h->moment + i * cols;
-            for (j = i; j < cols; j++)
-                row[j] += xi * x[j];
+    /* The upper triangle (pmpd_hessian_collect_set mirrors it), a column
+     * pair's dot product over the tokens at a time from the transposed
+     * input: a token at a time would stream the whole moment (4 MB at
+     * 1024 columns) through the cache once per token. */
+    if (!hessian_transpose(set, x, n_tokens, cols)) {
+        set->status = PMPD_ERR_OUT_OF_MEMORY;
+        return;
+    }
+    for (i = 0; i < cols; i++) {
+        const double *xi = set->columns + i * n_tokens;
+        double *row = h->moment + i * cols;
+        for (j = i; j < cols; j++) {
+            const double *xj = set->columns + j * n_tokens;
+            double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+            for (t = 0; t + 4 <= n_tokens; t += 4) {
+                s0 += xi[t] * xj[t];
+                s1 += xi[t + 1] * xj[t + 1];
+                s2 += xi[t + 2] * xj[t + 2];
+                s3 += xi[t + 3] * xj[t + 3];
+            }
+            for (; t < n_tokens; t++)
+                s0 += xi[t] * xj[t];
+            row[j] += (s0 + s1) + (s2 + s3);
         }
+    }
 }
 
 PMPD_INTERNAL pmpd_status pmpd_hessian_collect_set(const pmpd_model *model, const pmpd_calibration_set *text,
@@ -288,5 +323,6 @@ PMPD_INTERNAL void pmpd_hessian_free(pmpd_hessian_set *set)
             pmpd_ldlq_free(&set->records[i].factors[s]);
     }
     free(set->records);
+    free(set->columns);
     memset(set, 0, sizeof *set);
 }

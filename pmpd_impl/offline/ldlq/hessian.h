@@ -39,6 +39,8 @@ typedef struct pmpd_hessian_set {
     pmpd_hessian *records;
     pmpd_status status; /* first failure inside the collection */
     uint32_t last;      /* the record observed last (UINT32_MAX: none) */
+    double *columns;    /* the observed input transposed (scratch) */
+    size_t column_capacity;
 } pmpd_hessian_set;
 
 /* Collects the moments of every f32 matrix of b's layers (all f32 and
