@@ -568,6 +568,10 @@ static void test_convert_text(void **state)
     assert_non_null(strstr(err.message, "tokens"));
     assert_false(ld_file_exists(OUT_PATH));
     o.ldlq_sequences = 4;
+    o.ldlq_length = 100000;
+    assert_int_equal(pmpd_convert_file(in, OUT_PATH, &o, NULL, &err), PMPD_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "context"));
+    o.ldlq_length = 32;
     o.ldlq_text_path = "build/test_ldlq_no_such_text.txt";
     assert_int_equal(pmpd_convert_file(in, OUT_PATH, &o, NULL, &err), PMPD_ERR_NOT_FOUND);
     assert_false(ld_file_exists(OUT_PATH));

@@ -455,6 +455,9 @@ pmpd_status pmpd_convert_file(const char *in_path, const char *out_path, const p
                               (unsigned)options->type);
     ldlq = options->ldlq_sequences > 0 && !options->keep_closest &&
            (allocating || pmpd_weight_ldlq_block((uint32_t)options->type) != 0);
+    if (ldlq && allocating && options->palette_gaussian)
+        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
+                              "Gaussian error estimates are data-free: with LDLQ every candidate is measured");
     pmpd_build_init(&b);
     memset(&hessians, 0, sizeof hessians);
     /* The allocation and LDLQ run the float model: its tensors must be in

@@ -186,6 +186,7 @@ PMPD_INTERNAL pmpd_status pmpd_hessian_collect(const pmpd_build_model *b, uint32
     pmpd_build_opened opened;
     pmpd_calibration_config config;
     pmpd_calibration_set windows;
+    uint32_t context;
     pmpd_status st;
     memset(set, 0, sizeof *set);
     memset(&windows, 0, sizeof windows);
@@ -195,6 +196,13 @@ PMPD_INTERNAL pmpd_status pmpd_hessian_collect(const pmpd_build_model *b, uint32
     st = pmpd_build_open(b, &opened, err);
     if (st != PMPD_OK)
         return st;
+    context = pmpd_model_get_info(opened.model)->seq_len;
+    if (length > context) {
+        pmpd_build_close(&opened);
+        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
+                              "LDLQ's sequences of %u tokens exceed the model's context of %u", (unsigned)length,
+                              (unsigned)context);
+    }
     if (text) {
         st = hessian_text_windows(opened.model, text, text_length, n_sequences, length, &windows, err);
     } else {

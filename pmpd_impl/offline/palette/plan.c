@@ -439,9 +439,6 @@ PMPD_INTERNAL pmpd_status pmpd_palette_plan_make(const pmpd_build_model *b, cons
                    : !(options->budget_bits > 0.0) || !isfinite(options->budget_bits))
         return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
                               "the budget must be a positive number of bits or of microseconds (not both)");
-    if (hessians && options->palette_gaussian)
-        return pmpd_error_set(err, PMPD_ERR_INVALID_ARGUMENT, PMPD_NO_OFFSET,
-                              "Gaussian error estimates are data-free: with LDLQ every candidate is measured");
     st = palette_formats(options, plan, err);
     if (st != PMPD_OK)
         return st;

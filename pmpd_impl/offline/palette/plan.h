@@ -40,7 +40,8 @@ typedef struct pmpd_palette_plan {
  * (threads and progress then come from options); hessians (may be NULL:
  * data-free) are the inputs' moments with the factors of the palette's
  * rotated formats, every candidate then measured as
- * pmpd_palette_group_error says (options->palette_gaussian is refused).  Free the plan with
+ * pmpd_palette_group_error says (the converter refuses
+ * options->palette_gaussian with them: its estimates are data-free).  Free the plan with
  * pmpd_palette_plan_free whatever this returns.  Errors: PMPD_ERR_BUDGET
  * (err gives the least bits per weight any assignment needs),
  * PMPD_ERR_INVALID_ARGUMENT (a format that cannot be in a palette, a
