@@ -604,7 +604,7 @@ typedef struct pmpd_convert_options {
      * data-aware setting): the second moment H of every layer's input is
      * measured over ldlq_sequences sequences of ldlq_length tokens (0:
      * 128) that the float model writes itself from BOS at temperature 1
-     * (no user text), and each rotated row is rounded block by block (nuq
+     * (or cut from ldlq_text_path), and each rotated row is rounded block by block (nuq
      * a column, vq a pair, tcq a 256-column sequence) with the earlier
      * blocks' errors fed forward so that the layer's output error
      * tr(E H E^T), not the weights' ||E||^2, is made small.  The files are
@@ -613,12 +613,14 @@ typedef struct pmpd_convert_options {
      * refused).  Needs the whole float model in memory and cols^2 doubles
      * per distinct layer input (docs/palette.md); other types ignore it. */
     uint32_t ldlq_sequences, ldlq_length;
-    /* With ldlq_sequences: a text file (UTF-8; its start, at least 1 MiB,
-     * is read) whose tokens make the calibration sequences instead (BOS,
-     * then ldlq_length - 1 consecutive tokens each, from the start); too
-     * short a text fails with PMPD_ERR_INVALID_ARGUMENT saying how many
-     * tokens it gives.  Text like the model's use generalizes better than
-     * what the model writes itself (docs/palette.md).  NULL: self-written. */
+    /* With ldlq_sequences: a text file (UTF-8; its first 16 bytes per
+     * token needed, at least 1 MiB, are read) whose tokens make the
+     * calibration sequences instead (BOS, then ldlq_length - 1 consecutive
+     * tokens each, from the start); too short a text fails with
+     * PMPD_ERR_INVALID_ARGUMENT saying how many tokens it gives.  The
+     * moment must hold for the text the model will see: on pycode21M 64
+     * windows of other Python files did worse than the model's own text,
+     * 512 windows better than none (docs/palette.md).  NULL: self-written. */
     const char *ldlq_text_path;
     /* The allocation, before the container is written (progress_context);
      * may be NULL.  progress reports the sensitivity runs (groups x 3

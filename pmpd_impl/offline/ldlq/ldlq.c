@@ -133,5 +133,5 @@ PMPD_INTERNAL double pmpd_ldlq_rescale(const pmpd_ldlq *f, const float *v, const
         vhq += (double)v[i] * hq;
         qhq += (double)q[i] * hq;
     }
-    return qhq > 0.0 && isfinite(vhq / qhq) ? vhq / qhq : 1.0;
+    return qhq > 0.0 && vhq > 0.0 && isfinite(vhq / qhq) ? vhq / qhq : 1.0;
 }

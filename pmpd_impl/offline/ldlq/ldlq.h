@@ -64,9 +64,10 @@ typedef void (*pmpd_ldlq_round)(void *context, size_t begin, size_t end, const f
 PMPD_INTERNAL void pmpd_ldlq_row(const pmpd_ldlq *f, size_t n, size_t block, const float *v, pmpd_ldlq_round round,
                                  void *context, float *target, float *q);
 
-/* The factor c minimizing (v - c q) H (v - c q)^T: (v H q) / (q H q), 1
- * when q H q is not positive.  A row's codes fixed, its scale refitted in
- * the norm the rounding minimized. */
+/* The factor c minimizing (v - c q) H (v - c q)^T: (v H q) / (q H q), or
+ * 1 when that is not positive and finite (a stored scale must stay
+ * positive).  A row's codes fixed, its scale refitted in the norm the
+ * rounding minimized. */
 PMPD_INTERNAL double pmpd_ldlq_rescale(const pmpd_ldlq *f, const float *v, const float *q);
 
 #endif /* PMPD_OFFLINE */
