@@ -390,11 +390,12 @@ static pmpd_status convert_hessians(const pmpd_build_model *b, const pmpd_conver
         /* Its start is read: 16 bytes a token the windows need (at least
          * 1 MiB) covers any tokenizer's text; the tokenizer's scratch is
          * 24 bytes a byte. */
-        const uint64_t enough = (uint64_t)options->ldlq_sequences *
-                                (options->ldlq_length ? options->ldlq_length : CONVERT_LDLQ_LENGTH) * 16;
+        uint64_t enough = (uint64_t)options->ldlq_sequences *
+                          (options->ldlq_length ? options->ldlq_length : CONVERT_LDLQ_LENGTH) * 16;
+        enough = enough > (1u << 20) ? enough : (1u << 20);
         status = pmpd_platform_file_size(options->ldlq_text_path, &size);
-        if (status == PMPD_OK && size > (enough > (1u << 20) ? enough : (1u << 20)))
-            size = enough > (1u << 20) ? enough : (1u << 20);
+        if (status == PMPD_OK && size > enough)
+            size = enough;
         text = status == PMPD_OK ? (char *)malloc((size_t)size + 1) : NULL;
         if (status == PMPD_OK && !text)
             status = PMPD_ERR_OUT_OF_MEMORY;

@@ -49,7 +49,7 @@ static void ldlq_block_feedback(const double *v, size_t n, size_t b0, size_t b1,
 
 PMPD_INTERNAL pmpd_status pmpd_ldlq_factor(const double *hessian, size_t n, size_t block, pmpd_ldlq *f)
 {
-    double *h, *v, *d, mean = 0.0;
+    double *h, *v, *d, *row, mean = 0.0;
     size_t i, b0;
     int ok;
     memset(f, 0, sizeof *f);
@@ -64,13 +64,15 @@ PMPD_INTERNAL pmpd_status pmpd_ldlq_factor(const double *hessian, size_t n, size
         return PMPD_ERR_INVALID_ARGUMENT;
     h = (double *)malloc(n * n * sizeof *h);
     v = (double *)calloc(n * n, sizeof *v);
-    d = (double *)malloc((n > block ? n : block) * sizeof *d);
+    d = (double *)malloc(n * sizeof *d);
+    row = (double *)malloc((n < block ? n : block) * sizeof *row);
     f->hessian = (float *)malloc(n * n * sizeof *f->hessian);
     f->feedback = (float *)calloc(n * n, sizeof *f->feedback);
-    if (!h || !v || !d || !f->hessian || !f->feedback) {
+    if (!h || !v || !d || !row || !f->hessian || !f->feedback) {
         free(h);
         free(v);
         free(d);
+        free(row);
         pmpd_ldlq_free(f);
         return PMPD_ERR_OUT_OF_MEMORY;
     }
@@ -81,10 +83,11 @@ PMPD_INTERNAL pmpd_status pmpd_ldlq_factor(const double *hessian, size_t n, size
         f->hessian[i] = (float)h[i];
     ok = ldlq_udu(h, n, v, d);
     for (b0 = 0; ok && b0 < n; b0 += block)
-        ldlq_block_feedback(v, n, b0, n - b0 < block ? n : b0 + block, d, f->feedback);
+        ldlq_block_feedback(v, n, b0, n - b0 < block ? n : b0 + block, row, f->feedback);
     free(h);
     free(v);
     free(d);
+    free(row);
     if (!ok) {
         pmpd_ldlq_free(f);
         return PMPD_ERR_INVALID_ARGUMENT;
