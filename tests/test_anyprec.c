@@ -1,5 +1,5 @@
 /* Nested any-precision weights: layout, quantizer and kernels.  The oracle
- * decodes weights straight from the documented byte layout (version 3:
+ * decodes weights straight from the documented byte layout (version 4:
  * slices of 4-row blocks by 256-column superblocks, top k planes, scale *
  * u8 table + offset) and multiplies in double; it shares no code with the
  * kernels. */
@@ -23,6 +23,7 @@ typedef struct apt_tensor {
     size_t size;
     uint32_t rows, cols;
     unsigned seed, parent;
+    unsigned version; /* of the layout: 4 as written, 3 as older files */
 } apt_tensor;
 
 static void apt_quantize(apt_tensor *t, const float *w, uint32_t rows, uint32_t cols, unsigned seed,
@@ -47,6 +48,7 @@ static void apt_quantize(apt_tensor *t, const float *w, uint32_t rows, uint32_t 
     t->cols = cols;
     t->seed = seed;
     t->parent = parent;
+    t->version = 4;
 }
 
 static size_t apt_align64(size_t v)
@@ -54,11 +56,29 @@ static size_t apt_align64(size_t v)
     return (v + 63) / 64 * 64;
 }
 
-/* Layout version 3 from docs/pmpd.md, independently of anyprec.h. */
+/* Layout version 4 from docs/pmpd.md, independently of anyprec.h: row
+ * blocks of 4 in shares of apt_share of them, which store their blocks'
+ * whole superblocks, then one partial superblock they all use. */
+static size_t apt_share(const apt_tensor *t)
+{
+    size_t tail = t->cols % 256;
+    if (t->version == 3) /* every block its own padded superblock */
+        return 1;
+    return tail == 0 || tail > 128 ? 1 : tail > 64 ? 2 : 4;
+}
+
+/* Superblocks of 4 rows per share. */
+static size_t apt_share_supers(const apt_tensor *t)
+{
+    return apt_share(t) * (t->cols / 256) + (t->cols % 256 != 0);
+}
+
 static size_t apt_slice_bytes(const apt_tensor *t, unsigned field_bits)
 {
-    size_t blocks = (t->rows + 3) / 4 * ((t->cols + 255) / 256) * 4;
-    return apt_align64(blocks * 32 * field_bits);
+    size_t shares = ((t->rows + 3) / 4 + apt_share(t) - 1) / apt_share(t);
+    /* slack: the share's last block reads a whole row's bytes from offset
+     * (share - 1) * span */
+    return apt_align64(shares * apt_share_supers(t) * 4 * 32 * field_bits + 32 - 32 / apt_share(t));
 }
 
 /* Offset of the slice holding plane p: planes 0 and 1 share a 2-bit slice when seed >= 2. */
@@ -69,12 +89,24 @@ static size_t apt_slice_offset(const apt_tensor *t, unsigned p)
     return p < 2 ? 64 : 64 + apt_slice_bytes(t, 2) + (p - 2) * apt_slice_bytes(t, 1);
 }
 
-/* Plane p's bit of weight (r, c). */
-static unsigned apt_bit(const apt_tensor *t, uint32_t r, uint32_t c, unsigned p)
+/* Where plane p's bit of weight (r, c) lies: the byte's offset in the
+ * tensor, the bit in *bit. */
+static size_t apt_bit_at(const apt_tensor *t, uint32_t r, uint32_t c, unsigned p, size_t *bit_out)
 {
     unsigned paired = t->seed >= 2 && p < 2, row_bytes = paired ? 64 : 32;
-    size_t s = c / 256, g = c % 256 / 32, j = c % 32, byte, bit;
-    size_t block = (((size_t)r / 4 * ((t->cols + 255) / 256) + s) * 4 + r % 4) * row_bytes;
+    size_t share = apt_share(t), span = 32 / share, full = t->cols / 256, s = c / 256;
+    size_t member = r / 4 % share, first = r / 4 / share * apt_share_supers(t), g, j, byte, bit, block;
+    if (s < full) {
+        g = c % 256 / 32;
+        j = c % 32;
+        block = ((first + member * full + s) * 4 + r % 4) * row_bytes;
+    } else {
+        /* the partial superblock: span columns in each group's first slots */
+        size_t tail = c - 256 * full;
+        g = tail / span;
+        j = tail % span;
+        block = ((first + share * full) * 4 + r % 4) * row_bytes + member * span;
+    }
     if (paired) {
         /* half g/4, field f with g%4 = 2*(f%2) + f/2, plane 0 the lower bit */
         byte = 32 * (g / 4) + j;
@@ -84,7 +116,15 @@ static unsigned apt_bit(const apt_tensor *t, uint32_t r, uint32_t c, unsigned p)
         byte = j;
         bit = g / 2 + 4 * (g % 2);
     }
-    return (t->bytes[apt_slice_offset(t, p) + block + byte] >> bit) & 1u;
+    *bit_out = bit;
+    return apt_slice_offset(t, p) + block + byte;
+}
+
+/* Plane p's bit of weight (r, c). */
+static unsigned apt_bit(const apt_tensor *t, uint32_t r, uint32_t c, unsigned p)
+{
+    size_t bit, at = apt_bit_at(t, r, c, p, &bit);
+    return (t->bytes[at] >> bit) & 1u;
 }
 
 /* The weight at (r, c) decoded at width k: table index = plane p's bit at bit p. */
@@ -127,10 +167,19 @@ static void test_size_and_arguments(void **state)
     uint64_t size = 0;
     (void)state;
     /* 3 rows x 40 cols, seed 2, parent 3: header 64, one block of 4 rows by
-     * one superblock: the 2-bit slice 4*64, plane 2 4*32; widths 2 and 3:
-     * scales and offsets 12 -> 64 each, tables 12 and 24 -> 64 each. */
+     * one superblock, which 4 blocks would share (40 columns), so each slice
+     * has 24 bytes of slack: the 2-bit slice 4*64 + 24 -> 320, plane 2 4*32
+     * + 24 -> 192; widths 2 and 3: scales and offsets 12 -> 64 each, tables
+     * 12 and 24 -> 64 each. */
     assert_int_equal(pmpd_anyprec_size(3, 40, 2, 3, &size), PMPD_OK);
-    assert_int_equal(size, 64 + 256 + 128 + 2 * (64 + 64 + 64));
+    assert_int_equal(size, 64 + 320 + 192 + 2 * (64 + 64 + 64));
+    /* 9 rows x 384, one 1-bit plane: 3 blocks in 2 shares of 2 (128
+     * columns past the whole superblock), each share 2 whole superblocks
+     * and one shared, of 4 rows * 32 bytes, 16 bytes of slack: 2 * 3 * 128
+     * + 16 -> 832 (version 3 stored 3 * 2 * 128 = 768); width 1: 36, 36 and
+     * 18 bytes -> 64 each. */
+    assert_int_equal(pmpd_anyprec_size(9, 384, 1, 1, &size), PMPD_OK);
+    assert_int_equal(size, 64 + 832 + 3 * 64);
     assert_int_equal(pmpd_anyprec_size(3, 40, 3, 2, &size), PMPD_ERR_INVALID_ARGUMENT);
     assert_int_equal(pmpd_anyprec_size(3, 40, 0, 2, &size), PMPD_ERR_INVALID_ARGUMENT);
     assert_int_equal(pmpd_anyprec_size(3, 40, 2, 9, &size), PMPD_ERR_INVALID_ARGUMENT);
@@ -179,7 +228,7 @@ static void apt_check_kernels(const apt_tensor *t, uint64_t seed)
     assert_int_equal(m.seed_bits, t->seed);
     assert_int_equal(m.parent_bits, t->parent);
     /* Each row's table spans 0..63 below 4 bits and 0..127 from 4 on
-     * (docs/pmpd.md, layout version 3). */
+     * (docs/pmpd.md, layout version 4). */
     for (k = t->seed; k <= t->parent; k++)
         for (r = 0; r < t->rows; r++) {
             unsigned top = 0, e;
@@ -268,8 +317,8 @@ static void apt_check_kernels(const apt_tensor *t, uint64_t seed)
 
 static void test_kernels_every_width(void **state)
 {
-    static const uint32_t shapes[][2] = {{37, 172}, {16, 64}, {5, 7}, {70, 288}, {13, 1100}};
-    static const unsigned widths[][2] = {{2, 4}, {1, 3}, {3, 8}, {2, 2}, {2, 4}};
+    static const uint32_t shapes[][2] = {{37, 172}, {16, 64}, {5, 7}, {70, 288}, {13, 1100}, {22, 384}, {9, 320}};
+    static const unsigned widths[][2] = {{2, 4}, {1, 3}, {3, 8}, {2, 2}, {2, 4}, {2, 4}, {3, 4}};
     size_t s;
     (void)state;
     for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -285,6 +334,51 @@ static void test_kernels_every_width(void **state)
 /* The largest sums the kernels meet: every entry at its width's limit and
  * every activation at +-127 with one sign, so any int16 sum that wrapped
  * or saturated would show. */
+/* Version 3 tensors (each row block's partial superblock its own, padded)
+ * still load: the same weights repacked into that layout by the oracle's
+ * addressing give every kernel's products, at every width, against the
+ * oracle, for partial superblocks that version 4 shares by 2 and by 4. */
+static void test_version3_still_reads(void **state)
+{
+    static const uint32_t shapes[][2] = {{22, 384}, {9, 320}};
+    size_t s;
+    (void)state;
+    for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const uint32_t rows = shapes[s][0], cols = shapes[s][1];
+        float *w = apt_random_matrix(rows, cols, 300 + s);
+        apt_tensor now, old;
+        size_t slices_now, slices_old, bit_old, at;
+        uint32_t r, c;
+        unsigned p;
+        apt_quantize(&now, w, rows, cols, 2, 4);
+        old = now;
+        old.version = 3;
+        slices_now = apt_slice_offset(&now, 3) + apt_slice_bytes(&now, 1);
+        slices_old = apt_slice_offset(&old, 3) + apt_slice_bytes(&old, 1);
+        assert_true(slices_old > slices_now); /* version 4 is the smaller */
+        old.size = now.size - slices_now + slices_old;
+        old.raw = (unsigned char *)calloc(1, old.size + 64);
+        assert_non_null(old.raw);
+        old.bytes = old.raw + (64 - (uintptr_t)old.raw % 64);
+        memcpy(old.bytes, now.bytes, 64);
+        old.bytes[6] = 3;
+        memcpy(old.bytes + slices_old, now.bytes + slices_now, now.size - slices_now);
+        for (p = 0; p < 4; p++)
+            for (r = 0; r < rows; r++)
+                for (c = 0; c < cols; c++) {
+                    at = apt_bit_at(&old, r, c, p, &bit_old);
+                    old.bytes[at] |= (unsigned char)(apt_bit(&now, r, c, p) << bit_old);
+                }
+        for (r = 0; r < rows; r++)
+            for (c = 0; c < cols; c++)
+                assert_true(apt_weight(&old, r, c, 4) == apt_weight(&now, r, c, 4));
+        apt_check_kernels(&old, 400 + s);
+        free(old.raw);
+        free(now.raw);
+        free(w);
+    }
+}
+
 static void test_kernels_extreme_sums(void **state)
 {
     const uint32_t rows = 8, cols = 512;
@@ -488,18 +582,23 @@ static void test_view_rejects_bad_bytes(void **state)
     t.bytes[6] = 2;
     assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, 0, &m, &err), PMPD_ERR_FORMAT_VERSION);
     assert_non_null(strstr(err.message, "version 2"));
-    t.bytes[6] = 3;
+    /* and a version this build does not know */
+    t.bytes[6] = 5;
+    assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, 0, &m, &err), PMPD_ERR_FORMAT_VERSION);
+    assert_non_null(strstr(err.message, "version 5"));
+    t.bytes[6] = 4;
     /* Below 4 bits entries above 63 would overflow the kernels' int16 sums
-     * of two groups; 63 itself is accepted. */
-    t.bytes[64 + 256 + 128 + 2 * 64] = 64;
+     * of two groups; 63 itself is accepted.  (Width 2's scales start at 64
+     * + 320 + 192: test_size_and_arguments.) */
+    t.bytes[64 + 320 + 192 + 2 * 64] = 64;
     assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, 0, &m, &err), PMPD_ERR_FORMAT_VALUE);
     assert_non_null(strstr(err.message, "above 63 at width 2"));
-    t.bytes[64 + 256 + 128 + 2 * 64] = 63;
+    t.bytes[64 + 320 + 192 + 2 * 64] = 63;
     assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, 0, &m, &err), PMPD_OK);
-    t.bytes[64 + 256 + 128 + 2 * 64] = 0;
-    memcpy(t.bytes + 64 + 256 + 128 + 4, &nan_value, 4);
+    t.bytes[64 + 320 + 192 + 2 * 64] = 0;
+    memcpy(t.bytes + 64 + 320 + 192 + 4, &nan_value, 4);
     assert_int_equal(pmpd_anyprec_view(t.bytes, t.size, rows, cols, 0, &m, &err), PMPD_ERR_FORMAT_NONFINITE);
-    assert_true(err.offset == 64 + 256 + 128 + 4);
+    assert_true(err.offset == 64 + 320 + 192 + 4);
     free(t.raw);
     free(w);
 }
@@ -534,6 +633,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_size_and_arguments),
         cmocka_unit_test(test_kernels_every_width),
+        cmocka_unit_test(test_version3_still_reads),
         cmocka_unit_test(test_kernels_extreme_sums),
         cmocka_unit_test(test_gemm_many_passes),
         cmocka_unit_test(test_nested_equals_direct),

@@ -3,8 +3,8 @@
  * columns, 32,000 rows, tied), the classifier's bytes per decoded token
  * fall with the width by exactly the plane bytes and table entries a
  * narrower product skips, and its embedding rows are the parent width's
- * weights; without the option, or where nesting would read more than q8
- * (stories260K's 64 columns), it stays q8; asked for q4 it is q4 in both
+ * weights; without the option, or where nesting would read more than q8,
+ * it stays q8; asked for q4 it is q4 in both
  * converters; any other type is refused. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
@@ -66,27 +66,34 @@ static void test_pycode_vocabulary_nested(void **state)
     assert_int_equal(tvoc_tensor_type(m.model, "token_embd.weight"), PMPD_TENSOR_ANYPREC);
     for (k = 2; k <= 4; k++)
         assert_int_equal(pmpd_model_weight_bytes_per_token(m.model, k, &bytes[k]), PMPD_OK);
-    /* Each width down skips one plane of 32 bytes per row and superblock
-     * (384 columns: 2 superblocks) and half the table entries. */
+    /* Each width down skips one plane of each row's stored columns and half
+     * the table entries: 384 columns are a whole superblock (32 bytes a
+     * plane) and 128 columns of one that two row blocks share (16). */
     for (k = 3; k <= 4; k++)
-        assert_true(bytes[k] - bytes[k - 1] == (uint64_t)rows * (2 * 32 + (1u << k) - (1u << (k - 1))));
+        assert_true(bytes[k] - bytes[k - 1] == (uint64_t)rows * (32 + 16 + (1u << k) - (1u << (k - 1))));
     test_opened_close(&m);
 }
 
 /* stories260K through the in-memory converter (a llama2.c input nests
- * every layer at once): its 64 columns pad to 256, so nested at 4 bits its
- * vocabulary would read 128 bytes a row against q8's 68 and stays q8 when
- * nesting is asked; q4 when q4 is asked; the layers nested either way. */
+ * every layer at once): its 64 columns lie in a superblock four row blocks
+ * share, so nested at 4 bits its vocabulary reads 32 + 8 + 16 bytes a row
+ * against q8's 68 and is nested when nesting is asked; q4 when q4 is asked;
+ * the layers nested either way.  Where nesting would read more than q8 it
+ * stays q8: 160 columns (more than half a superblock past the last whole
+ * one, stored as a whole one) at 5 bits read 160 + 8 + 32 bytes a row
+ * against q8's 170. */
 static void test_stories_vocabulary(void **state)
 {
     static const pmpd_tensor_type asked[2] = {PMPD_TENSOR_ANYPREC, PMPD_TENSOR_Q4};
-    static const pmpd_tensor_type got[2] = {PMPD_TENSOR_Q8, PMPD_TENSOR_Q4};
+    static const pmpd_tensor_type got[2] = {PMPD_TENSOR_ANYPREC, PMPD_TENSOR_Q4};
     pmpd_build_model b;
     pmpd_convert_options options;
     test_opened_model m;
     unsigned i;
     (void)state;
-    assert_false(pmpd_anyprec_build_nests_vocabulary(512, 64, 4));
+    assert_true(pmpd_anyprec_build_nests_vocabulary(512, 64, 4));
+    assert_false(pmpd_anyprec_build_nests_vocabulary(512, 160, 5));
+    assert_true(pmpd_anyprec_build_nests_vocabulary(512, 160, 4));
     assert_true(pmpd_anyprec_build_nests_vocabulary(32000, 384, 4));
     for (i = 0; i < 2; i++) {
         assert_int_equal(test_import_shared("models/stories260K.bin", "models/tok512.bin", &b), PMPD_OK);

@@ -106,7 +106,8 @@ static int bench_anyprec_shape(const bench_context *ctx, pmpd_pool *pool, pmpd_p
     bench_anyprec_job job;
     unsigned k;
     char name[96], note[160];
-    if (pmpd_anyprec_compute_layout(rows, cols, BENCH_ANYPREC_SEED, BENCH_ANYPREC_PARENT, &layout) != PMPD_OK ||
+    if (pmpd_anyprec_compute_layout(rows, cols, BENCH_ANYPREC_SEED, BENCH_ANYPREC_PARENT, PMPD_ANYPREC_VERSION,
+                                    &layout) != PMPD_OK ||
         bench_anyprec_q4_seconds(ctx, single, pool, rows, cols, &q4_one, &q4_all) != 0)
         return -1;
     copies = ctx->stream_bytes / layout.total + 1;
@@ -219,7 +220,8 @@ static pmpd_status bench_anyprec_model_build(const pmpd_model_info *info, pmpd_b
             pmpd_anyprec_layout layout;
             unsigned char *bytes;
             snprintf(name, sizeof name, "blk.%u.%s.weight", (unsigned)layer, names[i]);
-            st = pmpd_anyprec_compute_layout(rows[i], cols[i], BENCH_ANYPREC_SEED, BENCH_ANYPREC_PARENT, &layout);
+            st = pmpd_anyprec_compute_layout(rows[i], cols[i], BENCH_ANYPREC_SEED, BENCH_ANYPREC_PARENT, PMPD_ANYPREC_VERSION,
+                                             &layout);
             bytes = st == PMPD_OK ? (unsigned char *)malloc(layout.total) : NULL;
             if (st == PMPD_OK && !bytes)
                 st = PMPD_ERR_OUT_OF_MEMORY;

@@ -22,7 +22,8 @@ PMPD_INTERNAL int pmpd_anyprec_build_nests_vocabulary(uint64_t rows, uint64_t co
 {
     uint64_t q8;
     return pmpd_qformat_tensor_bytes(PMPD_TENSOR_Q8, rows, cols, &q8) == PMPD_OK &&
-           pmpd_anyprec_read_bytes(rows, (cols + PMPD_ANYPREC_SUPER - 1) / PMPD_ANYPREC_SUPER, parent_bits) < q8;
+           pmpd_anyprec_read_bytes(rows, pmpd_anyprec_stored_cols(cols, pmpd_anyprec_tail_shift(cols)), parent_bits) <
+               q8;
 }
 
 /* The tensors one conversion pass takes: the layer matrices, or the

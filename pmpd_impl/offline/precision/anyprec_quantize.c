@@ -189,24 +189,24 @@ static void anyprec_quantize_row(anyprec_quantize_work *q, const float *row, con
     for (i = 0; i < clusters; i++)
         for (j = q->bounds[parent_bits][i]; j < q->bounds[parent_bits][i + 1]; j++)
             q->codes[q->items[j].col] = (unsigned char)i;
-    /* Cleared first, all planes: planes 0 and 1 may share a slice.  The
+    /* Cleared first, all planes: planes 0 and 1 may share a slice.  Only
+     * the row's own bytes: a shared partial superblock holds other rows'
+     * between them (anyprec.h), which other threads may be writing.  The
      * view's pointers are const; the bytes are ours to write. */
     for (p = 0; p < parent_bits; p++)
-        for (s = 0; s < m->superblocks; s++)
-            memset((unsigned char *)(uintptr_t)pmpd_anyprec_block(m, p, r, s), 0,
-                   pmpd_anyprec_super_bytes(m->paired, p));
-    /* Bits in column order: each superblock's bytes are written in one
-     * place instead of scattered in value order. */
-    for (p = 0; p < parent_bits; p++) {
-        unsigned shift = parent_bits - 1 - p;
         for (s = 0; s < m->superblocks; s++) {
             unsigned char *block = (unsigned char *)(uintptr_t)pmpd_anyprec_block(m, p, r, s);
-            size_t c, base = (size_t)s * PMPD_ANYPREC_SUPER;
-            size_t end = n - base < PMPD_ANYPREC_SUPER ? n - base : PMPD_ANYPREC_SUPER;
-            for (c = 0; c < end; c++) {
-                unsigned bit = (q->codes[base + c] >> shift) & 1u;
-                block[q->place_byte[p][c]] |= (unsigned char)(bit << q->place_bit[p][c]);
-            }
+            size_t h, span = s < m->full ? PMPD_ANYPREC_GROUP : m->tail_span;
+            for (h = 0; h < pmpd_anyprec_super_bytes(m->paired, p); h += PMPD_ANYPREC_GROUP)
+                memset(block + h, 0, span);
+        }
+    for (p = 0; p < parent_bits; p++) {
+        unsigned shift = parent_bits - 1 - p;
+        uint32_t c;
+        for (c = 0; c < n; c++) {
+            unsigned slot = pmpd_anyprec_slot(m, c, &s);
+            unsigned char *block = (unsigned char *)(uintptr_t)pmpd_anyprec_block(m, p, r, s);
+            block[q->place_byte[p][slot]] |= (unsigned char)(((q->codes[c] >> shift) & 1u) << q->place_bit[p][slot]);
         }
     }
 }
@@ -254,7 +254,7 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_quantize_rows(const float *w, uint64_t ro
     unsigned k;
     if (!w || !out)
         return PMPD_ERR_INVALID_ARGUMENT;
-    status = pmpd_anyprec_compute_layout(rows, cols, seed_bits, parent_bits, &layout);
+    status = pmpd_anyprec_compute_layout(rows, cols, seed_bits, parent_bits, PMPD_ANYPREC_VERSION, &layout);
     if (status != PMPD_OK)
         return status;
     if (out_size < layout.total || row_begin > row_end || row_end > rows)

@@ -3,8 +3,8 @@
  * width from the seed width up to the parent width.  The byte layout
  * (version 3) is documented in docs/pmpd.md ("ANYPREC tensors"); in short:
  *
- *   64-byte header: "ANYP", seed_bits, parent_bits, version 3, 0, rows (u32),
- *     cols (u32)
+ *   64-byte header: "ANYP", seed_bits, parent_bits, version 4 (or 3), 0,
+ *     rows (u32), cols (u32)
  *   slices of code bits, coarsest first: when seed_bits >= 2, planes 0 and 1
  *     share one slice of 2-bit fields, every other plane has a slice of its
  *     own.  A slice holds rows in blocks of 4 (padded), each block column
@@ -16,6 +16,19 @@
  *     a shift and an AND put the bits of groups 2q and 2q+1 into the low and
  *     high nibble of each byte, and a k-bit product streams k/parent of the
  *     slice bytes, k sequential streams.  Slices are rounded up to 64 bytes.
+ *   a partial last superblock of at most 128 columns (version 4) is shared
+ *     by 2 row blocks, of at most 64 by 4 (tail_share): each group of 32
+ *     slots holds span = 32 / tail_share real columns (slot 32 g + j, j <
+ *     span, is tail column span g + j), so a row uses bytes [0, span) of
+ *     its 32 (and [32, 32 + span) of its 64 in the 2-bit slice), and the
+ *     other row blocks of its share lie at byte offsets span, 2 span, ...
+ *     of the same superblock.  A share stores each of its row blocks' whole
+ *     superblocks in turn, then the one they share.  The kernels load whole
+ *     superblocks as ever: slots j >= span meet zero activations (the tail
+ *     input is put in slot order), so what they read there does not matter,
+ *     and each slice ends with 32 - span bytes of slack for those reads.
+ *     Version 3 shares nothing (tail_share 1); for shapes without a partial
+ *     superblock, or one of more than 128 columns, the versions agree.
  *   for every width k = seed..parent: rows f32 scales, rows f32 offsets,
  *     rows tables of 2^k u8 entries 0..pmpd_anyprec_table_max(k) (each
  *     block rounded up to 64)
@@ -38,7 +51,8 @@
 #include "pmpd_impl/core/config.h"
 
 #define PMPD_ANYPREC_HEADER_BYTES 64
-#define PMPD_ANYPREC_VERSION 3
+#define PMPD_ANYPREC_VERSION 4        /* written; version 3 still read */
+#define PMPD_ANYPREC_VERSION_UNSHARED 3 /* the tail superblock padded, never shared */
 #define PMPD_ANYPREC_GROUP 32        /* columns per activation scale */
 #define PMPD_ANYPREC_SUPER 256       /* columns per 32-byte plane load */
 #define PMPD_ANYPREC_ROW_BLOCK 4     /* rows interleaved in a slice */
@@ -60,7 +74,10 @@ typedef struct pmpd_anyprec_matrix {
     uint32_t cols;
     uint32_t seed_bits;
     uint32_t parent_bits;
-    uint32_t superblocks; /* 256-column blocks per row */
+    uint32_t superblocks; /* 256-column blocks per row, the partial one included */
+    uint32_t full;        /* whole 256-column blocks per row */
+    unsigned tail_shift;  /* log2 of tail_share: row blocks sharing the partial superblock */
+    unsigned tail_span;   /* real columns per 32-column group of the partial superblock (32 >> tail_shift) */
     int paired;           /* planes 0 and 1 share a slice of 2-bit fields */
     const unsigned char *slice[PMPD_ANYPREC_MAX_BITS]; /* the slice holding plane p */
     const float *scales[PMPD_ANYPREC_MAX_BITS + 1];   /* [k][row]; NULL outside seed..parent */
@@ -91,13 +108,30 @@ static inline size_t pmpd_anyprec_super_bytes(int paired, unsigned p)
     return paired && p < 2 ? 64 : 32;
 }
 
-/* Row r's bytes of superblock s in the slice of plane p. */
+/* log2 of the row blocks sharing the partial last superblock of a cols-wide
+ * layout (version 4): 2 at most 64 columns past the last whole superblock,
+ * 1 at most 128, else 0 (also with none past it). */
+static inline unsigned pmpd_anyprec_tail_shift(uint64_t cols)
+{
+    uint64_t tail = cols % PMPD_ANYPREC_SUPER;
+    return tail == 0 || tail > PMPD_ANYPREC_SUPER / 2 ? 0 : tail > PMPD_ANYPREC_SUPER / 4 ? 1 : 2;
+}
+
+/* Row r's bytes of superblock s in the slice of plane p: a share of row
+ * blocks (tail_share of them) stores each block's full superblocks in
+ * turn, then the partial one they share, block b of the share at byte
+ * offset b * tail_span in it. */
 static inline const unsigned char *pmpd_anyprec_block(const pmpd_anyprec_matrix *m, unsigned p, uint32_t r,
                                                       uint32_t s)
 {
-    size_t bytes = pmpd_anyprec_super_bytes(m->paired, p);
-    return m->slice[p] + (((size_t)(r / PMPD_ANYPREC_ROW_BLOCK) * m->superblocks + s) * PMPD_ANYPREC_ROW_BLOCK +
-                          r % PMPD_ANYPREC_ROW_BLOCK) * bytes;
+    const size_t bytes = pmpd_anyprec_super_bytes(m->paired, p), block = r / PMPD_ANYPREC_ROW_BLOCK;
+    const size_t member = block & (((size_t)1 << m->tail_shift) - 1), full = m->full;
+    /* superblock slots (4 rows each) before this block's share */
+    const size_t before = (block >> m->tail_shift) * ((full << m->tail_shift) + (m->superblocks - full));
+    const size_t at = s < full ? (before + member * full + s) * PMPD_ANYPREC_ROW_BLOCK * bytes
+                               : (before + (full << m->tail_shift)) * PMPD_ANYPREC_ROW_BLOCK * bytes +
+                                     member * m->tail_span;
+    return m->slice[p] + at + (size_t)(r % PMPD_ANYPREC_ROW_BLOCK) * bytes;
 }
 
 /* The SIMD kernels' view of superblock s for row r (a block's first row:
@@ -112,7 +146,21 @@ static inline const unsigned char *pmpd_anyprec_super_slices(const pmpd_anyprec_
     return pmpd_anyprec_block(m, 0, r, s);
 }
 
-/* Within a row's superblock bytes of plane p: the byte and bit of column
+/* Column c of a row: its superblock *s and the slot that holds it there
+ * (0..255, what pmpd_anyprec_bit_place takes): c's place in a whole
+ * superblock; in the partial one tail column t at slot 32 (t / span) +
+ * t % span. */
+static inline unsigned pmpd_anyprec_slot(const pmpd_anyprec_matrix *m, uint32_t c, uint32_t *s)
+{
+    uint32_t t;
+    *s = c / PMPD_ANYPREC_SUPER;
+    if (*s < m->full)
+        return c % PMPD_ANYPREC_SUPER;
+    t = c - m->full * PMPD_ANYPREC_SUPER;
+    return PMPD_ANYPREC_GROUP * (t / m->tail_span) + t % m->tail_span;
+}
+
+/* Within a row's superblock bytes of plane p: the byte and bit of slot
  * c (0..255).  The one statement of the bit order, for the reference
  * kernels and the quantizer. */
 static inline unsigned pmpd_anyprec_bit_place(int paired, unsigned p, unsigned c, unsigned *bit)
@@ -127,7 +175,8 @@ static inline unsigned pmpd_anyprec_bit_place(int paired, unsigned p, unsigned c
 }
 
 PMPD_INTERNAL pmpd_status pmpd_anyprec_compute_layout(uint64_t rows, uint64_t cols, unsigned seed_bits,
-                                                      unsigned parent_bits, pmpd_anyprec_layout *out);
+                                                      unsigned parent_bits, unsigned version,
+                                                      pmpd_anyprec_layout *out);
 
 /* Checks a tensor's bytes (header, shape, size, finite scales) and fills m
  * with pointers into data.  rows and cols come from the tensor directory;
@@ -162,16 +211,16 @@ PMPD_INTERNAL void pmpd_anyprec_row(const pmpd_anyprec_matrix *m, unsigned bits,
 PMPD_INTERNAL void pmpd_anyprec_quantize_input(const float *x, uint32_t cols, int8_t *xq, float *xscale);
 
 /* The activations as the SIMD GEMVs use them: per superblock its scale, the
- * sum of all activations (for the table offsets) and the last superblock's
- * values zero-padded to 256 columns. */
+ * sum of all activations (for the table offsets) and the partial last
+ * superblock's values in slot order (pmpd_anyprec_slot), zero elsewhere. */
 typedef struct pmpd_anyprec_units {
     float scale[PMPD_ANYPREC_SIMD_MAX_COLS / PMPD_ANYPREC_SUPER];
     float sum;
     int8_t tail[PMPD_ANYPREC_SUPER];
 } pmpd_anyprec_units;
 
-/* Fills u for cols <= PMPD_ANYPREC_SIMD_MAX_COLS. */
-PMPD_INTERNAL void pmpd_anyprec_prepare_units(const int8_t *xq, const float *xscale, uint32_t cols,
+/* Fills u for m (cols <= PMPD_ANYPREC_SIMD_MAX_COLS). */
+PMPD_INTERNAL void pmpd_anyprec_prepare_units(const pmpd_anyprec_matrix *m, const int8_t *xq, const float *xscale,
                                               pmpd_anyprec_units *u);
 
 /* Row r's 2^bits table entries in entries[0..16), zero past them and, for
@@ -185,11 +234,20 @@ static inline void pmpd_anyprec_row_entries(const pmpd_anyprec_matrix *m, unsign
         memcpy(entries, m->tables[bits] + ((size_t)r << bits), (size_t)1 << bits);
 }
 
-/* Bytes a bits-wide product over rows x (superblocks x 256) reads: bits bits
- * of every column, then each row's scale, offset and width-bits table. */
-static inline uint64_t pmpd_anyprec_read_bytes(uint64_t rows, uint64_t superblocks, unsigned bits)
+/* The slot columns a row of cols columns stores: its whole superblocks and
+ * its share of the partial one (tail_shift: pmpd_anyprec_tail_shift, or 0
+ * in version 3). */
+static inline uint64_t pmpd_anyprec_stored_cols(uint64_t cols, unsigned tail_shift)
 {
-    return rows * (superblocks * 32u * bits + 2 * sizeof(float) + ((uint64_t)1 << bits));
+    return cols / PMPD_ANYPREC_SUPER * PMPD_ANYPREC_SUPER +
+           (cols % PMPD_ANYPREC_SUPER ? PMPD_ANYPREC_SUPER >> tail_shift : 0);
+}
+
+/* Bytes a bits-wide product over rows x stored_cols reads: bits bits of
+ * every stored column, then each row's scale, offset and width-bits table. */
+static inline uint64_t pmpd_anyprec_read_bytes(uint64_t rows, uint64_t stored_cols, unsigned bits)
+{
+    return rows * (stored_cols / 8 * bits + 2 * sizeof(float) + ((uint64_t)1 << bits));
 }
 
 /* A SIMD GEMV's results for the block at r0: y[r] = sums[r - r0] * scale
@@ -213,7 +271,7 @@ static inline void pmpd_anyprec_store_block(const pmpd_anyprec_matrix *m, unsign
     do {                                                                                                             \
         pmpd_anyprec_units units_;                                                                                   \
         uint32_t r0_;                                                                                                \
-        pmpd_anyprec_prepare_units(xq, xscale, (m)->cols, &units_);                                                  \
+        pmpd_anyprec_prepare_units(m, xq, xscale, &units_);                                                  \
         for (r0_ = (row_begin) / PMPD_ANYPREC_ROW_BLOCK * PMPD_ANYPREC_ROW_BLOCK; r0_ < (row_end);                  \
              r0_ += PMPD_ANYPREC_ROW_BLOCK) {                                                                        \
             if ((bits) == 2)                                                                                         \

@@ -94,15 +94,16 @@ static pmpd_status pmpd_anyprec_check(const unsigned char *data, uint64_t size, 
     return pmpd_anyprec_view(data, size, dims[0], dims[1], offset, &m, err);
 }
 
-/* A k-bit product reads k bits of each padded 256-column superblock, then
- * the row's scale, offset and table of width k. */
+/* A k-bit product reads k bits of each stored column (whole 256-column
+ * superblocks and the row's share of a partial one), then the row's scale,
+ * offset and table of width k. */
 static uint64_t pmpd_anyprec_bytes_read(const pmpd_tensor *w, unsigned bits)
 {
     pmpd_anyprec_matrix m;
     unsigned k;
     pmpd_anyprec_bind(w->data, w->dims[0], w->dims[1], &m);
     k = pmpd_anyprec_width(&m, bits);
-    return pmpd_anyprec_read_bytes(m.rows, m.superblocks, k);
+    return pmpd_anyprec_read_bytes(m.rows, pmpd_anyprec_stored_cols(m.cols, m.tail_shift), k);
 }
 
 static const pmpd_weight_format pmpd_anyprec_format = {

@@ -332,6 +332,19 @@ ANYPREC_AVX2_INLINE void anyprec_avx2_block_entries(const pmpd_anyprec_matrix *m
     }
 }
 
+/* Slot group g (32 slots) of a token's superblock at xt, its activations
+ * in column order: span of them, the rest zero (span < 32 in a shared
+ * partial superblock, anyprec.h; the token's row is zero past cols up to
+ * its stride, so the loads stay inside it). */
+ANYPREC_AVX2_INLINE __m256i anyprec_avx2_group_input(const int8_t *xt, unsigned g, unsigned span)
+{
+    if (span == PMPD_ANYPREC_GROUP)
+        return anyprec_avx2_load(xt + PMPD_ANYPREC_GROUP * g);
+    if (span == PMPD_ANYPREC_GROUP / 2)
+        return _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(xt + span * g)));
+    return _mm256_zextsi128_si256(_mm_loadl_epi64((const __m128i *)(const void *)(xt + span * g)));
+}
+
 /* One row's entries (8 groups) dotted with one token's superblock x, as
  * int32 sums: below 4 bits two groups share a madd (anyprec.h). */
 ANYPREC_AVX2_INLINE __m256i anyprec_avx2_entries_dot(const __m256i *e, const __m256i *x, const unsigned bits)
@@ -360,6 +373,7 @@ ANYPREC_AVX2_INLINE void anyprec_avx2_gemm_tile(const pmpd_anyprec_matrix *m, co
     for (t = 0; t < PMPD_ANYPREC_ROW_BLOCK * tile; t++)
         acc[t] = _mm256_setzero_ps();
     for (s = 0; s < m->superblocks; s++) {
+        const unsigned span = s < m->full ? PMPD_ANYPREC_GROUP : m->tail_span;
         anyprec_avx2_block_entries(m, r0, s, table, e, bits);
         for (t = 0; t < tile; t++) {
             const int8_t *xt = xq + (t0 + t) * stride + (size_t)s * PMPD_ANYPREC_SUPER;
@@ -367,7 +381,7 @@ ANYPREC_AVX2_INLINE void anyprec_avx2_gemm_tile(const pmpd_anyprec_matrix *m, co
             __m256i x[8];
 #pragma GCC unroll 8
             for (g = 0; g < 8; g++)
-                x[g] = anyprec_avx2_load(xt + 32 * g);
+                x[g] = anyprec_avx2_group_input(xt, g, span);
 #pragma GCC unroll 4
             for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
                 acc[i * tile + t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(anyprec_avx2_entries_dot(e + 8 * i, x, bits)),

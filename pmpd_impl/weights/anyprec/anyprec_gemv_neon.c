@@ -339,6 +339,23 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_entries(const pmpd_anyprec_matrix *m
     }
 }
 
+/* Slot group g (32 slots) of a token's superblock at xt, its activations
+ * in column order: span of them, the rest zero (span < 32 in a shared
+ * partial superblock, anyprec.h; the token's row is zero past cols up to
+ * its stride, so the loads stay inside it). */
+ANYPREC_NEON_INLINE int8x16x2_t anyprec_neon_group_input(const int8_t *xt, unsigned g, unsigned span)
+{
+    int8x16x2_t x;
+    if (span == PMPD_ANYPREC_GROUP) {
+        x.val[0] = vld1q_s8(xt + PMPD_ANYPREC_GROUP * g);
+        x.val[1] = vld1q_s8(xt + PMPD_ANYPREC_GROUP * g + 16);
+    } else {
+        x.val[0] = span == 16 ? vld1q_s8(xt + 16 * g) : vcombine_s8(vld1_s8(xt + 8 * g), vdup_n_s8(0));
+        x.val[1] = vdupq_n_s8(0);
+    }
+    return x;
+}
+
 /* Tokens t0 .. t0+tile-1 against the block at r0: per superblock the
  * block's entries are looked up once and serve every token of the tile. */
 static void anyprec_neon_gemm_tile(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq, const float *xscale,
@@ -353,15 +370,19 @@ static void anyprec_neon_gemm_tile(const pmpd_anyprec_matrix *m, unsigned bits, 
     for (t = 0; t < PMPD_ANYPREC_ROW_BLOCK * tile; t++)
         acc[t] = vdupq_n_f32(0.0f);
     for (s = 0; s < m->superblocks; s++) {
+        const unsigned span = s < m->full ? PMPD_ANYPREC_GROUP : m->tail_span;
         anyprec_neon_block_entries(m, r0, s, table, e, bits);
         for (t = 0; t < tile; t++) {
             const int8_t *xt = xq + (t0 + t) * stride + (size_t)s * PMPD_ANYPREC_SUPER;
             const float scale = xscale[(t0 + t) * (stride / PMPD_ANYPREC_GROUP) + 8 * s];
+            int8x16x2_t x[8];
+            for (g = 0; g < 8; g++)
+                x[g] = anyprec_neon_group_input(xt, g, span);
             for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
                 int32x4_t dot = vdupq_n_s32(0);
                 for (g = 0; g < 8; g++) {
-                    dot = anyprec_neon_dot(dot, e[8 * i + g].lo, vld1q_s8(xt + 32 * g));
-                    dot = anyprec_neon_dot(dot, e[8 * i + g].hi, vld1q_s8(xt + 32 * g + 16));
+                    dot = anyprec_neon_dot(dot, e[8 * i + g].lo, x[g].val[0]);
+                    dot = anyprec_neon_dot(dot, e[8 * i + g].hi, x[g].val[1]);
                 }
                 acc[i * tile + t] = vfmaq_n_f32(acc[i * tile + t], vcvtq_f32_s32(dot), scale);
             }

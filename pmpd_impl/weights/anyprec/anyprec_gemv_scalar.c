@@ -5,10 +5,12 @@
 /* Table index of weight (r, c) at width bits: plane p's bit at bit p. */
 static unsigned anyprec_scalar_index(const pmpd_anyprec_matrix *m, unsigned bits, uint32_t r, uint32_t c)
 {
-    unsigned p, index = 0, bit;
+    unsigned p, index = 0, bit, slot;
+    uint32_t s;
+    slot = pmpd_anyprec_slot(m, c, &s);
     for (p = 0; p < bits; p++) {
-        const unsigned char *block = pmpd_anyprec_block(m, p, r, c / PMPD_ANYPREC_SUPER);
-        unsigned byte = pmpd_anyprec_bit_place(m->paired, p, c % PMPD_ANYPREC_SUPER, &bit);
+        const unsigned char *block = pmpd_anyprec_block(m, p, r, s);
+        unsigned byte = pmpd_anyprec_bit_place(m->paired, p, slot, &bit);
         index |= ((block[byte] >> bit) & 1u) << p;
     }
     return index;
@@ -33,18 +35,21 @@ PMPD_INTERNAL void pmpd_anyprec_gemv_scalar(const pmpd_anyprec_matrix *m, unsign
              * byte and bit per plane once (within a group a column's bit
              * is the same byte's next one over: bit_place adds j), not per
              * weight: that cost made this kernel slow on 32-bit cores. */
+            /* A group's slots hold span consecutive columns (fewer in a
+             * shared partial superblock, anyprec.h). */
             const unsigned char *block[PMPD_ANYPREC_MAX_BITS];
+            const unsigned span = s < m->full ? PMPD_ANYPREC_GROUP : m->tail_span;
             unsigned p, g, j, first[PMPD_ANYPREC_MAX_BITS], bit[PMPD_ANYPREC_MAX_BITS];
             for (p = 0; p < bits; p++)
                 block[p] = pmpd_anyprec_block(m, p, r, s);
             for (g = 0; g < PMPD_ANYPREC_SUPER / PMPD_ANYPREC_GROUP; g++) {
-                uint32_t c0 = s * PMPD_ANYPREC_SUPER + g * PMPD_ANYPREC_GROUP;
+                uint32_t c0 = s * PMPD_ANYPREC_SUPER + g * span;
                 int32_t dot = 0, sum = 0;
                 if (c0 >= m->cols)
                     break;
                 for (p = 0; p < bits; p++)
                     first[p] = pmpd_anyprec_bit_place(m->paired, p, g * PMPD_ANYPREC_GROUP, &bit[p]);
-                for (j = 0; j < PMPD_ANYPREC_GROUP && c0 + j < m->cols; j++) {
+                for (j = 0; j < span && c0 + j < m->cols; j++) {
                     unsigned index = 0;
                     for (p = 0; p < bits; p++)
                         index |= ((block[p][first[p] + j] >> bit[p]) & 1u) << p;

@@ -111,16 +111,19 @@ static float pmpd_anyprec_input_sum(const int8_t *xq, const float *xscale, uint3
     return (float)sum;
 }
 
-PMPD_INTERNAL void pmpd_anyprec_prepare_units(const int8_t *xq, const float *xscale, uint32_t cols,
+PMPD_INTERNAL void pmpd_anyprec_prepare_units(const pmpd_anyprec_matrix *m, const int8_t *xq, const float *xscale,
                                               pmpd_anyprec_units *u)
 {
-    uint32_t padded = pmpd_anyprec_padded_cols(cols), s;
+    uint32_t padded = pmpd_anyprec_padded_cols(m->cols), s, c;
     for (s = 0; s < padded; s += PMPD_ANYPREC_SUPER)
         u->scale[s / PMPD_ANYPREC_SUPER] = xscale[s / PMPD_ANYPREC_GROUP];
     u->sum = pmpd_anyprec_input_sum(xq, xscale, padded);
     memset(u->tail, 0, sizeof u->tail);
-    s = cols / PMPD_ANYPREC_SUPER * PMPD_ANYPREC_SUPER;
-    memcpy(u->tail, xq + s, padded - s);
+    /* a span's worth of columns into each group's first slots */
+    for (c = m->full * PMPD_ANYPREC_SUPER; c < padded; c += m->tail_span) {
+        uint32_t at = pmpd_anyprec_slot(m, c, &s), n = padded - c < m->tail_span ? padded - c : m->tail_span;
+        memcpy(u->tail + at, xq + c, n);
+    }
 }
 
 PMPD_INTERNAL void pmpd_anyprec_quantize_tokens(const float *x, size_t n, uint32_t cols, int8_t *xq, float *xscale,

@@ -24,28 +24,46 @@ static int anyprec_layout_paired(unsigned seed_bits)
     return seed_bits >= 2;
 }
 
-PMPD_INTERNAL pmpd_status pmpd_anyprec_compute_layout(uint64_t rows, uint64_t cols, unsigned seed_bits,
-                                                      unsigned parent_bits, pmpd_anyprec_layout *out)
+/* Where a version keeps the partial last superblock: log2 of the row
+ * blocks sharing it (version 3 shares none). */
+static unsigned anyprec_layout_tail_shift(uint64_t cols, unsigned version)
 {
-    size_t cursor = PMPD_ANYPREC_HEADER_BYTES, n_rows, n_cols, blocks;
+    return version == PMPD_ANYPREC_VERSION_UNSHARED ? 0 : pmpd_anyprec_tail_shift(cols);
+}
+
+PMPD_INTERNAL pmpd_status pmpd_anyprec_compute_layout(uint64_t rows, uint64_t cols, unsigned seed_bits,
+                                                      unsigned parent_bits, unsigned version,
+                                                      pmpd_anyprec_layout *out)
+{
+    size_t cursor = PMPD_ANYPREC_HEADER_BYTES, n_rows, n_cols, blocks, shares, per_share, rows4, bytes;
     int paired = anyprec_layout_paired(seed_bits);
-    unsigned k, p;
+    unsigned k, p, shift = anyprec_layout_tail_shift(cols, version);
+    /* the last row block of a share reads its 32 bytes from byte offset
+     * (share - 1) * span of the shared superblock's last row */
+    const size_t slack = PMPD_ANYPREC_GROUP - (PMPD_ANYPREC_GROUP >> shift);
     if (!out || seed_bits < 1 || seed_bits > parent_bits || parent_bits > PMPD_ANYPREC_MAX_BITS || rows == 0 ||
-        cols == 0 || rows > ANYPREC_LAYOUT_MAX_DIM || cols > ANYPREC_LAYOUT_MAX_DIM)
+        cols == 0 || rows > ANYPREC_LAYOUT_MAX_DIM || cols > ANYPREC_LAYOUT_MAX_DIM ||
+        (version != PMPD_ANYPREC_VERSION && version != PMPD_ANYPREC_VERSION_UNSHARED))
         return PMPD_ERR_INVALID_ARGUMENT;
     memset(out, 0, sizeof *out);
     if (!pmpd_checked_u64_to_size(rows, &n_rows) || !pmpd_checked_u64_to_size(cols, &n_cols))
         return PMPD_ERR_OVERFLOW;
-    /* Row blocks of 4 by 256-column superblocks, each 4 rows' bytes. */
-    if (!pmpd_checked_mul3((n_rows + PMPD_ANYPREC_ROW_BLOCK - 1) / PMPD_ANYPREC_ROW_BLOCK,
-                           (n_cols + PMPD_ANYPREC_SUPER - 1) / PMPD_ANYPREC_SUPER, PMPD_ANYPREC_ROW_BLOCK,
-                           &blocks))
+    /* Row blocks of 4 in shares of 2^shift, each share its blocks' whole
+     * 256-column superblocks and one partial one, each 4 rows' bytes; the
+     * slack keeps the kernels' whole-superblock reads of a shared one
+     * inside the slice (anyprec.h).  The dimensions are below 2^31, so the
+     * sums of counts cannot wrap; the products are checked. */
+    rows4 = (n_rows + PMPD_ANYPREC_ROW_BLOCK - 1) / PMPD_ANYPREC_ROW_BLOCK;
+    shares = (rows4 + ((size_t)1 << shift) - 1) >> shift;
+    per_share = ((n_cols / PMPD_ANYPREC_SUPER) << shift) + (n_cols % PMPD_ANYPREC_SUPER != 0);
+    if (!pmpd_checked_mul3(shares, per_share, PMPD_ANYPREC_ROW_BLOCK, &blocks))
         return PMPD_ERR_OVERFLOW;
     for (p = 0; p < parent_bits; p++) {
         out->slice_offset[p] = cursor;
         if (paired && p == 0)
             continue; /* plane 1 lies in plane 0's slice */
-        if (!anyprec_layout_add_block(&cursor, blocks, pmpd_anyprec_super_bytes(paired, p)))
+        if (!pmpd_checked_mul(blocks, pmpd_anyprec_super_bytes(paired, p), &bytes) ||
+            !pmpd_checked_add(bytes, slack, &bytes) || !anyprec_layout_add_block(&cursor, bytes, 1))
             return PMPD_ERR_OVERFLOW;
     }
     for (k = seed_bits; k <= parent_bits; k++) {
@@ -70,7 +88,7 @@ pmpd_status pmpd_anyprec_size(uint64_t rows, uint64_t cols, unsigned seed_bits, 
     pmpd_status status;
     if (!bytes)
         return PMPD_ERR_INVALID_ARGUMENT;
-    status = pmpd_anyprec_compute_layout(rows, cols, seed_bits, parent_bits, &layout);
+    status = pmpd_anyprec_compute_layout(rows, cols, seed_bits, parent_bits, PMPD_ANYPREC_VERSION, &layout);
     if (status == PMPD_OK)
         *bytes = layout.total;
     return status;
@@ -82,7 +100,8 @@ static uint32_t anyprec_layout_u32(const unsigned char *p)
 }
 
 static void anyprec_layout_point(const unsigned char *bytes, const pmpd_anyprec_layout *layout, uint32_t rows,
-                                 uint32_t cols, unsigned seed, unsigned parent, pmpd_anyprec_matrix *m)
+                                 uint32_t cols, unsigned seed, unsigned parent, unsigned version,
+                                 pmpd_anyprec_matrix *m)
 {
     unsigned k;
     memset(m, 0, sizeof *m);
@@ -91,6 +110,9 @@ static void anyprec_layout_point(const unsigned char *bytes, const pmpd_anyprec_
     m->seed_bits = seed;
     m->parent_bits = parent;
     m->superblocks = (cols + PMPD_ANYPREC_SUPER - 1) / PMPD_ANYPREC_SUPER;
+    m->full = cols / PMPD_ANYPREC_SUPER;
+    m->tail_shift = anyprec_layout_tail_shift(cols, version);
+    m->tail_span = PMPD_ANYPREC_GROUP >> m->tail_shift;
     m->paired = anyprec_layout_paired(seed);
     for (k = 0; k < parent; k++)
         m->slice[k] = bytes + layout->slice_offset[k];
@@ -106,8 +128,8 @@ PMPD_INTERNAL void pmpd_anyprec_bind(const void *data, uint64_t rows, uint64_t c
 {
     const unsigned char *bytes = (const unsigned char *)data;
     pmpd_anyprec_layout layout;
-    pmpd_anyprec_compute_layout(rows, cols, bytes[4], bytes[5], &layout);
-    anyprec_layout_point(bytes, &layout, (uint32_t)rows, (uint32_t)cols, bytes[4], bytes[5], m);
+    pmpd_anyprec_compute_layout(rows, cols, bytes[4], bytes[5], bytes[6], &layout);
+    anyprec_layout_point(bytes, &layout, (uint32_t)rows, (uint32_t)cols, bytes[4], bytes[5], bytes[6], m);
 }
 
 PMPD_INTERNAL pmpd_status pmpd_anyprec_view(const void *data, uint64_t size, uint64_t rows, uint64_t cols,
@@ -132,11 +154,11 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_view(const void *data, uint64_t size, uin
     if (seed < 1 || seed > parent || parent > PMPD_ANYPREC_MAX_BITS)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + 4,
                               "anyprec: seed_bits %u / parent_bits %u invalid", seed, parent);
-    if (bytes[6] != PMPD_ANYPREC_VERSION)
+    if (bytes[6] != PMPD_ANYPREC_VERSION && bytes[6] != PMPD_ANYPREC_VERSION_UNSHARED)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_VERSION, base_offset + 6,
-                              "anyprec: tensor layout version %u, this build reads version %u only "
+                              "anyprec: tensor layout version %u, this build reads versions %u and %u only "
                               "(re-convert the model with pmpd-convert --type anyprec)",
-                              bytes[6], PMPD_ANYPREC_VERSION);
+                              bytes[6], PMPD_ANYPREC_VERSION_UNSHARED, PMPD_ANYPREC_VERSION);
     for (i = 7; i < PMPD_ANYPREC_HEADER_BYTES; i++)
         if ((i < 8 || i >= 16) && bytes[i] != 0)
             return pmpd_error_set(err, PMPD_ERR_FORMAT_VALUE, base_offset + i,
@@ -147,14 +169,14 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_view(const void *data, uint64_t size, uin
                               (unsigned long)anyprec_layout_u32(bytes + 8),
                               (unsigned long)anyprec_layout_u32(bytes + 12), (unsigned long long)rows,
                               (unsigned long long)cols);
-    if (pmpd_anyprec_compute_layout(rows, cols, seed, parent, &layout) != PMPD_OK)
+    if (pmpd_anyprec_compute_layout(rows, cols, seed, parent, bytes[6], &layout) != PMPD_OK)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset + 8, "anyprec: shape %llux%llu unsupported",
                               (unsigned long long)rows, (unsigned long long)cols);
     if (size != layout.total)
         return pmpd_error_set(err, PMPD_ERR_FORMAT_SHAPE, base_offset,
                               "anyprec: tensor has %llu bytes, its header needs %llu", (unsigned long long)size,
                               (unsigned long long)layout.total);
-    anyprec_layout_point(bytes, &layout, (uint32_t)rows, (uint32_t)cols, seed, parent, m);
+    anyprec_layout_point(bytes, &layout, (uint32_t)rows, (uint32_t)cols, seed, parent, bytes[6], m);
     for (k = seed; k <= parent; k++)
         for (r = 0; r < m->rows; r++) {
             if (!isfinite(m->scales[k][r]) || m->scales[k][r] < 0.0f)
