@@ -151,6 +151,11 @@ static void test_kernels_and_oracles(void **state)
         for (ri = 0; ri < sizeof shape_rows / sizeof shape_rows[0]; ri++)
             for (ci = 0; ci < sizeof shape_cols / sizeof shape_cols[0]; ci++) {
                 const size_t rows = shape_rows[ri], cols = shape_cols[ci], n_tokens = 1 + (ri + ci) % 5;
+                /* The brute-force rows (a Hadamard product per weight, the
+                 * same arithmetic on every host) under an emulator only up
+                 * to 256 columns; the kernels meet the scalar oracle on
+                 * every shape everywhere. */
+                const int brute = !test_emulated() || cols <= 256;
                 size_t size, begin = rows > 4 ? 4 : 0;
                 pmpd_nuq_matrix m;
                 pmpd_error err;
@@ -181,9 +186,11 @@ static void test_kernels_and_oracles(void **state)
                     pmpd_nuq_matmul(&m, act, n_tokens, 0, begin, y, rows);
                 for (r = 0; r < rows; r++) {
                     double wn = 0;
-                    brute_row(&m, r, w + r * cols);
-                    pmpd_nuq_row(&m, r, row);
-                    for (c = 0; c < cols; c++) {
+                    if (brute) {
+                        brute_row(&m, r, w + r * cols);
+                        pmpd_nuq_row(&m, r, row);
+                    }
+                    for (c = 0; c < cols && brute; c++) {
                         wn += w[r * cols + c] * w[r * cols + c];
                         if (fabs(row[c] - w[r * cols + c]) > 1e-5 * (fabs(w[r * cols + c]) + m.scale[r]))
                             fail_msg("nuq%u %zux%zu row %zu col %zu: row lookup %g, brute force %g", bits, rows,
@@ -193,7 +200,7 @@ static void test_kernels_and_oracles(void **state)
                         const float *xr = work + t * m.padded;
                         const float *d = pmpd_nuq_act_d(&m, act, n_tokens) + t * (m.padded / 32);
                         double exact = 0, xn = 0, magnitude = 0, rounding = 0;
-                        for (c = 0; c < cols; c++) {
+                        for (c = 0; c < cols && brute; c++) {
                             exact += w[r * cols + c] * x[t * cols + c];
                             xn += (double)x[t * cols + c] * x[t * cols + c];
                         }
@@ -207,7 +214,8 @@ static void test_kernels_and_oracles(void **state)
                         if (fabs(y[t * rows + r] - oracle[t * rows + r]) > 1e-5 * magnitude + 1e-30)
                             fail_msg("nuq%u %zux%zu row %zu token %zu: kernel %g, oracle %g", bits, rows, cols, r, t,
                                      (double)y[t * rows + r], (double)oracle[t * rows + r]);
-                        if (fabs(oracle[t * rows + r] - exact) > rounding * 1.0001 + 1e-5 * (magnitude + sqrt(wn * xn)) + 1e-30)
+                        if (brute &&
+                            fabs(oracle[t * rows + r] - exact) > rounding * 1.0001 + 1e-5 * (magnitude + sqrt(wn * xn)) + 1e-30)
                             fail_msg("nuq%u %zux%zu row %zu token %zu: oracle %g, brute force %g (bound %g)", bits,
                                      rows, cols, r, t, (double)oracle[t * rows + r], exact, rounding);
                     }

@@ -536,12 +536,16 @@ static void test_budget_latency(void **state)
     /* A budget that binds would have to fall between two timings of one
      * run, and a second run times again: that the knapsack keeps within its
      * capacity is tests/test_knapsack.c's (against brute force).  Below the
-     * fastest assignment: refused, no file; both budgets at once: refused. */
+     * fastest assignment: refused, no file (natively and under the
+     * sanitizers: the same code on every host, timed again for 15 s under
+     * qemu); both budgets at once: refused. */
     remove(OUT_PATH);
-    o.budget_latency_us = 0.001;
-    assert_int_equal(pmpd_convert_file(in, OUT_PATH, &o, NULL, &err), PMPD_ERR_BUDGET);
-    assert_non_null(strstr(err.message, "below the fastest assignment"));
-    assert_false(file_exists(OUT_PATH));
+    if (!test_emulated()) {
+        o.budget_latency_us = 0.001;
+        assert_int_equal(pmpd_convert_file(in, OUT_PATH, &o, NULL, &err), PMPD_ERR_BUDGET);
+        assert_non_null(strstr(err.message, "below the fastest assignment"));
+        assert_false(file_exists(OUT_PATH));
+    }
     o.budget_latency_us = 100.0;
     o.budget_bits = 4.0;
     assert_int_equal(pmpd_convert_file(in, OUT_PATH, &o, NULL, &err), PMPD_ERR_INVALID_ARGUMENT);

@@ -247,8 +247,14 @@ static void check_shape(const pq_shape *sh, uint64_t seed)
         /* The window flushes only when full and another token arrives. */
         assert_int_equal(cache.n_coded, expected_coded);
         assert_int_equal(cache.n_recent, length - expected_coded);
-        /* Check around every flush, and a causal prefix shorter than the cache. */
+        /* Check around every flush, and a causal prefix shorter than the
+         * cache; under an emulator around the last window's flush only (the
+         * flushes before it are the same host-independent bookkeeping, and
+         * the double-precision oracle over thousands of tokens took a minute
+         * there). */
         if (t % sh->window > 2 && t % sh->window < sh->window - 2 && t + 1 != sh->tokens)
+            continue;
+        if (test_emulated() && t + sh->window + 2 < sh->tokens)
             continue;
         for (i = 0; i < q_floats; i++)
             q[i] = 2.0f * test_rng_normal(&rng);
@@ -355,6 +361,13 @@ static void test_history_in_passes(void **state)
      * merged, and the prefixes end inside a 64-token block. */
     pq_shape sh = {8, 2, 64, 2, 4, 8, 1000, 4300};
     (void)state;
+    /* Under an emulator 2304 coded tokens (a whole pass and 256 more) with
+     * a window of 256: the oracle's nearest-centroid search over every
+     * token is most of this test's time there. */
+    if (test_emulated()) {
+        sh.window = 256;
+        sh.tokens = 2400;
+    }
     check_shape(&sh, 6);
 }
 
