@@ -367,7 +367,9 @@ static int bench_anyprec_model(bench_context *ctx)
 
 int bench_anyprec(bench_context *ctx)
 {
-    static const uint32_t shapes[][2] = {{4096, 4096}, {5632, 2048}, {2048, 5632}};
+    /* The 1.1B model's shapes, and pycode21M's classifier (384 columns: a
+     * whole superblock and half of one, shared by two row blocks). */
+    static const uint32_t shapes[][2] = {{4096, 4096}, {5632, 2048}, {2048, 5632}, {32000, 384}};
     bench_pools pools;
     size_t s;
     int status = 0;
