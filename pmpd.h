@@ -1094,8 +1094,10 @@ pmpd_status pmpd_session_apply_learned_scheduler(pmpd_session *session, const vo
  * input activation); NULL weighs them equally.  Deterministic.  Call it on
  * row ranges to show progress.  Uses the heap.
  * Errors: PMPD_ERR_INVALID_ARGUMENT (NULL, bad widths, bad range, out_size
- * too small, importance not positive and finite), PMPD_ERR_FORMAT_NONFINITE
- * (a weight is NaN or infinite), PMPD_ERR_OUT_OF_MEMORY. */
+ * too small, importance not positive and finite, a call not starting at row
+ * 0 whose out holds no header of these widths written by this build),
+ * PMPD_ERR_FORMAT_NONFINITE (a weight is NaN or infinite),
+ * PMPD_ERR_OUT_OF_MEMORY. */
 pmpd_status pmpd_anyprec_quantize(const float *w, uint64_t rows, uint64_t cols, const float *importance,
                                   unsigned seed_bits, unsigned parent_bits, uint64_t row_begin,
                                   uint64_t row_end, void *out, size_t out_size);

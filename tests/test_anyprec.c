@@ -623,9 +623,16 @@ static void test_quantize_rejects(void **state)
         t.cols = 8;
         t.seed = 2;
         t.parent = 3;
+        t.version = 4;
         for (c = 0; c < 8; c++)
             assert_float_equal(apt_weight(&t, 0, c, 3), w[c], 7.0 / 254);
     }
+    /* A call past row 0 reads the header the first wrote: other widths or
+     * another layout version (whose offsets differ) are refused. */
+    assert_int_equal(pmpd_anyprec_quantize(w, 1, 8, NULL, 2, 3, 1, 1, out, sizeof out), PMPD_OK);
+    assert_int_equal(pmpd_anyprec_quantize(w, 1, 8, NULL, 3, 3, 1, 1, out, sizeof out), PMPD_ERR_INVALID_ARGUMENT);
+    out[6] = 3;
+    assert_int_equal(pmpd_anyprec_quantize(w, 1, 8, NULL, 2, 3, 1, 1, out, sizeof out), PMPD_ERR_INVALID_ARGUMENT);
 }
 
 int main(void)

@@ -259,6 +259,13 @@ PMPD_INTERNAL pmpd_status pmpd_anyprec_quantize_rows(const float *w, uint64_t ro
         return status;
     if (out_size < layout.total || row_begin > row_end || row_end > rows)
         return PMPD_ERR_INVALID_ARGUMENT;
+    /* A call that does not write the header reads it: it must be the
+     * header this call would write (the layout follows its version). */
+    if (!write_header) {
+        const unsigned char *h = (const unsigned char *)out;
+        if (memcmp(h, "ANYP", 4) != 0 || h[4] != seed_bits || h[5] != parent_bits || h[6] != PMPD_ANYPREC_VERSION)
+            return PMPD_ERR_INVALID_ARGUMENT;
+    }
     n = (size_t)cols;
     if (importance)
         for (i = 0; i < n; i++)

@@ -1,7 +1,7 @@
 /*
  * Nested ("any-precision") weights: one stored copy of a matrix serves every
  * width from the seed width up to the parent width.  The byte layout
- * (version 3) is documented in docs/pmpd.md ("ANYPREC tensors"); in short:
+ * (version 4) is documented in docs/pmpd.md ("ANYPREC tensors"); in short:
  *
  *   64-byte header: "ANYP", seed_bits, parent_bits, version 4 (or 3), 0,
  *     rows (u32), cols (u32)
@@ -271,7 +271,7 @@ static inline void pmpd_anyprec_store_block(const pmpd_anyprec_matrix *m, unsign
     do {                                                                                                             \
         pmpd_anyprec_units units_;                                                                                   \
         uint32_t r0_;                                                                                                \
-        pmpd_anyprec_prepare_units(m, xq, xscale, &units_);                                                  \
+        pmpd_anyprec_prepare_units(m, xq, xscale, &units_);                                                          \
         for (r0_ = (row_begin) / PMPD_ANYPREC_ROW_BLOCK * PMPD_ANYPREC_ROW_BLOCK; r0_ < (row_end);                  \
              r0_ += PMPD_ANYPREC_ROW_BLOCK) {                                                                        \
             if ((bits) == 2)                                                                                         \
