@@ -200,6 +200,8 @@ static void anyprec_quantize_row(anyprec_quantize_work *q, const float *row, con
             for (h = 0; h < pmpd_anyprec_super_bytes(m->paired, p); h += PMPD_ANYPREC_GROUP)
                 memset(block + h, 0, span);
         }
+    /* Bits in column order: each superblock's bytes are written in one
+     * place instead of scattered in value order. */
     for (p = 0; p < parent_bits; p++) {
         unsigned shift = parent_bits - 1 - p;
         uint32_t c;

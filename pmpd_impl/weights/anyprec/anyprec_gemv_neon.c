@@ -350,7 +350,8 @@ ANYPREC_NEON_INLINE int8x16x2_t anyprec_neon_group_input(const int8_t *xt, unsig
         x.val[0] = vld1q_s8(xt + PMPD_ANYPREC_GROUP * g);
         x.val[1] = vld1q_s8(xt + PMPD_ANYPREC_GROUP * g + 16);
     } else {
-        x.val[0] = span == 16 ? vld1q_s8(xt + 16 * g) : vcombine_s8(vld1_s8(xt + 8 * g), vdup_n_s8(0));
+        x.val[0] = span == PMPD_ANYPREC_GROUP / 2 ? vld1q_s8(xt + span * g)
+                                                  : vcombine_s8(vld1_s8(xt + span * g), vdup_n_s8(0));
         x.val[1] = vdupq_n_s8(0);
     }
     return x;
