@@ -19,6 +19,9 @@
 #if PMPD_USE_AVX2
 #include <immintrin.h>
 #include <string.h>
+
+#include "pmpd_impl/weights/anyprec/anyprec_store_x86.h"
+
 /* Bytes ahead in the 2-bit slice that the GEMV prefetches (half as far in
  * the 1-bit slices, which advance half as fast): 1-4 KB measured alike on
  * Zen3, and 0.5 KB or none 10-20% slower at 2 and 3 bits. */
@@ -278,14 +281,12 @@ ANYPREC_AVX2_INLINE void anyprec_avx2_gemv_block(const pmpd_anyprec_matrix *m, c
 {
     __m256i table[2 * PMPD_ANYPREC_ROW_BLOCK];
     __m256 acc[PMPD_ANYPREC_ROW_BLOCK];
-    float sums[PMPD_ANYPREC_ROW_BLOCK];
     uint32_t s;
     anyprec_avx2_block_tables(m, r0, table, bits);
     acc[0] = acc[1] = acc[2] = acc[3] = _mm256_setzero_ps();
     for (s = 0; s < m->superblocks; s++)
         anyprec_avx2_block_super(m, xq, u, r0, s, table, acc, bits);
-    _mm_storeu_ps(sums, anyprec_avx2_sum4(acc));
-    pmpd_anyprec_store_block(m, bits, u, sums, y, r0, row_begin, row_end);
+    pmpd_anyprec_store_block_x86(m, bits, u, anyprec_avx2_sum4(acc), y, r0, row_begin, row_end);
 }
 
 PMPD_INTERNAL void pmpd_anyprec_gemv_avx2(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
