@@ -121,9 +121,10 @@ void mca_nested_avx512(unsigned bits, const pmpd_anyprec_matrix *m, const int8_t
 #define MCA_NESTED_AVX512(k, name)                                                                                   \
     do {                                                                                                             \
         __m512i table[2 * PMPD_ANYPREC_ROW_BLOCK];                                                                   \
+        const unsigned char *plane[PMPD_ANYPREC_MAX_BITS], *field = pmpd_anyprec_super_slices(m, 0, s, k, plane);    \
         anyprec_avx512_block_tables(m, 0, table, k);                                                                 \
         MCA_BEGIN(name);                                                                                             \
-        anyprec_avx512_block_super(m, xq, u, 0, s, table, acc, k);                                                   \
+        anyprec_avx512_block_super(field, plane, m, xq, u, s, table, acc, k);                                        \
         MCA_END(name);                                                                                               \
     } while (0)
 
