@@ -272,6 +272,27 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_tables(const pmpd_anyprec_matrix *m,
     }
 }
 
+/* pmpd_anyprec_store_block for the four accumulators: their sums by
+ * pairwise adds (the order vaddvq_f32 adds in, so the same floats) and, for
+ * a block inside the range, the scales, offsets and store in vector
+ * registers, as the x86 kernels do (anyprec_store_x86.h: there the sums'
+ * trip through a stack copy stalled the scalar loads on the vector store). */
+ANYPREC_NEON_INLINE void anyprec_neon_store_block(const pmpd_anyprec_matrix *m, unsigned bits,
+                                                  const pmpd_anyprec_units *u, const float32x4_t *acc, float *y,
+                                                  uint32_t r0, uint32_t row_begin, uint32_t row_end)
+{
+    const float32x4_t sums = vpaddq_f32(vpaddq_f32(acc[0], acc[1]), vpaddq_f32(acc[2], acc[3]));
+    if (r0 >= row_begin && r0 + PMPD_ANYPREC_ROW_BLOCK <= row_end) {
+        const float32x4_t scaled = vmulq_f32(sums, vld1q_f32(m->scales[bits] + r0));
+        const float32x4_t offset = vmulq_f32(vdupq_n_f32(u->sum), vld1q_f32(m->offsets[bits] + r0));
+        vst1q_f32(y + r0, vaddq_f32(scaled, offset));
+    } else {
+        float lanes[PMPD_ANYPREC_ROW_BLOCK];
+        vst1q_f32(lanes, sums);
+        pmpd_anyprec_store_block(m, bits, u, lanes, y, r0, row_begin, row_end);
+    }
+}
+
 /* The four rows of block r0; stores those inside [row_begin, row_end). */
 ANYPREC_NEON_INLINE void anyprec_neon_gemv_block(const pmpd_anyprec_matrix *m, const int8_t *xq,
                                                  const pmpd_anyprec_units *u, float *y, uint32_t r0,
@@ -279,7 +300,6 @@ ANYPREC_NEON_INLINE void anyprec_neon_gemv_block(const pmpd_anyprec_matrix *m, c
 {
     uint8x16_t table[2 * PMPD_ANYPREC_ROW_BLOCK];
     float32x4_t acc[PMPD_ANYPREC_ROW_BLOCK];
-    float sums[PMPD_ANYPREC_ROW_BLOCK];
     uint32_t s, i;
     anyprec_neon_block_tables(m, r0, bits, table);
 #pragma GCC unroll 4
@@ -287,9 +307,7 @@ ANYPREC_NEON_INLINE void anyprec_neon_gemv_block(const pmpd_anyprec_matrix *m, c
         acc[i] = vdupq_n_f32(0.0f);
     for (s = 0; s < m->superblocks; s++)
         anyprec_neon_block_super(m, xq, u, r0, s, table, acc, bits);
-    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-        sums[i] = vaddvq_f32(acc[i]);
-    pmpd_anyprec_store_block(m, bits, u, sums, y, r0, row_begin, row_end);
+    anyprec_neon_store_block(m, bits, u, acc, y, r0, row_begin, row_end);
 }
 
 PMPD_INTERNAL void pmpd_anyprec_gemv_neon(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
