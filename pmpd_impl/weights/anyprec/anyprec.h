@@ -250,17 +250,16 @@ static inline uint64_t pmpd_anyprec_read_bytes(uint64_t rows, uint64_t stored_co
     return rows * (stored_cols / 8 * bits + 2 * sizeof(float) + ((uint64_t)1 << bits));
 }
 
-/* A SIMD GEMV's results for the block at r0: y[r] = sums[r - r0] * scale
- * + sum of the activations * offset, for the rows inside [row_begin,
- * row_end). */
-static inline void pmpd_anyprec_store_block(const pmpd_anyprec_matrix *m, unsigned bits, const pmpd_anyprec_units *u,
-                                            const float *sums, float *y, uint32_t r0, uint32_t row_begin,
-                                            uint32_t row_end)
+/* A SIMD product's results for the block at r0 and one token: y[r] =
+ * sums[r - r0] * scale + xsum (the sum of the token's activations) *
+ * offset, for the rows inside [row_begin, row_end). */
+static inline void pmpd_anyprec_store_block(const pmpd_anyprec_matrix *m, unsigned bits, float xsum, const float *sums,
+                                            float *y, uint32_t r0, uint32_t row_begin, uint32_t row_end)
 {
     uint32_t i;
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
         if (r0 + i >= row_begin && r0 + i < row_end)
-            y[r0 + i] = sums[i] * m->scales[bits][r0 + i] + u->sum * m->offsets[bits][r0 + i];
+            y[r0 + i] = sums[i] * m->scales[bits][r0 + i] + xsum * m->offsets[bits][r0 + i];
 }
 
 /* The body of each SIMD GEMV: the activations' units, then rows

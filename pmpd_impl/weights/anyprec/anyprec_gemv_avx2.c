@@ -292,7 +292,7 @@ ANYPREC_AVX2_INLINE void anyprec_avx2_gemv_block(const pmpd_anyprec_matrix *m, c
     acc[0] = acc[1] = acc[2] = acc[3] = _mm256_setzero_ps();
     for (s = 0; s < m->superblocks; s++)
         anyprec_avx2_block_super(m, xq, u, r0, s, table, acc, bits);
-    pmpd_anyprec_store_block_x86(m, bits, u, anyprec_avx2_sum4(acc), y, r0, row_begin, row_end);
+    pmpd_anyprec_store_block_x86(m, bits, u->sum, anyprec_avx2_sum4(acc), y, r0, row_begin, row_end);
 }
 
 PMPD_INTERNAL void pmpd_anyprec_gemv_avx2(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
@@ -397,14 +397,10 @@ ANYPREC_AVX2_INLINE void anyprec_avx2_gemm_tile(const pmpd_anyprec_matrix *m, co
     }
     for (t = 0; t < tile; t++) {
         __m256 rows[PMPD_ANYPREC_ROW_BLOCK];
-        float sums[PMPD_ANYPREC_ROW_BLOCK];
         for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
             rows[i] = acc[i * tile + t];
-        _mm_storeu_ps(sums, anyprec_avx2_sum4(rows));
-        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-            if (r0 + i >= row_begin && r0 + i < row_end)
-                y[(t0 + t) * y_stride + r0 + i] =
-                    sums[i] * m->scales[bits][r0 + i] + xsum[t0 + t] * m->offsets[bits][r0 + i];
+        pmpd_anyprec_store_block_x86(m, bits, xsum[t0 + t], anyprec_avx2_sum4(rows), y + (t0 + t) * y_stride, r0,
+                                     row_begin, row_end);
     }
 }
 

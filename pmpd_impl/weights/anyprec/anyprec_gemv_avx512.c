@@ -233,7 +233,7 @@ ANYPREC_AVX512_INLINE void anyprec_avx512_gemv_block(const pmpd_anyprec_matrix *
         field = pmpd_anyprec_super_slices(m, r0, s, bits, plane);
         anyprec_avx512_block_super(field, plane, m, xq, u, s, table, acc, bits);
     }
-    pmpd_anyprec_store_block_x86(m, bits, u, anyprec_avx512_sum4(acc), y, r0, row_begin, row_end);
+    pmpd_anyprec_store_block_x86(m, bits, u->sum, anyprec_avx512_sum4(acc), y, r0, row_begin, row_end);
 }
 
 PMPD_INTERNAL void pmpd_anyprec_gemv_avx512(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,

@@ -277,19 +277,19 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_tables(const pmpd_anyprec_matrix *m,
  * a block inside the range, the scales, offsets and store in vector
  * registers, as the x86 kernels do (anyprec_store_x86.h: there the sums'
  * trip through a stack copy stalled the scalar loads on the vector store). */
-ANYPREC_NEON_INLINE void anyprec_neon_store_block(const pmpd_anyprec_matrix *m, unsigned bits,
-                                                  const pmpd_anyprec_units *u, const float32x4_t *acc, float *y,
-                                                  uint32_t r0, uint32_t row_begin, uint32_t row_end)
+ANYPREC_NEON_INLINE void anyprec_neon_store_block(const pmpd_anyprec_matrix *m, unsigned bits, float xsum,
+                                                  const float32x4_t *acc, float *y, uint32_t r0, uint32_t row_begin,
+                                                  uint32_t row_end)
 {
     const float32x4_t sums = vpaddq_f32(vpaddq_f32(acc[0], acc[1]), vpaddq_f32(acc[2], acc[3]));
     if (r0 >= row_begin && r0 + PMPD_ANYPREC_ROW_BLOCK <= row_end) {
         const float32x4_t scaled = vmulq_f32(sums, vld1q_f32(m->scales[bits] + r0));
-        const float32x4_t offset = vmulq_f32(vdupq_n_f32(u->sum), vld1q_f32(m->offsets[bits] + r0));
+        const float32x4_t offset = vmulq_f32(vdupq_n_f32(xsum), vld1q_f32(m->offsets[bits] + r0));
         vst1q_f32(y + r0, vaddq_f32(scaled, offset));
     } else {
         float lanes[PMPD_ANYPREC_ROW_BLOCK];
         vst1q_f32(lanes, sums);
-        pmpd_anyprec_store_block(m, bits, u, lanes, y, r0, row_begin, row_end);
+        pmpd_anyprec_store_block(m, bits, xsum, lanes, y, r0, row_begin, row_end);
     }
 }
 
@@ -307,7 +307,7 @@ ANYPREC_NEON_INLINE void anyprec_neon_gemv_block(const pmpd_anyprec_matrix *m, c
         acc[i] = vdupq_n_f32(0.0f);
     for (s = 0; s < m->superblocks; s++)
         anyprec_neon_block_super(m, xq, u, r0, s, table, acc, bits);
-    anyprec_neon_store_block(m, bits, u, acc, y, r0, row_begin, row_end);
+    anyprec_neon_store_block(m, bits, u->sum, acc, y, r0, row_begin, row_end);
 }
 
 PMPD_INTERNAL void pmpd_anyprec_gemv_neon(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
@@ -407,11 +407,12 @@ static void anyprec_neon_gemm_tile(const pmpd_anyprec_matrix *m, unsigned bits, 
             }
         }
     }
-    for (t = 0; t < tile; t++)
+    for (t = 0; t < tile; t++) {
+        float32x4_t rows[PMPD_ANYPREC_ROW_BLOCK];
         for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-            if (r0 + i >= row_begin && r0 + i < row_end)
-                y[(t0 + t) * y_stride + r0 + i] = vaddvq_f32(acc[i * tile + t]) * m->scales[bits][r0 + i] +
-                                                   xsum[t0 + t] * m->offsets[bits][r0 + i];
+            rows[i] = acc[i * tile + t];
+        anyprec_neon_store_block(m, bits, xsum[t0 + t], rows, y + (t0 + t) * y_stride, r0, row_begin, row_end);
+    }
 }
 
 PMPD_INTERNAL void pmpd_anyprec_gemm_neon(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
