@@ -1,11 +1,12 @@
 /*
- * The x86 kernels' last step for a block of 4 rows and one token: y = sum
- * * scale + activation sum * offset (pmpd_anyprec_store_block's
- * arithmetic, rounded alike), with the 4 sums in a vector.  A whole block stays in registers:
- * going through a 16-byte stack copy read back a float at a time stalled
- * each of those loads on the vector store (store forwarding), a tenth of
- * the AVX-512 GEMV's time on 384-column rows (perf, Zen5).  Only the
- * blocks at a thread's range edges take the scalar path.
+ * The x86 kernels' last step for a block of 4 rows and one token:
+ * y = sum * scale + activation sum * offset (pmpd_anyprec_store_block's
+ * arithmetic, rounded alike), the 4 sums arriving in a vector.  A block
+ * inside the range stays in registers: a 16-byte stack copy read back a
+ * float at a time stalled each of those loads on the vector store (store
+ * forwarding), a tenth of the AVX-512 GEMV's time on 384-column rows
+ * (perf, Zen5).  Only the blocks at a thread's range edges take the scalar
+ * path.
  */
 #ifndef PMPD_WEIGHTS_ANYPREC_STORE_X86_H
 #define PMPD_WEIGHTS_ANYPREC_STORE_X86_H
