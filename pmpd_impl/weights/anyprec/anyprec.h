@@ -134,6 +134,14 @@ static inline const unsigned char *pmpd_anyprec_block(const pmpd_anyprec_matrix 
     return m->slice[p] + at + (size_t)(r % PMPD_ANYPREC_ROW_BLOCK) * bytes;
 }
 
+/* How far a block's whole superblock s + 1 lies past s in the slice of
+ * plane p (s + 1 < full): they follow one another, 4 rows each
+ * (pmpd_anyprec_block), so a kernel can step its slice pointers. */
+static inline size_t pmpd_anyprec_whole_step(const pmpd_anyprec_matrix *m, unsigned p)
+{
+    return PMPD_ANYPREC_ROW_BLOCK * pmpd_anyprec_super_bytes(m->paired, p);
+}
+
 /* The SIMD kernels' view of superblock s for row r (a block's first row:
  * the block's four rows follow 64 bytes apart in the 2-bit slice, 32 in the
  * others): the 2-bit slice and planes 2..bits-1. */
