@@ -15,11 +15,13 @@
 #include "pmpd_impl/core/vexp.h"
 #include "pmpd_impl/kvcache/attention_rows_x86.h"
 
-/* Rows read this far ahead: 4 KB of f32 rows, 6 KB of f16 ones at head_dim
- * 64, whose conversions leave fewer misses in flight per byte (Zen5, steps
- * from memory, 16/48/128 rows tried, 9 alternated rounds: f16 at 16-32K
- * about 1.07-1.1x faster with 48 than with 16, f32 best at 16; the AVX2
- * set was best at 16 for both). */
+/* Rows read this far ahead, over all streams: 4 KB of f32 rows, 6 KB of
+ * f16 ones at head_dim 64, whose conversions leave fewer misses in flight
+ * per byte (Zen5, steps from memory, 16/48/128 rows tried, 9 alternated
+ * rounds: f16 at 16-32K about 1.07-1.1x faster with 48 than with 16, f32
+ * best at 16; the AVX2 set was best at 16 for both).  The scores' four
+ * streams each prefetch a quarter of that (96 and 32 rows measured no
+ * better with them). */
 #define KV512_PREFETCH_ROWS(half) ((half) ? 48 : 16)
 #define KV512_ROW_BLOCK 16     /* value rows per pass over one dimension slice */
 #define KV512_SLICE 64         /* value dimensions per slice: 4 lanes x 4 vectors in registers */
@@ -144,34 +146,44 @@ KV512_INLINE __m512 kv512_sum16(__m512 a00, __m512 a01, __m512 a02, __m512 a03, 
 #define KV512_LOAD_FULL(row) kv512_load16(row, d, half)
 #define KV512_LOAD_TAIL(row) kv512_load16_masked(row, d, tail, half)
 
+/* Row j * quarter + i of the scores' step i, or where that lies past n
+ * (the last quarter is short) row i, computed again and not stored. */
+KV512_INLINE size_t kv512_stream_row(size_t i, size_t j, size_t quarter, size_t n)
+{
+    return j * quarter + i < n ? j * quarter + i : i;
+}
+
 /* scores[t][l0 .. l0+4) (+)= q chunk . row t over dims [d0, d1): four rows
- * at a time (rows past n repeat the last one and are not stored), sixteen
- * accumulators summed by one shuffle tree. */
+ * at a time, one from each quarter of the n rows, so that four sequential
+ * streams are in flight (one stream: the f32 step from memory 1.2-1.3x
+ * slower, f16 1.15-1.2x, Zen5); sixteen accumulators summed by one shuffle
+ * tree. */
 KV512_INLINE void kv512_scores_chunk(const float (*q)[PMPD_KV_Q_CHUNK], uint32_t lanes, uint32_t l0, uint32_t dim,
                                      uint32_t d0, uint32_t d1, const void *rows, size_t stride, size_t n,
                                      float *scores, const int half)
 {
     const uint32_t d_full = d0 + (d1 - d0) / 16 * 16;
     const __mmask16 tail = kv512_mask_below(d_full, d1);
-    size_t t, r;
+    const size_t quarter = (n + 3) / 4;
+    size_t i, r;
     uint32_t d;
-    for (t = 0; t < n; t += 4) {
-        const void *r0 = kv512_row(rows, t, stride, half);
-        const void *r1 = kv512_row(rows, t + 1 < n ? t + 1 : t, stride, half);
-        const void *r2 = kv512_row(rows, t + 2 < n ? t + 2 : t, stride, half);
-        const void *r3 = kv512_row(rows, t + 3 < n ? t + 3 : t, stride, half);
+    for (i = 0; i < quarter; i++) {
+        const void *r0 = kv512_row(rows, i, stride, half);
+        const void *r1 = kv512_row(rows, kv512_stream_row(i, 1, quarter, n), stride, half);
+        const void *r2 = kv512_row(rows, kv512_stream_row(i, 2, quarter, n), stride, half);
+        const void *r3 = kv512_row(rows, kv512_stream_row(i, 3, quarter, n), stride, half);
         __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00;
         __m512 a13 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
         __m512 sums;
         for (r = 0; r < 4; r++)
-            kv512_prefetch_row(rows, t + KV512_PREFETCH_ROWS(half) + r, n, stride, dim, half);
+            kv512_prefetch_row(rows, r * quarter + i + KV512_PREFETCH_ROWS(half) / 4, n, stride, dim, half);
         for (d = d0; d < d_full; d += 16)
             KV512_SCORES_STEP(KV512_LOAD_FULL);
         if (tail)
             KV512_SCORES_STEP(KV512_LOAD_TAIL);
         sums = kv512_sum16(a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33);
-        for (r = 0; r < 4 && t + r < n; r++) {
-            float *out = scores + (t + r) * lanes + l0;
+        for (r = 0; r < 4 && r * quarter + i < n; r++) {
+            float *out = scores + (r * quarter + i) * lanes + l0;
             __m128 s = r == 0 ? _mm512_extractf32x4_ps(sums, 0)
                      : r == 1 ? _mm512_extractf32x4_ps(sums, 1)
                      : r == 2 ? _mm512_extractf32x4_ps(sums, 2)
