@@ -53,8 +53,9 @@ static __m128i anyprec_avx512_row_entries(const pmpd_anyprec_matrix *m, unsigned
     return _mm_loadu_si128((const __m128i *)(const void *)entries);
 }
 
-/* The lookup tables of the block at r0, two per row (row i: table[i] and
- * table[4 + i]), each 64 bytes indexed by a byte's low six bits:
+/* A row's lookup table (anyprec_avx512_block_tables: the block at r0 has
+ * two per row, row i's table[i] and table[4 + i]), each 64 bytes indexed by
+ * a byte's low six bits:
  *   2 bits: entry n % 4 (the code in bits 0..1) and entry (n / 4) % 4 (in
  *           bits 2..3);
  *   3 bits: entry n % 8;
@@ -65,35 +66,49 @@ static __m128i anyprec_avx512_row_entries(const pmpd_anyprec_matrix *m, unsigned
  * matrix: going through a zeroed 16-byte copy per row (the padding rows'
  * way) stalled each load on the stores before it and took a third of the
  * 2-bit GEMV's time at 2048 columns. */
-ANYPREC_AVX512_INLINE void anyprec_avx512_block_tables(const pmpd_anyprec_matrix *m, uint32_t r0, __m512i *table,
-                                                       const unsigned bits)
+ANYPREC_AVX512_INLINE __m512i anyprec_avx512_row_table(const pmpd_anyprec_matrix *m, uint32_t r, const int whole,
+                                                      const unsigned bits)
+{
+    const unsigned char *entries = m->tables[bits] + ((size_t)r << bits);
+    if (!whole) {
+        const __m512i t = _mm512_broadcast_i32x4(anyprec_avx512_row_entries(m, bits, r));
+        return bits == 2 ? _mm512_broadcastd_epi32(_mm512_castsi512_si128(t))
+               : bits == 3 ? _mm512_broadcastq_epi64(_mm512_castsi512_si128(t)) : t;
+    }
+    if (bits == 2) {
+        int32_t four;
+        memcpy(&four, entries, sizeof four);
+        return _mm512_set1_epi32(four);
+    }
+    if (bits == 3) {
+        long long eight;
+        memcpy(&eight, entries, sizeof eight);
+        return _mm512_set1_epi64(eight);
+    }
+    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)entries));
+}
+
+/* The second table of a row at 2 and 4 bits (table[4 + i] above) from its
+ * first: the same permutation within every 16 bytes (an in-lane shuffle,
+ * so a share's merged table keeps each member's entries in its lanes). */
+ANYPREC_AVX512_INLINE __m512i anyprec_avx512_high_table(__m512i t, const unsigned bits)
 {
     const __m512i two_pairs = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3));
     const __m512i swap_halves =
         _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
-    const unsigned char *entries = m->tables[bits] + ((size_t)r0 << bits);
+    return _mm512_shuffle_epi8(t, bits == 2 ? two_pairs : swap_halves);
+}
+
+/* The tables of the block at r0's four rows. */
+ANYPREC_AVX512_INLINE void anyprec_avx512_block_tables(const pmpd_anyprec_matrix *m, uint32_t r0, __m512i *table,
+                                                       const unsigned bits)
+{
     const int whole = r0 + PMPD_ANYPREC_ROW_BLOCK <= m->rows;
     unsigned i;
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
-        __m512i t;
-        if (!whole) {
-            t = _mm512_broadcast_i32x4(anyprec_avx512_row_entries(m, bits, r0 + i));
-            t = bits == 2 ? _mm512_broadcastd_epi32(_mm512_castsi512_si128(t))
-                : bits == 3 ? _mm512_broadcastq_epi64(_mm512_castsi512_si128(t)) : t;
-        } else if (bits == 2) {
-            int32_t four;
-            memcpy(&four, entries + 4 * i, sizeof four);
-            t = _mm512_set1_epi32(four);
-        } else if (bits == 3) {
-            long long eight;
-            memcpy(&eight, entries + 8 * i, sizeof eight);
-            t = _mm512_set1_epi64(eight);
-        } else {
-            t = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)(entries + 16 * i)));
-        }
-        table[i] = t;
+        table[i] = anyprec_avx512_row_table(m, r0 + i, whole, bits);
         if (bits != 3)
-            table[PMPD_ANYPREC_ROW_BLOCK + i] = _mm512_permutexvar_epi8(bits == 2 ? two_pairs : swap_halves, t);
+            table[PMPD_ANYPREC_ROW_BLOCK + i] = anyprec_avx512_high_table(table[i], bits);
     }
 }
 
@@ -103,9 +118,27 @@ ANYPREC_AVX512_INLINE __m512i anyprec_avx512_plane(const unsigned char *plane)
     return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)plane));
 }
 
-/* dot + entries (unsigned) times activations x, in int32 sums of four. */
-ANYPREC_AVX512_INLINE __m512i anyprec_avx512_dot(__m512i dot, __m512i table, __m512i codes, __m512i x)
+/* The row blocks of a share read its partial superblock in one pass
+ * (anyprec_avx512_gemv_share): member b's codes sit in bytes [b span,
+ * (b + 1) span) of each 32, and its table in the b-th 64 / members bytes of
+ * a merged one, so an index keeps its low 6 - tail_shift bits (keep) and
+ * takes the member's number above them (member, per byte); lanes[b]
+ * selects the int32 sums of member b's bytes. */
+typedef struct anyprec_avx512_share {
+    __m512i keep, member;
+    __mmask16 lanes[4];
+} anyprec_avx512_share;
+
+/* VPTERNLOGD's truth table for "(a & b) | c". */
+#define ANYPREC_AVX512_KEEP_OR 0xEA
+
+/* dot + entries (unsigned) times activations x, in int32 sums of four;
+ * with sh, codes index a share's merged table. */
+ANYPREC_AVX512_INLINE __m512i anyprec_avx512_dot(__m512i dot, __m512i table, __m512i codes, __m512i x,
+                                                 const anyprec_avx512_share *sh)
 {
+    if (sh)
+        codes = _mm512_ternarylogic_epi32(codes, sh->keep, sh->member, ANYPREC_AVX512_KEEP_OR);
     return _mm512_dpbusd_epi32(dot, _mm512_permutexvar_epi8(codes, table), x);
 }
 
@@ -122,7 +155,8 @@ ANYPREC_AVX512_INLINE __m512i anyprec_avx512_dot(__m512i dot, __m512i table, __m
  *           bits lie above the upper two (the swapped table). */
 ANYPREC_AVX512_INLINE __m512i anyprec_avx512_row_super(const __m512i *table, unsigned i, const unsigned char *field,
                                                        const unsigned char *const *plane, size_t at,
-                                                       const __m512i *x, const unsigned bits)
+                                                       const __m512i *x, const anyprec_avx512_share *sh,
+                                                       const unsigned bits)
 {
     const __m512i f = _mm512_loadu_si512((const void *)(field + 64 * i));
     const __m512i m33 = _mm512_set1_epi8(0x33), m55 = _mm512_set1_epi8(0x55);
@@ -132,10 +166,10 @@ ANYPREC_AVX512_INLINE __m512i anyprec_avx512_row_super(const __m512i *table, uns
     __m512i dot = _mm512_setzero_si512(), c02, c13, t13 = t;
     if (bits == 2) {
         const __m512i hi = _mm512_srli_epi16(f, 4), by_high = table[PMPD_ANYPREC_ROW_BLOCK + i];
-        dot = anyprec_avx512_dot(dot, t, f, x[0]);
-        dot = anyprec_avx512_dot(dot, by_high, f, x[2]);
-        dot = anyprec_avx512_dot(dot, t, hi, x[1]);
-        return anyprec_avx512_dot(dot, by_high, hi, x[3]);
+        dot = anyprec_avx512_dot(dot, t, f, x[0], sh);
+        dot = anyprec_avx512_dot(dot, by_high, f, x[2], sh);
+        dot = anyprec_avx512_dot(dot, t, hi, x[1], sh);
+        return anyprec_avx512_dot(dot, by_high, hi, x[3], sh);
     }
     if (bits == 3) {
         const __m512i p2 = _mm512_sllv_epi16(anyprec_avx512_plane(plane[2] + at), left_low);
@@ -149,10 +183,10 @@ ANYPREC_AVX512_INLINE __m512i anyprec_avx512_row_super(const __m512i *table, uns
         c13 = _mm512_ternarylogic_epi32(m33, _mm512_srlv_epi16(o, left_high), f, ANYPREC_AVX512_SELECT);
         t13 = table[PMPD_ANYPREC_ROW_BLOCK + i];
     }
-    dot = anyprec_avx512_dot(dot, t, c02, x[0]);
-    dot = anyprec_avx512_dot(dot, t, _mm512_srli_epi16(c02, 4), x[1]);
-    dot = anyprec_avx512_dot(dot, t13, c13, x[2]);
-    return anyprec_avx512_dot(dot, t13, _mm512_srli_epi16(c13, 4), x[3]);
+    dot = anyprec_avx512_dot(dot, t, c02, x[0], sh);
+    dot = anyprec_avx512_dot(dot, t, _mm512_srli_epi16(c02, 4), x[1], sh);
+    dot = anyprec_avx512_dot(dot, t13, c13, x[2], sh);
+    return anyprec_avx512_dot(dot, t13, _mm512_srli_epi16(c13, 4), x[3], sh);
 }
 
 /* The superblock's activations as x[k] = group k | group k + 4. */
@@ -169,6 +203,19 @@ ANYPREC_AVX512_INLINE void anyprec_avx512_input(const int8_t *in, __m512i *x)
             _mm256_loadu_si256((const __m256i *)(const void *)(in + 128 + 32 * k)), 1);
 }
 
+/* The slices' bytes a superblock of a block ahead of this one. */
+ANYPREC_AVX512_INLINE void anyprec_avx512_prefetch(const unsigned char *field, const unsigned char *const *plane,
+                                                   const unsigned bits)
+{
+    unsigned i, p;
+    for (i = 0; i < 4; i++)
+        _mm_prefetch((const char *)field + ANYPREC_AVX512_PREFETCH + 64 * i, _MM_HINT_T0);
+    for (p = 2; p < bits; p++) {
+        _mm_prefetch((const char *)plane[p] + ANYPREC_AVX512_PREFETCH / 2, _MM_HINT_T0);
+        _mm_prefetch((const char *)plane[p] + ANYPREC_AVX512_PREFETCH / 2 + 64, _MM_HINT_T0);
+    }
+}
+
 /* Superblock s of the four rows of the block (field: their 2-bit slice,
  * plane[p]: plane p's bytes), added to acc. */
 ANYPREC_AVX512_INLINE void anyprec_avx512_block_super(const unsigned char *field, const unsigned char *const *plane,
@@ -178,18 +225,13 @@ ANYPREC_AVX512_INLINE void anyprec_avx512_block_super(const unsigned char *field
 {
     const __m512 scale = _mm512_set1_ps(u->scale[s]);
     __m512i x[4];
-    unsigned i, p;
-    for (i = 0; i < 4; i++)
-        _mm_prefetch((const char *)field + ANYPREC_AVX512_PREFETCH + 64 * i, _MM_HINT_T0);
-    for (p = 2; p < bits; p++) {
-        _mm_prefetch((const char *)plane[p] + ANYPREC_AVX512_PREFETCH / 2, _MM_HINT_T0);
-        _mm_prefetch((const char *)plane[p] + ANYPREC_AVX512_PREFETCH / 2 + 64, _MM_HINT_T0);
-    }
+    unsigned i;
+    anyprec_avx512_prefetch(field, plane, bits);
     anyprec_avx512_input(pmpd_anyprec_super_input(xq, u, m->cols, s), x);
 #pragma GCC unroll 4
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(anyprec_avx512_row_super(table, i, field, plane, 32 * i, x, bits)),
-                                 scale, acc[i]);
+        acc[i] = _mm512_fmadd_ps(
+            _mm512_cvtepi32_ps(anyprec_avx512_row_super(table, i, field, plane, 32 * i, x, NULL, bits)), scale, acc[i]);
 }
 
 /* The four accumulators' sums, in order: 14 shuffles and adds where four
@@ -206,21 +248,19 @@ ANYPREC_AVX512_INLINE __m128 anyprec_avx512_sum4(const __m512 *acc)
     return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), v));
 }
 
-/* The four rows of block r0 (r0 a multiple of 4); stores those inside
- * [row_begin, row_end).  The whole superblocks' addresses advance by
- * pmpd_anyprec_whole_step; only the shared partial one is looked up. */
-ANYPREC_AVX512_INLINE void anyprec_avx512_gemv_block(const pmpd_anyprec_matrix *m, const int8_t *xq,
-                                                     const pmpd_anyprec_units *u, float *y, uint32_t r0,
-                                                     uint32_t row_begin, uint32_t row_end, const unsigned bits)
+/* The whole superblocks of the four rows of block r0 added to acc; their
+ * addresses advance by pmpd_anyprec_whole_step. */
+ANYPREC_AVX512_INLINE void anyprec_avx512_block_whole(const pmpd_anyprec_matrix *m, const int8_t *xq,
+                                                      const pmpd_anyprec_units *u, uint32_t r0, __m512 *acc,
+                                                      const unsigned bits)
 {
     __m512i table[2 * PMPD_ANYPREC_ROW_BLOCK];
-    __m512 acc[PMPD_ANYPREC_ROW_BLOCK];
     const unsigned char *plane[PMPD_ANYPREC_MAX_BITS], *field;
-    uint32_t s, i;
+    uint32_t s;
     unsigned p;
+    if (m->full == 0)
+        return;
     anyprec_avx512_block_tables(m, r0, table, bits);
-    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
-        acc[i] = _mm512_setzero_ps();
     field = pmpd_anyprec_super_slices(m, r0, 0, bits, plane);
     for (s = 0; s < m->full; s++) {
         anyprec_avx512_block_super(field, plane, m, xq, u, s, table, acc, bits);
@@ -228,20 +268,162 @@ ANYPREC_AVX512_INLINE void anyprec_avx512_gemv_block(const pmpd_anyprec_matrix *
         for (p = 2; p < bits; p++)
             plane[p] += pmpd_anyprec_whole_step(m, p);
     }
-    if (s < m->superblocks) {
-        field = pmpd_anyprec_super_slices(m, r0, s, bits, plane);
-        anyprec_avx512_block_super(field, plane, m, xq, u, s, table, acc, bits);
+}
+
+/* The four rows of block r0 (r0 a multiple of 4), its partial superblock
+ * (if any) read for this block alone; stores the rows inside [row_begin,
+ * row_end). */
+ANYPREC_AVX512_INLINE void anyprec_avx512_gemv_block(const pmpd_anyprec_matrix *m, const int8_t *xq,
+                                                     const pmpd_anyprec_units *u, float *y, uint32_t r0,
+                                                     uint32_t row_begin, uint32_t row_end, const unsigned bits)
+{
+    __m512 acc[PMPD_ANYPREC_ROW_BLOCK];
+    uint32_t i;
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+        acc[i] = _mm512_setzero_ps();
+    anyprec_avx512_block_whole(m, xq, u, r0, acc, bits);
+    if (m->full < m->superblocks) {
+        __m512i table[2 * PMPD_ANYPREC_ROW_BLOCK];
+        const unsigned char *plane[PMPD_ANYPREC_MAX_BITS], *field;
+        anyprec_avx512_block_tables(m, r0, table, bits);
+        field = pmpd_anyprec_super_slices(m, r0, m->full, bits, plane);
+        anyprec_avx512_block_super(field, plane, m, xq, u, m->full, table, acc, bits);
     }
     pmpd_anyprec_store_block_x86(m, bits, u->sum, anyprec_avx512_sum4(acc), y, r0, row_begin, row_end);
+}
+
+/* The members of a share (row blocks r0, r0 + 4, ...: members = 1 <<
+ * tail_shift of them, a constant after inlining): each member's whole
+ * superblocks, then the partial superblock they share in one pass.  Each
+ * row's 64 bytes there hold every member's codes (anyprec.h), and xdup
+ * holds the tail activations once for each member's slots, so one pass
+ * gives every member's sums in its own lanes, where reading it once per
+ * member spent (members - 1) / members of the work on zero activations:
+ * on pycode21M's 384 columns the passes per row block fall from 2 to 1.5
+ * (2728 x 384 in L2, Zen5: 1.15-1.19x faster at 2 and 3 bits, the same at
+ * 4).  The members' accumulators stay in registers so that the slices are
+ * read in their stored order, whole superblocks first: the shared one
+ * first measured about 1.1x slower from memory at 2 and 4 bits. */
+ANYPREC_AVX512_INLINE void anyprec_avx512_gemv_share(const pmpd_anyprec_matrix *m, const int8_t *xq,
+                                                     const pmpd_anyprec_units *u, const int8_t *xdup,
+                                                     const anyprec_avx512_share *sh, float *y, uint32_t r0,
+                                                     uint32_t row_begin, uint32_t row_end, const unsigned members,
+                                                     const unsigned bits)
+{
+    const __m512 scale = _mm512_set1_ps(u->scale[m->full]);
+    __m512i table[2 * PMPD_ANYPREC_ROW_BLOCK], x[4];
+    __m512 acc[4][PMPD_ANYPREC_ROW_BLOCK];
+    const unsigned char *plane[PMPD_ANYPREC_MAX_BITS], *field;
+    unsigned i, b;
+#pragma GCC unroll 4
+    for (b = 0; b < members; b++) {
+#pragma GCC unroll 4
+        for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
+            acc[b][i] = _mm512_setzero_ps();
+        anyprec_avx512_block_whole(m, xq, u, r0 + PMPD_ANYPREC_ROW_BLOCK * b, acc[b], bits);
+    }
+#pragma GCC unroll 4
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
+        /* member b's table in 64-bit lanes [8 b / members, 8 (b + 1) / members) */
+        __m512i t = anyprec_avx512_row_table(m, r0 + i, r0 + PMPD_ANYPREC_ROW_BLOCK <= m->rows, bits);
+#pragma GCC unroll 4
+        for (b = 1; b < members; b++) {
+            const uint32_t rb = r0 + PMPD_ANYPREC_ROW_BLOCK * b;
+            t = _mm512_mask_blend_epi64((__mmask8)(((1u << (8 / members)) - 1) << (8 / members * b)), t,
+                                        anyprec_avx512_row_table(m, rb + i, rb + PMPD_ANYPREC_ROW_BLOCK <= m->rows,
+                                                                 bits));
+        }
+        table[i] = t;
+        if (bits != 3)
+            table[PMPD_ANYPREC_ROW_BLOCK + i] = anyprec_avx512_high_table(t, bits);
+    }
+    field = pmpd_anyprec_super_slices(m, r0, m->full, bits, plane);
+    anyprec_avx512_prefetch(field, plane, bits);
+    anyprec_avx512_input(xdup, x);
+#pragma GCC unroll 4
+    for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
+        const __m512 dot =
+            _mm512_cvtepi32_ps(anyprec_avx512_row_super(table, i, field, plane, 32 * i, x, sh, bits));
+#pragma GCC unroll 4
+        for (b = 0; b < members; b++)
+            acc[b][i] = _mm512_mask3_fmadd_ps(dot, scale, acc[b][i], sh->lanes[b]);
+    }
+#pragma GCC unroll 4
+    for (b = 0; b < members; b++)
+        pmpd_anyprec_store_block_x86(m, bits, u->sum, anyprec_avx512_sum4(acc[b]), y, r0 + PMPD_ANYPREC_ROW_BLOCK * b,
+                                     row_begin, row_end);
+}
+
+/* Rows [row_begin, row_end) by shares where a whole share lies in the
+ * range, else block by block; bits a constant after inlining. */
+ANYPREC_AVX512_INLINE void anyprec_avx512_gemv_rows(const pmpd_anyprec_matrix *m, const int8_t *xq,
+                                                    const pmpd_anyprec_units *u, const int8_t *xdup,
+                                                    const anyprec_avx512_share *sh, float *y, uint32_t row_begin,
+                                                    uint32_t row_end, const unsigned bits)
+{
+    const uint32_t share_rows = PMPD_ANYPREC_ROW_BLOCK << m->tail_shift;
+    uint32_t r0 = row_begin / PMPD_ANYPREC_ROW_BLOCK * PMPD_ANYPREC_ROW_BLOCK;
+    while (r0 < row_end) {
+        if (sh && r0 % share_rows == 0 && r0 + share_rows - PMPD_ANYPREC_ROW_BLOCK < row_end) {
+            if (m->tail_shift == 1)
+                anyprec_avx512_gemv_share(m, xq, u, xdup, sh, y, r0, row_begin, row_end, 2, bits);
+            else
+                anyprec_avx512_gemv_share(m, xq, u, xdup, sh, y, r0, row_begin, row_end, 4, bits);
+            r0 += share_rows;
+        } else {
+            anyprec_avx512_gemv_block(m, xq, u, y, r0, row_begin, row_end, bits);
+            r0 += PMPD_ANYPREC_ROW_BLOCK;
+        }
+    }
+}
+
+/* The share constants for a layout whose partial superblock is shared
+ * (tail_shift 1 or 2), and xdup: the tail activations in every member's
+ * slots (slot 32 g + j holds tail column span g + j % span). */
+static void anyprec_avx512_share_setup(const pmpd_anyprec_matrix *m, const pmpd_anyprec_units *u, int8_t *xdup,
+                                       anyprec_avx512_share *sh)
+{
+    /* span = 32 >> tail_shift: shifts and masks, not divisions (once per
+     * call, but 384 of them cost a tenth of a 2728 x 384 product) */
+    const unsigned span_bits = 5 - m->tail_shift, low = 6 - m->tail_shift, span_mask = (1u << span_bits) - 1;
+    unsigned char member[64];
+    unsigned k, b;
+    for (k = 0; k < PMPD_ANYPREC_SUPER; k++)
+        xdup[k] = u->tail[(k & ~(PMPD_ANYPREC_GROUP - 1u)) | (k & span_mask)];
+    for (k = 0; k < 64; k++)
+        member[k] = (unsigned char)((k % PMPD_ANYPREC_GROUP) >> span_bits << low);
+    sh->member = _mm512_loadu_si512((const void *)member);
+    sh->keep = _mm512_set1_epi8((char)((1u << low) - 1));
+    for (b = 0; b < 4; b++) {
+        unsigned lanes = 0;
+        for (k = 0; k < 16; k++)
+            if ((4 * k % PMPD_ANYPREC_GROUP) >> span_bits == b)
+                lanes |= 1u << k;
+        sh->lanes[b] = (__mmask16)lanes;
+    }
 }
 
 PMPD_INTERNAL void pmpd_anyprec_gemv_avx512(const pmpd_anyprec_matrix *m, unsigned bits, const int8_t *xq,
                                             const float *xscale, float *y, uint32_t row_begin, uint32_t row_end)
 {
-    PMPD_ANYPREC_GEMV_BLOCKS(anyprec_avx512_gemv_block, m, bits, xq, xscale, y, row_begin, row_end);
+    pmpd_anyprec_units u;
+    anyprec_avx512_share share, *sh = NULL;
+    int8_t xdup[PMPD_ANYPREC_SUPER];
+    pmpd_anyprec_prepare_units(m, xq, xscale, &u);
+    if (m->tail_shift > 0 && m->full < m->superblocks) {
+        anyprec_avx512_share_setup(m, &u, xdup, &share);
+        sh = &share;
+    }
+    if (bits == 2)
+        anyprec_avx512_gemv_rows(m, xq, &u, xdup, sh, y, row_begin, row_end, 2);
+    else if (bits == 3)
+        anyprec_avx512_gemv_rows(m, xq, &u, xdup, sh, y, row_begin, row_end, 3);
+    else
+        anyprec_avx512_gemv_rows(m, xq, &u, xdup, sh, y, row_begin, row_end, 4);
 }
 
 #undef ANYPREC_AVX512_PREFETCH
 #undef ANYPREC_AVX512_SELECT
+#undef ANYPREC_AVX512_KEEP_OR
 #undef ANYPREC_AVX512_INLINE
 #endif
