@@ -45,7 +45,7 @@ void mca_tcq(unsigned shift, const tcq_neon_consts *consts, const uint8_t *bytes
     memcpy(sums, acc, sizeof sums);                                                                                  \
     anyprec_neon_block_tables(m, 0, bits, table);                                                                     \
     MCA_BEGIN(name);                                                                                                 \
-    anyprec_neon_block_super(m, xq, u, 0, s, table, sums, bits);                                                     \
+    anyprec_neon_block_super(m, xq, u, 0, s, table, sums, 2, bits);                                                  \
     MCA_END(name);                                                                                                   \
     memcpy(acc, sums, sizeof sums)
 

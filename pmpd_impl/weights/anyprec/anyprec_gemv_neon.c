@@ -204,7 +204,11 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_quarter(int32x4_t *dot, const uint8x
 
 /* Superblock s of the four rows of block r0, added to acc: the loop body
  * (and the region tests/mca/neon_gemv_regions.c measures), a quarter (4
- * groups, 16 columns of each) at a time, with a fence after each; at 4
+ * groups, 16 columns of each) at a time, with a fence after each.  Only
+ * columns 0..15 of each group when halves is 1: a partial superblock
+ * shared by row blocks (anyprec.h) gives each block at most 16 of a
+ * group's 32 slots, the rest meeting zero activations (pycode21M's 384
+ * columns: 6 quarters per row block instead of 8).  At 4
  * bits both halves of columns 0..15, then of 16..31, so the merged upper
  * planes of a chunk serve two quarters (kept in registers across the
  * fence; the other widths measured the same or 0.1 cycle worse in that
@@ -213,7 +217,8 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_quarter(int32x4_t *dot, const uint8x
  * issues an LDP of Q registers in 6 cycles, two LDRs in 2. */
 ANYPREC_NEON_INLINE void anyprec_neon_block_super(const pmpd_anyprec_matrix *m, const int8_t *xq,
                                                   const pmpd_anyprec_units *u, uint32_t r0, uint32_t s,
-                                                  const uint8x16_t *table, float32x4_t *acc, const unsigned bits)
+                                                  const uint8x16_t *table, float32x4_t *acc, const unsigned halves,
+                                                  const unsigned bits)
 {
     const unsigned char *plane[PMPD_ANYPREC_MAX_BITS];
     const int8_t *x = pmpd_anyprec_super_input(xq, u, m->cols, s);
@@ -226,8 +231,10 @@ ANYPREC_NEON_INLINE void anyprec_neon_block_super(const pmpd_anyprec_matrix *m, 
         dot[i] = vdupq_n_s32(0);
 #pragma GCC unroll 4
     for (q = 0; q < 4; q++) {
-        anyprec_neon_block_quarter(dot, table, field, plane, bits == 4 ? q % 2 : q / 2, bits == 4 ? q / 2 : q % 2, x,
-                                   eo, bits);
+        const unsigned c = bits == 4 ? q / 2 : q % 2;
+        if (c >= halves)
+            continue;
+        anyprec_neon_block_quarter(dot, table, field, plane, bits == 4 ? q % 2 : q / 2, c, x, eo, bits);
         ANYPREC_NEON_FENCE(dot);
     }
 #pragma GCC unroll 4
@@ -305,8 +312,14 @@ ANYPREC_NEON_INLINE void anyprec_neon_gemv_block(const pmpd_anyprec_matrix *m, c
 #pragma GCC unroll 4
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
         acc[i] = vdupq_n_f32(0.0f);
-    for (s = 0; s < m->superblocks; s++)
-        anyprec_neon_block_super(m, xq, u, r0, s, table, acc, bits);
+    for (s = 0; s < m->full; s++)
+        anyprec_neon_block_super(m, xq, u, r0, s, table, acc, 2, bits);
+    if (s < m->superblocks) {
+        if (m->tail_shift > 0)
+            anyprec_neon_block_super(m, xq, u, r0, s, table, acc, 1, bits);
+        else
+            anyprec_neon_block_super(m, xq, u, r0, s, table, acc, 2, bits);
+    }
     anyprec_neon_store_block(m, bits, u->sum, acc, y, r0, row_begin, row_end);
 }
 
