@@ -20,6 +20,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "pmpd_impl/weights/anyprec/anyprec_prefetch_x86.h"
 #include "pmpd_impl/weights/anyprec/anyprec_store_x86.h"
 
 /* Bytes ahead in the 2-bit slice that the GEMV prefetches (half as far in
@@ -210,15 +211,8 @@ ANYPREC_AVX2_INLINE void anyprec_avx2_super_rows(const int8_t *x, __m256 scale, 
                                                  const unsigned char *const *plane, const __m256i *table, __m256 *acc,
                                                  const unsigned bits)
 {
-    unsigned i, p;
-    /* The block's next bytes, 4 lines of the 2-bit slice and 2 of each
-     * other plane per superblock, so the streams never wait. */
-    for (i = 0; i < 4; i++)
-        _mm_prefetch((const char *)field + ANYPREC_AVX2_PREFETCH + 64 * i, _MM_HINT_T0);
-    for (p = 2; p < bits; p++) {
-        _mm_prefetch((const char *)plane[p] + ANYPREC_AVX2_PREFETCH / 2, _MM_HINT_T0);
-        _mm_prefetch((const char *)plane[p] + ANYPREC_AVX2_PREFETCH / 2 + 64, _MM_HINT_T0);
-    }
+    unsigned i;
+    pmpd_anyprec_prefetch_x86(field, plane, bits, ANYPREC_AVX2_PREFETCH);
 #pragma GCC unroll 4
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
         /* Each row reads the activations through a copy of the pointer the

@@ -26,6 +26,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "pmpd_impl/weights/anyprec/anyprec_prefetch_x86.h"
 #include "pmpd_impl/weights/anyprec/anyprec_store_x86.h"
 
 /* Bytes ahead in the 2-bit slice that the GEMV prefetches (half as far in
@@ -203,19 +204,6 @@ ANYPREC_AVX512_INLINE void anyprec_avx512_input(const int8_t *in, __m512i *x)
             _mm256_loadu_si256((const __m256i *)(const void *)(in + 128 + 32 * k)), 1);
 }
 
-/* The slices' bytes a superblock of a block ahead of this one. */
-ANYPREC_AVX512_INLINE void anyprec_avx512_prefetch(const unsigned char *field, const unsigned char *const *plane,
-                                                   const unsigned bits)
-{
-    unsigned i, p;
-    for (i = 0; i < 4; i++)
-        _mm_prefetch((const char *)field + ANYPREC_AVX512_PREFETCH + 64 * i, _MM_HINT_T0);
-    for (p = 2; p < bits; p++) {
-        _mm_prefetch((const char *)plane[p] + ANYPREC_AVX512_PREFETCH / 2, _MM_HINT_T0);
-        _mm_prefetch((const char *)plane[p] + ANYPREC_AVX512_PREFETCH / 2 + 64, _MM_HINT_T0);
-    }
-}
-
 /* Superblock s of the four rows of the block (field: their 2-bit slice,
  * plane[p]: plane p's bytes), added to acc. */
 ANYPREC_AVX512_INLINE void anyprec_avx512_block_super(const unsigned char *field, const unsigned char *const *plane,
@@ -226,7 +214,7 @@ ANYPREC_AVX512_INLINE void anyprec_avx512_block_super(const unsigned char *field
     const __m512 scale = _mm512_set1_ps(u->scale[s]);
     __m512i x[4];
     unsigned i;
-    anyprec_avx512_prefetch(field, plane, bits);
+    pmpd_anyprec_prefetch_x86(field, plane, bits, ANYPREC_AVX512_PREFETCH);
     anyprec_avx512_input(pmpd_anyprec_super_input(xq, u, m->cols, s), x);
 #pragma GCC unroll 4
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++)
@@ -338,7 +326,7 @@ ANYPREC_AVX512_INLINE void anyprec_avx512_gemv_share(const pmpd_anyprec_matrix *
             table[PMPD_ANYPREC_ROW_BLOCK + i] = anyprec_avx512_high_table(t, bits);
     }
     field = pmpd_anyprec_super_slices(m, r0, m->full, bits, plane);
-    anyprec_avx512_prefetch(field, plane, bits);
+    pmpd_anyprec_prefetch_x86(field, plane, bits, ANYPREC_AVX512_PREFETCH);
     anyprec_avx512_input(xdup, x);
 #pragma GCC unroll 4
     for (i = 0; i < PMPD_ANYPREC_ROW_BLOCK; i++) {
