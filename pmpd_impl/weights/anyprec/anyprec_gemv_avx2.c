@@ -20,7 +20,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "pmpd_impl/weights/anyprec/anyprec_prefetch_x86.h"
+#include "pmpd_impl/weights/anyprec/anyprec_x86.h"
 #include "pmpd_impl/weights/anyprec/anyprec_store_x86.h"
 
 /* Bytes ahead in the 2-bit slice that the GEMV prefetches (half as far in
@@ -139,15 +139,6 @@ ANYPREC_AVX2_INLINE __m256i anyprec_avx2_pair_table(const __m256i *table, unsign
     return bits == 4 && q % 2 ? table[PMPD_ANYPREC_ROW_BLOCK + i] : table[i];
 }
 
-/* Row r's table in both 128-bit lanes, zero past the last row (the
- * padding rows of a block). */
-static __m256i anyprec_avx2_row_table(const pmpd_anyprec_matrix *m, unsigned bits, uint32_t r)
-{
-    unsigned char entries[16];
-    pmpd_anyprec_row_entries(m, bits, r, entries);
-    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)entries));
-}
-
 /* Groups 2q and 2q+1 of one row (pair q's codes, the table they index)
  * added to its int32 sums.  At 3 bits the
  * codes leave bits 3 and 7 of each byte clear, so the low nibble needs no
@@ -250,7 +241,7 @@ ANYPREC_AVX2_INLINE __m128i anyprec_avx2_row_entries(const pmpd_anyprec_matrix *
 {
     const unsigned char *entries = m->tables[bits] + ((size_t)r << bits);
     if (!whole)
-        return _mm256_castsi256_si128(anyprec_avx2_row_table(m, bits, r));
+        return pmpd_anyprec_entries_x86(m, bits, r);
     if (bits == 4)
         return _mm_loadu_si128((const __m128i *)(const void *)entries);
     if (bits == 3)
