@@ -135,6 +135,50 @@ static void test_greedy_is_argmax_lowest_id_on_ties(void **state)
     }
 }
 
+/* Greedy over vocabularies around the kernel's 16 lanes (a tail, one
+ * lane, a real vocabulary), with values drawn from a few levels so ties are
+ * common, and NaNs, infinities and signed zeros mixed in: the first id of
+ * the largest non-NaN value, found by the plainest loop. */
+static void test_greedy_any_size_ties_nans(void **state)
+{
+    static const uint32_t sizes[] = { 1, 2, 15, 16, 17, 31, 33, 255, 32000 };
+    static const float specials[] = { (float)NAN, (float)INFINITY, -(float)INFINITY, 0.0f, -0.0f };
+    static unsigned char raw[32000 * 64 + 2 * PMPD_ARENA_ALIGNMENT];
+    static float logits[32000];
+    size_t si;
+    (void)state;
+    for (si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        uint32_t n = sizes[si], i, trial;
+        pmpd_arena arena;
+        pmpd_sampler s;
+        pmpd_sampler_config config = { 0.0f, 0, 0.0f };
+        test_rng rng;
+        assert_int_equal(pmpd_arena_init(&arena, raw, sizeof raw), PMPD_OK);
+        assert_int_equal(pmpd_sampler_init(&s, &config, n, &arena), PMPD_OK);
+        test_rng_seed(&rng, 77 + n);
+        for (trial = 0; trial < 40; trial++) {
+            int32_t token = -1, best = -1;
+            for (i = 0; i < n; i++) {
+                uint32_t r = test_rng_u32(&rng);
+                logits[i] = r % 9 == 0 ? specials[(r >> 8) % 5] : (float)((int)((r >> 8) % 7) - 3);
+            }
+            if (trial == 0)
+                logits[0] = (float)NAN; /* nothing compares greater than it */
+            if (trial == 1)
+                for (i = 0; i < n; i++)
+                    logits[i] = (float)NAN;
+            for (i = 0; i < n; i++)
+                if (!isnan(logits[i]) && (best < 0 || logits[i] > logits[best]))
+                    best = (int32_t)i;
+            if (best < 0 || isnan(logits[0]))
+                best = 0;
+            assert_int_equal(pmpd_sampler_sample(&s, logits, NULL, &token), PMPD_OK);
+            if (token != best)
+                fail_msg("vocabulary %u, trial %u: token %d, expected %d", n, trial, token, best);
+        }
+    }
+}
+
 static void test_temperature_follows_softmax(void **state)
 {
     (void)state;
@@ -241,6 +285,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_is_argmax_lowest_id_on_ties),
+        cmocka_unit_test(test_greedy_any_size_ties_nans),
         cmocka_unit_test(test_temperature_follows_softmax),
         cmocka_unit_test(test_top_k_keeps_k_most_probable),
         cmocka_unit_test(test_top_p_keeps_the_nucleus),

@@ -322,6 +322,7 @@ PMPD_AVX2_INLINE void pmpd_avx2_gemm_tile(uint32_t type, const pmpd_qmatrix *w, 
         pmpd_avx2_store(acc[j], y, ldy, t0 + j, rb * PMPD_QROWS, row_end);
 }
 
+#if !PMPD_AVX2_VNNI
 /* The q2cb decode GEMV, on the same quartered walk, with less work per
  * block (without AVX-VNNI, where every multiply-add is three
  * instructions):
@@ -448,6 +449,7 @@ PMPD_AVX2_INLINE void pmpd_avx2_q2cb_decode(const pmpd_qmatrix *w, const pmpd_qa
         }
     }
 }
+#endif /* !PMPD_AVX2_VNNI */
 
 PMPD_AVX2_INLINE void pmpd_avx2_walk(uint32_t type, const pmpd_qmatrix *w, const pmpd_qact *act,
                                      const uint64_t *pairs, size_t row_begin, size_t row_end, float *y,
