@@ -345,7 +345,8 @@ static void run_weight_report(const pmpd_model *model, const run_precision *p, s
             bytes * (double)decoded / seconds * 1e-9);
 }
 
-/* A session and sampler in one malloc'ed arena, as planned. */
+/* A session and sampler in one malloc'ed arena, as planned, its pages
+ * touched before the first step (example_arena_block). */
 typedef struct run_engine {
     pmpd_session *session;
     pmpd_sampler sampler;
@@ -405,7 +406,7 @@ static int run_engine_open(const run_options *o, const pmpd_model *model, run_en
     if ((st = pmpd_sampler_plan(info->vocab_size, &sampler_bytes)) != PMPD_OK)
         return run_fail("sampler", st);
     e->planned = session_bytes + sampler_bytes;
-    e->block = malloc(e->planned + PMPD_ARENA_ALIGNMENT);
+    e->block = example_arena_block(e->planned);
     if (!e->block)
         return run_fail("arena", PMPD_ERR_OUT_OF_MEMORY);
     pmpd_arena_init(&e->arena, example_aligned(e->block), e->planned);

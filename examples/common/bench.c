@@ -1,4 +1,5 @@
 #include "examples/common/bench.h"
+#include "examples/common/model_file.h"
 #include "pmpd_impl/weights/w8a8/w8a8.h"
 
 #include <stdio.h>
@@ -364,9 +365,9 @@ pmpd_session *bench_session_open(const pmpd_model *model, const pmpd_session_con
     pmpd_arena arena;
     size_t bytes = 0;
     *block = NULL;
-    if (pmpd_session_plan(model, config, &bytes) != PMPD_OK || !(*block = malloc(bytes + 64)))
+    if (pmpd_session_plan(model, config, &bytes) != PMPD_OK || !(*block = example_arena_block(bytes)))
         return NULL;
-    pmpd_arena_init(&arena, *block, bytes + 64);
+    pmpd_arena_init(&arena, example_aligned(*block), bytes);
     if (pmpd_session_create(model, config, &arena, &s) != PMPD_OK) {
         free(*block);
         *block = NULL;

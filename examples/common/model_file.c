@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Room for the model's bookkeeping (tensor table, tokenizer index) and a
  * prompt's tokenizer scratch; the weights themselves are mapped, not copied. */
@@ -47,4 +48,12 @@ void *example_aligned(void *block)
 {
     uintptr_t a = (uintptr_t)block;
     return (unsigned char *)block + (PMPD_ARENA_ALIGNMENT - a % PMPD_ARENA_ALIGNMENT) % PMPD_ARENA_ALIGNMENT;
+}
+
+void *example_arena_block(size_t bytes)
+{
+    void *block = malloc(bytes + PMPD_ARENA_ALIGNMENT);
+    if (block)
+        memset(block, 0, bytes + PMPD_ARENA_ALIGNMENT);
+    return block;
 }
