@@ -854,6 +854,10 @@ pmpd_status pmpd_session_plan(const pmpd_model *model, const pmpd_session_config
  * config may be NULL for the defaults.  The model must outlive the session;
  * the session keeps pointers into the arena and the model only.  On failure
  * *out is NULL and the arena is restored to its level at the call.
+ * The session writes its KV rows a position at a time, so on a system with
+ * demand paging, arena pages nobody has touched fault in inside the decode
+ * steps that first reach them: for steady step times, write the arena's
+ * buffer once beforehand (or lock it) as pmpd-run does.
  * Errors: as pmpd_session_plan, plus PMPD_ERR_OUT_OF_MEMORY (the arena has
  * fewer bytes than planned) and PMPD_ERR_THREAD. */
 pmpd_status pmpd_session_create(const pmpd_model *model, const pmpd_session_config *config,
