@@ -100,7 +100,7 @@ LIB := $(BUILD)/libpmpd.a
 OFFLINE_LIB := $(BUILD)/libpmpd_offline.a
 
 .PHONY: all lib examples tests test check amalgamation amalgamation-test heap-check \
-        check-native check-cli check-asan check-oracles check-aarch64 check-arm32 deps size install bench bench-compare mca demo firmware-example \
+        check-native check-cli check-asan check-isas check-oracles check-aarch64 check-arm32 deps size install bench bench-compare mca demo firmware-example \
         fuzz fuzz-replay \
         clean help
 
@@ -193,6 +193,7 @@ check: deps
 	$(MAKE) -j$(JOBS) check-native
 	$(MAKE) -j$(JOBS) check-asan
 	$(MAKE) amalgamation-test
+	$(MAKE) check-isas
 	$(MAKE) -j$(JOBS) firmware-example
 	$(MAKE) heap-check
 	$(MAKE) -j$(JOBS) fuzz-replay
@@ -222,6 +223,22 @@ check-cli: $(BUILD)/pmpd-run $(BUILD)/pmpd-convert $(BUILD)/pmpd-mkgguf
 # descriptions (a third less compile time on a sample of four files).
 check-asan:
 	$(MAKE) BUILD=build/asan SAN=1 CFLAGS="-O1 -g1" TEST_REDUCED=1 test
+
+# Every source through clang's front end (-fsyntax-only: the warnings
+# without code generation, about 15 s a target) for the instruction sets
+# that select other kernels at compile time and that no build above
+# covers: AVX2 alone, AVX2 with AVX-VNNI, AVX-512 without and with VBMI,
+# and Armv8.0 / dotprod / i8mm.  A helper left unused under one of them
+# (the AVX2 q2cb decode under AVX-VNNI) broke -Werror builds unnoticed.
+ISA_TARGETS := -march=haswell -march=alderlake -march=skylake-avx512 -march=icelake-server \
+  --target=aarch64-linux-gnu,-march=armv8-a --target=aarch64-linux-gnu,-march=armv8.2-a+dotprod \
+  --target=aarch64-linux-gnu,-march=armv8.6-a+dotprod+i8mm
+check-isas:
+	@for t in $(ISA_TARGETS); do \
+	  flags=$$(echo $$t | tr ',' ' '); echo "== clang -fsyntax-only $$flags"; \
+	  printf '%s\n' $(RUNTIME_SRC) $(OFFLINE_SRC) | xargs -P $(JOBS) -n 16 \
+	    clang $(WARN) -I. -DPMPD_OFFLINE=1 $$flags -fsyntax-only || exit 1; \
+	done
 
 # The arm64 binaries run with Debian's multiarch arm64 libc and cmocka
 # (libcmocka-dev:arm64), whose loader qemu finds at /lib/ld-linux-aarch64.so.1.
@@ -437,7 +454,8 @@ clean:
 
 help:
 	@echo "make              library (build/libpmpd.a, build/libpmpd_offline.a) and examples"
-	@echo "make check        every test: native, ASan+UBSan, amalgamation (gcc, clang), heap check,"
+	@echo "make check        every test: native, ASan+UBSan, amalgamation (gcc, clang), clang over every"
+	@echo "                  compile-time ISA (check-isas), heap check,"
 	@echo "                  fuzz corpora replay, aarch64 under qemu (-cpu max and cortex-a53),"
 	@echo "                  32-bit armhf under qemu-arm, oracles (llama.cpp via npm node-llama-cpp)"
 	@echo "make check-oracles  only the tests against npm oracles (tests/oracle/run.sh)"
