@@ -306,6 +306,8 @@ ANYPREC_AVX2_INLINE __m128 anyprec_avx2_block_sums(const pmpd_anyprec_matrix *m,
     __m256 acc[PMPD_ANYPREC_ROW_BLOCK];
     const uint32_t end = partial ? m->superblocks : m->full;
     uint32_t s;
+    if (end == 0) /* a share's blocks without whole superblocks: no tables to build */
+        return _mm_setzero_ps();
     anyprec_avx2_block_tables(m, r0, table, bits);
     acc[0] = acc[1] = acc[2] = acc[3] = _mm256_setzero_ps();
     for (s = 0; s < end; s++)
@@ -377,10 +379,7 @@ PMPD_INTERNAL void pmpd_anyprec_gemv_avx2(const pmpd_anyprec_matrix *m, unsigned
     int8_t dup[PMPD_ANYPREC_SUPER], *xdup = NULL;
     pmpd_anyprec_prepare_units(m, xq, xscale, &u);
     if (m->tail_shift == 1 && m->full < m->superblocks) {
-        /* the tail's 16 columns of each group in both halves of its slots */
-        unsigned k;
-        for (k = 0; k < PMPD_ANYPREC_SUPER; k++)
-            dup[k] = u.tail[k & ~(PMPD_ANYPREC_GROUP / 2u)];
+        pmpd_anyprec_dup_tail_x86(m, &u, dup);
         xdup = dup;
     }
     if (bits == 2)

@@ -357,19 +357,17 @@ ANYPREC_AVX512_INLINE void anyprec_avx512_gemv_rows(const pmpd_anyprec_matrix *m
 }
 
 /* The share constants for a layout whose partial superblock is shared
- * (tail_shift 1 or 2), and xdup: the tail activations in every member's
- * slots (slot 32 g + j holds tail column span g + j % span). */
+ * (tail_shift 1 or 2), and xdup (pmpd_anyprec_dup_tail_x86).  span = 32 >>
+ * tail_shift: shifts and masks, not divisions (once per call, but about 400
+ * divisions are some 1.5 us, roughly a tenth of a 2728 x 384 product in
+ * L2: an estimate, perf showed the loop hot). */
 static void anyprec_avx512_share_setup(const pmpd_anyprec_matrix *m, const pmpd_anyprec_units *u, int8_t *xdup,
                                        anyprec_avx512_share *sh)
 {
-    /* span = 32 >> tail_shift: shifts and masks, not divisions (once per
-     * call, but about 400 divisions are some 1.5 us, roughly a tenth of a
-     * 2728 x 384 product in L2: an estimate, perf showed the loop hot) */
-    const unsigned span_bits = 5 - m->tail_shift, low = 6 - m->tail_shift, span_mask = (1u << span_bits) - 1;
+    const unsigned span_bits = 5 - m->tail_shift, low = 6 - m->tail_shift;
     unsigned char member[64];
     unsigned k, b;
-    for (k = 0; k < PMPD_ANYPREC_SUPER; k++)
-        xdup[k] = u->tail[(k & ~(PMPD_ANYPREC_GROUP - 1u)) | (k & span_mask)];
+    pmpd_anyprec_dup_tail_x86(m, u, xdup);
     for (k = 0; k < 64; k++)
         member[k] = (unsigned char)((k % PMPD_ANYPREC_GROUP) >> span_bits << low);
     sh->member = _mm512_loadu_si512((const void *)member);

@@ -1,7 +1,7 @@
 /*
  * What the AVX2 and AVX-512 GEMVs share besides the last step
- * (anyprec_store_x86.h): the software prefetch of a block's slices, and a
- * padding row's table entries.
+ * (anyprec_store_x86.h): the software prefetch of a block's slices, a
+ * padding row's table entries, and a shared superblock's activations.
  */
 #ifndef PMPD_WEIGHTS_ANYPREC_X86_H
 #define PMPD_WEIGHTS_ANYPREC_X86_H
@@ -36,6 +36,19 @@ static inline __m128i pmpd_anyprec_entries_x86(const pmpd_anyprec_matrix *m, uns
     unsigned char entries[16];
     pmpd_anyprec_row_entries(m, bits, r, entries);
     return _mm_loadu_si128((const __m128i *)(const void *)entries);
+}
+
+/* The tail activations once in each member's slots of a shared partial
+ * superblock (tail_shift 1 or 2, span = 32 >> tail_shift columns a group):
+ * slot 32 g + j holds tail column span g + j % span, so one pass over the
+ * shared codes meets every member's activations.  Shifts and masks, not
+ * divisions: once per call, on the GEMV's path. */
+static inline void pmpd_anyprec_dup_tail_x86(const pmpd_anyprec_matrix *m, const pmpd_anyprec_units *u, int8_t *xdup)
+{
+    const unsigned span_mask = (1u << (5 - m->tail_shift)) - 1;
+    unsigned k;
+    for (k = 0; k < PMPD_ANYPREC_SUPER; k++)
+        xdup[k] = u->tail[(k & ~(PMPD_ANYPREC_GROUP - 1u)) | (k & span_mask)];
 }
 
 #endif
