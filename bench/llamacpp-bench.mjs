@@ -30,7 +30,11 @@ const llama = await getLlama({
         if (m) variant = m[1];
     },
 });
-const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
+// LLAMA_MMAP=0: llama.cpp reads the weights into its own buffer instead of
+// mapping the file (pmpd reads large files into huge pages on Linux, so the
+// comparison times llama.cpp both ways).
+const useMmap = process.env.LLAMA_MMAP !== "0";
+const model = await llama.loadModel({ modelPath, gpuLayers: 0, useMmap });
 const text = readFileSync(promptFile, "utf8");
 const promptIds = [model.tokens.bos, ...model.tokenize(text)];
 const batch = mode === "prefill" ? tokens : 8;
@@ -63,7 +67,7 @@ if (mode === "prefill") {
     rate = (count - 1) / (Number(last - first) * 1e-9);
 }
 const release = llama.llamaCppRelease;
-console.log(JSON.stringify({ rate, tokens: count, threads: context.currentThreads ?? threads, variant,
+console.log(JSON.stringify({ rate, tokens: count, threads: context.currentThreads ?? threads, variant, mmap: useMmap,
                              release: `${release.repo}@${release.release}` }));
 await context.dispose();
 await model.dispose();

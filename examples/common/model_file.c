@@ -1,9 +1,16 @@
+/* posix_memalign and, on Linux, madvise(MADV_HUGEPAGE) */
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE 1
+#endif
 #include "examples/common/model_file.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#endif
 
 /* Room for the model's bookkeeping (tensor table, tokenizer index) and a
  * prompt's tokenizer scratch; the weights themselves are mapped, not copied. */
@@ -52,7 +59,16 @@ void *example_aligned(void *block)
 
 void *example_arena_block(size_t bytes)
 {
-    void *block = malloc(bytes + PMPD_ARENA_ALIGNMENT);
+    void *block = NULL;
+#ifdef MADV_HUGEPAGE
+    const size_t huge = (size_t)2 << 20;
+    if (bytes >= 2 * huge && posix_memalign(&block, huge, bytes + PMPD_ARENA_ALIGNMENT) == 0)
+        madvise(block, bytes + PMPD_ARENA_ALIGNMENT, MADV_HUGEPAGE); /* a hint: 4 KiB pages otherwise */
+    else
+        block = NULL;
+#endif
+    if (!block)
+        block = malloc(bytes + PMPD_ARENA_ALIGNMENT);
     if (block)
         memset(block, 0, bytes + PMPD_ARENA_ALIGNMENT);
     return block;
