@@ -144,16 +144,6 @@ $(NO_MMAP_PORT): platform/posix.c
 $(BUILD)/tests/test_model_read_fallback: $(NO_MMAP_PORT)
 $(BUILD)/tests/test_model_read_fallback: TEST_PORT := $(NO_MMAP_PORT)
 
-# test_model_huge_pages links a POSIX port built with
-# PMPD_HUGE_PAGES_MIN_BYTES=1 the same way, so even a small model file takes
-# the read-into-huge-pages path.
-HUGE_PAGES_PORT := $(BUILD)/obj/huge-pages/platform/posix.o
-$(HUGE_PAGES_PORT): platform/posix.c
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -DPMPD_HUGE_PAGES_MIN_BYTES=1 -c -o $@ $<
-$(BUILD)/tests/test_model_huge_pages: $(HUGE_PAGES_PORT)
-$(BUILD)/tests/test_model_huge_pages: TEST_PORT := $(HUGE_PAGES_PORT)
-
 # test_w8a8_delegate links a W8A8 format object built with
 # -DPMPD_W8A8_DELEGATE=test_w8a8_delegate ahead of the library, so every
 # W8A8 product goes through the test's delegate (w8a8.h says how a board's

@@ -270,14 +270,7 @@ pmpd_status pmpd_model_open_memory(const void *data, size_t size, pmpd_arena *ar
 
 /* Opens a container file: mapped read-only through the platform layer where
  * possible, otherwise (mmap failed, or the POSIX port was built with
- * PMPD_USE_MMAP=0) read into the arena.  On Linux with transparent huge
- * pages on ("always" or "madvise"), a file of at least 4 MiB is instead
- * read whole, at this call, into read-only memory of 2 MiB pages that
- * pmpd_model_close releases (outside the arena): decode streams every
- * weight once per token, and 4 KiB file pages cost a TLB miss each (1.1-1.5x
- * faster decode measured in a VM, docs/running.md).  That memory is this
- * process's own, not shared with others mapping the same file; build with
- * PMPD_USE_HUGE_PAGES=0 to map instead.  Reading takes the file's size
+ * PMPD_USE_MMAP=0) read into the arena.  Reading takes the file's size
  * rounded up to a multiple of 64 bytes, before the model's tables, so the
  * arena then needs that many bytes more than pmpd_model_open_memory would
  * take for the same container (counted from a 64-byte-aligned fill level).
@@ -864,11 +857,7 @@ pmpd_status pmpd_session_plan(const pmpd_model *model, const pmpd_session_config
  * The session writes its KV rows a position at a time, so on a system with
  * demand paging, arena pages nobody has touched fault in inside the decode
  * steps that first reach them: for steady step times, write the arena's
- * buffer once beforehand (or lock it) as pmpd-run does.  On Linux, also
- * give it 2 MiB pages (madvise(MADV_HUGEPAGE) on a 2 MiB-aligned buffer,
- * as pmpd-run does): each token's KV rows lie on pages the streamed
- * weights have pushed out of the TLB, and on 4 KiB pages writing them cost
- * 9-10 us per layer in a VM (1.4-1.7 on 2 MiB pages).
+ * buffer once beforehand (or lock it) as pmpd-run does.
  * Errors: as pmpd_session_plan, plus PMPD_ERR_OUT_OF_MEMORY (the arena has
  * fewer bytes than planned) and PMPD_ERR_THREAD. */
 pmpd_status pmpd_session_create(const pmpd_model *model, const pmpd_session_config *config,

@@ -20,12 +20,14 @@
 #   PALETTE        the formats of the alloc cases (default q4,q2cb,nuq2,nuq3,nuq4)
 #   LLAMA_BENCH    path of a llama-bench binary to time instead of the npm package
 #   LLAMA_BENCH_LABEL  what that binary is (snapshot, build flags), for the table
-#   LLAMA_MMAP     0 (default): llama.cpp reads the GGUF into its own memory,
-#                  as pmpd reads a large model into huge pages (platform/posix.c);
-#                  1: it maps the file (its own default).  On the 2-core Zen5 VM
-#                  reading decoded 2-7% faster at 1 thread and 7-35% at 2, and
-#                  its buffer on huge pages (GLIBC_TUNABLES=glibc.malloc.hugetlb=1)
-#                  gained nothing (docs/running.md)
+#   MMAP           0 (default): pmpd and llama.cpp both read the weights into
+#                  their own memory at start (pmpd-run --no-mmap, llama.cpp
+#                  useMmap false); 1: both map the file.  On the 2-core Zen5 VM
+#                  mapped weights streamed slower from a file whose page-cache
+#                  pages had sat for hours than from fresh memory (pmpd q4 and
+#                  nested 1.1-1.5x, llama.cpp 2-7% at 1 thread; a fresh copy of
+#                  the file, mapped, was as fast as reading it), so reading
+#                  keeps both off that history (docs/figures.md, "Page cache first")
 #   CASES          weights to time (default "q4 q8 w8a8 anyprec4 anyprec3 anyprec2 anyprec-static";
 #                  add q2cb to time it too: its converter learns codebooks per
 #                  tensor, about 1 us per weight on one Zen3 core (pycode21M: 16 s
@@ -53,7 +55,9 @@ TOKENIZER=${TOKENIZER:-../shared/models/llama2_tokenizer.bin}
 CASES=${CASES:-q4 q8 w8a8 anyprec4 anyprec3 anyprec2 anyprec-static}
 PALETTE=${PALETTE:-q4,q2cb,nuq2,nuq3,nuq4}
 LLAMA_BENCH=${LLAMA_BENCH:-}
-LLAMA_MMAP=${LLAMA_MMAP:-0}
+MMAP=${MMAP:-0}
+NO_MMAP=
+if [ "$MMAP" = 0 ]; then NO_MMAP=--no-mmap; fi
 DECODE_TOKENS=128
 PREFILL_TOKENS=512
 DIR=$BUILD/bench-compare
@@ -101,12 +105,12 @@ llama_rate() {
     if [ -n "$LLAMA_BENCH" ]; then
         if [ "$2" = decode ]; then set -- "$1" "-p 0 -n $DECODE_TOKENS" "$3"; else set -- "$1" "-p $PREFILL_TOKENS -n 0" "$3"; fi
         # shellcheck disable=SC2086  # $2 is two options
-        "$LLAMA_BENCH" -m "$1" $2 -t "$3" -mmp "$LLAMA_MMAP" -r 1 -o csv 2>/dev/null |
+        "$LLAMA_BENCH" -m "$1" $2 -t "$3" -mmp "$MMAP" -r 1 -o csv 2>/dev/null |
             awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); if (h == "avg_ts") c = i }; next } c { gsub(/"/, "", $c); print $c }'
     else
         tokens=$DECODE_TOKENS
         [ "$2" = prefill ] && tokens=$PREFILL_TOKENS
-        out=$(LLAMA_MMAP=$LLAMA_MMAP node "$DIR/npm/llamacpp-bench.mjs" "$1" "$2" "$3" "$PROMPT" "$tokens") ||
+        out=$(LLAMA_MMAP=$MMAP node "$DIR/npm/llamacpp-bench.mjs" "$1" "$2" "$3" "$PROMPT" "$tokens") ||
             die "llama.cpp run failed: $1 $2 $3"
         printf '%s' "$out" | sed -n 's/.*"variant":"\([^"]*\)".*"release":"\([^"]*\)".*/\1 CPU backend, \2/p' > "$VARIANT_FILE"
         printf '%s' "$out" | sed -n 's/.*"rate":\([0-9.e+-]*\).*/\1/p'
@@ -118,13 +122,15 @@ pmpd_rate() {
     model=$1 mode=$2 threads=$3
     shift 3
     if [ "$mode" = decode ]; then
+        # shellcheck disable=SC2086  # NO_MMAP is empty or one option
         log=$("$BUILD/pmpd-run" "$model" --prompt-file "$PROMPT" --prompt-tokens 8 -n $DECODE_TOKENS -t 0 \
-              --ignore-eos --threads "$threads" "$@" 2>&1 >/dev/null) || die "pmpd-run failed: $log"
+              --ignore-eos --threads "$threads" $NO_MMAP "$@" 2>&1 >/dev/null) || die "pmpd-run failed: $log"
         rate=$(printf '%s\n' "$log" | sed -n 's/.*decode \([0-9.]*\) tokens\/s.*/\1/p')
         bytes=$(printf '%s\n' "$log" | sed -n 's/^weights: \([0-9]*\) bytes.*/\1/p')
     else
+        # shellcheck disable=SC2086
         log=$("$BUILD/pmpd-run" "$model" --prompt-file "$PROMPT" --prompt-tokens $PREFILL_TOKENS -n 1 -t 0 \
-              --threads "$threads" "$@" 2>&1 >/dev/null) || die "pmpd-run failed: $log"
+              --threads "$threads" $NO_MMAP "$@" 2>&1 >/dev/null) || die "pmpd-run failed: $log"
         rate=$(printf '%s\n' "$log" | sed -n 's/.*prefill \([0-9.]*\) tokens\/s.*/\1/p')
         bytes=0
     fi
@@ -246,7 +252,7 @@ echo "metric,weights,threads,bytes_per_token,weights_gbs,probe_gbs,fraction_of_p
 printf '\nbench-compare: %s\n' "$CPU"
 LLAMA_VARIANT=$(cat "$VARIANT_FILE")
 printf 'llama.cpp: %s%s, %s\n' "$LLAMA_VERSION" "${LLAMA_VARIANT:+, $LLAMA_VARIANT}" \
-    "$( [ "$LLAMA_MMAP" = 0 ] && echo "weights read into memory (LLAMA_MMAP=0)" || echo "weights mapped (LLAMA_MMAP=1)")"
+    "$( [ "$MMAP" = 0 ] && echo "weights read into memory by both (MMAP=0)" || echo "weights mapped by both (MMAP=1)")"
 printf 'model: pmpd-mkgguf %s; %s rounds, medians; decode %d tokens after an 8-token prompt, prefill %d tokens\n' \
     "${MKGGUF_ARGS:-(defaults: TinyLlama-1.1B shape)}" "$ROUNDS" "$DECODE_TOKENS" "$PREFILL_TOKENS"
 printf 'bandwidth probe: %s GB/s (1 thread), %s GB/s (all threads)\n\n' "$BW1" "$BWALL"

@@ -31,8 +31,7 @@ const llama = await getLlama({
     },
 });
 // LLAMA_MMAP=0: llama.cpp reads the weights into its own buffer instead of
-// mapping the file (pmpd reads large files into huge pages on Linux, so the
-// comparison times llama.cpp both ways).
+// mapping the file (compare.sh's MMAP=0, as pmpd-run --no-mmap).
 const useMmap = process.env.LLAMA_MMAP !== "0";
 const model = await llama.loadModel({ modelPath, gpuLayers: 0, useMmap });
 const text = readFileSync(promptFile, "utf8");

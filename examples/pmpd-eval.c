@@ -280,8 +280,8 @@ int main(int argc, char **argv)
     if (!eval_parse(argc, argv, &o))
         return 2;
     memset(&s, 0, sizeof s);
-    if (!example_model_file_open("pmpd-eval", o.model_path, &s.model) ||
-        (o.ref_path && !example_model_file_open("pmpd-eval", o.ref_path, &s.ref))) {
+    if (!example_model_file_open("pmpd-eval", o.model_path, 0, &s.model) ||
+        (o.ref_path && !example_model_file_open("pmpd-eval", o.ref_path, 0, &s.ref))) {
         eval_state_close(&s);
         return 1;
     }

@@ -5,7 +5,7 @@
  *            [-s SEED] [--ctx N] [--kv f32|f16|pq|int8|int4] [--kv-window N] [--batch N]
  *            [--threads N] [--ids] [--prompt-file FILE] [--prompt-tokens N]
  *            [--trace FILE] [--trace-events N] [--in-flight N] [--float-threads N]
- *            [--worker-stack BYTES]
+ *            [--worker-stack BYTES] [--no-mmap]
  *            [--ignore-eos] [--bits PREFILL:DECODE] [--schedule P:D1,D2,...]
  *            [--learned]
  *   pmpd-run MODEL --tokenize -p PROMPT
@@ -63,6 +63,7 @@ typedef struct run_options {
     const char *prompt_file;            /* --prompt-file: the prompt read from a file */
     long prompt_tokens;                 /* --prompt-tokens: keep the first N (BOS included); 0 = all */
     int ignore_eos;                     /* --ignore-eos: generate exactly -n tokens */
+    int no_mmap;                        /* --no-mmap: read the model file into memory */
     unsigned prefill_bits, decode_bits; /* --bits; 0 = the model's schedule */
     pmpd_precision_schedule schedule;   /* --schedule, when n_schedule_widths > 0 */
     unsigned n_schedule_widths;
@@ -105,6 +106,8 @@ static void run_usage(FILE *out)
             "                 products (default 0: every thread serves both)\n"
             "  --worker-stack BYTES  each worker thread's stack (default 0: the system's\n"
             "                 default; PMPD_WORKER_STACK_BYTES = 131072 serves every format)\n"
+            "  --no-mmap      read the whole model file into memory at start instead of\n"
+            "                 mapping it (as llama.cpp's --no-mmap)\n"
             "  --ids          print the token ids instead of text\n"
             "  --prompt-file FILE  the prompt is the text of FILE\n"
             "  --prompt-tokens N   keep only the prompt's first N tokens (BOS included)\n"
@@ -200,6 +203,10 @@ static int run_parse(int argc, char **argv, run_options *o)
         }
         if (!strcmp(a, "--ignore-eos")) {
             o->ignore_eos = 1;
+            continue;
+        }
+        if (!strcmp(a, "--no-mmap")) {
+            o->no_mmap = 1;
             continue;
         }
         if (!strcmp(a, "--tokenize") || !strcmp(a, "--info") || !strcmp(a, "--chat")) {
@@ -587,7 +594,7 @@ int main(int argc, char **argv)
 
     if (!run_parse(argc, argv, &o))
         return 2;
-    if (!example_model_file_open("pmpd-run", o.model_path, &file))
+    if (!example_model_file_open("pmpd-run", o.model_path, o.no_mmap, &file))
         return 1;
     model = file.model;
     info = pmpd_model_get_info(model);

@@ -1,5 +1,4 @@
-/* POSIX port: mmap for model files (unless PMPD_USE_MMAP=0; on Linux large
- * ones are read into huge pages, see pmpd_posix_read_huge), CLOCK_MONOTONIC,
+/* POSIX port: mmap for model files (unless PMPD_USE_MMAP=0), CLOCK_MONOTONIC,
  * pthreads. */
 #include "pmpd_impl/core/config.h"
 
@@ -9,18 +8,11 @@
 #undef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
-/* MAP_ANONYMOUS and MADV_HUGEPAGE (glibc, musl); where a system header came
- * first (the single-header build) and hid them, the huge-page read is left
- * out and files are mapped as before. */
-#ifndef _DEFAULT_SOURCE
-#define _DEFAULT_SOURCE 1
-#endif
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #if PMPD_USE_MMAP
-#include <string.h>
 #include <sys/mman.h>
 #endif
 #include <sys/stat.h>
@@ -76,74 +68,6 @@ PMPD_INTERNAL pmpd_status pmpd_platform_read_file(const char *path, void *buffer
 }
 
 #if PMPD_USE_MMAP
-#if PMPD_USE_HUGE_PAGES && defined(MADV_HUGEPAGE) && defined(MAP_ANONYMOUS)
-/* Whether the kernel hands out transparent huge pages on request: its
- * setting reads "always [madvise] never" with the choice in brackets. */
-static int pmpd_posix_huge_pages_on(void)
-{
-    char setting[128];
-    ssize_t got;
-    int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY);
-    if (fd < 0)
-        return 0;
-    got = read(fd, setting, sizeof setting - 1);
-    close(fd);
-    if (got <= 0)
-        return 0;
-    setting[got] = '\0';
-    return strstr(setting, "[always]") != NULL || strstr(setting, "[madvise]") != NULL;
-}
-
-/* The file's size bytes read into private memory that starts on a 2 MiB
- * boundary and asks for transparent huge pages, then made read-only;
- * MAP_FAILED where that memory cannot be had (the caller maps the file).
- *
- * Why: a decode step streams every weight once, and a file mapping comes in
- * 4 KiB pages, one TLB miss (a two-level page walk under a hypervisor) per
- * 4 KiB read.  On a 2-core AMD Zen5 VM (1.1B model, pmpd-run, alternated
- * runs) decode ran 1.1-1.5x faster from huge pages, q4 and nested weights
- * alike (docs/running.md).  The cost: the file is read at open instead of
- * paged in as used, and its pages are this process's own (counted in its
- * resident memory, not shared with other processes mapping the file); the
- * page cache keeps its copy until memory is needed. */
-static void *pmpd_posix_read_huge(int fd, size_t size)
-{
-    const size_t huge = (size_t)2 << 20;
-    const long page = sysconf(_SC_PAGESIZE);
-    size_t span, head, done = 0;
-    unsigned char *raw, *start;
-    if (page <= 0 || size > SIZE_MAX - 2 * huge)
-        return MAP_FAILED;
-    span = (size + (size_t)page - 1) / (size_t)page * (size_t)page;
-    raw = (unsigned char *)mmap(NULL, span + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if ((void *)raw == MAP_FAILED)
-        return MAP_FAILED;
-    /* Keep [start, start + span) with start on a huge-page boundary;
-     * munmap(start, size) then releases all of it. */
-    head = (huge - (uintptr_t)raw % huge) % huge;
-    start = raw + head;
-    if (head > 0)
-        munmap(raw, head);
-    munmap(start + span, huge - head);
-    if (madvise(start, span, MADV_HUGEPAGE) != 0) {
-        munmap(start, span);
-        return MAP_FAILED;
-    }
-    while (done < size) {
-        ssize_t got = read(fd, start + done, size - done);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0) {
-            munmap(start, span);
-            return MAP_FAILED;
-        }
-        done += (size_t)got;
-    }
-    mprotect(start, span, PROT_READ);
-    return start;
-}
-#endif
-
 PMPD_INTERNAL pmpd_status pmpd_platform_map_file(const char *path, pmpd_mapped_file *out)
 {
     struct stat st;
@@ -171,13 +95,7 @@ PMPD_INTERNAL pmpd_status pmpd_platform_map_file(const char *path, pmpd_mapped_f
         out->data = (const unsigned char *)"";
         return PMPD_OK;
     }
-    mapping = MAP_FAILED;
-#if PMPD_USE_HUGE_PAGES && defined(MADV_HUGEPAGE) && defined(MAP_ANONYMOUS)
-    if ((uint64_t)st.st_size >= (uint64_t)PMPD_HUGE_PAGES_MIN_BYTES && pmpd_posix_huge_pages_on())
-        mapping = pmpd_posix_read_huge(fd, (size_t)st.st_size);
-#endif
-    if (mapping == MAP_FAILED)
-        mapping = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    mapping = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (mapping == MAP_FAILED)
         return PMPD_ERR_UNSUPPORTED;

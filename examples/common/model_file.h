@@ -1,6 +1,7 @@
 /* A .pmpd file opened by a command-line tool (pmpd-run, pmpd-eval): the
- * model's bookkeeping in a malloc'ed arena (the weights stay mapped), and a
- * readable message on stderr when the file is not a usable model. */
+ * model's bookkeeping in a malloc'ed arena (the weights mapped, or read
+ * whole into a heap block), and a readable message on stderr when the file
+ * is not a usable model. */
 #ifndef PMPD_EXAMPLES_MODEL_FILE_H
 #define PMPD_EXAMPLES_MODEL_FILE_H
 
@@ -8,31 +9,31 @@
 
 typedef struct example_model_file {
     void *block;      /* malloc'ed, behind arena */
+    void *file_block; /* malloc'ed copy of the file when read whole, else NULL */
     pmpd_arena arena; /* the model's bookkeeping; what is left is free scratch */
     pmpd_model *model;
 } example_model_file;
 
-/* Opens path; on failure prints "<tool>: <path>: ..." and returns 0 with
- * nothing left to close. */
-int example_model_file_open(const char *tool, const char *path, example_model_file *f);
+/* Opens path (mapped by pmpd_model_open_file; with read_whole, read into a
+ * heap block and opened from memory, as llama.cpp's --no-mmap does); on
+ * failure prints "<tool>: <path>: ..." and returns 0 with nothing left to
+ * close. */
+int example_model_file_open(const char *tool, const char *path, int read_whole, example_model_file *f);
 void example_model_file_close(example_model_file *f);
 
 /* The first PMPD_ARENA_ALIGNMENT-aligned byte of a block malloc'ed with
  * PMPD_ARENA_ALIGNMENT bytes to spare, so planned arena figures are exact. */
 void *example_aligned(void *block);
 
-/* bytes + PMPD_ARENA_ALIGNMENT from the heap, every page written once, on
- * 2 MiB pages where Linux grants them (madvise(MADV_HUGEPAGE) on a 2 MiB-
- * aligned block of at least two).  A session writes its KV rows a position
- * at a time: in memory nobody has touched, the pages fault in one by one
- * inside the decode steps that first reach them (pmpd-run's trace, 2-core
- * Zen5 VM, 1.1B nested 2-bit, 2 threads: the KV-write step between rope and
- * attention 18-29 us per layer over 64 tokens before the pages were
- * written here, 8-11 after).  And each token's KV row lies on a page that
- * the weights streamed since have pushed out of the TLB: 9-10 us per layer
- * on 4 KiB pages, 1.4-1.7 on 2 MiB ones (same VM, -n 128).  A runtime with
- * a real-time budget would lock the arena too.  NULL when out of memory;
- * free() it. */
+/* malloc(bytes + PMPD_ARENA_ALIGNMENT), every page written once: a session
+ * writes its KV rows a position at a time, so in memory nobody has touched
+ * the pages fault in one by one inside the decode steps that first reach
+ * them.  In pmpd-run's trace (2-core Zen5 VM, 1.1B nested 2-bit, 2 threads)
+ * the step between rope and attention, which writes the KV rows, took
+ * 18-29 us per layer over 64 decoded tokens and 12-14 over 256 before,
+ * 8-11 after; decode 119-121 -> 122-124 tokens/s alternated.  A runtime
+ * with a real-time budget would lock the arena too.  NULL when out of
+ * memory; free() it. */
 void *example_arena_block(size_t bytes);
 
 #endif

@@ -29,12 +29,6 @@
  *   PMPD_USE_MMAP     map model files (POSIX port); 0 makes
  *                     pmpd_model_open_file read them into the arena.
  *                                                      default: PMPD_PLATFORM_POSIX
- *   PMPD_USE_HUGE_PAGES  on Linux with transparent huge pages on (not
- *                     "never"), model files of at least
- *                     PMPD_HUGE_PAGES_MIN_BYTES (4 MiB) are read into
- *                     private memory of 2 MiB pages instead of mapped
- *                     (platform/posix.c says why); 0 maps them.
- *                                                      default: PMPD_USE_MMAP
  *   PMPD_MAX_THREADS  upper bound on threads per session.   default: 64
  *   PMPD_POOL_MIN_PARALLEL_WORK  jobs of fewer multiply-adds run on the
  *                     calling thread alone.            default: 262144
@@ -166,14 +160,6 @@
 #endif
 #if PMPD_USE_MMAP && !PMPD_PLATFORM_POSIX
 #error "PMPD_USE_MMAP=1 needs PMPD_PLATFORM_POSIX"
-#endif
-
-#ifndef PMPD_USE_HUGE_PAGES
-#define PMPD_USE_HUGE_PAGES PMPD_USE_MMAP
-#endif
-#ifndef PMPD_HUGE_PAGES_MIN_BYTES
-/* Two huge pages: smaller files gain nothing from being copied. */
-#define PMPD_HUGE_PAGES_MIN_BYTES ((uint64_t)4 << 20)
 #endif
 
 #ifndef PMPD_MAX_THREADS
