@@ -1,9 +1,16 @@
+/* posix_memalign and, on Linux, madvise(MADV_HUGEPAGE) */
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE 1
+#endif
 #include "examples/common/model_file.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 /* Room for the model's bookkeeping (tensor table, tokenizer index) and a
  * prompt's tokenizer scratch; the weights are mapped, or read into a block
@@ -45,7 +52,17 @@ static pmpd_status model_file_read(const char *path, example_model_file *f, cons
         return PMPD_ERR_IO;
     }
     *size = (size_t)length;
-    f->file_block = malloc(*size + PMPD_ARENA_ALIGNMENT);
+    f->file_block = NULL;
+#ifdef MADV_HUGEPAGE
+    /* Faulting the block in 4 KiB pages dominated the read: 685 MB took
+     * 2.9-3.0 s on the Zen5 VM, against 0.2 s from 2 MiB pages. */
+    if (posix_memalign(&f->file_block, (size_t)2 << 20, *size + PMPD_ARENA_ALIGNMENT) == 0)
+        madvise(f->file_block, *size + PMPD_ARENA_ALIGNMENT, MADV_HUGEPAGE);
+    else
+        f->file_block = NULL;
+#endif
+    if (!f->file_block)
+        f->file_block = malloc(*size + PMPD_ARENA_ALIGNMENT);
     if (!f->file_block) {
         fclose(in);
         snprintf(err->message, sizeof err->message, "no memory for the %ld-byte file", length);
