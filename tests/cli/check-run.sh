@@ -2,6 +2,8 @@
 # pmpd-run as a process (make check-cli, run by make check-native):
 #   --tokenize: stories260K's ids for "Once upon a time" are llama2.c's
 #     (the first ids of ../shared/vectors/stories260K_once_greedy.ids);
+#   --no-mmap: the model read into memory continues greedily as llama2.c
+#     does, and a truncated file is refused with the mapped path's message;
 #   --info: exits 0 and names the shape, tokenizer ids and tensor types;
 #   --chat: a scripted conversation (two messages, /reset) on stories260K
 #     with --template zephyr exits 0 after two replies; without --template a
@@ -34,6 +36,21 @@ want=$(tr -s ' \n' '\n\n' < "$VECTORS/stories260K_once_greedy.ids" | grep . | he
 got=$("$run" "$dir/s.pmpd" --tokenize -p "Once upon a time" | tr '\n' ' ') || fail "--tokenize exit status"
 [ "$got" = "$want" ] || fail "--tokenize: got '$got', llama2.c '$want'"
 [ "$("$run" "$dir/s.pmpd" --tokenize -p "" | tr '\n' ' ')" = "1 " ] || fail "--tokenize of an empty prompt is not BOS"
+
+# --no-mmap: the model read into memory decodes llama2.c's greedy run (the
+# prompt's 5 ids and 20 more), and a truncated file gets the mapped path's
+# refusal.
+want=$(tr -s ' \n' '\n\n' < "$VECTORS/stories260K_once_greedy.ids" | grep . | head -n 25 | tr '\n' ' ')
+got=$("$run" "$dir/s.pmpd" --no-mmap -p "Once upon a time" -t 0 -n 20 --ids 2>/dev/null | tr -s ' \n' '\n\n' |
+      grep . | tr '\n' ' ') || fail "--no-mmap exit status"
+[ "$got" = "$want" ] || fail "--no-mmap: got '$got', llama2.c '$want'"
+head -c 1000 "$dir/s.pmpd" > "$dir/short.pmpd"
+"$run" "$dir/short.pmpd" > /dev/null 2> "$dir/short.mapped"
+[ $? -eq 1 ] || fail "a truncated model was not refused"
+"$run" "$dir/short.pmpd" --no-mmap > /dev/null 2> "$dir/short.read"
+[ $? -eq 1 ] || fail "a truncated model was not refused with --no-mmap"
+cmp -s "$dir/short.mapped" "$dir/short.read" ||
+    fail "--no-mmap refuses a truncated model otherwise: '$(cat "$dir/short.read")' against '$(cat "$dir/short.mapped")'"
 
 "$run" --info "$dir/s.pmpd" > "$dir/info" 2>&1 || fail "--info exit status"
 for words in "dim 64, hidden 172, layers 5, heads 8, kv heads 4, head_dim 8, vocab 512, seq_len 512" \
