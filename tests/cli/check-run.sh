@@ -107,4 +107,4 @@ for seed in fuzz/corpus/container/*.pmpd; do
         fail "fuzz seed $seed does not load (re-convert it as fuzz/tools/make_seeds.c says): $(cat "$dir/seed.err")"
 done
 
-echo "check-run: --tokenize, --info, --chat, --trace, pmpd-convert --type keep-closest, fuzz container seeds: all passed"
+echo "check-run: --tokenize, --no-mmap, --info, --chat, --trace, pmpd-convert --type keep-closest, fuzz container seeds: all passed"
