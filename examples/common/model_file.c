@@ -46,7 +46,8 @@ static pmpd_status model_file_read(const char *path, example_model_file *f, cons
     if (!in)
         return PMPD_ERR_NOT_FOUND;
     /* A directory opens but does not read (and seeks to a huge "size"). */
-    if ((getc(in) == EOF && ferror(in)) || fseek(in, 0, SEEK_END) != 0 || (length = ftell(in)) < 0 || fseek(in, 0, SEEK_SET) != 0) {
+    if ((getc(in) == EOF && ferror(in)) || fseek(in, 0, SEEK_END) != 0 || (length = ftell(in)) < 0 ||
+        fseek(in, 0, SEEK_SET) != 0) {
         fclose(in);
         snprintf(err->message, sizeof err->message, "cannot read the file");
         return PMPD_ERR_IO;
@@ -54,8 +55,9 @@ static pmpd_status model_file_read(const char *path, example_model_file *f, cons
     *size = (size_t)length;
     f->file_block = NULL;
 #ifdef MADV_HUGEPAGE
-    /* Faulting the block in 4 KiB pages dominated the read: 685 MB took
-     * 2.9-3.0 s on the Zen5 VM, against 0.2 s from 2 MiB pages. */
+    /* Faulting the block in 4 KiB pages dominated the read: pmpd-run -n 1
+     * on a 685 MB model took 2.9-3.0 s on the Zen5 VM, 0.42 s on 2 MiB
+     * pages (0.29-0.38 s mapped). */
     if (posix_memalign(&f->file_block, (size_t)2 << 20, *size + PMPD_ARENA_ALIGNMENT) == 0)
         madvise(f->file_block, *size + PMPD_ARENA_ALIGNMENT, MADV_HUGEPAGE);
     else
