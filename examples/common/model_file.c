@@ -35,6 +35,21 @@ static int model_file_failed(const char *tool, const char *path, example_model_f
     return 0;
 }
 
+/* bytes from the heap, on 2 MiB pages where Linux grants them (blocks of
+ * at least two such pages). */
+static void *model_file_big_block(size_t bytes)
+{
+    void *block = NULL;
+#ifdef MADV_HUGEPAGE
+    const size_t huge = (size_t)2 << 20;
+    if (bytes >= 2 * huge && posix_memalign(&block, huge, bytes) == 0)
+        madvise(block, bytes, MADV_HUGEPAGE); /* a request: 4 KiB pages where refused */
+    else
+        block = NULL;
+#endif
+    return block ? block : malloc(bytes);
+}
+
 /* The whole file in f->file_block (*data: its first 64-byte-aligned byte). */
 static pmpd_status model_file_read(const char *path, example_model_file *f, const void **data, size_t *size,
                                    pmpd_error *err)
@@ -53,18 +68,10 @@ static pmpd_status model_file_read(const char *path, example_model_file *f, cons
         return PMPD_ERR_IO;
     }
     *size = (size_t)length;
-    f->file_block = NULL;
-#ifdef MADV_HUGEPAGE
-    /* Faulting the block in 4 KiB pages dominated the read: pmpd-run -n 1
-     * on a 685 MB model took 2.9-3.0 s on the Zen5 VM, 0.42 s on 2 MiB
-     * pages (0.29-0.38 s mapped). */
-    if (posix_memalign(&f->file_block, (size_t)2 << 20, *size + PMPD_ARENA_ALIGNMENT) == 0)
-        madvise(f->file_block, *size + PMPD_ARENA_ALIGNMENT, MADV_HUGEPAGE);
-    else
-        f->file_block = NULL;
-#endif
-    if (!f->file_block)
-        f->file_block = malloc(*size + PMPD_ARENA_ALIGNMENT);
+    /* On 2 MiB pages: faulting the block in 4 KiB pages dominated the read
+     * (pmpd-run -n 1 on a 685 MB model: 2.9-3.0 s on the Zen5 VM, 0.42 s on
+     * 2 MiB pages, 0.29-0.38 s mapped). */
+    f->file_block = model_file_big_block(*size + PMPD_ARENA_ALIGNMENT);
     if (!f->file_block) {
         fclose(in);
         snprintf(err->message, sizeof err->message, "no memory for the %ld-byte file", length);
@@ -121,7 +128,7 @@ void *example_aligned(void *block)
 
 void *example_arena_block(size_t bytes)
 {
-    void *block = malloc(bytes + PMPD_ARENA_ALIGNMENT);
+    void *block = model_file_big_block(bytes + PMPD_ARENA_ALIGNMENT);
     if (block)
         memset(block, 0, bytes + PMPD_ARENA_ALIGNMENT);
     return block;

@@ -25,15 +25,19 @@ void example_model_file_close(example_model_file *f);
  * PMPD_ARENA_ALIGNMENT bytes to spare, so planned arena figures are exact. */
 void *example_aligned(void *block);
 
-/* malloc(bytes + PMPD_ARENA_ALIGNMENT), every page written once: a session
- * writes its KV rows a position at a time, so in memory nobody has touched
- * the pages fault in one by one inside the decode steps that first reach
- * them.  In pmpd-run's trace (2-core Zen5 VM, 1.1B nested 2-bit, 2 threads)
+/* bytes + PMPD_ARENA_ALIGNMENT from the heap, every page written once, on
+ * 2 MiB pages where Linux grants them.  Written once: a session writes its
+ * KV rows a position at a time, so in memory nobody has touched the pages
+ * fault in one by one inside the decode steps that first reach them.  In pmpd-run's trace (2-core Zen5 VM, 1.1B nested 2-bit, 2 threads)
  * the step between rope and attention, which writes the KV rows, took
  * 18-29 us per layer over 64 decoded tokens and 12-14 over 256 before,
- * 8-11 after; decode 119-121 -> 122-124 tokens/s alternated.  A runtime
- * with a real-time budget would lock the arena too.  NULL when out of
- * memory; free() it. */
+ * 8-11 after; decode 119-121 -> 122-124 tokens/s alternated.  2 MiB
+ * pages: each token's KV rows lie on pages the streamed weights have pushed
+ * out of the TLB; on 2 MiB pages that step took 1.2-2.3 us per layer
+ * against 3.4-8.4 on 4 KiB ones (same VM and model, weights read with
+ * --no-mmap, three alternated rounds at 1 and 2 threads; decode rates
+ * within the VM's noise).  A runtime with a real-time budget would lock
+ * the arena too.  NULL when out of memory; free() it. */
 void *example_arena_block(size_t bytes);
 
 #endif
