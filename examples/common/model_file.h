@@ -33,10 +33,10 @@ void *example_aligned(void *block);
  * 18-29 us per layer over 64 decoded tokens and 12-14 over 256 before,
  * 8-11 after; decode 119-121 -> 122-124 tokens/s alternated.  2 MiB
  * pages: each token's KV rows lie on pages the streamed weights have pushed
- * out of the TLB; on 2 MiB pages that step took 1.2-2.3 us per layer
- * against 3.4-8.4 on 4 KiB ones (same VM and model, weights read with
- * --no-mmap, three alternated rounds at 1 and 2 threads; decode rates
- * within the VM's noise).  A runtime with a real-time budget would lock
+ * out of the TLB; on one thread that step took 7.1-8.4 us per layer on
+ * 4 KiB pages and 1.7-2.3 on 2 MiB ones (two threads: 1.1-7.6 against
+ * 1.2-1.4; same VM and model, weights read with --no-mmap, three
+ * alternated rounds; decode rates within the VM's noise).  A runtime with a real-time budget would lock
  * the arena too.  NULL when out of memory; free() it. */
 void *example_arena_block(size_t bytes);
 
