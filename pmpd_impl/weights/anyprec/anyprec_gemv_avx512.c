@@ -357,10 +357,8 @@ ANYPREC_AVX512_INLINE void anyprec_avx512_gemv_rows(const pmpd_anyprec_matrix *m
 }
 
 /* The share constants for a layout whose partial superblock is shared
- * (tail_shift 1 or 2), and xdup (pmpd_anyprec_dup_tail_x86).  span = 32 >>
- * tail_shift: shifts and masks, not divisions (once per call, but about 400
- * divisions are some 1.5 us, roughly a tenth of a 2728 x 384 product in
- * L2: an estimate, perf showed the loop hot). */
+ * (tail_shift 1 or 2), and xdup (pmpd_anyprec_dup_tail_x86); span = 32 >>
+ * tail_shift, so a member's number is a shift, not a division. */
 static void anyprec_avx512_share_setup(const pmpd_anyprec_matrix *m, const pmpd_anyprec_units *u, int8_t *xdup,
                                        anyprec_avx512_share *sh)
 {
