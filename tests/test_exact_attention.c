@@ -1,7 +1,8 @@
 /* Grouped exact attention (pmpd_attn_exact_group, which sessions use for
  * f32/f16/int8/int4 caches) against a double-precision softmax computed
  * here: 3 query heads sharing rows stored at a stride (another head's rows
- * in between, as in a [position][kv_dim] cache), f32 and f16 rows, context
+ * in between, as in a [position][kv_dim] cache), f32 and f16 rows (f16
+ * keys in blocks of 16 positions, as the cache keeps them), context
  * lengths on both sides of the pass boundaries at 512 and 1024 rows. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include "pmpd.h"
+#include "pmpd_impl/kvcache/attention_kernels.h"
 #include "pmpd_impl/kvcache/exact_attention.h"
 #include "pmpd_impl/model/f16.h"
 #include "tests/support/test_support.h"
@@ -27,6 +29,8 @@ static void test_group_matches_double_softmax(void **state)
     static const size_t lengths[] = {1, 2, 511, 512, 513, 1024, 1025, EA_ROWS};
     static float k[EA_ROWS * EA_STRIDE], v[EA_ROWS * EA_STRIDE];
     static uint16_t k16[EA_ROWS * EA_STRIDE], v16[EA_ROWS * EA_STRIDE];
+    /* the f16 keys as a cache keeps them: blocks of 16 positions */
+    static uint16_t key_blocks[(EA_ROWS + PMPD_KV_KEY_BLOCK - 1) / PMPD_KV_KEY_BLOCK * PMPD_KV_KEY_BLOCK * EA_DIM];
     static double expect[EA_HEADS * EA_DIM];
     float q[EA_HEADS * EA_DIM], out[EA_HEADS * EA_DIM], *scratch;
     size_t i, c, scratch_floats;
@@ -43,6 +47,8 @@ static void test_group_matches_double_softmax(void **state)
         k[i] = pmpd_f16_to_f32(k16[i]);
         v[i] = pmpd_f16_to_f32(v16[i]);
     }
+    for (i = 0; i < EA_ROWS * EA_DIM; i++)
+        key_blocks[pmpd_kv_key_at(i / EA_DIM, i % EA_DIM, EA_DIM)] = k16[i / EA_DIM * EA_STRIDE + i % EA_DIM];
     assert_true(pmpd_attn_exact_group_scratch_floats(EA_ROWS, EA_HEADS, EA_DIM, &scratch_floats));
     scratch = (float *)malloc(scratch_floats * sizeof(float));
     assert_non_null(scratch);
@@ -51,9 +57,11 @@ static void test_group_matches_double_softmax(void **state)
         test_softmax_attention(q, EA_HEADS, EA_DIM, k, v, EA_STRIDE, n, expect);
         for (f16 = 0; f16 <= 1; f16++) {
             pmpd_kv_rows keys, values;
-            keys.format = values.format = f16 ? PMPD_KV_ROW_F16 : PMPD_KV_ROW_F32;
-            keys.row_bytes = values.row_bytes = EA_STRIDE * (f16 ? sizeof(uint16_t) : sizeof(float));
-            keys.data = f16 ? (const unsigned char *)k16 : (const unsigned char *)k;
+            keys.format = f16 ? PMPD_KV_ROW_F16_KEY_BLOCKS : PMPD_KV_ROW_F32;
+            values.format = f16 ? PMPD_KV_ROW_F16 : PMPD_KV_ROW_F32;
+            keys.row_bytes = f16 ? EA_DIM * sizeof(uint16_t) : EA_STRIDE * sizeof(float);
+            values.row_bytes = EA_STRIDE * (f16 ? sizeof(uint16_t) : sizeof(float));
+            keys.data = f16 ? (const unsigned char *)key_blocks : (const unsigned char *)k;
             values.data = f16 ? (const unsigned char *)v16 : (const unsigned char *)v;
             pmpd_attn_exact_group(q, EA_HEADS, EA_DIM, &keys, &values, n, scratch, out);
             for (i = 0; i < EA_HEADS * EA_DIM; i++)

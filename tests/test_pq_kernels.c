@@ -98,15 +98,42 @@ static void check_row_kernels(uint32_t lanes, uint32_t dim)
     PMPD_KV_ROW_KERNEL(pmpd_kv_row_accumulate)(scores_ref, lanes, dim, rows, stride, TOKENS, acc);
     assert_close_sum(acc, acc_ref, (size_t)dim * lanes, TOKENS);
 
-    /* Binary16 rows: the f32 reference over the same values widened. */
-    for (l = 0; l < lanes; l++)
-        max_ref[l] = max[l] = -INFINITY;
+    /* Binary16 keys in blocks: the f32 reference over the same values
+     * widened, for counts that end a block, end inside one and leave an
+     * odd number of blocks; the slots past the last key hold NaNs, which
+     * must not reach a score or the maxima. */
+    {
+        static const size_t counts[] = {1, 15, 16, 17, 32, 33, TOKENS};
+        const size_t block_halves = (size_t)PMPD_KV_KEY_BLOCK * dim;
+        const size_t n_blocks = (TOKENS + PMPD_KV_KEY_BLOCK - 1) / PMPD_KV_KEY_BLOCK;
+        uint16_t *blocks = malloc(n_blocks * block_halves * sizeof *blocks);
+        size_t c, t;
+        uint32_t d;
+        assert_non_null(blocks);
+        for (i = 0; i < n_blocks * block_halves; i++)
+            blocks[i] = 0x7E00; /* a quiet NaN */
+        for (t = 0; t < TOKENS; t++)
+            for (d = 0; d < dim; d++)
+                blocks[pmpd_kv_key_at(t, d, dim)] = halves[t * stride + d];
+        for (c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+            const size_t n = counts[c];
+            for (l = 0; l < lanes; l++) {
+                max_ref[l] = max[l] = -INFINITY;
+                scores_ref[l] = scores[l] = 0.0f;
+            }
+            pmpd_kv_row_scores_scalar(qt, lanes, dim, widened, stride, n, scores_ref, max_ref);
+            pmpd_kv_block_scores_f16_scalar(qt, lanes, dim, blocks, n, scores, max);
+            assert_memory_equal(scores, scores_ref, n * lanes * sizeof(float));
+            assert_memory_equal(max, max_ref, lanes * sizeof(float));
+            for (l = 0; l < lanes; l++)
+                max[l] = -INFINITY;
+            PMPD_KV_ROW_KERNEL(pmpd_kv_block_scores_f16)(qt, lanes, dim, blocks, n, scores, max);
+            assert_close_sum(scores, scores_ref, n * lanes, dim);
+            assert_close_sum(max, max_ref, lanes, dim);
+        }
+        free(blocks);
+    }
     pmpd_kv_row_scores_scalar(qt, lanes, dim, widened, stride, TOKENS, scores_ref, max_ref);
-    pmpd_kv_row_scores_f16_scalar(qt, lanes, dim, halves, stride, TOKENS, scores, max);
-    assert_memory_equal(scores, scores_ref, TOKENS * lanes * sizeof(float));
-    PMPD_KV_ROW_KERNEL(pmpd_kv_row_scores_f16)(qt, lanes, dim, halves, stride, TOKENS, scores, max);
-    assert_close_sum(scores, scores_ref, TOKENS * lanes, dim);
-    assert_close_sum(max, max_ref, lanes, dim);
     memcpy(acc_ref, acc_start, (size_t)dim * lanes * sizeof(float));
     memcpy(acc, acc_start, (size_t)dim * lanes * sizeof(float));
     pmpd_kv_row_accumulate_scalar(scores_ref, lanes, dim, widened, stride, TOKENS, acc_ref);

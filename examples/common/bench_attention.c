@@ -38,11 +38,11 @@ static float bench_attn_random(uint64_t *state)
 }
 
 /* Exact attention of every head over rows stored as f32 or f16, head-major
- * ([kv_head][position][dim]) as a session's cache keeps them: each KV
- * head's rows are one sequential stream.  The same call sessions make for
- * their f32/f16 caches. */
+ * ([kv_head][position][dim], f16 keys in blocks of 16 positions) as a
+ * session's cache keeps them: each KV head's rows are one sequential
+ * stream.  The same call sessions make for their f32/f16 caches. */
 typedef struct bench_attn_exact {
-    pmpd_kv_row_format format;
+    pmpd_kv_row_format key_format, value_format;
     const unsigned char *keys, *values;
     size_t element_bytes, n;
     float *scratch, *out;
@@ -57,7 +57,8 @@ static void bench_attn_exact_step(bench_attn_exact *e)
         pmpd_kv_rows k, v;
         size_t head_offset = (size_t)kv * BENCH_ATTN_MAX_CONTEXT * row_bytes;
         size_t group_offset = (size_t)kv * BENCH_ATTN_GROUP * BENCH_ATTN_DIM;
-        k.format = v.format = e->format;
+        k.format = e->key_format;
+        v.format = e->value_format;
         k.row_bytes = v.row_bytes = row_bytes;
         k.data = e->keys + head_offset;
         v.data = e->values + head_offset;
@@ -213,7 +214,7 @@ static void bench_attn_flush(const bench_context *ctx, bench_attn_pq *pq, const 
  * ns per row, the compute each format needs once its bytes are near.
  * which: 0 f32 scores, 1 f32 values, 2 f16 scores, 3 f16 values. */
 static double bench_attn_row_kernel(const bench_context *ctx, int which, const float *k32, const uint16_t *k16,
-                                    const float *qt, float *scores, float *acc)
+                                    const uint16_t *v16, const float *qt, float *scores, float *acc)
 {
     double best = 1e30, start = bench_now_seconds(), budget = ctx->quick ? 0.02 : 0.2;
     float max[BENCH_ATTN_GROUP];
@@ -232,10 +233,10 @@ static double bench_attn_row_kernel(const bench_context *ctx, int which, const f
             PMPD_KV_ROW_KERNEL(pmpd_kv_row_accumulate)(scores, BENCH_ATTN_GROUP, BENCH_ATTN_DIM, k32, BENCH_ATTN_DIM,
                                                        BENCH_ATTN_ROWS, acc);
         else if (which == 2)
-            PMPD_KV_ROW_KERNEL(pmpd_kv_row_scores_f16)(qt, BENCH_ATTN_GROUP, BENCH_ATTN_DIM, k16, BENCH_ATTN_DIM,
-                                                       BENCH_ATTN_ROWS, scores, max);
+            PMPD_KV_ROW_KERNEL(pmpd_kv_block_scores_f16)(qt, BENCH_ATTN_GROUP, BENCH_ATTN_DIM, k16, BENCH_ATTN_ROWS,
+                                                         scores, max);
         else
-            PMPD_KV_ROW_KERNEL(pmpd_kv_row_accumulate_f16)(scores, BENCH_ATTN_GROUP, BENCH_ATTN_DIM, k16,
+            PMPD_KV_ROW_KERNEL(pmpd_kv_row_accumulate_f16)(scores, BENCH_ATTN_GROUP, BENCH_ATTN_DIM, v16,
                                                            BENCH_ATTN_DIM, BENCH_ATTN_ROWS, acc);
         t = bench_now_seconds() - t0;
         best = t < best ? t : best;
@@ -247,7 +248,8 @@ static double bench_attn_row_kernel(const bench_context *ctx, int which, const f
     return best * 1e9 / BENCH_ATTN_ROWS;
 }
 
-static void bench_attn_rows(const bench_context *ctx, const float *k32, const uint16_t *k16, const float *q)
+static void bench_attn_rows(const bench_context *ctx, const float *k32, const uint16_t *k16, const uint16_t *v16,
+                            const float *q)
 {
     static const char *names[4] = {"f32 row scores, 512 rows in L2", "f32 row values, 512 rows in L2",
                                    "f16 row scores, 512 rows in L2", "f16 row values, 512 rows in L2"};
@@ -257,7 +259,7 @@ static void bench_attn_rows(const bench_context *ctx, const float *k32, const ui
     memset(acc, 0, sizeof acc);
     pmpd_attn_transpose_query(q, BENCH_ATTN_DIM, BENCH_ATTN_GROUP, BENCH_ATTN_DIM, 0.125f, qt);
     for (which = 0; which < 4; which++)
-        bench_row(ctx, "attention", names[which], bench_attn_row_kernel(ctx, which, k32, k16, qt, scores, acc),
+        bench_row(ctx, "attention", names[which], bench_attn_row_kernel(ctx, which, k32, k16, v16, qt, scores, acc),
                   "ns/row", "4 query heads x 64 dims, one KV head");
 }
 
@@ -292,9 +294,12 @@ int bench_attention(bench_context *ctx)
         return 1;
     }
     for (i = 0; i < elements; i++) {
+        /* element d of position t of KV head h: i = (h context + t) dim + d */
+        size_t row = i / BENCH_ATTN_DIM, head_start = row / BENCH_ATTN_MAX_CONTEXT * BENCH_ATTN_MAX_CONTEXT;
         k32[i] = bench_attn_random(&rng);
         v32[i] = bench_attn_random(&rng);
-        k16[i] = pmpd_f32_to_f16(k32[i]);
+        k16[head_start * BENCH_ATTN_DIM + pmpd_kv_key_at(row - head_start, i % BENCH_ATTN_DIM, BENCH_ATTN_DIM)] =
+            pmpd_f32_to_f16(k32[i]);
         v16[i] = pmpd_f32_to_f16(v32[i]);
     }
     if (evict)
@@ -312,12 +317,13 @@ int bench_attention(bench_context *ctx)
         if (c == n_contexts && !evict)
             break;
         exact.n = n;
-        exact.format = PMPD_KV_ROW_F32;
+        exact.key_format = exact.value_format = PMPD_KV_ROW_F32;
         exact.element_bytes = sizeof(float);
         exact.keys = (const unsigned char *)k32;
         exact.values = (const unsigned char *)v32;
         t32 = bench_attn_time(ctx, &exact, NULL, q, out, from_memory);
-        exact.format = PMPD_KV_ROW_F16;
+        exact.key_format = PMPD_KV_ROW_F16_KEY_BLOCKS;
+        exact.value_format = PMPD_KV_ROW_F16;
         exact.element_bytes = sizeof(uint16_t);
         exact.keys = (const unsigned char *)k16;
         exact.values = (const unsigned char *)v16;
@@ -349,7 +355,7 @@ int bench_attention(bench_context *ctx)
             bench_row(ctx, "attention", name, tpq4 * 1e3, "ms", note);
         }
     }
-    bench_attn_rows(ctx, k32, k16, q);
+    bench_attn_rows(ctx, k32, k16, v16, q);
     bench_attn_flush(ctx, &pq2, "pq 2-dim window flush (64 tok x 8 heads)");
     bench_attn_flush(ctx, &pq4, "pq 4-dim window flush (64 tok x 8 heads)");
     free(kv_block);

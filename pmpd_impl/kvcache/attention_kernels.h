@@ -19,6 +19,35 @@
 #include "pmpd_impl/core/config.h"
 #include "pmpd_impl/kvcache/pq_codebook.h"
 
+/* Binary16 keys are stored in blocks of PMPD_KV_KEY_BLOCK positions, each
+ * block dimension-major: element d of position t at pmpd_kv_key_at(t, d,
+ * dim).  So one vector of 16 (AVX-512), 8 (AVX2) or 4 (NEON) floats widened
+ * from one load is one dimension of consecutive positions, and a query
+ * head's scores for them build up with one FMA per dimension and no
+ * horizontal sums (position-major rows needed 45 shuffles and adds per 16
+ * sums: about a third of the f16 scores' time).  A block holds 16 positions
+ * whatever the context; the kernels read a last partial block whole (its
+ * unwritten slots may hold anything) and use only its first positions. */
+#define PMPD_KV_KEY_BLOCK 16
+
+static inline size_t pmpd_kv_key_at(size_t t, size_t d, size_t dim)
+{
+    return (t / PMPD_KV_KEY_BLOCK * dim + d) * PMPD_KV_KEY_BLOCK + t % PMPD_KV_KEY_BLOCK;
+}
+
+/* A block kernel's scores for lanes l0 .. l0 + 3 of positions [t0, t0 +
+ * count): block holds them position-major ([16][4]), scores is the
+ * caller's [position][lanes] array at position t0. */
+static inline void pmpd_kv_put_block_scores(const float *block, size_t count, uint32_t lanes, uint32_t l0,
+                                            float *scores)
+{
+    size_t t;
+    uint32_t l;
+    for (t = 0; t < count; t++)
+        for (l = 0; l < 4; l++)
+            scores[t * lanes + l0 + l] = block[4 * t + l];
+}
+
 #define PMPD_KV_DECLARE_ROW_KERNELS(isa)                                                            \
     /* scores[t][l] = sum_d qt[d][l] * rows[t*stride + d]; max[l] = max(max[l], scores[t][l]) */   \
     PMPD_INTERNAL void pmpd_kv_row_scores_##isa(const float *qt, uint32_t lanes, uint32_t dim,      \
@@ -28,10 +57,11 @@
     PMPD_INTERNAL void pmpd_kv_row_accumulate_##isa(const float *weights, uint32_t lanes,           \
                                                     uint32_t dim, const float *rows, size_t stride, \
                                                     size_t n, float *acc);                          \
-    /* the same two over binary16 rows, widened as they are read */                                 \
-    PMPD_INTERNAL void pmpd_kv_row_scores_f16_##isa(const float *qt, uint32_t lanes, uint32_t dim,  \
-                                                    const uint16_t *rows, size_t stride, size_t n,  \
-                                                    float *scores, float *max);                     \
+    /* the scores over binary16 keys in blocks (pmpd_kv_key_at), widened as they are read */        \
+    PMPD_INTERNAL void pmpd_kv_block_scores_f16_##isa(const float *qt, uint32_t lanes, uint32_t dim, \
+                                                      const uint16_t *blocks, size_t n,              \
+                                                      float *scores, float *max);                    \
+    /* the value sums over binary16 rows, widened as they are read */                               \
     PMPD_INTERNAL void pmpd_kv_row_accumulate_f16_##isa(const float *weights, uint32_t lanes,       \
                                                         uint32_t dim, const uint16_t *rows,         \
                                                         size_t stride, size_t n, float *acc);

@@ -217,6 +217,79 @@ KV_AVX2_INLINE void kv_avx2_row_accumulate(const float *weights, uint32_t lanes,
                                   KV_AVX2_PREFETCH_ROWS, weights, lanes, dim, rows, stride, n, acc, half);
 }
 
+/* Four lanes' eight positions (a_l: lane l) stored position-major, as
+ * [8][4] floats: two rounds of unpacks put position 4 k + j of every lane
+ * in 128-bit half k of v_j, and two lane permutes per output pair order
+ * them (12 shuffles). */
+KV_AVX2_INLINE void kv_avx2_block_transpose(__m256 a0, __m256 a1, __m256 a2, __m256 a3, float *out)
+{
+    const __m256 u0 = _mm256_unpacklo_ps(a0, a1), u1 = _mm256_unpackhi_ps(a0, a1);
+    const __m256 u2 = _mm256_unpacklo_ps(a2, a3), u3 = _mm256_unpackhi_ps(a2, a3);
+    const __m256 v0 = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(u0), _mm256_castps_pd(u2)));
+    const __m256 v1 = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(u0), _mm256_castps_pd(u2)));
+    const __m256 v2 = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(u1), _mm256_castps_pd(u3)));
+    const __m256 v3 = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(u1), _mm256_castps_pd(u3)));
+    _mm256_storeu_ps(out, _mm256_permute2f128_ps(v0, v1, 0x20));
+    _mm256_storeu_ps(out + 8, _mm256_permute2f128_ps(v2, v3, 0x20));
+    _mm256_storeu_ps(out + 16, _mm256_permute2f128_ps(v0, v1, 0x31));
+    _mm256_storeu_ps(out + 24, _mm256_permute2f128_ps(v2, v3, 0x31));
+}
+
+/* Lane l's two vectors of a key block's sixteen positions:
+ * a##l += q[l] * positions 0-7 of dimension d, b##l the same for 8-15. */
+#define KV_AVX2_BLOCK_LANE(l)                                                                      \
+    do {                                                                                           \
+        const __m256 q_ = _mm256_set1_ps(q[l]);                                                    \
+        a##l = _mm256_fmadd_ps(q_, k0, a##l);                                                      \
+        b##l = _mm256_fmadd_ps(q_, k1, b##l);                                                      \
+    } while (0)
+
+/* Blocked binary16 keys (attention_kernels.h): per group of four lanes, a
+ * block at a time, each lane's sixteen positions two vectors (eight FMA
+ * chains): two conversions and eight FMAs per dimension and block. */
+KV_AVX2_INLINE void kv_avx2_block_scores(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *blocks,
+                                         size_t n, float *scores, float *max)
+{
+    const size_t block_halves = (size_t)PMPD_KV_KEY_BLOCK * dim;
+    float out[PMPD_KV_KEY_BLOCK * 4];
+    uint32_t l0, d;
+    size_t t0;
+    for (l0 = 0; l0 < lanes; l0 += 4) {
+        for (t0 = 0; t0 < n; t0 += PMPD_KV_KEY_BLOCK) {
+            const uint16_t *x = blocks + t0 / PMPD_KV_KEY_BLOCK * block_halves;
+            const size_t count = n - t0 < PMPD_KV_KEY_BLOCK ? n - t0 : PMPD_KV_KEY_BLOCK;
+            const int direct = lanes == 4 && count == PMPD_KV_KEY_BLOCK;
+            float *to = direct ? scores + t0 * 4 : out;
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+            for (d = 0; d < dim; d++) {
+                const float *q = qt + (size_t)d * lanes + l0;
+                const __m256 k0 = kv_avx2_half8(x + 16 * d), k1 = kv_avx2_half8(x + 16 * d + 8);
+                KV_AVX2_BLOCK_LANE(0);
+                KV_AVX2_BLOCK_LANE(1);
+                KV_AVX2_BLOCK_LANE(2);
+                KV_AVX2_BLOCK_LANE(3);
+            }
+            kv_avx2_block_transpose(a0, a1, a2, a3, to);
+            kv_avx2_block_transpose(b0, b1, b2, b3, to + 32);
+            if (!direct)
+                pmpd_kv_put_block_scores(out, count, lanes, l0, scores + t0 * lanes);
+        }
+        pmpd_kv_lanes_max4(scores, lanes, l0, n, max);
+    }
+}
+
+void pmpd_kv_block_scores_f16_avx2(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *blocks, size_t n,
+                                   float *scores, float *max)
+{
+    if (dim == 64)
+        kv_avx2_block_scores(qt, lanes, 64, blocks, n, scores, max);
+    else if (dim == 128)
+        kv_avx2_block_scores(qt, lanes, 128, blocks, n, scores, max);
+    else
+        kv_avx2_block_scores(qt, lanes, dim, blocks, n, scores, max);
+}
+#undef KV_AVX2_BLOCK_LANE
+
 #define KV_AVX2_SCORES(size, half) kv_avx2_row_scores(qt, lanes, size, rows, stride, n, scores, max, half)
 #define KV_AVX2_ACCUMULATE(size, half) kv_avx2_row_accumulate(weights, lanes, size, rows, stride, n, acc, half)
 PMPD_KV_DEFINE_ROW_KERNELS(avx2, KV_AVX2_SCORES, KV_AVX2_ACCUMULATE)

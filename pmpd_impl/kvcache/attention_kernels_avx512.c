@@ -270,6 +270,111 @@ KV512_INLINE void kv512_row_accumulate(const float *weights, uint32_t lanes, uin
                                   KV512_PREFETCH_ROWS(half), weights, lanes, dim, rows, stride, n, acc, half);
 }
 
+/* Lane l's sixteen positions of one key block: a##l += q[l] * key row d. */
+#define KV512_BLOCK_LANES(a, k)                                                                     \
+    do {                                                                                           \
+        a##0 = _mm512_fmadd_ps(_mm512_set1_ps(q[0]), k, a##0);                                     \
+        a##1 = _mm512_fmadd_ps(_mm512_set1_ps(q[1]), k, a##1);                                     \
+        a##2 = _mm512_fmadd_ps(_mm512_set1_ps(q[2]), k, a##2);                                     \
+        a##3 = _mm512_fmadd_ps(_mm512_set1_ps(q[3]), k, a##3);                                     \
+    } while (0)
+
+/* Four lanes' sixteen positions (a_l: lane l) stored position-major, as
+ * [16][4] floats: two rounds of unpacks put position 4 k + j of every lane
+ * in 128-bit block k of v_j, and a 4 x 4 transpose of the blocks orders
+ * them (16 shuffles). */
+KV512_INLINE void kv512_block_transpose(__m512 a0, __m512 a1, __m512 a2, __m512 a3, float *out)
+{
+    const __m512 u0 = _mm512_unpacklo_ps(a0, a1), u1 = _mm512_unpackhi_ps(a0, a1);
+    const __m512 u2 = _mm512_unpacklo_ps(a2, a3), u3 = _mm512_unpackhi_ps(a2, a3);
+    const __m512 v0 = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(u0), _mm512_castps_pd(u2)));
+    const __m512 v1 = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(u0), _mm512_castps_pd(u2)));
+    const __m512 v2 = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(u1), _mm512_castps_pd(u3)));
+    const __m512 v3 = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(u1), _mm512_castps_pd(u3)));
+    const __m512 t0 = _mm512_shuffle_f32x4(v0, v1, 0x44), t1 = _mm512_shuffle_f32x4(v2, v3, 0x44);
+    const __m512 t2 = _mm512_shuffle_f32x4(v0, v1, 0xEE), t3 = _mm512_shuffle_f32x4(v2, v3, 0xEE);
+    _mm512_storeu_ps(out, _mm512_shuffle_f32x4(t0, t1, 0x88));
+    _mm512_storeu_ps(out + 16, _mm512_shuffle_f32x4(t0, t1, 0xDD));
+    _mm512_storeu_ps(out + 32, _mm512_shuffle_f32x4(t2, t3, 0x88));
+    _mm512_storeu_ps(out + 48, _mm512_shuffle_f32x4(t2, t3, 0xDD));
+}
+
+/* Block b's scores for lanes l0 .. l0 + 3 (a_l) into scores: straight
+ * into a whole block's rows where lanes is 4, else through a copy. */
+KV512_INLINE void kv512_block_put(__m512 a0, __m512 a1, __m512 a2, __m512 a3, size_t b, size_t n, uint32_t lanes,
+                                  uint32_t l0, float *scores)
+{
+    const size_t t0 = b * PMPD_KV_KEY_BLOCK, count = n - t0 < PMPD_KV_KEY_BLOCK ? n - t0 : PMPD_KV_KEY_BLOCK;
+    float block[PMPD_KV_KEY_BLOCK * 4];
+    if (lanes == 4 && count == PMPD_KV_KEY_BLOCK) {
+        kv512_block_transpose(a0, a1, a2, a3, scores + t0 * 4);
+        return;
+    }
+    kv512_block_transpose(a0, a1, a2, a3, block);
+    pmpd_kv_put_block_scores(block, count, lanes, l0, scores + t0 * lanes);
+}
+
+/* Key blocks ahead that the scores prefetch, per stream: 4 KiB at head_dim
+ * 64 (Zen5, from memory, two alternated rounds: 2 beat 4 by 1.1-1.4x at
+ * 4K-32K). */
+#define KV512_KEY_BLOCKS_AHEAD 2
+
+/* Dimension d of a key block's sixteen positions, as floats. */
+KV512_INLINE __m512 kv512_key_row(const uint16_t *block, uint32_t d)
+{
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(block + 16 * (size_t)d)));
+}
+
+/* Blocked binary16 keys (attention_kernels.h): per group of four lanes,
+ * two blocks at a time, one from each half of the blocks (two sequential
+ * streams, eight FMA chains), each lane's sixteen positions one vector:
+ * one VCVTPH2PS and four FMAs per dimension and block.  Each stream
+ * prefetches the line KV512_KEY_BLOCKS_AHEAD blocks ahead of the one it
+ * reads, a line every other dimension (whole blocks at once measured
+ * slower from memory). */
+KV512_INLINE void kv512_block_scores(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *blocks, size_t n,
+                                     float *scores, float *max)
+{
+    const size_t n_blocks = (n + PMPD_KV_KEY_BLOCK - 1) / PMPD_KV_KEY_BLOCK, half = (n_blocks + 1) / 2;
+    const size_t block_halves = (size_t)PMPD_KV_KEY_BLOCK * dim, ahead = KV512_KEY_BLOCKS_AHEAD * block_halves;
+    const uint16_t *end = blocks + n_blocks * block_halves;
+    uint32_t l0, d;
+    size_t i;
+    for (l0 = 0; l0 < lanes; l0 += 4) {
+        for (i = 0; i < half; i++) {
+            const size_t j = i + half < n_blocks ? i + half : i;
+            const uint16_t *x = blocks + i * block_halves, *y = blocks + j * block_halves;
+            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+            for (d = 0; d < dim; d++) {
+                const float *q = qt + (size_t)d * lanes + l0;
+                if (d % 2 == 0) {
+                    if (x + ahead + 16 * d < end)
+                        _mm_prefetch((const char *)(x + ahead + 16 * d), _MM_HINT_T0);
+                    if (y + ahead + 16 * d < end)
+                        _mm_prefetch((const char *)(y + ahead + 16 * d), _MM_HINT_T0);
+                }
+                KV512_BLOCK_LANES(a, kv512_key_row(x, d));
+                KV512_BLOCK_LANES(b, kv512_key_row(y, d));
+            }
+            kv512_block_put(a0, a1, a2, a3, i, n, lanes, l0, scores);
+            if (j != i)
+                kv512_block_put(b0, b1, b2, b3, j, n, lanes, l0, scores);
+        }
+        pmpd_kv_lanes_max4(scores, lanes, l0, n, max);
+    }
+}
+
+void pmpd_kv_block_scores_f16_avx512(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *blocks, size_t n,
+                                     float *scores, float *max)
+{
+    if (dim == 64)
+        kv512_block_scores(qt, lanes, 64, blocks, n, scores, max);
+    else if (dim == 128)
+        kv512_block_scores(qt, lanes, 128, blocks, n, scores, max);
+    else
+        kv512_block_scores(qt, lanes, dim, blocks, n, scores, max);
+}
+
 #define KV512_SCORES(size, half) kv512_row_scores(qt, lanes, size, rows, stride, n, scores, max, half)
 #define KV512_ACCUMULATE(size, half) kv512_row_accumulate(weights, lanes, size, rows, stride, n, acc, half)
 PMPD_KV_DEFINE_ROW_KERNELS(avx512, KV512_SCORES, KV512_ACCUMULATE)

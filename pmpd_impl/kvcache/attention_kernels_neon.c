@@ -58,8 +58,9 @@ void pmpd_kv_row_accumulate_neon(const float *weights, uint32_t lanes, uint32_t 
 
 #undef PQ_NEON_ROW_BLOCK
 
-/* Binary16 rows: each row widened (fcvtl) into a buffer and passed to the
- * f32 kernels above; rows longer than the buffer take the scalar path. */
+/* Binary16 value rows: each row widened (fcvtl) into a buffer and passed
+ * to the f32 kernel above; rows longer than the buffer take the scalar
+ * path.  (Binary16 keys are in blocks: pmpd_kv_block_scores_f16_neon.) */
 #define KV_NEON_WIDEN_MAX 256
 
 static void kv_neon_widen(const uint16_t *src, uint32_t dim, float *dst)
@@ -71,20 +72,68 @@ static void kv_neon_widen(const uint16_t *src, uint32_t dim, float *dst)
         pmpd_kv_f16_to_f32_scalar(src + d, 1, dst + d);
 }
 
-void pmpd_kv_row_scores_f16_neon(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *rows, size_t stride,
-                                 size_t n, float *scores, float *max)
+/* Four binary16 keys as floats. */
+static inline float32x4_t kv_neon_half4(const uint16_t *p)
 {
-    float row[KV_NEON_WIDEN_MAX];
-    size_t t;
-    if (dim > KV_NEON_WIDEN_MAX) {
-        pmpd_kv_row_scores_f16_scalar(qt, lanes, dim, rows, stride, n, scores, max);
-        return;
-    }
-    for (t = 0; t < n; t++) {
-        kv_neon_widen(rows + t * stride, dim, row);
-        pmpd_kv_row_scores_neon(qt, lanes, dim, row, dim, 1, scores + t * lanes, max);
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
+}
+
+/* Lane l's four vectors of a key block's sixteen positions: a##l##j +=
+ * lane l of the query column times positions 4 j .. 4 j + 3 of one
+ * dimension. */
+#define KV_NEON_BLOCK_LANE(l)                                                                      \
+    do {                                                                                           \
+        a##l##0 = vfmaq_laneq_f32(a##l##0, k0, q, l);                                              \
+        a##l##1 = vfmaq_laneq_f32(a##l##1, k1, q, l);                                              \
+        a##l##2 = vfmaq_laneq_f32(a##l##2, k2, q, l);                                              \
+        a##l##3 = vfmaq_laneq_f32(a##l##3, k3, q, l);                                              \
+    } while (0)
+
+/* Blocked binary16 keys (attention_kernels.h): per group of four lanes, a
+ * block at a time in sixteen accumulators (lane l, positions 4 j ..
+ * 4 j + 3), one query column load, four widenings and sixteen FMAs by
+ * element per dimension; VST4 stores them position-major. */
+void pmpd_kv_block_scores_f16_neon(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *blocks, size_t n,
+                                   float *scores, float *max)
+{
+    const size_t block_halves = (size_t)PMPD_KV_KEY_BLOCK * dim;
+    float out[PMPD_KV_KEY_BLOCK * 4];
+    uint32_t l0, d;
+    size_t t0, t;
+    for (l0 = 0; l0 < lanes; l0 += 4) {
+        float32x4_t m = vld1q_f32(max + l0);
+        for (t0 = 0; t0 < n; t0 += PMPD_KV_KEY_BLOCK) {
+            const uint16_t *x = blocks + t0 / PMPD_KV_KEY_BLOCK * block_halves;
+            const size_t count = n - t0 < PMPD_KV_KEY_BLOCK ? n - t0 : PMPD_KV_KEY_BLOCK;
+            float32x4_t a00 = vdupq_n_f32(0.0f), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00;
+            float32x4_t a13 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00;
+            float32x4_t a33 = a00;
+            float32x4x4_t p;
+            for (d = 0; d < dim; d++) {
+                const float32x4_t q = vld1q_f32(qt + (size_t)d * lanes + l0);
+                const float32x4_t k0 = kv_neon_half4(x + 16 * d), k1 = kv_neon_half4(x + 16 * d + 4);
+                const float32x4_t k2 = kv_neon_half4(x + 16 * d + 8), k3 = kv_neon_half4(x + 16 * d + 12);
+                KV_NEON_BLOCK_LANE(0);
+                KV_NEON_BLOCK_LANE(1);
+                KV_NEON_BLOCK_LANE(2);
+                KV_NEON_BLOCK_LANE(3);
+            }
+            p.val[0] = a00, p.val[1] = a10, p.val[2] = a20, p.val[3] = a30;
+            vst4q_f32(out, p);
+            p.val[0] = a01, p.val[1] = a11, p.val[2] = a21, p.val[3] = a31;
+            vst4q_f32(out + 16, p);
+            p.val[0] = a02, p.val[1] = a12, p.val[2] = a22, p.val[3] = a32;
+            vst4q_f32(out + 32, p);
+            p.val[0] = a03, p.val[1] = a13, p.val[2] = a23, p.val[3] = a33;
+            vst4q_f32(out + 48, p);
+            pmpd_kv_put_block_scores(out, count, lanes, l0, scores + t0 * lanes);
+            for (t = 0; t < count; t++)
+                m = vmaxq_f32(m, vld1q_f32(out + 4 * t));
+        }
+        vst1q_f32(max + l0, m);
     }
 }
+#undef KV_NEON_BLOCK_LANE
 
 void pmpd_kv_row_accumulate_f16_neon(const float *weights, uint32_t lanes, uint32_t dim, const uint16_t *rows,
                                      size_t stride, size_t n, float *acc)

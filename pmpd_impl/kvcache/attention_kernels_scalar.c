@@ -32,8 +32,16 @@ static float kv_scalar_row_value(const void *rows, size_t stride, size_t t, uint
     return ((const float *)rows)[t * stride + d];
 }
 
-static void kv_scalar_row_scores(const float *qt, uint32_t lanes, uint32_t dim, const void *rows, size_t stride,
-                                 size_t n, float *scores, float *max, int half)
+/* Key d of position t: f32 rows, or binary16 blocks (blocked). */
+static float kv_scalar_key(const void *keys, size_t stride, size_t t, uint32_t d, uint32_t dim, int blocked)
+{
+    if (blocked)
+        return pq_scalar_half_to_float(((const uint16_t *)keys)[pmpd_kv_key_at(t, d, dim)]);
+    return ((const float *)keys)[t * stride + d];
+}
+
+static void kv_scalar_row_scores(const float *qt, uint32_t lanes, uint32_t dim, const void *keys, size_t stride,
+                                 size_t n, float *scores, float *max, int blocked)
 {
     size_t t;
     uint32_t d, l;
@@ -42,7 +50,7 @@ static void kv_scalar_row_scores(const float *qt, uint32_t lanes, uint32_t dim, 
         for (l = 0; l < lanes; l++)
             s[l] = 0.0f;
         for (d = 0; d < dim; d++) {
-            float v = kv_scalar_row_value(rows, stride, t, d, half);
+            float v = kv_scalar_key(keys, stride, t, d, dim, blocked);
             for (l = 0; l < lanes; l++)
                 s[l] += qt[d * lanes + l] * v;
         }
@@ -79,10 +87,10 @@ void pmpd_kv_row_accumulate_scalar(const float *weights, uint32_t lanes, uint32_
     kv_scalar_row_accumulate(weights, lanes, dim, rows, stride, n, acc, 0);
 }
 
-void pmpd_kv_row_scores_f16_scalar(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *rows,
-                                   size_t stride, size_t n, float *scores, float *max)
+void pmpd_kv_block_scores_f16_scalar(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *blocks,
+                                     size_t n, float *scores, float *max)
 {
-    kv_scalar_row_scores(qt, lanes, dim, rows, stride, n, scores, max, 1);
+    kv_scalar_row_scores(qt, lanes, dim, blocks, 0, n, scores, max, 1);
 }
 
 void pmpd_kv_row_accumulate_f16_scalar(const float *weights, uint32_t lanes, uint32_t dim, const uint16_t *rows,

@@ -15,6 +15,23 @@
 
 #define PMPD_KV_Q_CHUNK 256 /* query (and value) dimensions held lane-major per pass */
 
+/* max[l0 .. l0 + 4) raised to the scores' over positions [0, n): four
+ * chains (one was a serial max per row, 10% of the f16 scores). */
+static inline void pmpd_kv_lanes_max4(const float *scores, uint32_t lanes, uint32_t l0, size_t n, float *max)
+{
+    __m128 m = _mm_loadu_ps(max + l0), m1 = m, m2 = m, m3 = m;
+    size_t t;
+    for (t = 0; t + 4 <= n; t += 4) {
+        m = _mm_max_ps(m, _mm_loadu_ps(scores + t * lanes + l0));
+        m1 = _mm_max_ps(m1, _mm_loadu_ps(scores + (t + 1) * lanes + l0));
+        m2 = _mm_max_ps(m2, _mm_loadu_ps(scores + (t + 2) * lanes + l0));
+        m3 = _mm_max_ps(m3, _mm_loadu_ps(scores + (t + 3) * lanes + l0));
+    }
+    for (; t < n; t++)
+        m = _mm_max_ps(m, _mm_loadu_ps(scores + t * lanes + l0));
+    _mm_storeu_ps(max + l0, _mm_max_ps(_mm_max_ps(m, m1), _mm_max_ps(m2, m3)));
+}
+
 /* scores and max as pmpd_kv_row_scores_*: per group of four lanes and
  * chunk [d0, d1) of the head, q[l][d - d0] (zeros up to a multiple of pad)
  * goes to chunk(q, lanes, l0, dim, d0, d1, rows, stride, n, scores, half),
@@ -23,9 +40,7 @@
     do {                                                                                                      \
         float q_[4][PMPD_KV_Q_CHUNK];                                                                         \
         uint32_t l0_, d0_, d_, l_;                                                                            \
-        size_t t_;                                                                                            \
         for (l0_ = 0; l0_ < (lanes); l0_ += 4) {                                                              \
-            __m128 m_ = _mm_loadu_ps((max) + l0_);                                                            \
             for (d0_ = 0; d0_ < (dim); d0_ += PMPD_KV_Q_CHUNK) {                                              \
                 uint32_t d1_ = (dim) - d0_ < PMPD_KV_Q_CHUNK ? (dim) : d0_ + PMPD_KV_Q_CHUNK;                  \
                 uint32_t padded_ = (d1_ - d0_ + (pad) - 1) / (pad) * (pad);                                   \
@@ -35,20 +50,7 @@
                 chunk((const float (*)[PMPD_KV_Q_CHUNK])q_, lanes, l0_, dim, d0_, d1_, rows, stride, n, scores, \
                       half);                                                                                  \
             }                                                                                                 \
-            /* Four chains: one was a serial max per row, 10% of the f16 scores. */                        \
-            {                                                                                                 \
-                __m128 m1_ = m_, m2_ = m_, m3_ = m_;                                                          \
-                for (t_ = 0; t_ + 4 <= (n); t_ += 4) {                                                        \
-                    m_ = _mm_max_ps(m_, _mm_loadu_ps((scores) + t_ * (lanes) + l0_));                         \
-                    m1_ = _mm_max_ps(m1_, _mm_loadu_ps((scores) + (t_ + 1) * (lanes) + l0_));                 \
-                    m2_ = _mm_max_ps(m2_, _mm_loadu_ps((scores) + (t_ + 2) * (lanes) + l0_));                 \
-                    m3_ = _mm_max_ps(m3_, _mm_loadu_ps((scores) + (t_ + 3) * (lanes) + l0_));                 \
-                }                                                                                             \
-                for (; t_ < (n); t_++)                                                                        \
-                    m_ = _mm_max_ps(m_, _mm_loadu_ps((scores) + t_ * (lanes) + l0_));                         \
-                m_ = _mm_max_ps(_mm_max_ps(m_, m1_), _mm_max_ps(m2_, m3_));                                   \
-            }                                                                                                 \
-            _mm_storeu_ps((max) + l0_, m_);                                                                   \
+            pmpd_kv_lanes_max4(scores, lanes, l0_, n, max);                                                   \
         }                                                                                                     \
     } while (0)
 
@@ -81,10 +83,11 @@
             }                                                                                                 \
     } while (0)
 
-/* The four exported row kernels of a set, with copies for head sizes 64
- * and 128 where the size is a constant (the loops over the dimension
- * unroll and lose their tail tests; a dispatching inline function instead
- * of this macro measured 5% slower f16 scores on AVX2). */
+/* Three of the exported row kernels of a set (the blocked f16 scores are
+ * each set's own), with copies for head sizes 64 and 128 where the size is
+ * a constant (the loops over the dimension unroll and lose their tail
+ * tests; a dispatching inline function instead of this macro measured 5%
+ * slower f16 scores on AVX2). */
 #define PMPD_KV_BY_HEAD_SIZE(call, half)                                                                      \
     do {                                                                                                      \
         if (dim == 64)                                                                                        \
@@ -104,11 +107,6 @@
                                       size_t stride, size_t n, float *acc)                                    \
     {                                                                                                         \
         PMPD_KV_BY_HEAD_SIZE(accumulate_by_size, 0);                                                          \
-    }                                                                                                         \
-    void pmpd_kv_row_scores_f16_##isa(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *rows,     \
-                                      size_t stride, size_t n, float *scores, float *max)                     \
-    {                                                                                                         \
-        PMPD_KV_BY_HEAD_SIZE(scores_by_size, 1);                                                              \
     }                                                                                                         \
     void pmpd_kv_row_accumulate_f16_##isa(const float *weights, uint32_t lanes, uint32_t dim,                  \
                                           const uint16_t *rows, size_t stride, size_t n, float *acc)          \

@@ -34,9 +34,9 @@ static void exact_scores(const float *qt, uint32_t lanes, uint32_t dim, const pm
     if (keys->format == PMPD_KV_ROW_F32)
         PMPD_KV_ROW_KERNEL(pmpd_kv_row_scores)(qt, lanes, dim, (const float *)(const void *)src,
                                            keys->row_bytes / sizeof(float), count, scores, max);
-    else if (keys->format == PMPD_KV_ROW_F16)
-        PMPD_KV_ROW_KERNEL(pmpd_kv_row_scores_f16)(qt, lanes, dim, (const uint16_t *)(const void *)src,
-                                               keys->row_bytes / sizeof(uint16_t), count, scores, max);
+    else if (keys->format == PMPD_KV_ROW_F16_KEY_BLOCKS)
+        PMPD_KV_ROW_KERNEL(pmpd_kv_block_scores_f16)(qt, lanes, dim, (const uint16_t *)(const void *)src, count,
+                                                 scores, max);
     else
         PMPD_KV_ROW_KERNEL(pmpd_kv_row_scores)(qt, lanes, dim, exact_rows_decoded(keys, dim, first, count, block), dim,
                                            count, scores, max);
@@ -61,7 +61,10 @@ static void exact_accumulate(const float *weights, uint32_t lanes, uint32_t dim,
  * quantized rows are decoded a block at a time into the scratch. */
 static size_t exact_rows_per_call(const pmpd_kv_rows *rows, size_t n)
 {
-    return rows->format == PMPD_KV_ROW_F32 || rows->format == PMPD_KV_ROW_F16 ? n : PMPD_KV_EXACT_BLOCK;
+    return rows->format == PMPD_KV_ROW_F32 || rows->format == PMPD_KV_ROW_F16 ||
+                   rows->format == PMPD_KV_ROW_F16_KEY_BLOCKS
+               ? n
+               : PMPD_KV_EXACT_BLOCK;
 }
 
 void pmpd_attn_exact_partial(const float *qt, uint32_t lanes, uint32_t dim, const pmpd_kv_rows *keys,
@@ -86,8 +89,9 @@ void pmpd_attn_exact_partial(const float *qt, uint32_t lanes, uint32_t dim, cons
 
 /* Rows of one pass of pmpd_attn_exact_group: their scores stay in L1/L2
  * while the pass reads K, exponentiates and reads V, and the scratch no
- * longer grows with the context. */
+ * longer grows with the context.  A multiple of the key blocks. */
 #define EXACT_GROUP_CHUNK 512
+typedef char exact_chunk_whole_key_blocks[EXACT_GROUP_CHUNK % PMPD_KV_KEY_BLOCK == 0 ? 1 : -1];
 
 /* Scratch layout: transposed query [dim][lanes], the running and the
  * chunk's partial results (max, sum, acc each), then

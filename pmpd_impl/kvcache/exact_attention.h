@@ -17,6 +17,7 @@
 typedef enum pmpd_kv_row_format {
     PMPD_KV_ROW_F32,
     PMPD_KV_ROW_F16,   /* IEEE binary16 bit patterns */
+    PMPD_KV_ROW_F16_KEY_BLOCKS, /* binary16 keys in blocks of 16 positions (pmpd_kv_key_at) */
     PMPD_KV_ROW_INT8,  /* uniform_quant.h rows */
     PMPD_KV_ROW_INT4,
     PMPD_KV_ROW_INT2
@@ -24,8 +25,10 @@ typedef enum pmpd_kv_row_format {
 
 typedef struct pmpd_kv_rows {
     pmpd_kv_row_format format;
-    const unsigned char *data; /* row t starts at data + t * row_bytes */
-    size_t row_bytes;          /* for f32 rows a multiple of sizeof(float) */
+    /* row t starts at data + t * row_bytes; key blocks: block t / 16 there,
+     * for t a multiple of 16, and whole blocks up to the last row's */
+    const unsigned char *data;
+    size_t row_bytes; /* for f32 rows a multiple of sizeof(float) */
 } pmpd_kv_rows;
 
 /* Rows widened per block: bounds the scratch, keeps the block in L1. */

@@ -1,8 +1,10 @@
 #include "pmpd_impl/model/kv_cache.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "pmpd_impl/core/checked.h"
+#include "pmpd_impl/kvcache/attention_kernels.h"
 #include "pmpd_impl/kvcache/exact_attention.h"
 #include "pmpd_impl/model/f16.h"
 
@@ -20,7 +22,7 @@ PMPD_INTERNAL pmpd_status pmpd_kv_cache_init(pmpd_kv_cache *cache, pmpd_arena *a
         cache->n_kv_heads = n_kv_heads;
         cache->head_dim = head_dim;
         cache->kv_dim = (size_t)n_kv_heads * head_dim;
-        cache->capacity = capacity;
+        cache->capacity = cache->stored = capacity;
         cache->element_size = 0;
         cache->k = cache->v = NULL;
         return pmpd_kv_quantized_init(&cache->quantized, arena, type, model, capacity, pq_window);
@@ -30,8 +32,11 @@ PMPD_INTERNAL pmpd_status pmpd_kv_cache_init(pmpd_kv_cache *cache, pmpd_arena *a
     case PMPD_KV_F16: cache->element_size = sizeof(uint16_t); break;
     default: return PMPD_ERR_INVALID_ARGUMENT;
     }
+    if (capacity > SIZE_MAX - PMPD_KV_KEY_BLOCK)
+        return PMPD_ERR_OVERFLOW;
+    cache->stored = (capacity + PMPD_KV_KEY_BLOCK - 1) / PMPD_KV_KEY_BLOCK * PMPD_KV_KEY_BLOCK;
     if (!pmpd_checked_mul(n_kv_heads, head_dim, &kv_dim) ||
-        !pmpd_checked_mul3(n_layers, capacity, kv_dim, &bytes) ||
+        !pmpd_checked_mul3(n_layers, cache->stored, kv_dim, &bytes) ||
         !pmpd_checked_mul(bytes, cache->element_size, &bytes))
         return PMPD_ERR_OVERFLOW;
     cache->type = type;
@@ -61,10 +66,17 @@ PMPD_INTERNAL size_t pmpd_kv_cache_bytes_in_use(const pmpd_kv_cache *cache, size
     return positions * cache->n_layers * cache->kv_dim * 2 * cache->element_size;
 }
 
-/* Element offset of (layer, kv_head, pos, 0). */
+/* Element offset of (layer, kv_head, pos, 0): of the value, and of the key
+ * unless f16 keys are in blocks (pmpd_kv_cache_key). */
 static size_t pmpd_kv_cache_index(const pmpd_kv_cache *cache, uint32_t layer, uint32_t kv_head, size_t pos)
 {
-    return (((size_t)layer * cache->n_kv_heads + kv_head) * cache->capacity + pos) * cache->head_dim;
+    return (((size_t)layer * cache->n_kv_heads + kv_head) * cache->stored + pos) * cache->head_dim;
+}
+
+/* Element offset of binary16 key element d of (layer, kv_head, pos). */
+static size_t pmpd_kv_cache_key(const pmpd_kv_cache *cache, uint32_t layer, uint32_t kv_head, size_t pos, size_t d)
+{
+    return pmpd_kv_cache_index(cache, layer, kv_head, 0) + pmpd_kv_key_at(pos, d, cache->head_dim);
 }
 
 PMPD_INTERNAL void pmpd_kv_cache_write(pmpd_kv_cache *cache, uint32_t layer, size_t pos, size_t n,
@@ -86,7 +98,7 @@ PMPD_INTERNAL void pmpd_kv_cache_write(pmpd_kv_cache *cache, uint32_t layer, siz
                 memcpy((float *)cache->v + to, value, cache->head_dim * sizeof(float));
             } else {
                 for (i = 0; i < cache->head_dim; i++) {
-                    ((uint16_t *)cache->k)[to + i] = pmpd_f32_to_f16(key[i]);
+                    ((uint16_t *)cache->k)[pmpd_kv_cache_key(cache, layer, head, pos + t, i)] = pmpd_f32_to_f16(key[i]);
                     ((uint16_t *)cache->v)[to + i] = pmpd_f32_to_f16(value[i]);
                 }
             }
@@ -104,7 +116,7 @@ PMPD_INTERNAL void pmpd_kv_cache_read(const pmpd_kv_cache *cache, uint32_t layer
         break;
     case PMPD_KV_F16:
         for (i = 0; i < cache->head_dim; i++) {
-            key[i] = pmpd_f16_to_f32(((const uint16_t *)cache->k)[base + i]);
+            key[i] = pmpd_f16_to_f32(((const uint16_t *)cache->k)[pmpd_kv_cache_key(cache, layer, kv_head, pos, i)]);
             value[i] = pmpd_f16_to_f32(((const uint16_t *)cache->v)[base + i]);
         }
         break;
@@ -149,7 +161,8 @@ PMPD_INTERNAL void pmpd_kv_cache_attend_group(const pmpd_kv_cache *cache, uint32
     }
     /* A KV head's rows are consecutive: one stream each for K and V. */
     base = pmpd_kv_cache_index(cache, layer, kv_head, 0) * cache->element_size;
-    keys.format = values.format = cache->type == PMPD_KV_F16 ? PMPD_KV_ROW_F16 : PMPD_KV_ROW_F32;
+    keys.format = cache->type == PMPD_KV_F16 ? PMPD_KV_ROW_F16_KEY_BLOCKS : PMPD_KV_ROW_F32;
+    values.format = cache->type == PMPD_KV_F16 ? PMPD_KV_ROW_F16 : PMPD_KV_ROW_F32;
     keys.row_bytes = values.row_bytes = cache->head_dim * cache->element_size;
     keys.data = (const unsigned char *)cache->k + base;
     values.data = (const unsigned char *)cache->v + base;

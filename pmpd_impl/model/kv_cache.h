@@ -24,11 +24,13 @@ typedef struct pmpd_kv_cache {
     uint32_t group;       /* query heads per KV head */
     size_t kv_dim;        /* n_kv_heads * head_dim */
     size_t capacity;      /* positions */
+    size_t stored;        /* positions stored per layer and KV head: capacity in whole key blocks */
     size_t element_size;  /* bytes per stored number */
     /* [layer][kv_head][position][head_dim]: each KV head's rows are one
      * sequential stream for attention (position-major rows, kv_dim apart,
      * read from memory 1.2x (f16) to 1.9x (f32) slower at 16-32K; see
-     * docs/kv-cache.md) */
+     * docs/kv-cache.md); f16 keys in blocks of 16 positions instead
+     * (pmpd_kv_key_at in kvcache/attention_kernels.h) */
     void *k;
     void *v;
     pmpd_kv_quantized quantized; /* PQ and integer modes (pmpd_impl/kvcache/) */
