@@ -364,16 +364,13 @@ KV512_INLINE void kv512_block_scores(const float *qt, uint32_t lanes, uint32_t d
     }
 }
 
+#define KV512_BLOCK_SCORES(size, unused) kv512_block_scores(qt, lanes, size, blocks, n, scores, max)
 void pmpd_kv_block_scores_f16_avx512(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *blocks, size_t n,
                                      float *scores, float *max)
 {
-    if (dim == 64)
-        kv512_block_scores(qt, lanes, 64, blocks, n, scores, max);
-    else if (dim == 128)
-        kv512_block_scores(qt, lanes, 128, blocks, n, scores, max);
-    else
-        kv512_block_scores(qt, lanes, dim, blocks, n, scores, max);
+    PMPD_KV_BY_HEAD_SIZE(KV512_BLOCK_SCORES, 0);
 }
+#undef KV512_BLOCK_SCORES
 
 #define KV512_SCORES(size, half) kv512_row_scores(qt, lanes, size, rows, stride, n, scores, max, half)
 #define KV512_ACCUMULATE(size, half) kv512_row_accumulate(weights, lanes, size, rows, stride, n, acc, half)
