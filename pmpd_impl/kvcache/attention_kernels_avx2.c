@@ -278,13 +278,9 @@ KV_AVX2_INLINE void kv_avx2_block_scores(const float *qt, uint32_t lanes, uint32
     }
 }
 
-#define KV_AVX2_BLOCK_SCORES(size, unused) kv_avx2_block_scores(qt, lanes, size, blocks, n, scores, max)
-void pmpd_kv_block_scores_f16_avx2(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *blocks, size_t n,
-                                   float *scores, float *max)
-{
-    PMPD_KV_BY_HEAD_SIZE(KV_AVX2_BLOCK_SCORES, 0);
-}
-#undef KV_AVX2_BLOCK_SCORES
+#define PMPD_KV_BLOCK_INNER_ kv_avx2_block_scores
+PMPD_KV_DEFINE_BLOCK_SCORES(avx2)
+#undef PMPD_KV_BLOCK_INNER_
 #undef KV_AVX2_BLOCK_LANE
 
 #define KV_AVX2_SCORES(size, half) kv_avx2_row_scores(qt, lanes, size, rows, stride, n, scores, max, half)

@@ -364,13 +364,9 @@ KV512_INLINE void kv512_block_scores(const float *qt, uint32_t lanes, uint32_t d
     }
 }
 
-#define KV512_BLOCK_SCORES(size, unused) kv512_block_scores(qt, lanes, size, blocks, n, scores, max)
-void pmpd_kv_block_scores_f16_avx512(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *blocks, size_t n,
-                                     float *scores, float *max)
-{
-    PMPD_KV_BY_HEAD_SIZE(KV512_BLOCK_SCORES, 0);
-}
-#undef KV512_BLOCK_SCORES
+#define PMPD_KV_BLOCK_INNER_ kv512_block_scores
+PMPD_KV_DEFINE_BLOCK_SCORES(avx512)
+#undef PMPD_KV_BLOCK_INNER_
 
 #define KV512_SCORES(size, half) kv512_row_scores(qt, lanes, size, rows, stride, n, scores, max, half)
 #define KV512_ACCUMULATE(size, half) kv512_row_accumulate(weights, lanes, size, rows, stride, n, acc, half)

@@ -97,6 +97,17 @@ static inline void pmpd_kv_lanes_max4(const float *scores, uint32_t lanes, uint3
         else                                                                                                  \
             call(dim, half);                                                                                  \
     } while (0)
+/* pmpd_kv_block_scores_f16_<isa> from a set's inner kernel
+ * inner(qt, lanes, dim, blocks, n, scores, max), copied for head sizes 64
+ * and 128. */
+#define PMPD_KV_BLOCK_SCORES_BY_SIZE_(size, unused) PMPD_KV_BLOCK_INNER_(qt, lanes, size, blocks, n, scores, max)
+#define PMPD_KV_DEFINE_BLOCK_SCORES(isa)                                                                      \
+    void pmpd_kv_block_scores_f16_##isa(const float *qt, uint32_t lanes, uint32_t dim, const uint16_t *blocks, \
+                                        size_t n, float *scores, float *max)                                  \
+    {                                                                                                         \
+        PMPD_KV_BY_HEAD_SIZE(PMPD_KV_BLOCK_SCORES_BY_SIZE_, 0);                                              \
+    }
+
 #define PMPD_KV_DEFINE_ROW_KERNELS(isa, scores_by_size, accumulate_by_size)                                   \
     void pmpd_kv_row_scores_##isa(const float *qt, uint32_t lanes, uint32_t dim, const float *rows,            \
                                   size_t stride, size_t n, float *scores, float *max)                         \

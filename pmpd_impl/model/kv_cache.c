@@ -67,17 +67,12 @@ PMPD_INTERNAL size_t pmpd_kv_cache_bytes_in_use(const pmpd_kv_cache *cache, size
 }
 
 /* Element offset of (layer, kv_head, pos, 0): of the value, and of the key
- * unless f16 keys are in blocks (pmpd_kv_cache_key). */
+ * unless f16 keys are in blocks (then pmpd_kv_key_at from pos 0's offset). */
 static size_t pmpd_kv_cache_index(const pmpd_kv_cache *cache, uint32_t layer, uint32_t kv_head, size_t pos)
 {
     return (((size_t)layer * cache->n_kv_heads + kv_head) * cache->stored + pos) * cache->head_dim;
 }
 
-/* Element offset of binary16 key element d of (layer, kv_head, pos). */
-static size_t pmpd_kv_cache_key(const pmpd_kv_cache *cache, uint32_t layer, uint32_t kv_head, size_t pos, size_t d)
-{
-    return pmpd_kv_cache_index(cache, layer, kv_head, 0) + pmpd_kv_key_at(pos, d, cache->head_dim);
-}
 
 PMPD_INTERNAL void pmpd_kv_cache_write(pmpd_kv_cache *cache, uint32_t layer, size_t pos, size_t n,
                                        const float *k, const float *v)
@@ -97,8 +92,10 @@ PMPD_INTERNAL void pmpd_kv_cache_write(pmpd_kv_cache *cache, uint32_t layer, siz
                 memcpy((float *)cache->k + to, key, cache->head_dim * sizeof(float));
                 memcpy((float *)cache->v + to, value, cache->head_dim * sizeof(float));
             } else {
+                /* f16 keys in blocks: pmpd_kv_key_at from the head's start */
+                uint16_t *keys = (uint16_t *)cache->k + pmpd_kv_cache_index(cache, layer, head, 0);
                 for (i = 0; i < cache->head_dim; i++) {
-                    ((uint16_t *)cache->k)[pmpd_kv_cache_key(cache, layer, head, pos + t, i)] = pmpd_f32_to_f16(key[i]);
+                    keys[pmpd_kv_key_at(pos + t, i, cache->head_dim)] = pmpd_f32_to_f16(key[i]);
                     ((uint16_t *)cache->v)[to + i] = pmpd_f32_to_f16(value[i]);
                 }
             }
@@ -116,7 +113,8 @@ PMPD_INTERNAL void pmpd_kv_cache_read(const pmpd_kv_cache *cache, uint32_t layer
         break;
     case PMPD_KV_F16:
         for (i = 0; i < cache->head_dim; i++) {
-            key[i] = pmpd_f16_to_f32(((const uint16_t *)cache->k)[pmpd_kv_cache_key(cache, layer, kv_head, pos, i)]);
+            key[i] = pmpd_f16_to_f32(((const uint16_t *)cache->k)[base - pos * cache->head_dim +
+                                                                  pmpd_kv_key_at(pos, i, cache->head_dim)]);
             value[i] = pmpd_f16_to_f32(((const uint16_t *)cache->v)[base + i]);
         }
         break;
