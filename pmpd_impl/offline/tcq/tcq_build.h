@@ -22,9 +22,11 @@
 #define PMPD_TCQ_TABLE_ITERATIONS 64
 
 /* Lloyd's k-means of samples 2-D standard normal points (synth/normal.c
- * from state seed) into PMPD_TCQ_TABLE_ENTRIES centroids, table[2 j] and
- * table[2 j + 1] centroid j's coordinates; mse (may be NULL) gets the
- * final mean squared error per coordinate.  Errors:
+ * from state seed) into the symmetric codebook of tcq.h (the 8 images of
+ * PMPD_TCQ_TABLE_REPS representatives), written as the table's 512
+ * entries, table[2 j] and table[2 j + 1] entry j's values; mse (may be
+ * NULL) gets the final mean squared error per coordinate against the
+ * whole codebook.  Errors:
  * PMPD_ERR_INVALID_ARGUMENT (fewer samples than centroids),
  * PMPD_ERR_OUT_OF_MEMORY. */
 PMPD_INTERNAL pmpd_status pmpd_tcq_build_table(uint64_t seed, size_t samples, unsigned iterations, float *table,

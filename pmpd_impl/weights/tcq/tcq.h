@@ -17,9 +17,16 @@
  * and decodes rotated columns 2 i and 2 i + 1 (HYB):
  *   h = S (S + 1) mod 2^32,  (a, b) = table[(h >> 6) & 511],
  *   value = (h bit 15 ? -a : a, b)
- * with table the 512 centroids of k-means on 2-D standard normal samples
- * (tcq_table.c, made offline by offline/tcq/tcq_table_build.c), in int8
- * multiples of one unit.  W_r[r][c] = scale[r] * unit * value.
+ * with table 512 points in int8 multiples of one unit, W_r[r][c] =
+ * scale[r] * unit * value.  The table is symmetric (format version 4):
+ * entry i = r + 128 w + 256 n (r < 128) is representative r = (x_r, y_r),
+ * 0 <= y_r <= x_r, as it stands (w = 0) or swapped (w = 1), its second
+ * value negated where n = 1; with the first value's sign from bit 15 the
+ * 1024 values a state reaches are the 8 images of the 128 representatives
+ * under sign changes and the swap, whose k-means on 2-D standard normal
+ * samples they are (tcq_table.c, made offline by
+ * offline/tcq/tcq_table_build.c).  So the AVX-512 kernel looks up 128
+ * entries where a table without the symmetry took 512.
  *
  * Bits in bytes: r[k] is bit 7 - k % 8 of byte k / 8 (MSB first), so a
  * window is 3 bytes read big-endian and shifted: 8 consecutive steps start
@@ -32,10 +39,11 @@
  * quarter bits q (6..16, 1.5 to 4 bits per weight): s1 = floor(q / 2),
  * s2 = ceil(q / 2).
  *
- * Layout (version 3: a row's last sequence may be 128 columns; version 2
- * files, every sequence 256, and version 1's, with an int16 table, are
- * refused), little-endian:
- *   64-byte header: "TCQW", u32 version 3, u32 rows, u32 cols, u32 s1,
+ * Layout (version 4: the symmetric table; version 3 files, whose codes
+ * address the unsymmetric k-means table of earlier builds, version 2's,
+ * every sequence 256, and version 1's, with an int16 table, are refused:
+ * convert again), little-endian; a row's last sequence may be 128 columns:
+ *   64-byte header: "TCQW", u32 version 4, u32 rows, u32 cols, u32 s1,
  *     u32 s2, u32 rotation (pmpd_rotated_rotation_fits), u32 0, u64 seed
  *     of the signs, then zeros
  *   f32 scale[rows] (finite, >= 0), padded with zeros to 64 bytes
@@ -56,12 +64,13 @@
 #include "pmpd_impl/weights/rotated/rotated.h"
 
 #define PMPD_TCQ_HEADER_BYTES 64
-#define PMPD_TCQ_VERSION 3
+#define PMPD_TCQ_VERSION 4
 #define PMPD_TCQ_SEQUENCE 256   /* rotated columns per trellis sequence (T) */
 #define PMPD_TCQ_STEPS 128      /* steps (column pairs) per sequence */
 #define PMPD_TCQ_SHORT 128      /* columns of a short last sequence; padded is a multiple */
 #define PMPD_TCQ_STATE_BITS 16  /* the window (L) */
 #define PMPD_TCQ_TABLE_ENTRIES 512
+#define PMPD_TCQ_TABLE_REPS 128 /* the symmetric table's representatives: entries 0..127 */
 #define PMPD_TCQ_MIN_SHIFT 3
 #define PMPD_TCQ_MAX_SHIFT 8
 #define PMPD_TCQ_MIN_QUARTER_BITS (2 * PMPD_TCQ_MIN_SHIFT)
@@ -124,8 +133,8 @@ static inline void pmpd_tcq_shifts(unsigned quarter_bits, unsigned *s1, unsigned
     *s2 = (quarter_bits + 1) / 2;
 }
 
-/* The value table: 512 pairs (first, second value of each centroid),
- * each within -127..127 (int8 values in int16 storage), and the unit they
+/* The value table: 512 pairs (first, second value of each entry; the
+ * symmetry above), each within -127..127 (int8 values in int16 storage), and the unit they
  * are multiples of. */
 PMPD_INTERNAL const int16_t *pmpd_tcq_table(void);
 PMPD_INTERNAL float pmpd_tcq_unit(void);

@@ -12,21 +12,22 @@
  *            f + 2 (f = i s / 8, modulo the sequence: the tail-biting wrap
  *            costs nothing) in each 16-bit lane, and VPSHLDVW by the
  *            lane's constant (i s) % 8 leaves the window;
- *   hash     VPADDW, VPMULLW;
- *   lookup   the table's values are int8 (tcq_table.c), kept as value
- *            + 128 in two byte planes (first value, second) of four
- *            sub-tables, by index bits 0-1, of 128 bytes, by index bits
- *            2-8: h's high byte (index bits 2-8 and the sign, which
- *            VPERMI2B ignores) is the sub-table index as it stands.  One
- *            VPERMI2B packs the two registers' high bytes into 64 byte
- *            lanes, one more their low bytes (index bits 0-1 in bits 6-7:
- *            two mask tests); each plane is then 4 VPERMI2B (64 steps
- *            each) and 3 VPBLENDMB;
- *   values   a masked VPSUBB from zero negates the biased first value
- *            where h bit 15 (bit 7 of the packed high byte) is set (-v
- *            mod 256 is -value + 128), and VPUNPCKL/HBW interleave the two
- *            planes into column order (the packing perm follows the
- *            unpacks' order): 64 columns to a register;
+ *   hash     VPADDW, VPMULLW, and VPSRLW by 6: each 16-bit lane then
+ *            holds h bits 6-13 in its low byte (the representative, bits
+ *            0-6, and the swap, bit 7) and bits 14-15 in its high byte
+ *            (the signs of the second and the first value);
+ *   lookup   the table is symmetric (tcq.h), so only its 128
+ *            representatives are kept, as value + 128 in two byte planes
+ *            (first value, second) of 128 bytes.  One VPERMI2B packs the
+ *            two registers' low bytes into 64 byte lanes, one more their
+ *            high bytes; each plane is one VPERMI2B by the low byte
+ *            (VPERMI2B ignores bit 7), and two VPBLENDMB by the swap bit
+ *            (VPMOVB2M) put the two looked-up values in order;
+ *   values   masked VPSUBBs from zero negate the biased values whose sign
+ *            bit is set (two VPTESTMB; -v mod 256 is -value + 128), and
+ *            VPUNPCKL/HBW interleave the two planes into column order (the
+ *            packing perm follows the unpacks' order): 64 columns to a
+ *            register;
  *   product  VPDPBUSD of the biased values (unsigned) with the int8
  *            activations, started from minus 128 times each lane's sum of
  *            4 activations (made once per token, shared by the tile's
@@ -34,14 +35,15 @@
  *            block, lanes 0-7 of one block, 8-15 of the next: one
  *            conversion and one FMA with the two blocks' steps (VPERMPS)
  *            per 64 columns.
- * That is 14 VPERMI2B (8 of them the lookup) among about 38 operations
- * per unit and row on one token (version 1's int16 table took 22 among
- * 66: four byte planes, sign-extended activations and VPDPWSSD; 1.5x
- * slower).  A VPGATHERDD per 16 steps would cost more: gathers from the
- * 2 KiB table took 0.85 cycles per element on Zen5 (14 cycles per 16),
- * VPERMI2B runs 2 per cycle.
+ * That is 8 VPERMI2B (2 of them the lookup) among about 31 operations per
+ * unit and row on one token.  Format version 3's table had no symmetry:
+ * four sub-tables of 128 entries per plane, 8 lookups and 6 blends, 14
+ * VPERMI2B among about 38 (1.2x slower in L2 on Zen5); version 1's int16
+ * table took 22 among 66.  A VPGATHERDD per 16 steps would cost more:
+ * gathers from the 2 KiB table took 0.85 cycles per element on Zen5 (14
+ * cycles per 16), VPERMI2B runs 2 per cycle.
  *
- * The byte planes (1 KiB) and the shifts' window indices are built on the
+ * The byte planes (256 bytes) and the shifts' window indices are built on the
  * stack once per call.  Rows go in tiles of 4 (below), each through the
  * token tiles of rotated_simd.h (a sequence decoded once per tile of up to
  * 4 tokens), the float sums kept per row and token across the row. */
@@ -59,7 +61,6 @@
 
 #define TCQ_AVX512_GROUPS (PMPD_TCQ_STEPS / 32) /* 32-step groups per sequence */
 #define TCQ_AVX512_PLANES 2                     /* first and second values */
-#define TCQ_AVX512_SUBTABLES 4                  /* by index bits 0-1 */
 
 typedef struct tcq_avx512_shift {
     __m512i window[TCQ_AVX512_GROUPS][2]; /* VPERMI2B: bytes f + 1, f | f + 3, f + 2 per 16-bit lane */
@@ -69,7 +70,7 @@ typedef struct tcq_avx512_shift {
 } tcq_avx512_shift;
 
 typedef struct tcq_avx512_consts {
-    __m512i planes[TCQ_AVX512_PLANES][TCQ_AVX512_SUBTABLES][2]; /* 128 bytes per sub-table */
+    __m512i planes[TCQ_AVX512_PLANES][2]; /* the 128 entries' first, second values */
     __m512i high_bytes, low_bytes; /* VPERMI2B: two registers' 16-bit lanes into the unpacks' byte order */
     tcq_avx512_shift shift[2];
     tcq_avx512_shift last; /* a row's last sequence (s2, m->last_steps) */
@@ -117,16 +118,15 @@ static void tcq_avx512_shift_for(unsigned shift, unsigned steps, tcq_avx512_shif
 static void tcq_avx512_consts_for(const pmpd_tcq_matrix *m, tcq_avx512_consts *c)
 {
     const int16_t *table = pmpd_tcq_table();
-    uint8_t planes[TCQ_AVX512_PLANES][TCQ_AVX512_SUBTABLES][128], pack[2][64];
-    unsigned e, p, t, j;
-    for (e = 0; e < PMPD_TCQ_TABLE_ENTRIES; e++)
+    uint8_t planes[TCQ_AVX512_PLANES][PMPD_TCQ_TABLE_REPS], pack[2][64];
+    unsigned e, p, j;
+    for (e = 0; e < PMPD_TCQ_TABLE_REPS; e++)
         for (p = 0; p < TCQ_AVX512_PLANES; p++)
-            planes[p][e % 4][e / 4] = (uint8_t)(table[2 * e + p] + 128);
-    for (p = 0; p < TCQ_AVX512_PLANES; p++)
-        for (t = 0; t < TCQ_AVX512_SUBTABLES; t++) {
-            c->planes[p][t][0] = _mm512_loadu_si512((const void *)planes[p][t]);
-            c->planes[p][t][1] = _mm512_loadu_si512((const void *)(planes[p][t] + 64));
-        }
+            planes[p][e] = (uint8_t)(table[2 * e + p] + 128);
+    for (p = 0; p < TCQ_AVX512_PLANES; p++) {
+        c->planes[p][0] = _mm512_loadu_si512((const void *)planes[p]);
+        c->planes[p][1] = _mm512_loadu_si512((const void *)(planes[p] + 64));
+    }
     /* Byte 16 k + j of the packed lanes is lane 8 k + j of the first
      * register, byte 16 k + 8 + j of the second (j < 8): VPUNPCKLBW of the
      * two values' bytes then gives the first register's steps in column
@@ -152,35 +152,28 @@ TCQ_AVX512_INLINE __m512i tcq_avx512_hash(__m512i lo, __m512i hi, const tcq_avx5
     return _mm512_mullo_epi16(state, _mm512_add_epi16(state, _mm512_set1_epi16(1)));
 }
 
-/* One value of 64 packed steps: the sub-table by bits 0-1 (masks bit0,
- * bit1), its byte by index. */
-TCQ_AVX512_INLINE __m512i tcq_avx512_plane(const __m512i (*plane)[2], __m512i index, __mmask64 bit0,
-                                           __mmask64 bit1)
-{
-    const __m512i t0 = _mm512_permutex2var_epi8(plane[0][0], index, plane[0][1]);
-    const __m512i t1 = _mm512_permutex2var_epi8(plane[1][0], index, plane[1][1]);
-    const __m512i t2 = _mm512_permutex2var_epi8(plane[2][0], index, plane[2][1]);
-    const __m512i t3 = _mm512_permutex2var_epi8(plane[3][0], index, plane[3][1]);
-    return _mm512_mask_blend_epi8(bit1, _mm512_mask_blend_epi8(bit0, t0, t1), _mm512_mask_blend_epi8(bit0, t2, t3));
-}
-
 /* The biased values of unit u (steps 64 u..64 u + 63, rotated columns
  * 128 u..128 u + 127 of the sequence in lo, hi) in column order: w[0] the
  * first 64 columns, w[1] the next. */
 TCQ_AVX512_INLINE void tcq_avx512_unit(__m512i lo, __m512i hi, const tcq_avx512_consts *c,
                                        const tcq_avx512_shift *k, unsigned u, __m512i *w)
 {
-    const __m512i h0 = tcq_avx512_hash(lo, hi, k, 2 * u), h1 = tcq_avx512_hash(lo, hi, k, 2 * u + 1);
-    const __m512i index = _mm512_permutex2var_epi8(h0, c->high_bytes, h1);
-    const __m512i low = _mm512_permutex2var_epi8(h0, c->low_bytes, h1);
-    const __mmask64 bit0 = _mm512_test_epi8_mask(low, _mm512_set1_epi8(0x40)), bit1 = _mm512_movepi8_mask(low);
-    const __m512i first = tcq_avx512_plane(c->planes[0], index, bit0, bit1);
-    const __m512i second = tcq_avx512_plane(c->planes[1], index, bit0, bit1);
-    /* h bit 15, the sign, is bit 7 of index's bytes */
-    const __m512i signed_first =
-        _mm512_mask_sub_epi8(first, _mm512_movepi8_mask(index), _mm512_setzero_si512(), first);
-    w[0] = _mm512_unpacklo_epi8(signed_first, second);
-    w[1] = _mm512_unpackhi_epi8(signed_first, second);
+    const __m512i h0 = _mm512_srli_epi16(tcq_avx512_hash(lo, hi, k, 2 * u), 6);
+    const __m512i h1 = _mm512_srli_epi16(tcq_avx512_hash(lo, hi, k, 2 * u + 1), 6);
+    /* per step: h bits 6-13 (the entry, the swap in bit 7), h bits 14-15 */
+    const __m512i index = _mm512_permutex2var_epi8(h0, c->low_bytes, h1);
+    const __m512i signs = _mm512_permutex2var_epi8(h0, c->high_bytes, h1);
+    const __mmask64 swap = _mm512_movepi8_mask(index);
+    const __mmask64 negate_second = _mm512_test_epi8_mask(signs, _mm512_set1_epi8(1));
+    const __mmask64 negate_first = _mm512_test_epi8_mask(signs, _mm512_set1_epi8(2));
+    const __m512i rep_x = _mm512_permutex2var_epi8(c->planes[0][0], index, c->planes[0][1]);
+    const __m512i rep_y = _mm512_permutex2var_epi8(c->planes[1][0], index, c->planes[1][1]);
+    const __m512i zero = _mm512_setzero_si512();
+    __m512i first = _mm512_mask_blend_epi8(swap, rep_x, rep_y), second = _mm512_mask_blend_epi8(swap, rep_y, rep_x);
+    first = _mm512_mask_sub_epi8(first, negate_first, zero, first);
+    second = _mm512_mask_sub_epi8(second, negate_second, zero, second);
+    w[0] = _mm512_unpacklo_epi8(first, second);
+    w[1] = _mm512_unpackhi_epi8(first, second);
 }
 
 /* One token's side of a unit (x, d at its first column and block): its
@@ -288,5 +281,4 @@ PMPD_INTERNAL void pmpd_tcq_matmul(const pmpd_tcq_matrix *m, const void *act, si
 #undef TCQ_AVX512_ROWS
 #undef TCQ_AVX512_GROUPS
 #undef TCQ_AVX512_PLANES
-#undef TCQ_AVX512_SUBTABLES
 #endif
