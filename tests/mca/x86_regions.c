@@ -348,7 +348,7 @@ void mca_tcq_avx512(const tcq_avx512_consts *c, const __m512i *lo, const __m512i
     tcq_avx512_unit(lo[1], hi[1], c, &c->shift[0], 0, w[1]);
     tcq_avx512_unit(lo[2], hi[2], c, &c->shift[0], 0, w[2]);
     tcq_avx512_unit(lo[3], hi[3], c, &c->shift[0], 0, w[3]);
-    tcq_avx512_input_for(q, d, &in);
+    tcq_avx512_input_for(c, q, d, &in);
     acc[0] = tcq_avx512_dot(w[0], &in, acc[0]);
     acc[1] = tcq_avx512_dot(w[1], &in, acc[1]);
     acc[2] = tcq_avx512_dot(w[2], &in, acc[2]);

@@ -19,25 +19,26 @@
  *   lookup   the table is symmetric (tcq.h), so only its 128
  *            representatives are kept, as value + 128 in two byte planes
  *            (first value, second) of 128 bytes.  One VPERMI2B packs the
- *            two registers' low bytes into 64 byte lanes, one more their
- *            high bytes; each plane is one VPERMI2B by the low byte
- *            (VPERMI2B ignores bit 7), and two VPBLENDMB by the swap bit
- *            (VPMOVB2M) put the two looked-up values in order;
+ *            two registers' low bytes into 64 byte lanes in step order,
+ *            one more their high bytes; each plane is one VPERMI2B by the
+ *            low byte (VPERMI2B ignores bit 7), and two VPBLENDMB by the
+ *            swap bit (VPMOVB2M) put the two looked-up values in order;
  *   values   masked VPSUBBs from zero negate the biased values whose sign
- *            bit is set (two VPTESTMB; -v mod 256 is -value + 128), and
- *            VPUNPCKL/HBW interleave the two planes into column order (the
- *            packing perm follows the unpacks' order): 64 columns to a
- *            register;
+ *            bit is set (two VPTESTMB; -v mod 256 is -value + 128): byte
+ *            j of the two registers is step j's first and second value;
  *   product  VPDPBUSD of the biased values (unsigned) with the int8
- *            activations, started from minus 128 times each lane's sum of
- *            4 activations (made once per token, shared by the tile's
- *            rows), so every 32-bit lane sums 4 exact products of one
- *            block, lanes 0-7 of one block, 8-15 of the next: one
- *            conversion and one FMA with the two blocks' steps (VPERMPS)
- *            per 64 columns.
- * That is 8 VPERMI2B (2 of them the lookup) among about 31 operations per
+ *            activations put in the same order (the unit's even columns
+ *            for the first values, the odd for the second: two VPERMI2B
+ *            per token, shared by the tile's rows), started from minus
+ *            128 times the sum of each lane's 8 activations, so every
+ *            32-bit lane sums 8 exact products of one block (lanes 4 b ..
+ *            4 b + 3 are block b): one conversion and one FMA with the
+ *            four blocks' steps per 128 columns.
+ * That is 8 VPERMI2B (2 of them the lookup) among about 27 operations per
  * unit and row on one token.  Format version 3's table had no symmetry:
- * four sub-tables of 128 entries per plane, 8 lookups and 6 blends, 14
+ * four sub-tables of 128 entries per plane, 8 lookups and 6 blends, and
+ * the two planes were interleaved into column order (VPUNPCKL/HBW) to meet
+ * the activations as stored, two conversions and two FMAs per unit: 14
  * VPERMI2B among about 38 (1.2x slower in L2 on Zen5); version 1's int16
  * table took 22 among 66.  A VPGATHERDD per 16 steps would cost more:
  * gathers from the 2 KiB table took 0.85 cycles per element on Zen5 (14
@@ -71,7 +72,8 @@ typedef struct tcq_avx512_shift {
 
 typedef struct tcq_avx512_consts {
     __m512i planes[TCQ_AVX512_PLANES][2]; /* the 128 entries' first, second values */
-    __m512i high_bytes, low_bytes; /* VPERMI2B: two registers' 16-bit lanes into the unpacks' byte order */
+    __m512i high_bytes, low_bytes; /* VPERMI2B: two registers' 16-bit lanes into 64 bytes, step order */
+    __m512i even_columns, odd_columns; /* VPERMI2B: a unit's 128 activations into the steps' two values' order */
     tcq_avx512_shift shift[2];
     tcq_avx512_shift last; /* a row's last sequence (s2, m->last_steps) */
 } tcq_avx512_consts;
@@ -118,7 +120,7 @@ static void tcq_avx512_shift_for(unsigned shift, unsigned steps, tcq_avx512_shif
 static void tcq_avx512_consts_for(const pmpd_tcq_matrix *m, tcq_avx512_consts *c)
 {
     const int16_t *table = pmpd_tcq_table();
-    uint8_t planes[TCQ_AVX512_PLANES][PMPD_TCQ_TABLE_REPS], pack[2][64];
+    uint8_t planes[TCQ_AVX512_PLANES][PMPD_TCQ_TABLE_REPS], pack[2][64], columns[2][64];
     unsigned e, p, j;
     for (e = 0; e < PMPD_TCQ_TABLE_REPS; e++)
         for (p = 0; p < TCQ_AVX512_PLANES; p++)
@@ -127,15 +129,18 @@ static void tcq_avx512_consts_for(const pmpd_tcq_matrix *m, tcq_avx512_consts *c
         c->planes[p][0] = _mm512_loadu_si512((const void *)planes[p]);
         c->planes[p][1] = _mm512_loadu_si512((const void *)(planes[p] + 64));
     }
-    /* Byte 16 k + j of the packed lanes is lane 8 k + j of the first
-     * register, byte 16 k + 8 + j of the second (j < 8): VPUNPCKLBW of the
-     * two values' bytes then gives the first register's steps in column
-     * order, VPUNPCKHBW the second's. */
+    /* Byte j of the packed lanes is step j: lane j % 32 of register j /
+     * 32.  The activations go to the even and odd columns' order alike
+     * (the first and the second value of each step). */
     for (j = 0; j < 64; j++) {
-        const unsigned lane = j / 16 * 8 + j % 8, from = (j % 16 < 8 ? 0 : 64) + 2 * lane;
+        const unsigned from = (j < 32 ? 0 : 64) + 2 * (j % 32);
         pack[0][j] = (uint8_t)(from + 1);
         pack[1][j] = (uint8_t)from;
+        columns[0][j] = (uint8_t)(2 * j);
+        columns[1][j] = (uint8_t)(2 * j + 1);
     }
+    c->even_columns = _mm512_loadu_si512((const void *)columns[0]);
+    c->odd_columns = _mm512_loadu_si512((const void *)columns[1]);
     c->high_bytes = _mm512_loadu_si512((const void *)pack[0]);
     c->low_bytes = _mm512_loadu_si512((const void *)pack[1]);
     tcq_avx512_shift_for(m->shift[0], PMPD_TCQ_STEPS, &c->shift[0]);
@@ -172,40 +177,41 @@ TCQ_AVX512_INLINE void tcq_avx512_unit(__m512i lo, __m512i hi, const tcq_avx512_
     __m512i first = _mm512_mask_blend_epi8(swap, rep_x, rep_y), second = _mm512_mask_blend_epi8(swap, rep_y, rep_x);
     first = _mm512_mask_sub_epi8(first, negate_first, zero, first);
     second = _mm512_mask_sub_epi8(second, negate_second, zero, second);
-    w[0] = _mm512_unpacklo_epi8(first, second);
-    w[1] = _mm512_unpackhi_epi8(first, second);
+    w[0] = first;
+    w[1] = second;
 }
 
 /* One token's side of a unit (x, d at its first column and block): its
- * 128 activations, per 32-bit lane minus 128 times the sum of the lane's 4
- * activations (what the weights' bias adds to VPDPBUSD's sums), and per
- * 32-bit lane its block's step. */
+ * 128 activations as the 64 steps' first (even) and second (odd) columns,
+ * per 32-bit lane minus 128 times the sum of the 8 activations of the
+ * lane's 4 steps (what the weights' bias adds to VPDPBUSD's sums), and
+ * per 32-bit lane its block's step (lanes 4 b .. 4 b + 3: block b). */
 typedef struct tcq_avx512_input {
-    __m512i x[2], unbias[2];
-    __m512 d[2];
+    __m512i even, odd, unbias;
+    __m512 d;
 } tcq_avx512_input;
 
-TCQ_AVX512_INLINE void tcq_avx512_input_for(const int8_t *x, const float *d, tcq_avx512_input *in)
+TCQ_AVX512_INLINE void tcq_avx512_input_for(const tcq_avx512_consts *c, const int8_t *x, const float *d,
+                                            tcq_avx512_input *in)
 {
-    const __m512 steps = _mm512_castps128_ps512(_mm_loadu_ps(d));
-    const __m512i zero = _mm512_setzero_si512();
-    unsigned i;
-    for (i = 0; i < 2; i++) {
-        in->x[i] = _mm512_loadu_si512((const void *)(x + 64 * i));
-        in->unbias[i] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8((char)0x80), in->x[i]));
-    }
-    in->d[0] = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), steps);
-    in->d[1] = _mm512_permutexvar_ps(_mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3), steps);
+    const __m512i low = _mm512_loadu_si512((const void *)x), high = _mm512_loadu_si512((const void *)(x + 64));
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    in->even = _mm512_permutex2var_epi8(low, c->even_columns, high);
+    in->odd = _mm512_permutex2var_epi8(low, c->odd_columns, high);
+    in->unbias = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                  _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, in->even),
+                                                      bias, in->odd));
+    in->d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                  _mm512_castps128_ps512(_mm_loadu_ps(d)));
 }
 
 /* acc + the unit's values w (tcq_avx512_unit) times the input, exactly in
- * int32 per pair of blocks (the bias taken off before the conversion). */
+ * int32 per block (the bias taken off before the conversion): one
+ * conversion and one FMA per 128 columns. */
 TCQ_AVX512_INLINE __m512 tcq_avx512_dot(const __m512i *w, const tcq_avx512_input *in, __m512 acc)
 {
-    const __m512i sums0 = _mm512_dpbusd_epi32(in->unbias[0], w[0], in->x[0]);
-    const __m512i sums1 = _mm512_dpbusd_epi32(in->unbias[1], w[1], in->x[1]);
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums0), in->d[0], acc);
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums1), in->d[1], acc);
+    const __m512i sums = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(in->unbias, w[0], in->even), w[1], in->odd);
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), in->d, acc);
 }
 
 /* Rows per tile: one from each quarter of the caller's rows (as
@@ -218,7 +224,8 @@ TCQ_AVX512_INLINE __m512 tcq_avx512_dot(const __m512i *w, const tcq_avx512_input
  * prefetches: from RAM on one Zen5 thread (4096 x 4096, best of 9, against
  * no prefetch in the same run) 0.5 / 1 / 2 / 4 KiB gave 1.23 / 1.17 / 1.24
  * / 1.22x at tcq4 and 1.05-1.07x at tcq2; the hardware prefetcher alone
- * left tcq4 at two thirds of its rate in L2. */
+ * left tcq4 at two thirds of its rate in L2.  With version 4's kernel,
+ * 1.4x faster, 1, 2, 4 and 8 KiB read alike. */
 #define TCQ_AVX512_PREFETCH 2048
 
 /* Rows r0 + i stride (i < nr) against the nt tokens at q, d (token stride
@@ -252,7 +259,7 @@ TCQ_AVX512_INLINE void tcq_avx512_tile(const pmpd_tcq_matrix *m, const tcq_avx51
                 tcq_avx512_unit(lo[i], hi[i], c, k, u, w[i]);
             for (t = 0; t < nt; t++) {
                 tcq_avx512_input in;
-                tcq_avx512_input_for(q + t * m->padded + j * PMPD_TCQ_SEQUENCE + 128 * u,
+                tcq_avx512_input_for(c, q + t * m->padded + j * PMPD_TCQ_SEQUENCE + 128 * u,
                                      d + t * n_blocks + j * blocks_per_sequence + 4 * u, &in);
                 for (i = 0; i < nr; i++)
                     acc[i][t] = tcq_avx512_dot(w[i], &in, acc[i][t]);
