@@ -55,7 +55,8 @@ PMPD_INTERNAL pmpd_status pmpd_tcq_build_table(uint64_t seed, size_t samples, un
                                                double *mse)
 {
     const size_t k = PMPD_TCQ_TABLE_REPS;
-    float *points = (float *)malloc(2 * samples * sizeof *points), reps[2 * PMPD_TCQ_TABLE_REPS];
+    float *points = (float *)malloc(2 * samples * sizeof *points);
+    float reps[2 * PMPD_TCQ_TABLE_REPS];
     double *sums = (double *)malloc(3 * k * sizeof *sums);
     uint64_t state = seed;
     size_t i, j;

@@ -134,8 +134,8 @@ static inline void pmpd_tcq_shifts(unsigned quarter_bits, unsigned *s1, unsigned
 }
 
 /* The value table: 512 pairs (first, second value of each entry; the
- * symmetry above), each within -127..127 (int8 values in int16 storage), and the unit they
- * are multiples of. */
+ * symmetry above), each within -127..127 (int8 values in int16 storage),
+ * and the unit they are multiples of. */
 PMPD_INTERNAL const int16_t *pmpd_tcq_table(void);
 PMPD_INTERNAL float pmpd_tcq_unit(void);
 

@@ -158,8 +158,8 @@ TCQ_AVX512_INLINE __m512i tcq_avx512_hash(__m512i lo, __m512i hi, const tcq_avx5
 }
 
 /* The biased values of unit u (steps 64 u..64 u + 63, rotated columns
- * 128 u..128 u + 127 of the sequence in lo, hi) in column order: w[0] the
- * first 64 columns, w[1] the next. */
+ * 128 u..128 u + 127 of the sequence in lo, hi) in step order: byte j of
+ * w[0] is step j's first value (column 2 j), of w[1] its second. */
 TCQ_AVX512_INLINE void tcq_avx512_unit(__m512i lo, __m512i hi, const tcq_avx512_consts *c,
                                        const tcq_avx512_shift *k, unsigned u, __m512i *w)
 {
