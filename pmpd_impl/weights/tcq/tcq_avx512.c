@@ -225,7 +225,7 @@ TCQ_AVX512_INLINE __m512 tcq_avx512_dot(const __m512i *w, const tcq_avx512_input
  * no prefetch in the same run) 0.5 / 1 / 2 / 4 KiB gave 1.23 / 1.17 / 1.24
  * / 1.22x at tcq4 and 1.05-1.07x at tcq2; the hardware prefetcher alone
  * left tcq4 at two thirds of its rate in L2.  With version 4's kernel,
- * 1.4x faster, 1, 2, 4 and 8 KiB read alike. */
+ * about 1.3x faster, 1, 2, 4 and 8 KiB read alike. */
 #define TCQ_AVX512_PREFETCH 2048
 
 /* Rows r0 + i stride (i < nr) against the nt tokens at q, d (token stride
