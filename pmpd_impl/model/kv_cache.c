@@ -73,7 +73,6 @@ static size_t pmpd_kv_cache_index(const pmpd_kv_cache *cache, uint32_t layer, ui
     return (((size_t)layer * cache->n_kv_heads + kv_head) * cache->stored + pos) * cache->head_dim;
 }
 
-
 PMPD_INTERNAL void pmpd_kv_cache_write(pmpd_kv_cache *cache, uint32_t layer, size_t pos, size_t n,
                                        const float *k, const float *v)
 {
@@ -111,13 +110,15 @@ PMPD_INTERNAL void pmpd_kv_cache_read(const pmpd_kv_cache *cache, uint32_t layer
         memcpy(key, (const float *)cache->k + base, cache->head_dim * sizeof(float));
         memcpy(value, (const float *)cache->v + base, cache->head_dim * sizeof(float));
         break;
-    case PMPD_KV_F16:
+    case PMPD_KV_F16: {
+        /* f16 keys in blocks: pmpd_kv_key_at from the head's start, as written */
+        const uint16_t *keys = (const uint16_t *)cache->k + pmpd_kv_cache_index(cache, layer, kv_head, 0);
         for (i = 0; i < cache->head_dim; i++) {
-            key[i] = pmpd_f16_to_f32(((const uint16_t *)cache->k)[base - pos * cache->head_dim +
-                                                                  pmpd_kv_key_at(pos, i, cache->head_dim)]);
+            key[i] = pmpd_f16_to_f32(keys[pmpd_kv_key_at(pos, i, cache->head_dim)]);
             value[i] = pmpd_f16_to_f32(((const uint16_t *)cache->v)[base + i]);
         }
         break;
+    }
     default:
         pmpd_kv_quantized_read(&cache->quantized, layer, pos, kv_head, key, value);
         break;
